@@ -1,0 +1,121 @@
+"""RecordStore on SQLite (WAL): the embedded default's source of truth."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from mnemo.ports import ConditionFailed, Delete, Item, Put
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS items (
+    pk TEXT NOT NULL,
+    sk TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    expires_at INTEGER,
+    data TEXT NOT NULL,
+    PRIMARY KEY (pk, sk)
+) WITHOUT ROWID;
+"""
+
+
+def _prefix_upper_bound(prefix: str) -> str:
+    return prefix + "\U0010ffff"
+
+
+class SqliteRecordStore:
+    def __init__(self, path: Path | str) -> None:
+        self._path = str(path)
+        if self._path != ":memory:":
+            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        with self._connection() as conn:
+            conn.executescript(_SCHEMA)
+
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self._path, timeout=30, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    @staticmethod
+    def _item(row: tuple[str, str, int, int | None, str]) -> Item:
+        pk, sk, version, expires_at, data = row
+        return Item(pk=pk, sk=sk, data=json.loads(data), version=version, expires_at=expires_at)
+
+    def _live(self) -> tuple[str, int]:
+        return "(expires_at IS NULL OR expires_at > ?)", int(time.time())
+
+    def get(self, pk: str, sk: str) -> Item | None:
+        live, now = self._live()
+        row = self._connection().execute(
+            f"SELECT pk, sk, version, expires_at, data FROM items WHERE pk = ? AND sk = ? AND {live}",
+            (pk, sk, now),
+        ).fetchone()
+        return self._item(row) if row else None
+
+    def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]:
+        found = (self.get(pk, sk) for pk, sk in keys)
+        return [item for item in found if item is not None]
+
+    def query(self, pk: str, sk_prefix: str = "", *, limit: int = 100, descending: bool = False) -> list[Item]:
+        live, now = self._live()
+        order = "DESC" if descending else "ASC"
+        rows = self._connection().execute(
+            f"SELECT pk, sk, version, expires_at, data FROM items "
+            f"WHERE pk = ? AND sk >= ? AND sk < ? AND {live} ORDER BY sk {order} LIMIT ?",
+            (pk, sk_prefix, _prefix_upper_bound(sk_prefix), now, limit),
+        ).fetchall()
+        return [self._item(row) for row in rows]
+
+    def scan(self, pk_prefix: str = "") -> Iterator[Item]:
+        live, now = self._live()
+        rows = self._connection().execute(
+            f"SELECT pk, sk, version, expires_at, data FROM items WHERE pk >= ? AND pk < ? AND {live} ORDER BY pk, sk",
+            (pk_prefix, _prefix_upper_bound(pk_prefix), now),
+        ).fetchall()
+        for row in rows:
+            yield self._item(row)
+
+    def write(self, operations: Sequence[Put | Delete]) -> None:
+        conn = self._connection()
+        live, now = self._live()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for op in operations:
+                key = (op.item.pk, op.item.sk) if isinstance(op, Put) else (op.pk, op.sk)
+                row = conn.execute(
+                    f"SELECT version FROM items WHERE pk = ? AND sk = ? AND {live}", (*key, now)
+                ).fetchone()
+                current = row[0] if row else None
+                self._check(op, current, key)
+                if isinstance(op, Put):
+                    conn.execute(
+                        "INSERT OR REPLACE INTO items (pk, sk, version, expires_at, data) VALUES (?, ?, ?, ?, ?)",
+                        (op.item.pk, op.item.sk, op.item.version, op.item.expires_at, json.dumps(op.item.data)),
+                    )
+                else:
+                    conn.execute("DELETE FROM items WHERE pk = ? AND sk = ?", key)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @staticmethod
+    def _check(op: Put | Delete, current: int | None, key: tuple[str, str]) -> None:
+        expect = op.expect
+        if expect is None:
+            return
+        if expect == "absent" and current is not None:
+            raise ConditionFailed(f"{key} already exists")
+        if expect == "present" and current is None:
+            raise ConditionFailed(f"{key} does not exist")
+        if isinstance(expect, int) and current != expect:
+            raise ConditionFailed(f"{key} is at version {current}, expected {expect}")

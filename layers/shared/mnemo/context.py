@@ -1,0 +1,80 @@
+"""Who is calling: the identity every tool call carries, taken from the transport.
+
+A tool body never supplies identity. Each front door builds a ``RequestContext``
+from what its transport vouches for (an authorizer, Bedrock session attributes,
+the MCP process environment, or the local server's ``X-Mnemo-*`` headers).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Layer = Literal["agent", "user", "session", "project", "team", "org", "company"]
+
+#: Memory precedence: the most specific layer first.
+MEMORY_LAYERS: tuple[Layer, ...] = ("agent", "user", "session", "project", "team", "org", "company")
+SHARED_LAYERS: frozenset[str] = frozenset({"project", "team", "org", "company"})
+WRITER_ROLE = "writer"
+
+# The ids a layer needs, in the order they make up its scope key.
+LAYER_IDS: dict[str, tuple[str, ...]] = {
+    "agent": ("user", "agent"),
+    "user": ("user",),
+    "session": ("user", "session"),
+    "project": ("project",),
+    "team": ("team",),
+    "org": ("org",),
+    "company": (),
+}
+
+_ID_PATTERN = re.compile(r"^[A-Za-z0-9._@:+=,/\-]{1,256}$")
+
+
+class RequestContext(BaseModel):
+    """The caller's identity. ``tenant`` is the company: nothing crosses it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant: str = "local"
+    user: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    project: str | None = None
+    team: str | None = None
+    org: str | None = None
+    roles: frozenset[str] = Field(default_factory=frozenset)
+
+    @field_validator("tenant", "user", "agent", "session", "project", "team", "org")
+    @classmethod
+    def _safe_id(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        if not _ID_PATTERN.match(value):
+            raise ValueError("identity values use letters, digits and ._@:+=,/- (at most 256)")
+        return value
+
+    def missing_ids(self, layer: str) -> list[str]:
+        return [name for name in LAYER_IDS[layer] if getattr(self, name) is None]
+
+    def can_read(self, layer: str) -> bool:
+        return not self.missing_ids(layer)
+
+    def can_write(self, layer: str) -> bool:
+        return self.can_read(layer) and (layer not in SHARED_LAYERS or WRITER_ROLE in self.roles)
+
+    def scope_key(self, layer: str) -> str:
+        """A stable key for one layer of this caller, e.g. ``t=acme|user|u=alice``.
+
+        Components are joined with ``|``, which identity values cannot contain,
+        so no id can forge another scope.
+        """
+        parts = [f"t={self.tenant}", layer]
+        parts += [f"{name[0]}={getattr(self, name)}" for name in LAYER_IDS[layer]]
+        return "|".join(parts)
+
+    def readable_layers(self, requested: list[str] | None = None) -> list[Layer]:
+        wanted = set(requested) if requested else set(MEMORY_LAYERS)
+        return [layer for layer in MEMORY_LAYERS if layer in wanted and self.can_read(layer)]

@@ -1,0 +1,99 @@
+"""The one error envelope every front door answers with.
+
+``{"success": false, "errorCode", "message", "details", "retryable"}``; the
+HTTP status is derived from the code so that no door invents its own mapping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+HTTP_STATUS: dict[str, int] = {
+    "INVALID_INPUT": 400,
+    "UNAUTHORIZED": 403,
+    "NOT_FOUND": 404,
+    "CONFLICT": 409,
+    "RATE_LIMITED": 429,
+    "PROVIDER_ERROR": 502,
+    "TIMEOUT": 504,
+}
+
+RETRYABLE = {"PROVIDER_ERROR", "RATE_LIMITED", "TIMEOUT", "CONFLICT"}
+
+
+class MnemoError(Exception):
+    """A failure a client may see. Anything else is reported as PROVIDER_ERROR."""
+
+    code = "PROVIDER_ERROR"
+
+    def __init__(self, message: str, details: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = dict(details or {})
+
+    @property
+    def status(self) -> int:
+        return HTTP_STATUS[self.code]
+
+    def envelope(self) -> dict[str, Any]:
+        return {
+            "success": False,
+            "errorCode": self.code,
+            "message": self.message,
+            "details": self.details,
+            "retryable": self.code in RETRYABLE,
+        }
+
+
+class InvalidInput(MnemoError):
+    code = "INVALID_INPUT"
+
+
+class Unauthorized(MnemoError):
+    code = "UNAUTHORIZED"
+
+
+class NotFound(MnemoError):
+    code = "NOT_FOUND"
+
+
+class Conflict(MnemoError):
+    code = "CONFLICT"
+
+
+class RateLimited(MnemoError):
+    code = "RATE_LIMITED"
+
+
+class ProviderError(MnemoError):
+    code = "PROVIDER_ERROR"
+
+
+class Timeout(MnemoError):
+    code = "TIMEOUT"
+
+
+def invalid_field(field: str, message: str, **details: Any) -> InvalidInput:
+    return InvalidInput(f"{field}: {message}", {"field": field, **details})
+
+
+def from_validation_errors(errors: Iterable[Mapping[str, Any]], *, drop_prefix: str | None = None) -> InvalidInput:
+    """Turn pydantic-style errors (loc, msg, type) into INVALID_INPUT naming each field."""
+    problems: list[dict[str, Any]] = []
+    for error in errors:
+        loc = [str(part) for part in error.get("loc", ())]
+        if drop_prefix and loc and loc[0] == drop_prefix:
+            loc = loc[1:]
+        if error.get("type") == "json_invalid":
+            problems.append({"field": "body", "message": "Request body is not valid JSON", "type": "json_invalid"})
+            continue
+        field = ".".join(loc) or "body"
+        problems.append({"field": field, "message": str(error.get("msg", "invalid")), "type": error.get("type", "")})
+    if not problems:
+        problems.append({"field": "body", "message": "invalid request", "type": "invalid"})
+    first = problems[0]
+    return InvalidInput(
+        f"{first['field']}: {first['message']}",
+        {"field": first["field"], "errors": problems},
+    )

@@ -1,0 +1,128 @@
+"""Request and response models of the memory tools (seed 000, Memory Tools)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints, field_validator, model_validator
+
+from mnemo.context import Layer
+from mnemo.models import ToolRequest, ToolResponse, WireModel
+
+MAX_CONTENT_CHARS = 8000
+MAX_METADATA_BYTES = 8192
+
+Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+Scalar = str | int | float | bool
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class MemoryAddInput(ToolRequest):
+    content: str = Field(
+        min_length=1,
+        max_length=MAX_CONTENT_CHARS,
+        description="The content to remember: a clear, self-contained statement.",
+    )
+    layer: Layer = Field("user", description="Memory scope. agent, user, session, project, team, org or company.")
+    tags: list[Tag] = Field(default_factory=list, max_length=20, description="Tags for categorisation and filtering.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Additional metadata (JSON object).")
+    occurred_at: datetime | None = Field(
+        None, description="When the fact happened (ISO 8601), as distinct from when it is stored."
+    )
+    idempotency_key: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        description="Makes retries safe: a repeated call with the same key stores once and answers the same.",
+    )
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content must not be blank")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _bounded(cls, value: dict[str, Any]) -> dict[str, Any]:
+        import json
+
+        if len(json.dumps(value, default=str)) > MAX_METADATA_BYTES:
+            raise ValueError(f"metadata must serialise to at most {MAX_METADATA_BYTES} bytes")
+        return value
+
+    @field_validator("occurred_at")
+    @classmethod
+    def _as_utc(cls, value: datetime | None) -> datetime | None:
+        return _utc(value)
+
+
+class MemoryAddOutput(ToolResponse):
+    memory_id: str = Field(description="ID of the stored memory (the existing one when deduplicated).")
+    message: str
+    deduplicated: bool = Field(False, description="True when a near-identical memory already existed in this scope.")
+    layer: Layer
+
+
+class SearchFilter(WireModel):
+    tags: list[Tag] | None = None
+    metadata: dict[str, Scalar] | None = None
+
+
+class MemorySearchInput(ToolRequest):
+    query: str = Field(min_length=1, max_length=2000, description="Search query in natural language.")
+    layers: list[Layer] | None = Field(
+        None, min_length=1, description="Layers to search. If not specified, searches all accessible layers."
+    )
+    limit: int = Field(10, ge=1, le=100, description="Maximum number of results.")
+    threshold: float = Field(0.7, ge=0.0, le=1.0, description="Minimum relevance score (0.0 - 1.0).")
+    tags: list[Tag] | None = Field(None, description="Only memories carrying at least one of these tags.")
+    metadata: dict[str, Scalar] | None = Field(
+        None, description="Only memories whose metadata has each of these key/value pairs."
+    )
+    filter: SearchFilter | None = Field(None, description="Alternative place for the tags and metadata filters.")
+
+    @model_validator(mode="after")
+    def _merge_filter(self) -> MemorySearchInput:
+        if self.filter is not None:
+            if self.filter.tags:
+                self.tags = [*(self.tags or []), *self.filter.tags]
+            if self.filter.metadata:
+                self.metadata = {**(self.metadata or {}), **self.filter.metadata}
+        return self
+
+
+class MemoryResult(WireModel):
+    content: str
+    layer: Layer
+    score: float = Field(description="Relevance, 0.0 - 1.0 (see docs/scoring.md).")
+    memory_id: str
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    occurred_at: datetime | None = None
+
+
+class MemorySearchOutput(ToolResponse):
+    results: list[MemoryResult]
+    total_count: int = Field(description="Results above the threshold, before the limit.")
+    searched_layers: list[Layer]
+    retrieval: Literal["hybrid", "lexical"] = Field(
+        "hybrid", description="'lexical' when embeddings were unavailable and ranking fell back to BM25 alone."
+    )
+
+
+class MemoryDeleteInput(ToolRequest):
+    memory_id: str = Field(min_length=1, max_length=128, description="ID of the memory to delete.")
+
+
+class MemoryDeleteOutput(ToolResponse):
+    message: str
+    memory_id: str

@@ -1,0 +1,332 @@
+"""Memory domain rules: layers, scope, dedupe, idempotency, hybrid ranking, history.
+
+Records are the source of truth; the vector index only finds ids, and every
+hit is read back from the records before it reaches a caller, so a stale or
+foreign index entry can never leak.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from mnemo.context import MEMORY_LAYERS, SHARED_LAYERS, WRITER_ROLE, Layer, RequestContext
+from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized
+from mnemo.memory.models import (
+    MemoryAddInput,
+    MemoryAddOutput,
+    MemoryDeleteInput,
+    MemoryDeleteOutput,
+    MemoryResult,
+    MemorySearchInput,
+    MemorySearchOutput,
+)
+from mnemo.memory.scoring import calibration_for
+from mnemo.ports import ConditionFailed, Embedder, Filter, IndexDoc, Item, Put, RecordStore, VectorIndex
+from mnemo.ports import Delete as DeleteOp
+
+NAMESPACE = "memory"
+IDEMPOTENCY_TTL_SECONDS = 24 * 3600
+CANDIDATES = 100
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _partition(scope: str) -> str:
+    return f"MEM|{scope}"
+
+
+def _meta_keywords(metadata: dict[str, Any]) -> dict[str, list[str]]:
+    return {
+        f"meta.{key}": [json.dumps(value)]
+        for key, value in metadata.items()
+        if isinstance(value, str | int | float | bool)
+    }
+
+
+def _lexical_text(content: str, occurred_at: str | None) -> str:
+    """What BM25 sees: the content and, when known, the date it happened in words."""
+    if not occurred_at:
+        return content
+    moment = datetime.fromisoformat(occurred_at)
+    return f"{content} {moment.day} {moment.strftime('%B %Y')}"
+
+
+class MemoryService:
+    def __init__(
+        self,
+        records: RecordStore,
+        index: VectorIndex,
+        embedder: Embedder,
+        *,
+        dedupe_similarity: float = 0.95,
+    ) -> None:
+        self._records = records
+        self._index = index
+        self._embedder = embedder
+        self._dedupe_similarity = dedupe_similarity
+
+    # ------------------------------------------------------------ helpers
+    def _writable_scope(self, context: RequestContext, layer: Layer) -> str:
+        missing = context.missing_ids(layer)
+        if missing:
+            raise InvalidInput(
+                f"layer: the {layer} layer needs a {missing[0]} id in the request context",
+                {"field": "layer", "layer": layer, "missingIds": missing},
+            )
+        if layer in SHARED_LAYERS and WRITER_ROLE not in context.roles:
+            raise Unauthorized(
+                f"Writing to the shared {layer} layer needs the '{WRITER_ROLE}' role",
+                {"field": "layer", "layer": layer, "requiredRole": WRITER_ROLE},
+            )
+        return context.scope_key(layer)
+
+    def _index_doc(self, data: dict[str, Any], vector: Sequence[float]) -> IndexDoc:
+        keywords = {
+            "scope": [data["scope"]],
+            "layer": [data["layer"]],
+            "tags": sorted({tag.lower() for tag in data["tags"]}),
+            **_meta_keywords(data["metadata"]),
+        }
+        return IndexDoc(
+            id=data["memoryId"],
+            vector=vector,
+            text=_lexical_text(data["content"], data.get("occurredAt")),
+            keywords=keywords,
+        )
+
+    def _history(self, scope: str, memory_id: str, event: str, context: RequestContext, **extra: Any) -> Put:
+        at = _iso(_now())
+        data = {"memoryId": memory_id, "event": event, "at": at, "actor": context.user, **extra}
+        sk = f"HIST#{memory_id}#{at}#{event}#{secrets.token_hex(3)}"
+        return Put(Item(_partition(scope), sk, data), expect="absent")
+
+    def history(self, context: RequestContext, memory_id: str) -> list[dict[str, Any]]:
+        """Every recorded change to a memory the caller can read, oldest first."""
+        for layer in context.readable_layers():
+            items = self._records.query(_partition(context.scope_key(layer)), f"HIST#{memory_id}#", limit=1000)
+            if items:
+                return [item.data for item in items]
+        raise NotFound(f"Memory '{memory_id}' not found", {"field": "memoryId", "memoryId": memory_id})
+
+    # ---------------------------------------------------------------- add
+    def add(self, context: RequestContext, request: MemoryAddInput) -> MemoryAddOutput:
+        scope = self._writable_scope(context, request.layer)
+        partition = _partition(scope)
+        request_hash = _hash(request.model_dump_json(exclude={"idempotency_key"}))
+        if request.idempotency_key:
+            replay = self._replay(partition, request.idempotency_key, request_hash)
+            if replay is not None:
+                return replay
+
+        vector = self._embedder.embed([request.content])[0]
+        duplicate = self._find_duplicate(partition, scope, vector)
+        if duplicate is not None:
+            output = MemoryAddOutput(
+                memory_id=duplicate,
+                message="A near-identical memory already exists in this scope; kept the existing one",
+                deduplicated=True,
+                layer=request.layer,
+            )
+            operations: list[Put | DeleteOp] = [
+                self._history(scope, duplicate, "DEDUPE", context, contentHash=_hash(request.content))
+            ]
+        else:
+            memory_id = f"mem_{secrets.token_hex(12)}"
+            data = {
+                "memoryId": memory_id,
+                "content": request.content,
+                "layer": request.layer,
+                "scope": scope,
+                "tags": request.tags,
+                "metadata": {"source": "manual", **request.metadata},
+                "createdAt": _iso(_now()),
+                "occurredAt": _iso(request.occurred_at) if request.occurred_at else None,
+                "contentHash": _hash(request.content),
+                "embeddingModel": self._embedder.name,
+                "createdBy": context.user,
+            }
+            output = MemoryAddOutput(memory_id=memory_id, message="Memory stored successfully", layer=request.layer)
+            operations = [
+                Put(Item(partition, f"MEM#{memory_id}", data), expect="absent"),
+                self._history(scope, memory_id, "ADD", context, contentHash=data["contentHash"]),
+            ]
+        if request.idempotency_key:
+            operations.append(self._idempotency_record(partition, request.idempotency_key, request_hash, output))
+        try:
+            self._records.write(operations)
+        except ConditionFailed:
+            # A concurrent retry with the same idempotency key won the race: answer as it did.
+            if request.idempotency_key:
+                replay = self._replay(partition, request.idempotency_key, request_hash)
+                if replay is not None:
+                    return replay
+            raise Conflict("The memory changed while it was being written; retry") from None
+        if duplicate is None:
+            self._index.upsert(NAMESPACE, [self._index_doc(data, vector)])
+        return output
+
+    def _find_duplicate(self, partition: str, scope: str, vector: Sequence[float]) -> str | None:
+        for hit in self._index.knn(NAMESPACE, vector, {"scope": [scope]}, 3):
+            if hit.score < self._dedupe_similarity:
+                return None
+            if self._records.get(partition, f"MEM#{hit.id}") is not None:
+                return hit.id
+        return None
+
+    def _idempotency_record(self, partition: str, key: str, request_hash: str, output: MemoryAddOutput) -> Put:
+        data = {"requestHash": request_hash, "response": output.model_dump(mode="json")}
+        expires = int(time.time()) + IDEMPOTENCY_TTL_SECONDS
+        return Put(Item(partition, f"IDEM#{key}", data, expires_at=expires), expect="absent")
+
+    def _replay(self, partition: str, key: str, request_hash: str) -> MemoryAddOutput | None:
+        stored = self._records.get(partition, f"IDEM#{key}")
+        if stored is None:
+            return None
+        if stored.data["requestHash"] != request_hash:
+            raise Conflict(
+                "idempotencyKey was already used for a different request",
+                {"field": "idempotencyKey"},
+            )
+        return MemoryAddOutput.model_validate(stored.data["response"])
+
+    # ------------------------------------------------------------- search
+    def search(self, context: RequestContext, request: MemorySearchInput) -> MemorySearchOutput:
+        layers = context.readable_layers(list(request.layers) if request.layers else None)
+        if not layers:
+            return MemorySearchOutput(results=[], total_count=0, searched_layers=[])
+        scopes = {context.scope_key(layer): layer for layer in layers}
+        flt: Filter = {"scope": list(scopes)}
+        if request.tags:
+            flt["tags"] = sorted({tag.lower() for tag in request.tags})
+        for key, values in _meta_keywords(request.metadata or {}).items():
+            flt[key] = values
+
+        try:
+            query_vector: Sequence[float] | None = self._embedder.embed([request.query])[0]
+        except MnemoError:
+            query_vector = None
+        dense = {hit.id: hit.score for hit in self._index.knn(NAMESPACE, query_vector, flt, CANDIDATES)} if query_vector is not None else {}
+        lexical = {hit.id: hit.score for hit in self._index.lexical(NAMESPACE, request.query, flt, CANDIDATES)}
+        calibration = calibration_for(self._embedder.name)
+        # A doc outside the dense top-N scores at most the lowest cosine that made it in.
+        dense_floor_seen = min(dense.values()) if dense else None
+        scored: list[tuple[float, str]] = []
+        for memory_id in dense.keys() | lexical.keys():
+            cosine = dense.get(memory_id, dense_floor_seen)
+            score = calibration.fuse(cosine, lexical.get(memory_id, 0.0))
+            if score >= request.threshold:
+                scored.append((score, memory_id))
+        scored.sort(reverse=True)
+
+        results = self._hydrate(scored, scopes)
+        results = self._merge_layers(results)
+        return MemorySearchOutput(
+            results=results[: request.limit],
+            total_count=len(results),
+            searched_layers=layers,
+            retrieval="hybrid" if query_vector is not None else "lexical",
+        )
+
+    def _hydrate(self, scored: list[tuple[float, str]], scopes: dict[str, Layer]) -> list[MemoryResult]:
+        """Read hits back from the records, in the caller's scopes only."""
+        if not scored:
+            return []
+        keys = [(_partition(scope), f"MEM#{memory_id}") for _, memory_id in scored for scope in scopes]
+        found = {item.data["memoryId"]: item.data for item in self._records.batch_get(keys)}
+        results = []
+        for score, memory_id in scored:
+            data = found.get(memory_id)
+            if data is None or data["scope"] not in scopes:
+                continue
+            results.append(
+                MemoryResult(
+                    content=data["content"],
+                    layer=data["layer"],
+                    score=round(score, 4),
+                    memory_id=memory_id,
+                    tags=data["tags"],
+                    metadata=data["metadata"],
+                    created_at=data["createdAt"],
+                    occurred_at=data.get("occurredAt"),
+                )
+            )
+        return results
+
+    @staticmethod
+    def _merge_layers(results: list[MemoryResult]) -> list[MemoryResult]:
+        """Order by layer precedence, then score; keep one copy of content repeated across layers."""
+        precedence = {layer: rank for rank, layer in enumerate(MEMORY_LAYERS)}
+        results.sort(key=lambda r: (precedence[r.layer], -r.score))
+        seen: set[str] = set()
+        merged = []
+        for result in results:
+            fingerprint = " ".join(result.content.lower().split())
+            if fingerprint in seen:
+                continue
+            seen.add(fingerprint)
+            merged.append(result)
+        return merged
+
+    # ------------------------------------------------------------- delete
+    def delete(self, context: RequestContext, request: MemoryDeleteInput) -> MemoryDeleteOutput:
+        memory_id = request.memory_id
+        for layer in context.readable_layers():
+            scope = context.scope_key(layer)
+            item = self._records.get(_partition(scope), f"MEM#{memory_id}")
+            if item is None:
+                continue
+            if not context.can_write(layer):
+                raise Unauthorized(
+                    f"Deleting from the shared {layer} layer needs the '{WRITER_ROLE}' role",
+                    {"field": "memoryId", "layer": layer, "requiredRole": WRITER_ROLE},
+                )
+            try:
+                self._records.write(
+                    [
+                        DeleteOp(item.pk, item.sk, expect=item.version),
+                        self._history(scope, memory_id, "DELETE", context, contentHash=item.data["contentHash"]),
+                    ]
+                )
+            except ConditionFailed:
+                raise Conflict("The memory changed while it was being deleted; retry", {"memoryId": memory_id}) from None
+            self._index.delete(NAMESPACE, [memory_id])
+            return MemoryDeleteOutput(message="Memory deleted successfully", memory_id=memory_id)
+        raise NotFound(f"Memory '{memory_id}' not found", {"field": "memoryId", "memoryId": memory_id})
+
+    # ------------------------------------------------------------ reindex
+    def reindex(self, batch: int = 64) -> int:
+        """Rebuild the vector index from the records (the source of truth)."""
+        self._index.clear(NAMESPACE)
+        pending: list[dict[str, Any]] = []
+        total = 0
+
+        def flush() -> None:
+            vectors = self._embedder.embed([data["content"] for data in pending])
+            self._index.upsert(NAMESPACE, [self._index_doc(d, v) for d, v in zip(pending, vectors, strict=True)])
+            pending.clear()
+
+        for item in self._records.scan("MEM|"):
+            if item.sk.startswith("MEM#"):
+                pending.append(item.data)
+                total += 1
+                if len(pending) >= batch:
+                    flush()
+        if pending:
+            flush()
+        return total

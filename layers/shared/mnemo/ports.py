@@ -1,0 +1,119 @@
+"""The storage and model interfaces that services depend on.
+
+Services import only this module; adapters implement it. Every adapter of a
+port passes the same contract suite (tests/contract).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+
+# ---------------------------------------------------------------- records ---
+@dataclass
+class Item:
+    """One record: a partition key, a sort key, a JSON-able body and a version.
+
+    ``version`` starts at 1 and grows by one on every put, which is what
+    optimistic concurrency compares against.
+    """
+
+    pk: str
+    sk: str
+    data: dict[str, Any]
+    version: int = 1
+    expires_at: int | None = None
+
+
+@dataclass
+class Put:
+    item: Item
+    #: "absent": the key must not exist; an int: the stored version must equal it.
+    expect: Literal["absent"] | int | None = None
+
+
+@dataclass
+class Delete:
+    pk: str
+    sk: str
+    #: "present": the key must exist; an int: the stored version must equal it.
+    expect: Literal["present"] | int | None = None
+
+
+class ConditionFailed(Exception):
+    """A conditional write lost: the key existed, was missing, or moved on."""
+
+
+class RecordStore(Protocol):
+    """Key-value records with conditional, all-or-nothing writes (DynamoDB-shaped)."""
+
+    def get(self, pk: str, sk: str) -> Item | None: ...
+
+    def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]: ...
+
+    def query(
+        self, pk: str, sk_prefix: str = "", *, limit: int = 100, descending: bool = False
+    ) -> list[Item]: ...
+
+    def write(self, operations: Sequence[Put | Delete]) -> None:
+        """Apply every operation or none; raise ConditionFailed if any condition fails."""
+        ...
+
+    def scan(self, pk_prefix: str = "") -> Iterator[Item]:
+        """Every item; for maintenance (reindex), never for a user request."""
+        ...
+
+
+# ----------------------------------------------------------- vector index ---
+@dataclass
+class IndexDoc:
+    """What the vector index holds for one record: enough to find it, never the truth.
+
+    ``keywords`` are exact-match filter fields (e.g. scope, tags); each holds a list.
+    """
+
+    id: str
+    vector: Sequence[float]
+    text: str
+    keywords: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Hit:
+    id: str
+    score: float
+
+
+#: field -> accepted values; a doc matches when, for every field, it has any of them.
+Filter = dict[str, list[str]]
+
+
+class VectorIndex(Protocol):
+    def upsert(self, namespace: str, docs: Sequence[IndexDoc]) -> None: ...
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> None: ...
+
+    def knn(self, namespace: str, vector: Sequence[float], flt: Filter, k: int) -> list[Hit]:
+        """Nearest by cosine similarity (vectors are unit length), best first."""
+        ...
+
+    def lexical(self, namespace: str, text: str, flt: Filter, k: int) -> list[Hit]:
+        """BM25, scaled to [0, 1] against the best score the query could reach."""
+        ...
+
+    def count(self, namespace: str) -> int: ...
+
+    def clear(self, namespace: str) -> None: ...
+
+
+# --------------------------------------------------------------- embedder ---
+class Embedder(Protocol):
+    #: Identifies the model, so vectors of different models are never mixed.
+    name: str
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Unit-length vectors, one per text."""
+        ...

@@ -1,0 +1,121 @@
+"""Memory tools: store, search and delete memories across layers (seed 000)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mnemo.context import RequestContext
+from mnemo.memory.models import (
+    MemoryAddInput,
+    MemoryAddOutput,
+    MemoryDeleteInput,
+    MemoryDeleteOutput,
+    MemorySearchInput,
+    MemorySearchOutput,
+)
+from mnemo.tools.registry import tool
+
+if TYPE_CHECKING:
+    from mnemo.runtime import Services
+
+
+@tool("memory")
+def memory_add(services: Services, context: RequestContext, request: MemoryAddInput) -> MemoryAddOutput:
+    """[SPECIFICATION] Store a piece of information in memory for future reference.
+
+    Tool exposure: `memory_add`
+
+    Use this to remember user preferences, project context, decisions made, or any
+    information that should persist across sessions. The layer defaults to `user`;
+    shared layers (project, team, org, company) need the writer role. A near-identical
+    memory already in the same scope is not stored twice: its id comes back with
+    `deduplicated: true`. An `idempotencyKey` makes a retried call store once.
+
+    **When to use:** a fact, preference or decision worth recalling later. Keep each
+    memory one self-contained statement; set `occurredAt` when the fact happened at a
+    known time.
+
+    **Usage:**
+    ```json
+    {"content": "User prefers functional programming patterns over OOP", "layer": "user", "tags": ["preferences", "coding-style"]}
+    ```
+
+    **Returns:**
+    ```json
+    {"success": true, "memoryId": "mem_3f9a1c0d2b7e4a6f8c1d2e3f", "message": "Memory stored successfully", "deduplicated": false, "layer": "user"}
+    ```
+
+    **Errors:**
+    - INVALID_INPUT: content missing, blank or over 8000 characters; unknown layer; the
+      layer's ids are not in the request context (details name the missing id).
+    - UNAUTHORIZED: writing a shared layer without the writer role.
+    - CONFLICT: the idempotency key was used for a different request.
+    - PROVIDER_ERROR: the embedder or the store failed (retryable).
+
+    @see mnemo.memory.service.MemoryService.add
+    """
+    return services.memory.add(context, request)
+
+
+@tool("memory")
+def memory_search(services: Services, context: RequestContext, request: MemorySearchInput) -> MemorySearchOutput:
+    """[SPECIFICATION] Search your memory for relevant past information.
+
+    Tool exposure: `memory_search`
+
+    Use this to recall user preferences, project context, previous decisions, or any
+    stored knowledge. Ranking is hybrid (BM25 with vector similarity) on a calibrated
+    0-1 score; results below `threshold` are dropped. Results are ordered by layer
+    precedence (agent > user > session > project > team > org > company), then score.
+    Only layers whose ids the caller has are searched; `searchedLayers` says which.
+
+    **When to use:** before answering anything that may depend on what was said or
+    decided before.
+
+    **Usage:**
+    ```json
+    {"query": "What are the user's coding preferences?", "layers": ["user", "project"], "limit": 5}
+    ```
+
+    **Returns:**
+    ```json
+    {"success": true, "results": [{"content": "User prefers functional programming patterns over OOP", "layer": "user", "score": 0.92, "memoryId": "mem_3f9a1c0d2b7e4a6f8c1d2e3f", "tags": ["preferences", "coding-style"], "metadata": {"source": "manual"}, "createdAt": "2026-01-07T10:00:00Z", "occurredAt": null}], "totalCount": 1, "searchedLayers": ["user", "project"], "retrieval": "hybrid"}
+    ```
+
+    **Errors:**
+    - INVALID_INPUT: query missing; limit outside 1-100; threshold outside 0-1; an
+      unknown layer.
+
+    @see mnemo.memory.service.MemoryService.search
+    """
+    return services.memory.search(context, request)
+
+
+@tool("memory")
+def memory_delete(services: Services, context: RequestContext, request: MemoryDeleteInput) -> MemoryDeleteOutput:
+    """[SPECIFICATION] Delete a memory that is no longer relevant or was stored incorrectly.
+
+    Tool exposure: `memory_delete`
+
+    Use this sparingly: memories usually remain valuable for context. Only memories in
+    the caller's own scopes can be deleted; any other id answers NOT_FOUND, whether or
+    not it exists elsewhere. The deletion is kept in the memory's history.
+
+    **Usage:**
+    ```json
+    {"memoryId": "mem_3f9a1c0d2b7e4a6f8c1d2e3f"}
+    ```
+
+    **Returns:**
+    ```json
+    {"success": true, "message": "Memory deleted successfully", "memoryId": "mem_3f9a1c0d2b7e4a6f8c1d2e3f"}
+    ```
+
+    **Errors:**
+    - NOT_FOUND: no such memory in the caller's scopes.
+    - UNAUTHORIZED: deleting from a shared layer without the writer role.
+    - CONFLICT: the memory changed during the delete (retryable).
+
+    @see mnemo.memory.service.MemoryService.delete
+    """
+    return services.memory.delete(context, request)
