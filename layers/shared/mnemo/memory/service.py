@@ -229,7 +229,7 @@ class MemoryService:
         scored: list[tuple[float, str]] = []
         for memory_id in dense.keys() | lexical.keys():
             cosine = dense.get(memory_id, dense_floor_seen)
-            score = calibration.fuse(cosine, lexical.get(memory_id, 0.0))
+            score = calibration.score(cosine, lexical.get(memory_id, 0.0))
             if score >= request.threshold:
                 scored.append((score, memory_id))
         scored.sort(reverse=True)

@@ -1,0 +1,41 @@
+"""Shared by the benchmarks: a fresh embedded stack, a table printer, JSON results."""
+
+from __future__ import annotations
+
+import json
+import platform
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from mnemo.runtime import Services
+from mnemo.settings import Settings
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def fresh_services(embedder: str = "bge", data_dir: Path | None = None) -> Services:
+    directory = data_dir or Path(tempfile.mkdtemp(prefix="mnemo-bench-"))
+    return Services(Settings(data_dir=directory, embedder=embedder))  # type: ignore[arg-type]
+
+
+def table(headers: list[str], rows: list[list[Any]]) -> str:
+    cells = [[str(h) for h in headers]] + [[f"{c:.1f}" if isinstance(c, float) else str(c) for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = [" | ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)) for row in cells]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def write_results(name: str, payload: dict[str, Any]) -> Path:
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    payload = {
+        "benchmark": name,
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"python": platform.python_version(), "processor": platform.machine()},
+        **payload,
+    }
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+    return path
