@@ -8,6 +8,7 @@ template.yaml's function list) is generated from this registry.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -40,12 +41,18 @@ class Tool:
 
     @property
     def description(self) -> str:
-        """The spec's first paragraph, without the [SPECIFICATION] marker."""
-        first = self.spec.strip().split("\n\n", 1)[0]
-        return " ".join(first.replace("[SPECIFICATION]", "").split())
+        """The spec's prose before its first **section**, without markers: what an agent reads."""
+        paragraphs = []
+        for paragraph in inspect.cleandoc(self.spec).split("\n\n"):
+            if paragraph.startswith("**") or paragraph.startswith("@see"):
+                break
+            if not paragraph.startswith("Tool exposure:"):
+                paragraphs.append(" ".join(paragraph.replace("[SPECIFICATION]", "").split()))
+        return " ".join(paragraphs)
 
     @property
     def summary(self) -> str:
+        """The spec's first sentence."""
         return self.description.split(". ")[0].rstrip(".")
 
     def examples(self) -> list[tuple[str, Any]]:

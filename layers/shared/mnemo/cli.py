@@ -1,0 +1,144 @@
+"""The `mnemo` command: serve, call and describe the tools."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from mnemo.errors import InvalidInput, MnemoError
+
+
+def _settings_env(args: argparse.Namespace) -> None:
+    if getattr(args, "data_dir", None):
+        os.environ["MNEMO_DATA_DIR"] = str(args.data_dir)
+
+
+def _print_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from mnemo.entry.local_server import make_server
+
+    _settings_env(args)
+    server = make_server(args.host, args.port, verbose=args.verbose)
+    print(f"mnemo serving on http://{args.host}:{server.server_address[1]} (docs at /docs)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    from mnemo.tools.registry import load_catalog
+    from mnemo.tools.schema import tool_listing
+
+    listing = tool_listing(load_catalog())
+    if args.json:
+        _print_json(listing)
+    else:
+        for entry in listing:
+            print(f"{entry['name']:<16} {entry['description']}")
+    return 0
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    from mnemo.entry.identity import context_from_environment
+    from mnemo.runtime import get_services
+    from mnemo.tools.registry import get_tool
+
+    _settings_env(args)
+    try:
+        try:
+            payload = json.loads(args.payload)
+        except json.JSONDecodeError as error:
+            raise InvalidInput(f"body: not valid JSON ({error.msg})", {"field": "body"}) from None
+        tool = get_tool(args.tool)
+        result = tool.invoke(get_services(), context_from_environment(os.environ), payload)
+    except MnemoError as error:
+        _print_json(error.envelope())
+        return 1
+    _print_json(result)
+    return 0
+
+
+def cmd_openapi(args: argparse.Namespace) -> int:
+    from mnemo.tools.registry import load_catalog
+    from mnemo.tools.schema import openapi_document
+
+    document = json.dumps(openapi_document(load_catalog(), server_url=args.server_url), indent=2) + "\n"
+    if args.output:
+        Path(args.output).write_text(document)
+    else:
+        sys.stdout.write(document)
+    return 0
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    from mnemo.tools.docs import render_tools_markdown
+    from mnemo.tools.registry import load_catalog
+
+    Path(args.output).write_text(render_tools_markdown(load_catalog()))
+    print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    from mnemo.runtime import get_services
+
+    _settings_env(args)
+    count = get_services().memory.reindex()
+    print(f"reindexed {count} memories")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mnemo", description="Memory and knowledge tools for AI agents.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="serve the tools over HTTP (the local API Gateway)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8765")))
+    serve.add_argument("--data-dir", type=Path)
+    serve.add_argument("--verbose", action="store_true", help="log every request")
+    serve.set_defaults(run=cmd_serve)
+
+    tools = commands.add_parser("tools", help="list the tool catalog")
+    tools.add_argument("--json", action="store_true", help="names, descriptions and JSON Schemas")
+    tools.set_defaults(run=cmd_tools)
+
+    call = commands.add_parser("call", help="call one tool in process; identity from MNEMO_* variables")
+    call.add_argument("tool")
+    call.add_argument("payload", nargs="?", default="{}")
+    call.add_argument("--data-dir", type=Path)
+    call.set_defaults(run=cmd_call)
+
+    openapi = commands.add_parser("openapi", help="print the OpenAPI 3.0 document")
+    openapi.add_argument("--output", "-o")
+    openapi.add_argument("--server-url")
+    openapi.set_defaults(run=cmd_openapi)
+
+    docs = commands.add_parser("docs", help="write the tool reference (docs/tools.md)")
+    docs.add_argument("--output", "-o", default="docs/tools.md")
+    docs.set_defaults(run=cmd_docs)
+
+    reindex = commands.add_parser("reindex", help="rebuild the vector index from the records")
+    reindex.add_argument("--data-dir", type=Path)
+    reindex.set_defaults(run=cmd_reindex)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.run(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,176 @@
+"""`mnemo serve`: the local stand-in for API Gateway.
+
+It turns each HTTP request into the REST proxy event API Gateway would send,
+with identity from the ``X-Mnemo-*`` headers placed where a Lambda authorizer
+would put it, and hands it to the same resolver the tool Lambdas run. Headers
+are trusted here only because this server is the authorizer; the Lambda
+front door never reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Mapping
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from mnemo import __version__
+from mnemo.entry.apigw import all_tools_resolver, logger, resolve
+from mnemo.entry.identity import IDENTITY_KEYS
+from mnemo.errors import InvalidInput, MnemoError, NotFound, ProviderError
+from mnemo.runtime import get_services
+from mnemo.tools.registry import load_catalog
+from mnemo.tools.schema import openapi_document, tool_listing
+
+MAX_BODY_BYTES = 1 << 20
+HEADER_PREFIX = "x-mnemo-"
+
+
+def authorizer_from_headers(headers: Mapping[str, str], default_roles: tuple[str, ...]) -> dict[str, str]:
+    """What a Lambda authorizer would return for these headers (tenant and user default to local)."""
+    lowered = {key.lower(): value for key, value in headers.items()}
+    context = {"tenant": "local", "user": "local"}
+    for key in IDENTITY_KEYS:
+        value = lowered.get(f"{HEADER_PREFIX}{key}")
+        if value is not None:
+            context[key] = value.strip()
+    roles = lowered.get(f"{HEADER_PREFIX}roles")
+    context["roles"] = roles if roles is not None else ",".join(default_roles)
+    return context
+
+
+def proxy_event(method: str, target: str, headers: Mapping[str, str], body: str | None, authorizer: dict[str, str]) -> dict[str, Any]:
+    split = urlsplit(target)
+    query = dict(parse_qsl(split.query))
+    path = split.path
+    path_parameters = {"name": path.rsplit("/", 1)[-1]} if path.startswith("/v1/tools/") else None
+    return {
+        "resource": "/v1/tools/{name}" if path_parameters else path,
+        "path": path,
+        "httpMethod": method,
+        "headers": dict(headers),
+        "multiValueHeaders": {key: [value] for key, value in headers.items()},
+        "queryStringParameters": query or None,
+        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} or None,
+        "pathParameters": path_parameters,
+        "stageVariables": None,
+        "requestContext": {
+            "resourcePath": "/v1/tools/{name}" if path_parameters else path,
+            "httpMethod": method,
+            "path": f"/local{path}",
+            "stage": "local",
+            "requestId": str(uuid.uuid4()),
+            "identity": {"sourceIp": "127.0.0.1", "userAgent": headers.get("User-Agent")},
+            "authorizer": authorizer,
+        },
+        "body": body,
+        "isBase64Encoded": False,
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = f"mnemo/{__version__}"
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet unless asked
+        if getattr(self.server, "verbose", False):
+            super().log_message(format, *args)
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, payload: Any) -> None:
+        self._send(status, json.dumps(payload).encode())
+
+    def _error(self, error: MnemoError) -> None:
+        self._json(error.status, error.envelope())
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        if path == "/health":
+            self._json(200, {"status": "ok", "version": __version__, "tools": len(load_catalog())})
+        elif path == "/v1/tools":
+            self._json(200, {"tools": tool_listing(load_catalog())})
+        elif path == "/v1/openapi.json":
+            host = self.headers.get("Host", "127.0.0.1")
+            self._json(200, openapi_document(load_catalog(), server_url=f"http://{host}"))
+        elif path in ("/docs", "/docs/"):
+            self._send(200, _docs_page().encode(), "text/html; charset=utf-8")
+        elif path in ("/docs/swagger-ui-bundle.min.js", "/docs/swagger-ui.min.css"):
+            asset = _swagger_dir() / path.rsplit("/", 1)[-1]
+            kind = "text/javascript" if asset.suffix == ".js" else "text/css"
+            self._send(200, asset.read_bytes(), kind)
+        else:
+            self._error(NotFound(f"No route for GET {path}", {"path": path}))
+
+    def do_POST(self) -> None:
+        try:
+            self._post()
+        except Exception:  # the resolver answers its own errors; this is the last line
+            logger.exception("local server failure")
+            self._error(ProviderError("Internal error; it has been logged"))
+
+    def _post(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            self.rfile.read(length)
+            self._error(InvalidInput(f"body: larger than {MAX_BODY_BYTES} bytes", {"field": "body"}))
+            return
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self._error(InvalidInput("body: not UTF-8", {"field": "body"}))
+            return
+        headers = {key: value for key, value in self.headers.items()}
+        authorizer = authorizer_from_headers(headers, get_services().settings.default_local_roles)
+        event = proxy_event("POST", self.path, headers, body or None, authorizer)
+        result = resolve(all_tools_resolver(), event, None)
+        content_type = "application/json"
+        for key, values in (result.get("multiValueHeaders") or {}).items():
+            if key.lower() == "content-type" and values:
+                content_type = values[0]
+        self._send(int(result["statusCode"]), (result.get("body") or "").encode(), content_type)
+
+    def _method_not_allowed(self) -> None:
+        self._error(NotFound(f"No route for {self.command} {urlsplit(self.path).path}", {"path": self.path}))
+
+    do_PUT = do_DELETE = do_PATCH = _method_not_allowed
+
+
+def _swagger_dir() -> Path:
+    from aws_lambda_powertools.event_handler.openapi import swagger_ui
+
+    return Path(swagger_ui.__file__).parent
+
+
+def _docs_page() -> str:
+    from aws_lambda_powertools.event_handler.openapi.swagger_ui.html import generate_swagger_html
+
+    spec = json.dumps(openapi_document(load_catalog()))
+    return generate_swagger_html(
+        spec, "/docs/swagger-ui-bundle.min.js", "/docs/swagger-ui.min.css", "/docs", None
+    )
+
+
+def make_server(host: str = "127.0.0.1", port: int = 8765, verbose: bool = False) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer((host, port), _Handler)
+    server.daemon_threads = True
+    server.verbose = verbose  # type: ignore[attr-defined]
+    return server
+
+
+def serve_in_thread(host: str = "127.0.0.1", port: int = 0) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    server = make_server(host, port)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return server, thread
