@@ -17,11 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_services, table, write_results  # noqa: E402
-from locomo import CATEGORIES, load  # noqa: E402
-
-from mnemo.context import RequestContext  # noqa: E402
-from mnemo.tools.registry import get_tool  # noqa: E402
+from common import fresh_services, table, write_results
+from locomo import CATEGORIES, load
+from mnemo.context import RequestContext
+from mnemo.tools.registry import get_tool
 
 
 def _metrics(ranked: list[set[str]], evidence: list[str]) -> dict[str, float]:
@@ -103,7 +102,10 @@ def main() -> None:
     names = ["overall", *CATEGORIES.values()]
     keys = ["R@1", "R@5", "R@10", "Hit@10", "MRR@10"]
     summary = {
-        name: {"questions": len(per_category[name]), **{k: 100 * sum(m[k] for m in per_category[name]) / len(per_category[name]) for k in keys}}
+        name: {
+            "questions": len(per_category[name]),
+            **{k: 100 * sum(m[k] for m in per_category[name]) / len(per_category[name]) for k in keys},
+        }
         for name in names
         if per_category[name]
     }
@@ -125,7 +127,10 @@ def main() -> None:
         f"{threshold_report['foreignQuestionsWithAnyResult']:.1f}% of {foreign_total} questions about another "
         "conversation return anything"
     )
-    print(f"{adds} memories ({deduplicated} deduplicated), add {timing['addMsMean']:.1f} ms, search {timing['searchMsMean']:.1f} ms mean")
+    print(
+        f"{adds} memories ({deduplicated} deduplicated), add {timing['addMsMean']:.1f} ms, "
+        f"search {timing['searchMsMean']:.1f} ms mean"
+    )
     path = write_results(
         f"retrieval-{args.embedder}",
         {"embedder": services.embedder.name, "summary": summary, "threshold": threshold_report, "timing": timing},

@@ -53,9 +53,7 @@ class RecordStore(Protocol):
 
     def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]: ...
 
-    def query(
-        self, pk: str, sk_prefix: str = "", *, limit: int = 100, descending: bool = False
-    ) -> list[Item]: ...
+    def query(self, pk: str, sk_prefix: str = "", *, limit: int = 100, descending: bool = False) -> list[Item]: ...
 
     def write(self, operations: Sequence[Put | Delete]) -> None:
         """Apply every operation or none; raise ConditionFailed if any condition fails."""

@@ -39,9 +39,7 @@ class Services:
 
     @cached_property
     def memory(self) -> MemoryService:
-        return MemoryService(
-            self.records, self.index, self.embedder, dedupe_similarity=self.settings.dedupe_similarity
-        )
+        return MemoryService(self.records, self.index, self.embedder, dedupe_similarity=self.settings.dedupe_similarity)
 
 
 _services: Services | None = None

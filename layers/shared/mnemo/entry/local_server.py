@@ -13,7 +13,6 @@ import json
 import threading
 import uuid
 from collections.abc import Mapping
-from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,9 @@ def authorizer_from_headers(headers: Mapping[str, str], default_roles: tuple[str
     return context
 
 
-def proxy_event(method: str, target: str, headers: Mapping[str, str], body: str | None, authorizer: dict[str, str]) -> dict[str, Any]:
+def proxy_event(
+    method: str, target: str, headers: Mapping[str, str], body: str | None, authorizer: dict[str, str]
+) -> dict[str, Any]:
     split = urlsplit(target)
     query = dict(parse_qsl(split.query))
     path = split.path
@@ -157,9 +158,7 @@ def _docs_page() -> str:
     from aws_lambda_powertools.event_handler.openapi.swagger_ui.html import generate_swagger_html
 
     spec = json.dumps(openapi_document(load_catalog()))
-    return generate_swagger_html(
-        spec, "/docs/swagger-ui-bundle.min.js", "/docs/swagger-ui.min.css", "/docs", None
-    )
+    return generate_swagger_html(spec, "/docs/swagger-ui-bundle.min.js", "/docs/swagger-ui.min.css", "/docs", None)
 
 
 def make_server(host: str = "127.0.0.1", port: int = 8765, verbose: bool = False) -> ThreadingHTTPServer:

@@ -221,7 +221,11 @@ class MemoryService:
             query_vector: Sequence[float] | None = self._embedder.embed([request.query])[0]
         except MnemoError:
             query_vector = None
-        dense = {hit.id: hit.score for hit in self._index.knn(NAMESPACE, query_vector, flt, CANDIDATES)} if query_vector is not None else {}
+        dense = (
+            {hit.id: hit.score for hit in self._index.knn(NAMESPACE, query_vector, flt, CANDIDATES)}
+            if query_vector is not None
+            else {}
+        )
         lexical = {hit.id: hit.score for hit in self._index.lexical(NAMESPACE, request.query, flt, CANDIDATES)}
         calibration = calibration_for(self._embedder.name)
         # A doc outside the dense top-N scores at most the lowest cosine that made it in.
@@ -304,7 +308,9 @@ class MemoryService:
                     ]
                 )
             except ConditionFailed:
-                raise Conflict("The memory changed while it was being deleted; retry", {"memoryId": memory_id}) from None
+                raise Conflict(
+                    "The memory changed while it was being deleted; retry", {"memoryId": memory_id}
+                ) from None
             self._index.delete(NAMESPACE, [memory_id])
             return MemoryDeleteOutput(message="Memory deleted successfully", memory_id=memory_id)
         raise NotFound(f"Memory '{memory_id}' not found", {"field": "memoryId", "memoryId": memory_id})

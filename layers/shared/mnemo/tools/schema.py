@@ -104,7 +104,8 @@ def _convert(node: Any, definitions: dict[str, Any]) -> Any:
 
 def to_openapi30(schema: dict[str, Any], definitions: dict[str, Any]) -> dict[str, Any]:
     """Convert one 2020-12 schema; its ``$defs`` are added to ``definitions``."""
-    return _convert(copy.deepcopy(schema), definitions)  # type: ignore[no-any-return]
+    converted: dict[str, Any] = _convert(copy.deepcopy(schema), definitions)
+    return converted
 
 
 def _error_response(description: str) -> dict[str, Any]:

@@ -64,9 +64,7 @@ class BgeSmallEmbedder:
         for filename, expected in BGE_FILES.items():
             path = directory / filename
             if not path.is_file() or _sha256(path) != expected:
-                raise ProviderError(
-                    f"Embedding model file {filename} is missing or altered", {"path": str(path)}
-                )
+                raise ProviderError(f"Embedding model file {filename} is missing or altered", {"path": str(path)})
         tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
         tokenizer.enable_truncation(512)
         tokenizer.enable_padding()

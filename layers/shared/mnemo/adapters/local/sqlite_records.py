@@ -55,10 +55,14 @@ class SqliteRecordStore:
 
     def get(self, pk: str, sk: str) -> Item | None:
         live, now = self._live()
-        row = self._connection().execute(
-            f"SELECT pk, sk, version, expires_at, data FROM items WHERE pk = ? AND sk = ? AND {live}",
-            (pk, sk, now),
-        ).fetchone()
+        row = (
+            self._connection()
+            .execute(
+                f"SELECT pk, sk, version, expires_at, data FROM items WHERE pk = ? AND sk = ? AND {live}",
+                (pk, sk, now),
+            )
+            .fetchone()
+        )
         return self._item(row) if row else None
 
     def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]:
@@ -68,19 +72,28 @@ class SqliteRecordStore:
     def query(self, pk: str, sk_prefix: str = "", *, limit: int = 100, descending: bool = False) -> list[Item]:
         live, now = self._live()
         order = "DESC" if descending else "ASC"
-        rows = self._connection().execute(
-            f"SELECT pk, sk, version, expires_at, data FROM items "
-            f"WHERE pk = ? AND sk >= ? AND sk < ? AND {live} ORDER BY sk {order} LIMIT ?",
-            (pk, sk_prefix, _prefix_upper_bound(sk_prefix), now, limit),
-        ).fetchall()
+        rows = (
+            self._connection()
+            .execute(
+                f"SELECT pk, sk, version, expires_at, data FROM items "
+                f"WHERE pk = ? AND sk >= ? AND sk < ? AND {live} ORDER BY sk {order} LIMIT ?",
+                (pk, sk_prefix, _prefix_upper_bound(sk_prefix), now, limit),
+            )
+            .fetchall()
+        )
         return [self._item(row) for row in rows]
 
     def scan(self, pk_prefix: str = "") -> Iterator[Item]:
         live, now = self._live()
-        rows = self._connection().execute(
-            f"SELECT pk, sk, version, expires_at, data FROM items WHERE pk >= ? AND pk < ? AND {live} ORDER BY pk, sk",
-            (pk_prefix, _prefix_upper_bound(pk_prefix), now),
-        ).fetchall()
+        rows = (
+            self._connection()
+            .execute(
+                f"SELECT pk, sk, version, expires_at, data FROM items "
+                f"WHERE pk >= ? AND pk < ? AND {live} ORDER BY pk, sk",
+                (pk_prefix, _prefix_upper_bound(pk_prefix), now),
+            )
+            .fetchall()
+        )
         for row in rows:
             yield self._item(row)
 
