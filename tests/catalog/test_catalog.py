@@ -1,0 +1,103 @@
+"""The catalog and what is generated from it: schemas, OpenAPI, docs, docstring examples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from openapi_spec_validator import validate as validate_openapi
+
+from helpers import ctx
+from mnemo.errors import MnemoError
+from mnemo.runtime import Services
+from mnemo.tools.docs import render_tools_markdown
+from mnemo.tools.registry import CATALOG, load_catalog
+from mnemo.tools.schema import ERROR_ENVELOPE_SCHEMA, input_schema, openapi_document, output_schema, tool_listing
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = list(load_catalog().values())
+MEMORY_TOOLS = {"memory_add", "memory_search", "memory_delete"}
+
+
+def test_catalog_has_the_memory_tools() -> None:
+    assert set(CATALOG) >= MEMORY_TOOLS
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
+def test_schemas_are_valid_2020_12(tool: Any) -> None:
+    for schema in (input_schema(tool), output_schema(tool)):
+        assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+        Draft202012Validator.check_schema(schema)
+    Draft202012Validator.check_schema(ERROR_ENVELOPE_SCHEMA)
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
+def test_spec_has_every_required_section(tool: Any) -> None:
+    assert tool.spec.lstrip().startswith("[SPECIFICATION]")
+    for section in (f"Tool exposure: `{tool.name}`", "**Usage:**", "**Returns:**", "**Errors:**", "@see "):
+        assert section in tool.spec, f"{tool.name} lacks {section}"
+    assert tool.description and "[SPECIFICATION]" not in tool.description
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
+def test_docstring_examples_match_the_schemas(tool: Any) -> None:
+    examples = dict(tool.examples())
+    assert {"Usage", "Returns"} <= set(examples)
+    Draft202012Validator(input_schema(tool)).validate(examples["Usage"])
+    Draft202012Validator(output_schema(tool)).validate(examples["Returns"])
+    tool.request.model_validate(examples["Usage"])
+    tool.response.model_validate(examples["Returns"])
+
+
+def test_docstring_usage_examples_run_for_real(services: Services) -> None:
+    """Each Usage example is called in catalog order on one stack; ids flow from add to delete."""
+    context = ctx(project="p1", roles=("writer",))
+    last_memory_id: str | None = None
+    for tool in TOOLS:
+        payload = dict(tool.examples())["Usage"]
+        returns = dict(tool.examples())["Returns"]
+        if "memoryId" in payload and last_memory_id:
+            payload = {**payload, "memoryId": last_memory_id}
+        try:
+            result = tool.invoke(services, context, payload)
+        except MnemoError as error:  # only an error the spec documents is acceptable
+            assert error.code in tool.spec.split("**Errors:**", 1)[1], (tool.name, error.code)
+            continue
+        Draft202012Validator(output_schema(tool)).validate(result)
+        assert set(returns) <= set(result), f"{tool.name} answers without {set(returns) - set(result)}"
+        last_memory_id = result.get("memoryId", last_memory_id)
+        if tool.name == "memory_search":
+            assert result["results"], "the search example should find the memory the add example stored"
+        if tool.name == "memory_delete":
+            assert result["memoryId"] == last_memory_id
+
+
+def test_openapi_document_is_valid_openapi_30() -> None:
+    document = openapi_document(load_catalog(), server_url="http://127.0.0.1:8765")
+    assert document["openapi"].startswith("3.0.")
+    validate_openapi(document)
+    for tool in TOOLS:
+        operation = document["paths"][f"/v1/tools/{tool.name}"]["post"]
+        assert operation["operationId"] == tool.name
+        assert {"200", "400", "404"} <= set(operation["responses"])
+
+
+def test_openapi_has_no_2020_12_only_constructs() -> None:
+    text = str(openapi_document(load_catalog()))
+    for construct in ("'$defs'", "'const'", "{'type': 'null'}", "'$schema'"):
+        assert construct not in text
+
+
+def test_tool_listing_carries_name_description_and_schemas() -> None:
+    listing = tool_listing(load_catalog())
+    assert [entry["name"] for entry in listing] == [tool.name for tool in TOOLS]
+    for entry in listing:
+        assert entry["description"] and entry["inputSchema"]["type"] == "object"
+        assert entry["outputSchema"]["type"] == "object"
+
+
+def test_docs_tools_md_is_generated_and_current() -> None:
+    committed = (ROOT / "docs" / "tools.md").read_text()
+    assert committed == render_tools_markdown(load_catalog()), "run `make docs` to regenerate docs/tools.md"

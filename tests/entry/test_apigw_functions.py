@@ -1,0 +1,135 @@
+"""The tool Lambdas (functions/*/app.py) on real REST proxy events."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from aws_events import FakeLambdaContext, rest_event
+from mnemo.runtime import Services
+from mnemo.tools.registry import load_catalog
+
+ROOT = Path(__file__).resolve().parents[2]
+AUTH = {"principalId": "alice", "tenant": "acme", "user": "alice", "project": "p1", "roles": "writer"}
+
+
+def load_function(tool: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"fn_{tool}", ROOT / "functions" / tool / "app.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def invoke(tool: str, body: Any, authorizer: dict[str, Any] | None = AUTH, **kw: Any) -> tuple[int, dict[str, Any]]:
+    result = load_function(tool).handler(rest_event(tool, body, authorizer, **kw), FakeLambdaContext())
+    return result["statusCode"], json.loads(result["body"])
+
+
+def test_every_catalog_tool_has_a_function_folder() -> None:
+    for name in load_catalog():
+        source = (ROOT / "functions" / name / "app.py").read_text()
+        assert f'tool_handler("{name}")' in source
+
+
+def test_add_search_delete_through_the_lambdas(services: Services) -> None:
+    status, added = invoke("memory_add", {"content": "Deploys freeze on Dec 20", "layer": "project"})
+    assert status == 200 and added["success"] and added["layer"] == "project"
+    status, found = invoke("memory_search", {"query": "deploys freeze", "threshold": 0})
+    assert status == 200 and found["results"][0]["memoryId"] == added["memoryId"]
+    status, deleted = invoke("memory_delete", {"memoryId": added["memoryId"]})
+    assert status == 200 and deleted["memoryId"] == added["memoryId"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "body", "field", "status"),
+    [
+        ("memory_add", {}, "content", 400),
+        ("memory_add", {"content": ""}, "content", 400),
+        ("memory_add", {"content": "   "}, "content", 400),
+        ("memory_add", {"content": "x" * 8001}, "content", 400),
+        ("memory_add", {"content": "x", "layer": "galaxy"}, "layer", 400),
+        ("memory_add", {"content": "x", "tags": "not-a-list"}, "tags", 400),
+        ("memory_add", {"content": "x", "occurredAt": "yesterday-ish"}, "occurredAt", 400),
+        ("memory_add", {"content": "x", "surprise": 1}, "surprise", 400),
+        ("memory_add", {"content": "x", "layer": "team"}, "layer", 400),
+        ("memory_search", {"query": "x", "limit": 0}, "limit", 400),
+        ("memory_search", {"query": "x", "limit": 101}, "limit", 400),
+        ("memory_search", {"query": "x", "threshold": 2}, "threshold", 400),
+        ("memory_search", {"query": "x", "layers": ["galaxy"]}, "layers.0", 400),
+        ("memory_search", {"limit": 3}, "query", 400),
+        ("memory_delete", {}, "memoryId", 400),
+        ("memory_delete", {"memoryId": "mem_nope"}, "memoryId", 404),
+        ("memory_add", "{not json", "body", 400),
+        ("memory_add", None, "body", 400),
+        ("memory_add", "[1, 2]", "body", 400),
+    ],
+)
+def test_bad_input_gets_the_envelope_naming_the_field(
+    services: Services, tool: str, body: Any, field: str, status: int
+) -> None:
+    got_status, envelope = invoke(tool, body)
+    assert got_status == status
+    assert envelope["success"] is False
+    assert envelope["errorCode"] == ("NOT_FOUND" if status == 404 else "INVALID_INPUT")
+    assert envelope["details"]["field"] == field
+    assert set(envelope) == {"success", "errorCode", "message", "details", "retryable"}
+    assert "Traceback" not in json.dumps(envelope)
+
+
+def test_unexpected_failure_is_an_envelope_not_a_trace(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(*_: Any) -> Any:
+        raise RuntimeError("disk on fire at /secret/path")
+
+    monkeypatch.setattr(services.memory, "search", explode)
+    status, envelope = invoke("memory_search", {"query": "x"})
+    assert status == 502 and envelope["errorCode"] == "PROVIDER_ERROR" and envelope["retryable"] is True
+    assert "/secret/path" not in json.dumps(envelope)
+
+
+def test_identity_comes_from_the_authorizer_only(services: Services) -> None:
+    status, envelope = invoke("memory_search", {"query": "x"}, authorizer=None)
+    assert status == 403 and envelope["errorCode"] == "UNAUTHORIZED"
+    invoke("memory_add", {"content": "Alice's secret plan"})
+    cognito = {"claims": {"sub": "bob", "custom:tenant": "acme"}}
+    status, found = invoke("memory_search", {"query": "secret plan", "threshold": 0}, authorizer=cognito)
+    assert status == 200 and found["results"] == []
+    iam_identity = {
+        "sourceIp": "1.2.3.4",
+        "userArn": "arn:aws:iam::123456789012:user/carol",
+        "accountId": "123456789012",
+    }
+    status, found = invoke("memory_search", {"query": "plan", "threshold": 0}, authorizer=None, identity=iam_identity)
+    assert status == 200 and found["results"] == [] and found["searchedLayers"] == ["user", "company"]
+
+
+def test_shared_layer_write_without_writer_role_is_unauthorized(services: Services) -> None:
+    reader = {**AUTH, "roles": ""}
+    status, envelope = invoke("memory_add", {"content": "x", "layer": "project"}, authorizer=reader)
+    assert status == 403 and envelope["errorCode"] == "UNAUTHORIZED"
+
+
+def test_a_handler_that_needs_no_model_never_loads_one(tmp_path: Path) -> None:
+    """memory_delete runs in a fresh interpreter with the bge embedder configured: no onnxruntime import."""
+    script = f"""
+import json, sys
+sys.path.insert(0, {str(ROOT / "tests")!r})
+from aws_events import FakeLambdaContext, rest_event
+import importlib.util
+spec = importlib.util.spec_from_file_location("fn", {str(ROOT / "functions" / "memory_delete" / "app.py")!r})
+module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+out = module.handler(rest_event("memory_delete", {{"memoryId": "mem_x"}}, {{"user": "u"}}), FakeLambdaContext())
+loaded = sorted(name for name in ("onnxruntime", "tokenizers") if name in sys.modules)
+print(json.dumps({{"status": out["statusCode"], "loaded": loaded}}))
+"""
+    env = {"MNEMO_DATA_DIR": str(tmp_path), "MNEMO_EMBEDDER": "bge", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"status": 404, "loaded": []}

@@ -1,0 +1,136 @@
+"""The relevance score calibration (mnemo.memory.scoring)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnemo.memory.scoring import (
+    CALIBRATIONS,
+    DEFAULT_CALIBRATION,
+    DEFAULT_THRESHOLD,
+    Calibration,
+    calibration_for,
+)
+
+ALL = [pytest.param(DEFAULT_CALIBRATION, id="default")] + [
+    pytest.param(calibration, id=name) for name, calibration in CALIBRATIONS.items()
+]
+GRID = [i / 100 for i in range(101)]
+
+
+@pytest.mark.parametrize("calibration", ALL)
+def test_score_is_strictly_increasing_in_raw(calibration: Calibration) -> None:
+    scores = [calibration.score(None, raw) for raw in GRID]
+
+    assert all(later > earlier for earlier, later in zip(scores, scores[1:], strict=False))
+
+
+@pytest.mark.parametrize("calibration", ALL)
+def test_anchor_maps_to_exactly_the_default_threshold(calibration: Calibration) -> None:
+    assert DEFAULT_THRESHOLD == 0.7
+    assert calibration.score(None, calibration.anchor) == 0.7
+
+
+@pytest.mark.parametrize("calibration", ALL)
+def test_score_ends_are_fixed(calibration: Calibration) -> None:
+    assert calibration.score(None, 0.0) == 0.0
+    assert calibration.score(None, 1.0) == 1.0
+
+
+@pytest.mark.parametrize("calibration", ALL)
+def test_score_stays_in_the_unit_interval(calibration: Calibration) -> None:
+    for raw in GRID:
+        assert 0.0 <= calibration.score(None, raw) <= 1.0
+
+
+@pytest.mark.parametrize("calibration", ALL)
+def test_score_is_below_threshold_under_the_anchor_and_above_it_over(calibration: Calibration) -> None:
+    assert calibration.score(None, calibration.anchor - 0.01) < DEFAULT_THRESHOLD
+    assert calibration.score(None, calibration.anchor + 0.01) > DEFAULT_THRESHOLD
+
+
+def test_score_is_piecewise_linear_around_the_anchor() -> None:
+    calibration = Calibration(dense_floor=0.2, dense_ceiling=0.8, dense_weight=0.5, anchor=0.5)
+
+    assert calibration.score(None, 0.25) == pytest.approx(0.35)
+    assert calibration.score(None, 0.75) == pytest.approx(0.85)
+
+
+@pytest.mark.parametrize("calibration", ALL)
+def test_score_preserves_the_ranking_of_raw(calibration: Calibration) -> None:
+    pairs = [(cosine / 10, lexical / 10) for cosine in range(11) for lexical in range(11)]
+
+    by_raw = sorted(pairs, key=lambda pair: calibration.raw(*pair))
+    scores = [calibration.score(*pair) for pair in by_raw]
+
+    assert scores == sorted(scores)
+
+
+# ------------------------------------------------------------------ dense ---
+@pytest.mark.parametrize("calibration", ALL)
+def test_dense_clips_below_floor_to_zero(calibration: Calibration) -> None:
+    assert calibration.dense(calibration.dense_floor) == 0.0
+    assert calibration.dense(calibration.dense_floor - 0.1) == 0.0
+    assert calibration.dense(-1.0) == 0.0
+
+
+@pytest.mark.parametrize("calibration", ALL)
+def test_dense_clips_above_ceiling_to_one(calibration: Calibration) -> None:
+    assert calibration.dense(calibration.dense_ceiling) == pytest.approx(1.0)
+    assert calibration.dense(calibration.dense_ceiling + 0.05) == 1.0
+    assert calibration.dense(1.0) == 1.0
+
+
+@pytest.mark.parametrize("calibration", ALL)
+def test_dense_is_linear_between_floor_and_ceiling(calibration: Calibration) -> None:
+    middle = (calibration.dense_floor + calibration.dense_ceiling) / 2
+    quarter = calibration.dense_floor + (calibration.dense_ceiling - calibration.dense_floor) / 4
+
+    assert calibration.dense(middle) == pytest.approx(0.5)
+    assert calibration.dense(quarter) == pytest.approx(0.25)
+
+
+# -------------------------------------------------------------------- raw ---
+@pytest.mark.parametrize("calibration", ALL)
+def test_without_cosine_only_lexical_counts(calibration: Calibration) -> None:
+    all_dense = Calibration(calibration.dense_floor, calibration.dense_ceiling, 1.0, calibration.anchor)
+    for lexical in [0.0, 0.3, 0.8, 1.0]:
+        assert calibration.raw(None, lexical) == lexical
+        assert all_dense.raw(None, lexical) == lexical
+        assert all_dense.score(None, lexical) == calibration.score(None, lexical)
+    assert calibration.raw(None, 0.3) != calibration.raw(calibration.dense_ceiling, 0.3)
+
+
+def test_raw_mixes_dense_and_lexical_by_weight() -> None:
+    calibration = Calibration(dense_floor=0.2, dense_ceiling=0.8, dense_weight=0.6, anchor=0.45)
+
+    assert calibration.raw(0.5, 0.25) == pytest.approx(0.6 * 0.5 + 0.4 * 0.25)
+    assert calibration.raw(0.8, 0.0) == pytest.approx(0.6)
+    assert calibration.raw(0.1, 1.0) == pytest.approx(0.4)
+
+
+def test_score_with_cosine_goes_through_raw() -> None:
+    calibration = Calibration(dense_floor=0.2, dense_ceiling=0.8, dense_weight=0.6, anchor=0.45)
+
+    raw = calibration.raw(0.65, 0.2)
+
+    assert calibration.score(0.65, 0.2) == pytest.approx(calibration.score(None, raw))
+
+
+# ------------------------------------------------------------ calibration ---
+def test_calibration_for_a_known_model() -> None:
+    for name, calibration in CALIBRATIONS.items():
+        assert calibration_for(name) is calibration
+    assert calibration_for("bge-small-en-v1.5-int8") is not DEFAULT_CALIBRATION
+
+
+def test_calibration_for_an_unknown_model_is_the_default() -> None:
+    assert calibration_for("some-other-model") is DEFAULT_CALIBRATION
+    assert calibration_for("") is DEFAULT_CALIBRATION
+
+
+def test_calibrations_are_well_formed() -> None:
+    for calibration in [DEFAULT_CALIBRATION, *CALIBRATIONS.values()]:
+        assert 0.0 <= calibration.dense_floor < calibration.dense_ceiling <= 1.0
+        assert 0.0 <= calibration.dense_weight <= 1.0
+        assert 0.0 < calibration.anchor < 1.0
