@@ -376,6 +376,17 @@ def test_upsert_of_a_vector_of_the_wrong_dimension_raises(index: VectorIndex) ->
     assert hits[0].score == pytest.approx(1.0, abs=1e-5)
 
 
+def test_a_rejected_upsert_writes_nothing(index_opener: Opener) -> None:
+    first = index_opener()
+    first.upsert(NS, [doc("a", E1, "kept")])
+    with pytest.raises(ValueError):
+        first.upsert(NS, [doc("a", E2, "good replacement"), doc("b", unit(1, 0, 0), "bad")])
+    assert ids(first.knn(NS, E1, {}, 10)) == ["a"]
+    reopened = index_opener()
+    assert reopened.count(NS) == 1
+    assert first.knn(NS, E1, {}, 1)[0].score == pytest.approx(1.0, abs=1e-5)
+
+
 def test_knn_with_a_query_of_the_wrong_dimension_raises(index: VectorIndex) -> None:
     index.upsert(NS, [doc("a", E1)])
 

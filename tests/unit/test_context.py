@@ -208,3 +208,13 @@ def test_cannot_write_a_layer_with_missing_ids_even_as_writer(layer: str) -> Non
 def test_shared_layers_are_the_organisational_ones() -> None:
     assert set(SHARED_LAYERS) == {"project", "team", "org", "company"}
     assert WRITER_ROLE == "writer"
+
+
+def test_an_empty_tenant_is_rejected() -> None:
+    with pytest.raises(ValidationError):
+        RequestContext(tenant="", user="alice")
+
+
+def test_scope_key_refuses_a_layer_whose_ids_are_missing() -> None:
+    with pytest.raises(ValueError):
+        RequestContext(tenant="acme").scope_key("user")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from mnemo.memory.scoring import (
@@ -22,7 +24,7 @@ GRID = [i / 100 for i in range(101)]
 def test_score_is_strictly_increasing_in_raw(calibration: Calibration) -> None:
     scores = [calibration.score(None, raw) for raw in GRID]
 
-    assert all(later > earlier for earlier, later in zip(scores, scores[1:], strict=False))
+    assert all(later > earlier for earlier, later in pairwise(scores))
 
 
 @pytest.mark.parametrize("calibration", ALL)

@@ -47,7 +47,14 @@ class RequestContext(BaseModel):
     org: str | None = None
     roles: frozenset[str] = Field(default_factory=frozenset)
 
-    @field_validator("tenant", "user", "agent", "session", "project", "team", "org")
+    @field_validator("tenant")
+    @classmethod
+    def _tenant(cls, value: str) -> str:
+        if not value or not _ID_PATTERN.match(value):
+            raise ValueError("the tenant is required and uses letters, digits and ._@:+=,/- (at most 256)")
+        return value
+
+    @field_validator("user", "agent", "session", "project", "team", "org")
     @classmethod
     def _safe_id(cls, value: str | None) -> str | None:
         if value is None or value == "":
@@ -71,6 +78,9 @@ class RequestContext(BaseModel):
         Components are joined with ``|``, which identity values cannot contain,
         so no id can forge another scope.
         """
+        missing = self.missing_ids(layer)
+        if missing:
+            raise ValueError(f"the {layer} layer has no {missing[0]} id in this context")
         parts = [f"t={self.tenant}", layer]
         parts += [f"{name[0]}={getattr(self, name)}" for name in LAYER_IDS[layer]]
         return "|".join(parts)

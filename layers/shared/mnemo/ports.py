@@ -16,8 +16,8 @@ from typing import Any, Literal, Protocol
 class Item:
     """One record: a partition key, a sort key, a JSON-able body and a version.
 
-    ``version`` starts at 1 and grows by one on every put, which is what
-    optimistic concurrency compares against.
+    ``version`` is set by the caller (1 on create, the read version + 1 on an
+    update) and stored as given; conditional writes compare against it.
     """
 
     pk: str

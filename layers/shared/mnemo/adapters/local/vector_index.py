@@ -144,6 +144,10 @@ class LocalVectorIndex:
         with self._lock:
             space = self._space(namespace)
             prepared = [(doc, np.asarray(doc.vector, dtype=np.float32)) for doc in docs]
+            expected = space.matrix.shape[1] if len(space.ids) else prepared[0][1].shape[0]
+            for doc, vector in prepared:  # check all before anything is written
+                if vector.ndim != 1 or vector.shape[0] != expected:
+                    raise ValueError(f"vector of {doc.id} has shape {vector.shape}, the index holds {expected}")
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 self._conn.executemany(
