@@ -82,6 +82,8 @@ class IndexDoc:
 class Hit:
     id: str
     score: float
+    #: The document's filter fields, so callers can group hits without a read.
+    keywords: dict[str, list[str]] = field(default_factory=dict)
 
 
 #: field -> accepted values; a doc matches when, for every field, it has any of them.

@@ -77,6 +77,9 @@ def proxy_event(
 class _Handler(BaseHTTPRequestHandler):
     server_version = f"mnemo/{__version__}"
     protocol_version = "HTTP/1.1"
+    # Headers and body go out as separate writes; with Nagle on, the body waits
+    # for the client's delayed ACK (~40 ms) on every keep-alive request.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet unless asked
         if getattr(self.server, "verbose", False):

@@ -221,71 +221,70 @@ class MemoryService:
             query_vector: Sequence[float] | None = self._embedder.embed([request.query])[0]
         except MnemoError:
             query_vector = None
-        dense = (
-            {hit.id: hit.score for hit in self._index.knn(NAMESPACE, query_vector, flt, CANDIDATES)}
-            if query_vector is not None
-            else {}
-        )
-        lexical = {hit.id: hit.score for hit in self._index.lexical(NAMESPACE, request.query, flt, CANDIDATES)}
+        dense_hits = self._index.knn(NAMESPACE, query_vector, flt, CANDIDATES) if query_vector is not None else []
+        lexical_hits = self._index.lexical(NAMESPACE, request.query, flt, CANDIDATES)
+        dense = {hit.id: hit.score for hit in dense_hits}
+        lexical = {hit.id: hit.score for hit in lexical_hits}
+        scope_of = {hit.id: (hit.keywords.get("scope") or [""])[0] for hit in (*dense_hits, *lexical_hits)}
         calibration = calibration_for(self._embedder.name)
         # A doc outside the dense top-N scores at most the lowest cosine that made it in.
         dense_floor_seen = min(dense.values()) if dense else None
-        scored: list[tuple[float, str]] = []
-        for memory_id in dense.keys() | lexical.keys():
-            cosine = dense.get(memory_id, dense_floor_seen)
-            score = calibration.score(cosine, lexical.get(memory_id, 0.0))
+        precedence = {layer: rank for rank, layer in enumerate(MEMORY_LAYERS)}
+        ranked: list[tuple[int, float, str, str]] = []
+        for memory_id, scope in scope_of.items():
+            if scope not in scopes:
+                continue
+            score = calibration.score(dense.get(memory_id, dense_floor_seen), lexical.get(memory_id, 0.0))
             if score >= request.threshold:
-                scored.append((score, memory_id))
-        scored.sort(reverse=True)
+                ranked.append((precedence[scopes[scope]], -score, memory_id, scope))
+        ranked.sort()
 
-        results = self._hydrate(scored, scopes)
-        results = self._merge_layers(results)
+        results, dropped = self._hydrate(ranked, request.limit)
         return MemorySearchOutput(
-            results=results[: request.limit],
-            total_count=len(results),
+            results=results,
+            total_count=len(ranked) - dropped,
             searched_layers=layers,
             retrieval="hybrid" if query_vector is not None else "lexical",
         )
 
-    def _hydrate(self, scored: list[tuple[float, str]], scopes: dict[str, Layer]) -> list[MemoryResult]:
-        """Read hits back from the records, in the caller's scopes only."""
-        if not scored:
-            return []
-        keys = [(_partition(scope), f"MEM#{memory_id}") for _, memory_id in scored for scope in scopes]
-        found = {item.data["memoryId"]: item.data for item in self._records.batch_get(keys)}
-        results = []
-        for score, memory_id in scored:
-            data = found.get(memory_id)
-            if data is None or data["scope"] not in scopes:
-                continue
-            results.append(
-                MemoryResult(
-                    content=data["content"],
-                    layer=data["layer"],
-                    score=round(score, 4),
-                    memory_id=memory_id,
-                    tags=data["tags"],
-                    metadata=data["metadata"],
-                    created_at=data["createdAt"],
-                    occurred_at=data.get("occurredAt"),
-                )
-            )
-        return results
+    def _hydrate(self, ranked: list[tuple[int, float, str, str]], limit: int) -> tuple[list[MemoryResult], int]:
+        """Read the best hits back from the records until ``limit`` results stand.
 
-    @staticmethod
-    def _merge_layers(results: list[MemoryResult]) -> list[MemoryResult]:
-        """Order by layer precedence, then score; keep one copy of content repeated across layers."""
-        precedence = {layer: rank for rank, layer in enumerate(MEMORY_LAYERS)}
-        results.sort(key=lambda r: (precedence[r.layer], -r.score))
-        seen: set[str] = set()
-        merged = []
-        for result in results:
-            fingerprint = " ".join(result.content.lower().split())
-            if fingerprint in seen:
-                continue
-            seen.add(fingerprint)
-            merged.append(result)
-        return merged
+        Hits arrive in layer-precedence-then-score order. A hit with no record
+        (a stale index entry) or repeating content already taken from a more
+        specific layer is dropped; the count of those drops is returned so that
+        totalCount stays honest about what was seen.
+        """
+        results: list[MemoryResult] = []
+        seen_content: set[str] = set()
+        dropped = 0
+        position = 0
+        while len(results) < limit and position < len(ranked):
+            batch = ranked[position : position + max(limit * 2, 10)]
+            position += len(batch)
+            keys = [(_partition(scope), f"MEM#{memory_id}") for _, _, memory_id, scope in batch]
+            found = {item.data["memoryId"]: item.data for item in self._records.batch_get(keys)}
+            for _, negative_score, memory_id, scope in batch:
+                data = found.get(memory_id)
+                fingerprint = " ".join(data["content"].lower().split()) if data else ""
+                if data is None or data["scope"] != scope or fingerprint in seen_content:
+                    dropped += 1
+                    continue
+                seen_content.add(fingerprint)
+                if len(results) < limit:
+                    results.append(
+                        MemoryResult(
+                            content=data["content"],
+                            layer=data["layer"],
+                            score=round(-negative_score, 4),
+                            memory_id=memory_id,
+                            tags=data["tags"],
+                            metadata=data["metadata"],
+                            created_at=data["createdAt"],
+                            occurred_at=data.get("occurredAt"),
+                        )
+                    )
+        return results, dropped
 
     # ------------------------------------------------------------- delete
     def delete(self, context: RequestContext, request: MemoryDeleteInput) -> MemoryDeleteOutput:

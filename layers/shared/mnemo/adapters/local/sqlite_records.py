@@ -66,8 +66,26 @@ class SqliteRecordStore:
         return self._item(row) if row else None
 
     def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]:
-        found = (self.get(pk, sk) for pk, sk in keys)
-        return [item for item in found if item is not None]
+        live, now = self._live()
+        by_partition: dict[str, list[str]] = {}
+        for pk, sk in keys:
+            by_partition.setdefault(pk, []).append(sk)
+        found: list[Item] = []
+        for pk, sort_keys in by_partition.items():
+            for start in range(0, len(sort_keys), 500):  # SQLite caps bound parameters per statement
+                chunk = sort_keys[start : start + 500]
+                marks = ", ".join("?" for _ in chunk)
+                rows = (
+                    self._connection()
+                    .execute(
+                        f"SELECT pk, sk, version, expires_at, data FROM items "
+                        f"WHERE pk = ? AND sk IN ({marks}) AND {live}",
+                        (pk, *chunk, now),
+                    )
+                    .fetchall()
+                )
+                found += [self._item(row) for row in rows]
+        return found
 
     def query(self, pk: str, sk_prefix: str = "", *, limit: int = 100, descending: bool = False) -> list[Item]:
         live, now = self._live()

@@ -11,6 +11,7 @@ another connection committed.
 
 from __future__ import annotations
 
+import heapq
 import json
 import sqlite3
 import threading
@@ -179,13 +180,21 @@ class LocalVectorIndex:
             if allowed is None:
                 rows = np.flatnonzero(space.alive[: len(space.ids)])
             else:
-                rows = np.fromiter(sorted(allowed), dtype=np.int64, count=len(allowed))
+                rows = np.fromiter(allowed, dtype=np.int64, count=len(allowed))
             if rows.size == 0:
                 return []
             query = np.asarray(vector, dtype=np.float32)
-            scores = space.matrix[rows] @ query
-            top = np.argsort(-scores)[:k] if rows.size > k else np.argsort(-scores)
-            return [Hit(space.ids[rows[i]], float(scores[i])) for i in top]
+            if rows.size * 4 >= len(space.ids):
+                # One pass over the contiguous matrix beats gathering most of its rows.
+                scores = (space.matrix[: len(space.ids)] @ query)[rows]
+            else:
+                scores = space.matrix[rows] @ query
+            if rows.size > k:
+                best = np.argpartition(-scores, k)[:k]
+                best = best[np.argsort(-scores[best])]
+            else:
+                best = np.argsort(-scores)
+            return [Hit(space.ids[rows[i]], float(scores[i]), space.keywords[rows[i]]) for i in best]
 
     def lexical(self, namespace: str, text: str, flt: Filter, k: int) -> list[Hit]:
         with self._lock:
@@ -193,8 +202,8 @@ class LocalVectorIndex:
             scores, reference = space.bm25.scores(text, space.allowed(flt))
             if not scores or reference <= 0:
                 return []
-            best = sorted(scores.items(), key=lambda pair: -pair[1])[:k]
-            return [Hit(space.ids[row], min(1.0, score / reference)) for row, score in best]
+            best = heapq.nlargest(k, scores.items(), key=lambda pair: pair[1])
+            return [Hit(space.ids[row], min(1.0, score / reference), space.keywords[row]) for row, score in best]
 
     def count(self, namespace: str) -> int:
         with self._lock:
