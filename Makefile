@@ -3,8 +3,10 @@ SHELL := /bin/bash
 PORT ?= 8765
 VENV := .venv
 BIN := $(VENV)/bin
-# Python 3.12 is the Lambda runtime; pyenv provides it on these machines.
-PYTHON ?= $(shell PYENV_VERSION=3.12.1 pyenv which python3.12 2>/dev/null || command -v python3.12 || command -v python3)
+# Python 3.12 is the Lambda runtime: pyenv's 3.12 first, then any python3.12, then python3 (3.11+).
+PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) \
+	$(shell command -v python3.12 >/dev/null 2>&1 && python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null) \
+	$(shell command -v python3))
 
 .PHONY: install run test lint typecheck unit bench docs clean
 
@@ -38,6 +40,7 @@ unit: install
 bench: install
 	$(BIN)/python bench/retrieval.py
 	$(BIN)/python bench/latency.py
+	$(BIN)/python bench/cold_start.py
 
 docs: install
 	$(BIN)/mnemo docs --output docs/tools.md

@@ -124,6 +124,9 @@ def main() -> None:
     results["memory_add in process"] = percentiles(
         timed(args.samples, lambda i: add.invoke(services, context, {"content": synthetic(rng, written + i)}))
     )
+    while services.index.count("memory") < args.memories:  # searches run on the full size
+        add.invoke(services, context, {"content": synthetic(rng, written + args.samples)})
+        written += 1
     queries = [question(rng) for _ in range(args.samples)]
     search.invoke(services, context, {"query": "warm up"})
     results["memory_search in process"] = percentiles(

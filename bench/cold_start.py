@@ -1,0 +1,69 @@
+"""Cold start of a tool Lambda's Python: import of functions/<tool>/app.py and its first invocation.
+
+    python bench/cold_start.py [--runs 7]
+
+Each run is a fresh interpreter (as a new Lambda container is), timing the
+handler module's import and its first call on a REST proxy event, with the
+hashing embedder for memory_add/memory_search (Titan plays that part on AWS,
+where no local model loads) and the default configuration for memory_delete.
+Prints medians and writes bench/results/cold-start.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from common import table, write_results
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBE = """
+import json, sys, time
+started = time.perf_counter()
+import importlib.util
+spec = importlib.util.spec_from_file_location("app", {app!r})
+module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+imported = time.perf_counter()
+sys.path.insert(0, {tests!r})
+from aws_events import FakeLambdaContext, rest_event
+out = module.handler(rest_event({tool!r}, {body!r}, {{"user": "u", "tenant": "t"}}), FakeLambdaContext())
+done = time.perf_counter()
+print(json.dumps({{"import": 1000 * (imported - started), "first": 1000 * (done - imported),
+                  "status": out["statusCode"], "modules": len(sys.modules)}}))
+"""
+CASES = {
+    "memory_add": ({"content": "cold start probe"}, "hashing"),
+    "memory_search": ({"query": "cold start probe"}, "hashing"),
+    "memory_delete": ({"memoryId": "mem_missing"}, "bge"),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    rows, payload = [], {}
+    for tool, (body, embedder) in CASES.items():
+        samples = []
+        for _ in range(args.runs):
+            with tempfile.TemporaryDirectory() as data_dir:
+                code = PROBE.format(
+                    app=str(ROOT / "functions" / tool / "app.py"), tests=str(ROOT / "tests"), tool=tool, body=body
+                )
+                env = {"MNEMO_DATA_DIR": data_dir, "MNEMO_EMBEDDER": embedder, "PATH": "/usr/bin:/bin"}
+                done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+                samples.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        summary = {key: statistics.median(s[key] for s in samples) for key in ("import", "first", "modules")}
+        payload[tool] = {**summary, "status": samples[0]["status"]}
+        rows.append([tool, summary["import"], summary["first"], int(summary["modules"])])
+    print(table(["function", "import ms", "first call ms", "modules loaded"], rows))
+    print(f"wrote {write_results('cold-start', {'runs': args.runs, 'medians': payload})}")
+
+
+if __name__ == "__main__":
+    main()
