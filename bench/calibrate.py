@@ -57,7 +57,7 @@ def main() -> None:
             total += len(top & set(evidence)) / len(evidence)
         return 100 * total / len(cases)
 
-    grid = [[lo, hi, w, round(recall_at_10(lo, hi, w), 1)] for lo, hi, w in GRID]
+    grid = [[f"{lo:.2f}", f"{hi:.2f}", f"{w:.2f}", round(recall_at_10(lo, hi, w), 1)] for lo, hi, w in GRID]
     print(table(["dense floor", "dense ceiling", "dense weight", "R@10"], grid))
 
     calibration = calibration_for(embedder.name)
@@ -75,7 +75,7 @@ def main() -> None:
     write_results(
         "calibration",
         {
-            "grid": [{"floor": g[0], "ceiling": g[1], "weight": g[2], "R@10": g[3]} for g in grid],
+            "grid": [{"floor": float(g[0]), "ceiling": float(g[1]), "weight": float(g[2]), "R@10": g[3]} for g in grid],
             "inUse": calibration.__dict__,
             "passRates": [{"threshold": p[0], "evidenceKept": p[1], "otherKept": p[2]} for p in passes],
         },

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,23 @@ def _print_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, indent=2) + "\n")
 
 
+def _warm_up() -> None:
+    """Load the embedding model before the first request needs it."""
+    from mnemo.runtime import get_services
+
+    try:
+        get_services().embedder.embed(["warm up"])
+    except MnemoError as error:
+        print(f"embedder unavailable: {error.message}", file=sys.stderr, flush=True)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from mnemo.entry.local_server import make_server
 
     _settings_env(args)
     server = make_server(args.host, args.port, verbose=args.verbose)
     print(f"mnemo serving on http://{args.host}:{server.server_address[1]} (docs at /docs)", flush=True)
+    threading.Thread(target=_warm_up, daemon=True).start()
     try:
         server.serve_forever()
     except KeyboardInterrupt:
