@@ -2,6 +2,25 @@
 
 Each port picks its adapter independently; with nothing set, every port uses
 the embedded default, so ``mnemo serve`` runs on a laptop with no cloud at all.
+
+| variable | meaning | default |
+|---|---|---|
+| MNEMO_DATA_DIR | where the embedded adapters keep their files | .mnemo |
+| MNEMO_RECORDS | records store: sqlite or dynamodb | sqlite |
+| MNEMO_RECORDS_TABLE | DynamoDB table name | mnemo-records |
+| MNEMO_VECTOR_INDEX | vector index: local or opensearch | local |
+| MNEMO_OPENSEARCH_ENDPOINT | https://... of a domain or Serverless collection | |
+| MNEMO_OPENSEARCH_SERVICE | SigV4 service: es (domain) or aoss (Serverless) | aoss |
+| MNEMO_INDEX_PREFIX | prefix of the OpenSearch index names | mnemo- |
+| MNEMO_EMBEDDER | bge (local model), hashing (tests) or titan (Bedrock) | bge |
+| MNEMO_TITAN_MODEL_ID | Bedrock model id | amazon.titan-embed-text-v2:0 |
+| MNEMO_TITAN_DIMENSIONS | 256, 512 or 1024 | 1024 |
+| MNEMO_BLOBS | blob store: local or s3 | local |
+| MNEMO_BLOB_BUCKET | S3 bucket (versioning on) | |
+| MNEMO_EVENTS | events: local or eventbridge | local |
+| MNEMO_EVENT_BUS | EventBridge bus name | default |
+| MNEMO_AWS_REGION | region for every AWS client (else AWS_REGION) | |
+| MNEMO_AWS_ENDPOINT | one endpoint for every AWS client (a moto server) | |
 """
 
 from __future__ import annotations
@@ -11,22 +30,41 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class Settings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     data_dir: Path = Path(".mnemo")
-    records: Literal["sqlite"] = "sqlite"
-    vector_index: Literal["local"] = "local"
-    embedder: Literal["bge", "hashing"] = "bge"
+    records: Literal["sqlite", "dynamodb"] = "sqlite"
+    records_table: str = "mnemo-records"
+    vector_index: Literal["local", "opensearch"] = "local"
+    opensearch_endpoint: str | None = None
+    opensearch_service: Literal["es", "aoss"] = "aoss"
+    index_prefix: str = "mnemo-"
+    embedder: Literal["bge", "hashing", "titan"] = "bge"
     hashing_dimensions: int = Field(256, ge=16, le=4096)
+    titan_model_id: str = "amazon.titan-embed-text-v2:0"
+    titan_dimensions: int = 1024
+    blobs: Literal["local", "s3"] = "local"
+    blob_bucket: str | None = None
+    events: Literal["local", "eventbridge"] = "local"
+    event_bus: str = "default"
+    aws_region: str | None = None
+    aws_endpoint: str | None = None
 
     #: Cosine similarity at which memory_add treats new content as a duplicate.
     dedupe_similarity: float = Field(0.95, ge=0.0, le=1.0)
     #: Roles granted to a local-server caller that sends no X-Mnemo-Roles header.
     default_local_roles: tuple[str, ...] = ("writer",)
+
+    @field_validator("titan_dimensions")
+    @classmethod
+    def _titan_size(cls, value: int) -> int:
+        if value not in (256, 512, 1024):
+            raise ValueError("Titan Text Embeddings V2 offers 256, 512 or 1024 dimensions")
+        return value
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -34,12 +72,14 @@ class Settings(BaseModel):
         values: dict[str, object] = {}
         for name in cls.model_fields:
             raw = env.get(f"MNEMO_{name.upper()}")
-            if raw is None:
+            if raw is None or raw == "":
                 continue
             if name == "default_local_roles":
                 values[name] = tuple(role.strip() for role in raw.split(",") if role.strip())
             else:
                 values[name] = raw
+        if "aws_region" not in values and (env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")):
+            values["aws_region"] = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
         return cls.model_validate(values)
 
     @property
