@@ -9,35 +9,50 @@ writes, which is what the reopen test relies on).
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+from aws_fixtures import create_records_table, shared_moto_server
 
+from mnemo.adapters.aws.dynamodb_records import DynamoDbRecordStore
 from mnemo.adapters.local.sqlite_records import SqliteRecordStore
 from mnemo.ports import ConditionFailed, Delete, Item, Put, RecordStore
 
 Opener = Callable[[], RecordStore]
 
 
-def _sqlite_backend(tmp_path: Path) -> Opener:
+def _sqlite_backend(tmp_path: Path, stack: ExitStack) -> Opener:
     path = tmp_path / "records.db"
     return lambda: SqliteRecordStore(path)
 
 
+_table_counter = itertools.count()
+
+
+def _dynamodb_backend(tmp_path: Path, stack: ExitStack) -> Opener:
+    """DynamoDB on a one-request-at-a-time moto server, on a table built from template.yaml."""
+    server = shared_moto_server()
+    name = f"records-{next(_table_counter)}"
+    create_records_table(server.client("dynamodb"), name)
+    return lambda: DynamoDbRecordStore(name, lambda: server.client("dynamodb"))
+
+
 #: Adapter name -> factory of an opener over fresh storage; every entry runs the whole suite.
-#: The DynamoDB adapter joins as a second entry, e.g. "dynamodb": a factory that creates a
-#: uniquely named table and returns ``lambda: DynamoRecordStore(table_name)``.
-BACKENDS: dict[str, Callable[[Path], Opener]] = {
+BACKENDS: dict[str, Callable[[Path, ExitStack], Opener]] = {
     "sqlite": _sqlite_backend,
+    "dynamodb": _dynamodb_backend,
 }
 
 
 @pytest.fixture(params=list(BACKENDS))
-def store_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
-    return BACKENDS[request.param](tmp_path)
+def store_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    with ExitStack() as stack:
+        yield BACKENDS[request.param](tmp_path, stack)
 
 
 @pytest.fixture

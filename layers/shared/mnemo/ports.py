@@ -117,3 +117,55 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Unit-length vectors, one per text."""
         ...
+
+
+# ------------------------------------------------------------------ blobs ---
+@dataclass
+class Blob:
+    key: str
+    content: bytes
+    version: str
+    metadata: dict[str, str] = field(default_factory=dict)
+    modified_at: str = ""
+
+
+@dataclass
+class BlobVersion:
+    version: str
+    modified_at: str
+    metadata: dict[str, str] = field(default_factory=dict)
+    deleted: bool = False
+
+
+class BlobStore(Protocol):
+    """Versioned blobs (knowledge markdown): every put keeps the previous versions."""
+
+    def put(self, key: str, content: bytes, metadata: dict[str, str] | None = None) -> str:
+        """Store a new version; returns its version id."""
+        ...
+
+    def get(self, key: str, version: str | None = None) -> Blob | None: ...
+
+    def list(self, prefix: str = "") -> list[str]:
+        """Keys of the current (not deleted) blobs under a prefix, sorted."""
+        ...
+
+    def versions(self, key: str) -> list[BlobVersion]:
+        """Every version of a key, newest first (a delete shows as a deleted version)."""
+        ...
+
+    def delete(self, key: str) -> None: ...
+
+
+# ----------------------------------------------------------------- events ---
+@dataclass
+class Event:
+    detail_type: str
+    detail: dict[str, Any]
+    source: str = "mnemo"
+
+
+class EventPublisher(Protocol):
+    def publish(self, events: Sequence[Event]) -> None:
+        """Deliver every event or raise ProviderError; never drop silently."""
+        ...

@@ -1,0 +1,184 @@
+"""RecordStore on DynamoDB: the production source of truth.
+
+Item layout: ``pk`` (S, hash), ``sk`` (S, range), ``version`` (N), ``data``
+(S: the record as JSON, so floats and nesting round-trip exactly) and
+``expires_at`` (N, the table's TTL attribute). DynamoDB deletes expired
+items lazily, so reads treat an item past ``expires_at`` as absent, and so do
+the "absent" write conditions.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from mnemo.adapters.aws.errors import provider_error
+from mnemo.ports import ConditionFailed, Delete, Item, Put
+
+_MAX_TRANSACTION = 100
+_MAX_BATCH_GET = 100
+
+
+class DynamoDbRecordStore:
+    def __init__(self, table: str, client_factory: Callable[[], Any]) -> None:
+        self._table = table
+        self._client_factory = client_factory
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self._client_factory()
+        return self._client
+
+    # ------------------------------------------------------------ mapping
+    @staticmethod
+    def _to_item(item: Item) -> dict[str, Any]:
+        attributes: dict[str, Any] = {
+            "pk": {"S": item.pk},
+            "sk": {"S": item.sk},
+            "version": {"N": str(item.version)},
+            "data": {"S": json.dumps(item.data, separators=(",", ":"))},
+        }
+        if item.expires_at is not None:
+            attributes["expires_at"] = {"N": str(item.expires_at)}
+        return attributes
+
+    @staticmethod
+    def _from_item(attributes: dict[str, Any]) -> Item | None:
+        expires = int(attributes["expires_at"]["N"]) if "expires_at" in attributes else None
+        if expires is not None and expires <= int(time.time()):
+            return None
+        return Item(
+            pk=attributes["pk"]["S"],
+            sk=attributes["sk"]["S"],
+            data=json.loads(attributes["data"]["S"]),
+            version=int(attributes["version"]["N"]),
+            expires_at=expires,
+        )
+
+    def _call(self, operation: str, **kwargs: Any) -> Any:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return getattr(self.client, operation)(**kwargs)
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code")
+            if code == "ConditionalCheckFailedException":
+                raise ConditionFailed(str(error)) from None
+            if code == "TransactionCanceledException":
+                reasons = [r.get("Code") for r in error.response.get("CancellationReasons", [])]
+                if "ConditionalCheckFailed" in reasons:
+                    raise ConditionFailed(f"transaction cancelled: {reasons}") from None
+            raise provider_error("DynamoDB", error) from error
+        except BotoCoreError as error:
+            raise provider_error("DynamoDB", error) from error
+
+    # -------------------------------------------------------------- reads
+    def get(self, pk: str, sk: str) -> Item | None:
+        response = self._call(
+            "get_item", TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
+        )
+        return self._from_item(response["Item"]) if "Item" in response else None
+
+    def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]:
+        unique = list(dict.fromkeys(keys))
+        found: list[Item] = []
+        for start in range(0, len(unique), _MAX_BATCH_GET):
+            request: dict[str, Any] = {
+                self._table: {
+                    "Keys": [{"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in unique[start : start + _MAX_BATCH_GET]],
+                    "ConsistentRead": True,
+                }
+            }
+            for attempt in range(8):
+                response = self._call("batch_get_item", RequestItems=request)
+                found += [i for i in map(self._from_item, response["Responses"].get(self._table, [])) if i]
+                request = response.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                time.sleep(min(0.05 * 2**attempt, 1.0))
+            if request:
+                raise provider_error("DynamoDB", RuntimeError("batch read left keys unprocessed"))
+        return found
+
+    def query(self, pk: str, sk_prefix: str = "", *, limit: int = 100, descending: bool = False) -> list[Item]:
+        items: list[Item] = []
+        values: dict[str, Any] = {":pk": {"S": pk}}
+        condition = "pk = :pk"
+        if sk_prefix:  # DynamoDB rejects an empty key value, even in begins_with
+            condition += " AND begins_with(sk, :prefix)"
+            values[":prefix"] = {"S": sk_prefix}
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+            "ScanIndexForward": not descending,
+            "ConsistentRead": True,
+        }
+        while len(items) < limit:
+            response = self._call("query", Limit=limit - len(items), **kwargs)
+            items += [i for i in map(self._from_item, response.get("Items", [])) if i]
+            if "LastEvaluatedKey" not in response:
+                break
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return items[:limit]
+
+    def scan(self, pk_prefix: str = "") -> Iterator[Item]:
+        kwargs: dict[str, Any] = {"TableName": self._table}
+        if pk_prefix:
+            kwargs["FilterExpression"] = "begins_with(pk, :prefix)"
+            kwargs["ExpressionAttributeValues"] = {":prefix": {"S": pk_prefix}}
+        while True:
+            response = self._call("scan", **kwargs)
+            for attributes in response.get("Items", []):
+                item = self._from_item(attributes)
+                if item is not None:
+                    yield item
+            if "LastEvaluatedKey" not in response:
+                return
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    # ------------------------------------------------------------- writes
+    @staticmethod
+    def _condition(expect: object) -> dict[str, Any]:
+        now = {":now": {"N": str(int(time.time()))}}
+        if expect == "absent":
+            # An item past its TTL that DynamoDB has not yet removed counts as absent.
+            return {
+                "ConditionExpression": "attribute_not_exists(pk) OR (attribute_exists(expires_at) AND expires_at <= :now)",
+                "ExpressionAttributeValues": now,
+            }
+        if expect == "present":
+            return {
+                "ConditionExpression": "attribute_exists(pk) AND (attribute_not_exists(expires_at) OR expires_at > :now)",
+                "ExpressionAttributeValues": now,
+            }
+        if isinstance(expect, int):
+            return {
+                "ConditionExpression": "version = :expected AND (attribute_not_exists(expires_at) OR expires_at > :now)",
+                "ExpressionAttributeValues": {":expected": {"N": str(expect)}, **now},
+            }
+        return {}
+
+    def _operation(self, op: Put | Delete) -> dict[str, Any]:
+        if isinstance(op, Put):
+            return {"Put": {"TableName": self._table, "Item": self._to_item(op.item), **self._condition(op.expect)}}
+        key = {"pk": {"S": op.pk}, "sk": {"S": op.sk}}
+        return {"Delete": {"TableName": self._table, "Key": key, **self._condition(op.expect)}}
+
+    def write(self, operations: Sequence[Put | Delete]) -> None:
+        if not operations:
+            return
+        if len(operations) > _MAX_TRANSACTION:
+            raise ValueError(f"at most {_MAX_TRANSACTION} operations change together")
+        if len(operations) == 1:
+            single = self._operation(operations[0])
+            if "Put" in single:
+                self._call("put_item", **single["Put"])
+            else:
+                self._call("delete_item", **single["Delete"])
+            return
+        self._call("transact_write_items", TransactItems=[self._operation(op) for op in operations])

@@ -1,0 +1,94 @@
+"""BlobStore on a versioned S3 bucket: history is S3's object versions, metadata is object metadata."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mnemo.adapters.aws.errors import provider_error
+from mnemo.adapters.local.blobs import _check_key
+from mnemo.ports import Blob, BlobVersion
+
+
+class S3BlobStore:
+    def __init__(self, bucket: str, client_factory: Callable[[], Any], prefix: str = "") -> None:
+        self._bucket = bucket
+        self._prefix = prefix
+        self._client_factory = client_factory
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self._client_factory()
+        return self._client
+
+    def _call(self, operation: str, **kwargs: Any) -> Any:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return getattr(self.client, operation)(Bucket=self._bucket, **kwargs)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in {"NoSuchKey", "NoSuchVersion", "404", "InvalidArgument"}:
+                return None
+            raise provider_error("S3", error) from error
+        except BotoCoreError as error:
+            raise provider_error("S3", error) from error
+
+    def _key(self, key: str) -> str:
+        _check_key(key)
+        return self._prefix + key
+
+    def put(self, key: str, content: bytes, metadata: dict[str, str] | None = None) -> str:
+        response = self._call("put_object", Key=self._key(key), Body=content, Metadata=dict(metadata or {}))
+        return str(response.get("VersionId") or "null")
+
+    def get(self, key: str, version: str | None = None) -> Blob | None:
+        extra = {"VersionId": version} if version else {}
+        response = self._call("get_object", Key=self._key(key), **extra)
+        if response is None:
+            return None
+        return Blob(
+            key=key,
+            content=response["Body"].read(),
+            version=str(response.get("VersionId") or "null"),
+            metadata=dict(response.get("Metadata") or {}),
+            modified_at=response["LastModified"].isoformat(),
+        )
+
+    def list(self, prefix: str = "") -> list[str]:
+        keys: list[str] = []
+        kwargs: dict[str, Any] = {"Prefix": self._prefix + prefix}
+        while True:
+            response = self._call("list_objects_v2", **kwargs)
+            keys += [obj["Key"].removeprefix(self._prefix) for obj in response.get("Contents", [])]
+            if not response.get("IsTruncated"):
+                return sorted(keys)
+            kwargs["ContinuationToken"] = response["NextContinuationToken"]
+
+    def versions(self, key: str) -> list[BlobVersion]:
+        full = self._key(key)
+        found: list[tuple[Any, bool, BlobVersion]] = []
+        kwargs: dict[str, Any] = {"Prefix": full}
+        while True:
+            response = self._call("list_object_versions", **kwargs)
+            for entry in response.get("Versions", []):
+                if entry["Key"] == full:
+                    head = self._call("head_object", Key=full, VersionId=entry["VersionId"]) or {}
+                    version = BlobVersion(
+                        entry["VersionId"], entry["LastModified"].isoformat(), dict(head.get("Metadata") or {})
+                    )
+                    found.append((entry["LastModified"], bool(entry.get("IsLatest")), version))
+            for marker in response.get("DeleteMarkers", []):
+                if marker["Key"] == full:
+                    version = BlobVersion(marker["VersionId"], marker["LastModified"].isoformat(), {}, deleted=True)
+                    found.append((marker["LastModified"], bool(marker.get("IsLatest")), version))
+            if not response.get("IsTruncated"):
+                break
+            kwargs.update(KeyMarker=response["NextKeyMarker"], VersionIdMarker=response["NextVersionIdMarker"])
+        # Newest first; LastModified has one-second resolution, so the latest one breaks ties.
+        found.sort(key=lambda entry: (entry[0], entry[1]), reverse=True)
+        return [version for _, _, version in found]
+
+    def delete(self, key: str) -> None:
+        self._call("delete_object", Key=self._key(key))

@@ -1,0 +1,67 @@
+"""Embedder on Amazon Bedrock Titan Text Embeddings V2.
+
+Request body (InvokeModel, documented by Bedrock for amazon.titan-embed-text-v2:0):
+``{"inputText": str, "dimensions": 256 | 512 | 1024, "normalize": true}``;
+response ``{"embedding": [float], "inputTextTokenCount": int}``. The model
+embeds one text per call; ``normalize`` makes the vectors unit length, which
+the inner-product index relies on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mnemo.adapters.aws.errors import provider_error
+
+#: Titan V2 accepts up to 8,192 tokens or 50,000 characters.
+MAX_CHARACTERS = 50_000
+
+
+class TitanEmbedder:
+    def __init__(
+        self,
+        client_factory: Callable[[], Any],
+        model_id: str = "amazon.titan-embed-text-v2:0",
+        dimensions: int = 1024,
+    ) -> None:
+        if dimensions not in (256, 512, 1024):
+            raise ValueError("Titan Text Embeddings V2 offers 256, 512 or 1024 dimensions")
+        self._client_factory = client_factory
+        self._client: Any = None
+        self.model_id = model_id
+        self.dimensions = dimensions
+        self.name = f"titan-embed-text-v2:{dimensions}"
+        self.tokens_used = 0
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self._client_factory()
+        return self._client
+
+    def request_body(self, text: str) -> dict[str, Any]:
+        return {"inputText": text[:MAX_CHARACTERS], "dimensions": self.dimensions, "normalize": True}
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        vectors = []
+        for text in texts:
+            try:
+                response = self.client.invoke_model(
+                    modelId=self.model_id,
+                    body=json.dumps(self.request_body(text)),
+                    contentType="application/json",
+                    accept="application/json",
+                )
+                payload = json.loads(response["body"].read())
+            except (ClientError, BotoCoreError) as error:
+                raise provider_error("Bedrock", error) from error
+            embedding = payload.get("embedding")
+            if not isinstance(embedding, list) or len(embedding) != self.dimensions:
+                raise provider_error("Bedrock", ValueError("Titan answered without an embedding of the asked size"))
+            self.tokens_used += int(payload.get("inputTextTokenCount", 0))
+            vectors.append([float(value) for value in embedding])
+        return vectors

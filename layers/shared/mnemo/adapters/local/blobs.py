@@ -1,0 +1,118 @@
+"""BlobStore in a directory, with every version kept (the embedded stand-in for versioned S3).
+
+A key ``company/adr-042.md`` lives in ``<root>/company/adr-042.md.versions/``
+as numbered files with a JSON sidecar for metadata; a delete adds a tombstone
+version, as S3 adds a delete marker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+from mnemo.errors import InvalidInput
+from mnemo.ports import Blob, BlobVersion
+
+_SEGMENT = re.compile(r"^[A-Za-z0-9._@+=,-]+$")
+
+
+def _check_key(key: str) -> list[str]:
+    parts = key.split("/")
+    if not key or any(p in ("", ".", "..") or not _SEGMENT.match(p) for p in parts):
+        raise InvalidInput(f"key: '{key}' is not a valid blob key", {"field": "key"})
+    return parts
+
+
+class LocalBlobStore:
+    def __init__(self, root: Path | str) -> None:
+        self._root = Path(root)
+        self._root.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+
+    def _dir(self, key: str) -> Path:
+        parts = _check_key(key)
+        return self._root.joinpath(*parts[:-1], parts[-1] + ".versions")
+
+    @staticmethod
+    def _numbers(directory: Path) -> list[int]:
+        if not directory.is_dir():
+            return []
+        return sorted(int(p.stem) for p in directory.glob("*.json"))
+
+    def _meta(self, directory: Path, number: int) -> dict[str, object]:
+        loaded: dict[str, object] = json.loads((directory / f"{number:08d}.json").read_text())
+        return loaded
+
+    def _write_version(self, key: str, content: bytes | None, metadata: dict[str, str]) -> str:
+        directory = self._dir(key)
+        with self._lock:
+            directory.mkdir(parents=True, exist_ok=True)
+            number = (self._numbers(directory) or [0])[-1] + 1
+            if content is not None:
+                (directory / f"{number:08d}.blob").write_bytes(content)
+            meta = {
+                "metadata": metadata,
+                "modifiedAt": datetime.now(UTC).isoformat(),
+                "deleted": content is None,
+            }
+            # The sidecar appears last and atomically: a version exists once its metadata does.
+            handle, temporary = tempfile.mkstemp(dir=directory)
+            with os.fdopen(handle, "w") as out:
+                json.dump(meta, out)
+            os.replace(temporary, directory / f"{number:08d}.json")
+        return str(number)
+
+    def put(self, key: str, content: bytes, metadata: dict[str, str] | None = None) -> str:
+        return self._write_version(key, content, dict(metadata or {}))
+
+    def get(self, key: str, version: str | None = None) -> Blob | None:
+        directory = self._dir(key)
+        numbers = self._numbers(directory)
+        if not numbers:
+            return None
+        number = int(version) if version is not None and version.isdigit() else numbers[-1]
+        if number not in numbers:
+            return None
+        meta = self._meta(directory, number)
+        if meta["deleted"]:
+            return None
+        return Blob(
+            key=key,
+            content=(directory / f"{number:08d}.blob").read_bytes(),
+            version=str(number),
+            metadata=dict(meta["metadata"]),  # type: ignore[call-overload]
+            modified_at=str(meta["modifiedAt"]),
+        )
+
+    def list(self, prefix: str = "") -> list[str]:
+        keys = []
+        for directory in self._root.rglob("*.versions"):
+            key = directory.relative_to(self._root).as_posix().removesuffix(".versions")
+            numbers = self._numbers(directory)
+            if key.startswith(prefix) and numbers and not self._meta(directory, numbers[-1])["deleted"]:
+                keys.append(key)
+        return sorted(keys)
+
+    def versions(self, key: str) -> list[BlobVersion]:
+        directory = self._dir(key)
+        out = []
+        for number in reversed(self._numbers(directory)):
+            meta = self._meta(directory, number)
+            out.append(
+                BlobVersion(
+                    version=str(number),
+                    modified_at=str(meta["modifiedAt"]),
+                    metadata=dict(meta["metadata"]),  # type: ignore[call-overload]
+                    deleted=bool(meta["deleted"]),
+                )
+            )
+        return out
+
+    def delete(self, key: str) -> None:
+        if self.get(key) is not None:
+            self._write_version(key, None, {})

@@ -1,0 +1,93 @@
+"""AWS test fixtures built from template.yaml itself, so test tables cannot drift from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+REGION = "eu-west-1"
+
+
+class CloudFormationLoader(yaml.SafeLoader):
+    """Reads intrinsic-function tags (!Ref, !Sub, !GetAtt...) as plain one-key mappings."""
+
+
+def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.ScalarNode):
+        return {suffix: loader.construct_scalar(node)}
+    if isinstance(node, yaml.SequenceNode):
+        return {suffix: loader.construct_sequence(node, deep=True)}
+    return {suffix: loader.construct_mapping(node, deep=True)}  # type: ignore[arg-type]
+
+
+CloudFormationLoader.add_multi_constructor("!", _intrinsic)
+
+
+def load_template() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.load((ROOT / "template.yaml").read_text(), Loader=CloudFormationLoader)
+    return loaded
+
+
+def create_records_table(client: Any, name: str) -> None:
+    """Create a table with the RecordsTable key schema, stream and TTL that template.yaml declares."""
+    spec = load_template()["Resources"]["RecordsTable"]["Properties"]
+    client.create_table(
+        TableName=name,
+        AttributeDefinitions=spec["AttributeDefinitions"],
+        KeySchema=spec["KeySchema"],
+        BillingMode=spec["BillingMode"],
+        StreamSpecification={"StreamEnabled": True, **spec["StreamSpecification"]},
+    )
+    ttl = spec["TimeToLiveSpecification"]
+    client.update_time_to_live(TableName=name, TimeToLiveSpecification=ttl)
+
+
+class SerialMotoServer:
+    """A moto server that answers one request at a time.
+
+    moto's own threaded server can interleave the check and the write of two
+    conditional requests, which real DynamoDB never does for one item; serving
+    requests one by one restores that per-request atomicity, so concurrency
+    tests against it mean something.
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        from moto.server import DomainDispatcherApplication, create_backend_app
+        from werkzeug.serving import make_server
+
+        app = DomainDispatcherApplication(create_backend_app)
+        self._server = make_server("127.0.0.1", 0, app, threaded=False)
+        self.url = f"http://127.0.0.1:{self._server.server_port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def client(self, service: str) -> Any:
+        import boto3
+
+        return boto3.client(
+            service,
+            region_name=REGION,
+            endpoint_url=self.url,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._thread.join(timeout=5)
+
+
+_shared: SerialMotoServer | None = None
+
+
+def shared_moto_server() -> SerialMotoServer:
+    """One serial moto server for the whole test session (a daemon thread; it ends with pytest)."""
+    global _shared
+    if _shared is None:
+        _shared = SerialMotoServer()
+    return _shared

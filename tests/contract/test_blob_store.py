@@ -1,0 +1,84 @@
+"""Contract suite for the BlobStore port: a directory, and versioned S3 on moto."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from aws_fixtures import shared_moto_server
+
+from mnemo.adapters.aws.s3_blobs import S3BlobStore
+from mnemo.adapters.local.blobs import LocalBlobStore
+from mnemo.errors import InvalidInput
+from mnemo.ports import BlobStore
+
+_buckets = itertools.count()
+
+
+def _local(tmp_path: Path) -> BlobStore:
+    return LocalBlobStore(tmp_path / "blobs")
+
+
+def _s3(tmp_path: Path) -> BlobStore:
+    server = shared_moto_server()
+    client = server.client("s3")
+    bucket = f"knowledge-{next(_buckets)}"
+    client.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    return S3BlobStore(bucket, lambda: server.client("s3"))
+
+
+BACKENDS: dict[str, Callable[[Path], BlobStore]] = {"local": _local, "s3": _s3}
+
+
+@pytest.fixture(params=list(BACKENDS))
+def blobs(request: pytest.FixtureRequest, tmp_path: Path) -> BlobStore:
+    return BACKENDS[request.param](tmp_path)
+
+
+def test_put_get_round_trip_with_metadata(blobs: BlobStore) -> None:
+    version = blobs.put("company/adr-042.md", b"# ADR 42", {"author": "ana", "message": "first"})
+    blob = blobs.get("company/adr-042.md")
+    assert blob is not None
+    assert (blob.content, blob.version, blob.metadata) == (b"# ADR 42", version, {"author": "ana", "message": "first"})
+    assert blob.modified_at
+
+
+def test_missing_key_is_none(blobs: BlobStore) -> None:
+    assert blobs.get("company/nothing.md") is None
+    assert blobs.versions("company/nothing.md") == []
+
+
+def test_every_version_is_kept_and_readable(blobs: BlobStore) -> None:
+    first = blobs.put("orgs/o1/policy.md", b"v1", {"message": "one"})
+    second = blobs.put("orgs/o1/policy.md", b"v2", {"message": "two"})
+    assert first != second
+    assert blobs.get("orgs/o1/policy.md").content == b"v2"  # type: ignore[union-attr]
+    assert blobs.get("orgs/o1/policy.md", first).content == b"v1"  # type: ignore[union-attr]
+    history = blobs.versions("orgs/o1/policy.md")
+    assert [v.version for v in history] == [second, first]
+    assert [v.metadata.get("message") for v in history] == ["two", "one"]
+
+
+def test_delete_hides_the_key_but_keeps_history(blobs: BlobStore) -> None:
+    blobs.put("teams/t1/pattern.md", b"p")
+    blobs.delete("teams/t1/pattern.md")
+    assert blobs.get("teams/t1/pattern.md") is None
+    assert "teams/t1/pattern.md" not in blobs.list()
+    history = blobs.versions("teams/t1/pattern.md")
+    assert history[0].deleted and not history[-1].deleted and len(history) == 2
+
+
+def test_list_by_prefix_is_sorted(blobs: BlobStore) -> None:
+    for key in ("projects/p1/b.md", "projects/p1/a.md", "projects/p2/c.md", "company/d.md"):
+        blobs.put(key, b"x")
+    assert blobs.list("projects/p1/") == ["projects/p1/a.md", "projects/p1/b.md"]
+    assert blobs.list() == ["company/d.md", "projects/p1/a.md", "projects/p1/b.md", "projects/p2/c.md"]
+
+
+@pytest.mark.parametrize("key", ["../escape.md", "/absolute.md", "a//b.md", "company/../x.md", "", "a/./b.md"])
+def test_keys_cannot_escape(blobs: BlobStore, key: str) -> None:
+    with pytest.raises(InvalidInput):
+        blobs.put(key, b"x")
