@@ -66,7 +66,7 @@ def test_delete_hides_the_key_but_keeps_history(blobs: BlobStore) -> None:
     blobs.put("teams/t1/pattern.md", b"p")
     blobs.delete("teams/t1/pattern.md")
     assert blobs.get("teams/t1/pattern.md") is None
-    assert "teams/t1/pattern.md" not in blobs.list()
+    assert "teams/t1/pattern.md" not in blobs.list_keys()
     history = blobs.versions("teams/t1/pattern.md")
     assert history[0].deleted and not history[-1].deleted and len(history) == 2
 
@@ -74,8 +74,8 @@ def test_delete_hides_the_key_but_keeps_history(blobs: BlobStore) -> None:
 def test_list_by_prefix_is_sorted(blobs: BlobStore) -> None:
     for key in ("projects/p1/b.md", "projects/p1/a.md", "projects/p2/c.md", "company/d.md"):
         blobs.put(key, b"x")
-    assert blobs.list("projects/p1/") == ["projects/p1/a.md", "projects/p1/b.md"]
-    assert blobs.list() == ["company/d.md", "projects/p1/a.md", "projects/p1/b.md", "projects/p2/c.md"]
+    assert blobs.list_keys("projects/p1/") == ["projects/p1/a.md", "projects/p1/b.md"]
+    assert blobs.list_keys() == ["company/d.md", "projects/p1/a.md", "projects/p1/b.md", "projects/p2/c.md"]
 
 
 @pytest.mark.parametrize("key", ["../escape.md", "/absolute.md", "a//b.md", "company/../x.md", "", "a/./b.md"])

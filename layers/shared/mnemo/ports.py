@@ -146,7 +146,7 @@ class BlobStore(Protocol):
 
     def get(self, key: str, version: str | None = None) -> Blob | None: ...
 
-    def list(self, prefix: str = "") -> list[str]:
+    def list_keys(self, prefix: str = "") -> list[str]:
         """Keys of the current (not deleted) blobs under a prefix, sorted."""
         ...
 

@@ -145,20 +145,21 @@ class DynamoDbRecordStore:
     @staticmethod
     def _condition(expect: object) -> dict[str, Any]:
         now = {":now": {"N": str(int(time.time()))}}
+        live = "(attribute_not_exists(expires_at) OR expires_at > :now)"
         if expect == "absent":
             # An item past its TTL that DynamoDB has not yet removed counts as absent.
             return {
-                "ConditionExpression": "attribute_not_exists(pk) OR (attribute_exists(expires_at) AND expires_at <= :now)",
+                "ConditionExpression": f"attribute_not_exists(pk) OR NOT {live}",
                 "ExpressionAttributeValues": now,
             }
         if expect == "present":
             return {
-                "ConditionExpression": "attribute_exists(pk) AND (attribute_not_exists(expires_at) OR expires_at > :now)",
+                "ConditionExpression": f"attribute_exists(pk) AND {live}",
                 "ExpressionAttributeValues": now,
             }
         if isinstance(expect, int):
             return {
-                "ConditionExpression": "version = :expected AND (attribute_not_exists(expires_at) OR expires_at > :now)",
+                "ConditionExpression": f"version = :expected AND {live}",
                 "ExpressionAttributeValues": {":expected": {"N": str(expect)}, **now},
             }
         return {}

@@ -56,7 +56,7 @@ class S3BlobStore:
             modified_at=response["LastModified"].isoformat(),
         )
 
-    def list(self, prefix: str = "") -> list[str]:
+    def list_keys(self, prefix: str = "") -> list[str]:
         keys: list[str] = []
         kwargs: dict[str, Any] = {"Prefix": self._prefix + prefix}
         while True:

@@ -89,7 +89,7 @@ class LocalBlobStore:
             modified_at=str(meta["modifiedAt"]),
         )
 
-    def list(self, prefix: str = "") -> list[str]:
+    def list_keys(self, prefix: str = "") -> list[str]:
         keys = []
         for directory in self._root.rglob("*.versions"):
             key = directory.relative_to(self._root).as_posix().removesuffix(".versions")
