@@ -31,15 +31,20 @@ def load_template() -> dict[str, Any]:
     return loaded
 
 
-def create_records_table(client: Any, name: str) -> None:
-    """Create a table with the RecordsTable key schema, stream and TTL that template.yaml declares."""
+def create_records_table(client: Any, name: str, *, stream: bool = True) -> None:
+    """Create a table with the RecordsTable key schema, stream and TTL that template.yaml declares.
+
+    ``stream=False`` leaves the stream off for bulk tests: moto copies every
+    table (and its stream) on each transaction, which grows with their size.
+    """
     spec = load_template()["Resources"]["RecordsTable"]["Properties"]
+    extra = {"StreamSpecification": {"StreamEnabled": True, **spec["StreamSpecification"]}} if stream else {}
     client.create_table(
         TableName=name,
         AttributeDefinitions=spec["AttributeDefinitions"],
         KeySchema=spec["KeySchema"],
         BillingMode=spec["BillingMode"],
-        StreamSpecification={"StreamEnabled": True, **spec["StreamSpecification"]},
+        **extra,
     )
     ttl = spec["TimeToLiveSpecification"]
     client.update_time_to_live(TableName=name, TimeToLiveSpecification=ttl)
@@ -58,10 +63,14 @@ class SerialMotoServer:
         import threading
 
         from moto.server import DomainDispatcherApplication, create_backend_app
-        from werkzeug.serving import make_server
+        from werkzeug.serving import WSGIRequestHandler, make_server
+
+        class QuietHandler(WSGIRequestHandler):
+            def log_request(self, *args: Any, **kwargs: Any) -> None:
+                pass
 
         app = DomainDispatcherApplication(create_backend_app)
-        self._server = make_server("127.0.0.1", 0, app, threaded=False)
+        self._server = make_server("127.0.0.1", 0, app, threaded=False, request_handler=QuietHandler)
         self.url = f"http://127.0.0.1:{self._server.server_port}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

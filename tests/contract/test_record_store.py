@@ -38,7 +38,9 @@ def _dynamodb_backend(tmp_path: Path, stack: ExitStack) -> Opener:
     """DynamoDB on a one-request-at-a-time moto server, on a table built from template.yaml."""
     server = shared_moto_server()
     name = f"records-{next(_table_counter)}"
-    create_records_table(server.client("dynamodb"), name)
+    client = server.client("dynamodb")
+    create_records_table(client, name)
+    stack.callback(client.delete_table, TableName=name)  # keeps the shared server small
     return lambda: DynamoDbRecordStore(name, lambda: server.client("dynamodb"))
 
 

@@ -1,15 +1,16 @@
 """Wiring: builds each port's adapter from settings, lazily and once per container.
 
-A handler that never embeds never loads a model, and a Lambda container keeps
-its clients between invocations.
+A handler that never embeds never loads a model (or creates a Bedrock client),
+and a Lambda container keeps its clients between invocations.
 """
 
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 from mnemo.memory.service import MemoryService
-from mnemo.ports import Embedder, RecordStore, VectorIndex
+from mnemo.ports import BlobStore, Embedder, EventPublisher, RecordStore, VectorIndex
 from mnemo.settings import Settings
 
 
@@ -17,25 +18,82 @@ class Services:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or Settings.from_env()
 
+    def _aws(self, service: str) -> Any:
+        from mnemo.adapters.aws.clients import aws_client
+
+        return aws_client(service, self.settings.aws_region, self.settings.aws_endpoint)
+
     @cached_property
     def records(self) -> RecordStore:
+        if self.settings.records == "dynamodb":
+            from mnemo.adapters.aws.dynamodb_records import DynamoDbRecordStore
+
+            return DynamoDbRecordStore(self.settings.records_table, lambda: self._aws("dynamodb"))
         from mnemo.adapters.local.sqlite_records import SqliteRecordStore
 
         return SqliteRecordStore(self.settings.sqlite_path)
 
     @cached_property
     def index(self) -> VectorIndex:
+        if self.settings.vector_index == "opensearch":
+            from mnemo.adapters.aws.opensearch_client import make_client
+            from mnemo.adapters.aws.opensearch_index import OpenSearchVectorIndex
+
+            settings = self.settings
+            if not settings.opensearch_endpoint:
+                raise ValueError("MNEMO_OPENSEARCH_ENDPOINT is required when MNEMO_VECTOR_INDEX=opensearch")
+            endpoint = settings.opensearch_endpoint
+            return OpenSearchVectorIndex(
+                lambda: make_client(
+                    endpoint,
+                    settings.aws_region or "us-east-1",
+                    settings.opensearch_service,
+                    endpoint_is_local=endpoint.startswith("http://"),
+                ),
+                index_prefix=settings.index_prefix,
+                serverless=settings.opensearch_service == "aoss",
+            )
         from mnemo.adapters.local.vector_index import LocalVectorIndex
 
         return LocalVectorIndex(self.settings.data_dir / "index.sqlite3")
 
     @cached_property
     def embedder(self) -> Embedder:
+        if self.settings.embedder == "titan":
+            from mnemo.adapters.aws.titan import TitanEmbedder
+
+            return TitanEmbedder(
+                lambda: self._aws("bedrock-runtime"),
+                model_id=self.settings.titan_model_id,
+                dimensions=self.settings.titan_dimensions,
+            )
         from mnemo.adapters.local.embedders import BgeSmallEmbedder, HashingEmbedder
 
         if self.settings.embedder == "hashing":
             return HashingEmbedder(self.settings.hashing_dimensions)
         return BgeSmallEmbedder()
+
+    @cached_property
+    def blobs(self) -> BlobStore:
+        if self.settings.blobs == "s3":
+            from mnemo.adapters.aws.s3_blobs import S3BlobStore
+
+            if not self.settings.blob_bucket:
+                raise ValueError("MNEMO_BLOB_BUCKET is required when MNEMO_BLOBS=s3")
+            return S3BlobStore(self.settings.blob_bucket, lambda: self._aws("s3"))
+        from mnemo.adapters.local.blobs import LocalBlobStore
+
+        return LocalBlobStore(self.settings.data_dir / "blobs")
+
+    @cached_property
+    def events(self) -> EventPublisher:
+        if self.settings.events == "eventbridge":
+            from mnemo.adapters.aws.eventbridge import EventBridgePublisher
+
+            return EventBridgePublisher(self.settings.event_bus, lambda: self._aws("events"))
+        from mnemo.adapters.local.events import LocalEventBus
+
+        return LocalEventBus()
 
     @cached_property
     def memory(self) -> MemoryService:

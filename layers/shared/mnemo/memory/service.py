@@ -7,11 +7,13 @@ foreign index entry can never leak.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,8 +33,12 @@ from mnemo.ports import ConditionFailed, Embedder, Filter, IndexDoc, Item, Put, 
 from mnemo.ports import Delete as DeleteOp
 
 NAMESPACE = "memory"
+#: Memories whose index write failed, waiting for ``drain_pending`` (the index outbox).
+PENDING_PARTITION = "INDEX-PENDING"
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 CANDIDATES = 100
+
+logger = logging.getLogger(__name__)
 
 
 def _now() -> datetime:
@@ -134,8 +140,10 @@ class MemoryService:
             if replay is not None:
                 return replay
 
-        vector = self._embedder.embed([request.content])[0]
-        duplicate = self._find_duplicate(partition, scope, vector)
+        vector = self._try_embed(request.content)
+        # Without a vector (embedder down) the memory is still stored and queued for
+        # indexing; only the near-duplicate check is skipped.
+        duplicate = self._find_duplicate(partition, scope, vector) if vector is not None else None
         if duplicate is not None:
             output = MemoryAddOutput(
                 memory_id=duplicate,
@@ -166,6 +174,8 @@ class MemoryService:
                 Put(Item(partition, f"MEM#{memory_id}", data), expect="absent"),
                 self._history(scope, memory_id, "ADD", context, contentHash=data["contentHash"]),
             ]
+            if vector is None:
+                operations.append(self._pending(partition, memory_id))
         if request.idempotency_key:
             operations.append(self._idempotency_record(partition, request.idempotency_key, request_hash, output))
         try:
@@ -177,9 +187,65 @@ class MemoryService:
                 if replay is not None:
                     return replay
             raise Conflict("The memory changed while it was being written; retry") from None
-        if duplicate is None:
-            self._index.upsert(NAMESPACE, [self._index_doc(data, vector)])
+        if duplicate is None and vector is not None:
+            self._index_or_queue(
+                partition, memory_id, lambda: self._index.upsert(NAMESPACE, [self._index_doc(data, vector)])
+            )
         return output
+
+    # ------------------------------------------------- index outbox and sync
+    def _try_embed(self, text: str) -> list[float] | None:
+        try:
+            return list(self._embedder.embed([text])[0])
+        except MnemoError as error:
+            logger.warning("embedding failed; the memory is stored and queued for indexing: %s", error.message)
+            return None
+
+    @staticmethod
+    def _pending(partition: str, memory_id: str) -> Put:
+        data = {"pk": partition, "sk": f"MEM#{memory_id}", "memoryId": memory_id, "at": _iso(_now())}
+        return Put(Item(PENDING_PARTITION, f"{partition}#{memory_id}", data))
+
+    def _index_or_queue(self, partition: str, memory_id: str, operation: Callable[[], None]) -> None:
+        """Run an index write; if the index is down, queue the memory for ``drain_pending``.
+
+        The record is already in the store: an index failure never fails the call.
+        """
+        try:
+            operation()
+        except Exception as error:  # any index failure, whatever the adapter raises
+            logger.warning("vector index write failed for %s; queued: %s", memory_id, error)
+            self._records.write([self._pending(partition, memory_id)])
+
+    def sync_index(self, pk: str, sk: str) -> str:
+        """Make the index agree with one memory record: upsert it, or remove it if it is gone.
+
+        Idempotent and order-free (it reads the current record), so stream
+        redeliveries and replays are harmless. Returns "indexed" or "removed".
+        """
+        memory_id = sk.removeprefix("MEM#")
+        item = self._records.get(pk, sk)
+        if item is None:
+            self._index.delete(NAMESPACE, [memory_id])
+            return "removed"
+        vector = self._embedder.embed([item.data["content"]])[0]
+        self._index.upsert(NAMESPACE, [self._index_doc(item.data, vector)])
+        return "indexed"
+
+    def drain_pending(self, limit: int = 1000) -> tuple[int, int]:
+        """Index what failed to index earlier; returns (done, still pending)."""
+        done = failed = 0
+        for marker in self._records.query(PENDING_PARTITION, "", limit=limit):
+            try:
+                self.sync_index(marker.data["pk"], marker.data["sk"])
+            except Exception as error:  # stays queued for the next drain
+                logger.warning("pending index of %s failed again: %s", marker.data["memoryId"], error)
+                failed += 1
+                continue
+            with contextlib.suppress(ConditionFailed):  # re-queued meanwhile: the next drain takes it
+                self._records.write([DeleteOp(marker.pk, marker.sk, expect=marker.version)])
+            done += 1
+        return done, failed
 
     def _find_duplicate(self, partition: str, scope: str, vector: Sequence[float]) -> str | None:
         for hit in self._index.knn(NAMESPACE, vector, {"scope": [scope]}, 3):
@@ -310,7 +376,7 @@ class MemoryService:
                 raise Conflict(
                     "The memory changed while it was being deleted; retry", {"memoryId": memory_id}
                 ) from None
-            self._index.delete(NAMESPACE, [memory_id])
+            self._index_or_queue(item.pk, memory_id, lambda: self._index.delete(NAMESPACE, [memory_id]))
             return MemoryDeleteOutput(message="Memory deleted successfully", memory_id=memory_id)
         raise NotFound(f"Memory '{memory_id}' not found", {"field": "memoryId", "memoryId": memory_id})
 
