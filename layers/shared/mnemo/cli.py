@@ -32,13 +32,52 @@ def _warm_up() -> None:
         print(f"embedder unavailable: {error.message}", file=sys.stderr, flush=True)
 
 
+def _use_aws_endpoint(endpoint: str) -> None:
+    """Point every AWS adapter at one endpoint (a moto server) and create what is missing there."""
+    from mnemo.adapters.aws.bootstrap import ensure_bucket, ensure_records_table
+    from mnemo.adapters.aws.clients import aws_client
+    from mnemo.settings import Settings
+
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")  # moto accepts any credentials
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    os.environ["MNEMO_AWS_ENDPOINT"] = endpoint
+    os.environ.setdefault("MNEMO_AWS_REGION", os.environ.get("AWS_REGION", "us-east-1"))
+    os.environ["MNEMO_RECORDS"] = "dynamodb"
+    os.environ["MNEMO_BLOBS"] = "s3"
+    os.environ["MNEMO_EVENTS"] = "eventbridge"
+    os.environ.setdefault("MNEMO_BLOB_BUCKET", "mnemo-knowledge")
+    settings = Settings.from_env()
+    region = settings.aws_region or "us-east-1"
+    if ensure_records_table(aws_client("dynamodb", region, endpoint), settings.records_table):
+        print(f"created table {settings.records_table} at {endpoint}", flush=True)
+    if ensure_bucket(aws_client("s3", region, endpoint), settings.blob_bucket or "mnemo-knowledge", region):
+        print(f"created bucket {settings.blob_bucket} at {endpoint}", flush=True)
+
+
+def _drain_forever(interval: float) -> None:
+    """Index what an index outage left queued, every ``interval`` seconds."""
+    import time
+
+    from mnemo.runtime import get_services
+
+    while True:
+        time.sleep(interval)
+        try:
+            get_services().memory.drain_pending()
+        except Exception as error:  # the next round tries again
+            print(f"pending index drain failed: {error}", file=sys.stderr, flush=True)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from mnemo.entry.local_server import make_server
 
     _settings_env(args)
+    if args.aws_endpoint:
+        _use_aws_endpoint(args.aws_endpoint)
     server = make_server(args.host, args.port, verbose=args.verbose)
     print(f"mnemo serving on http://{args.host}:{server.server_address[1]} (docs at /docs)", flush=True)
     threading.Thread(target=_warm_up, daemon=True).start()
+    threading.Thread(target=_drain_forever, args=(15.0,), daemon=True).start()
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -106,7 +145,12 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     from mnemo.runtime import get_services
 
     _settings_env(args)
-    count = get_services().memory.reindex()
+    memory = get_services().memory
+    if args.pending:
+        done, failed = memory.drain_pending()
+        print(f"indexed {done} pending memories, {failed} still pending")
+        return 0 if failed == 0 else 1
+    count = memory.reindex()
     print(f"reindexed {count} memories")
     return 0
 
@@ -120,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8765")))
     serve.add_argument("--data-dir", type=Path)
     serve.add_argument("--verbose", action="store_true", help="log every request")
+    serve.add_argument(
+        "--aws-endpoint", help="use the AWS adapters (DynamoDB, S3, EventBridge) against this endpoint, e.g. moto"
+    )
     serve.set_defaults(run=cmd_serve)
 
     tools = commands.add_parser("tools", help="list the tool catalog")
@@ -143,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     reindex = commands.add_parser("reindex", help="rebuild the vector index from the records")
     reindex.add_argument("--data-dir", type=Path)
+    reindex.add_argument("--pending", action="store_true", help="only index what failed to index earlier")
     reindex.set_defaults(run=cmd_reindex)
     return parser
 
