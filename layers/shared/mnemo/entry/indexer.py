@@ -39,4 +39,5 @@ def handle_record(record: DynamoDBRecord) -> str:
 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return process_partial_response(event=event, record_handler=handle_record, processor=processor, context=context)
+    response = process_partial_response(event=event, record_handler=handle_record, processor=processor, context=context)
+    return dict(response)
