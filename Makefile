@@ -8,7 +8,20 @@ PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) \
 	$(shell command -v python3.12 >/dev/null 2>&1 && python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null) \
 	$(shell command -v python3))
 
-.PHONY: install run test lint typecheck unit bench docs clean
+.PHONY: install run test lint typecheck unit bench docs clean sam-install lint-template sam-build
+
+# aws-sam-cli pins its own boto3 and pydantic, so it and cfn-lint get a virtual environment of
+# their own, inside .venv (git-ignored, outside ruff's reach). The stamp names the pins: changing
+# a pin reinstalls.
+SAM_CLI_VERSION := 1.170.0
+CFN_LINT_VERSION := 1.58.0
+SAM_VENV := $(VENV)/sam
+SAM_BIN := $(SAM_VENV)/bin
+SAM_STAMP := $(SAM_VENV)/.installed-$(SAM_CLI_VERSION)-$(CFN_LINT_VERSION)
+SAM_REGION ?= eu-west-1
+# sam validate/build never need real credentials or the network; telemetry stays off.
+SAM_ENV := AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_SESSION_TOKEN= \
+	AWS_DEFAULT_REGION=$(SAM_REGION) SAM_CLI_TELEMETRY=0
 
 install: $(VENV)/.installed
 
@@ -31,7 +44,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: lint typecheck
+test: lint typecheck lint-template
 	$(BIN)/python -m pytest
 
 unit: install
@@ -44,6 +57,25 @@ bench: install
 
 docs: install
 	$(BIN)/mnemo docs --output docs/tools.md
+
+sam-install: $(SAM_STAMP)
+
+$(SAM_STAMP):
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_BIN)/pip install --quiet --upgrade pip
+	$(SAM_BIN)/pip install --quiet aws-sam-cli==$(SAM_CLI_VERSION) cfn-lint==$(CFN_LINT_VERSION)
+	touch $@
+
+# cfn-lint and `sam validate --lint` check the SAM source; sam_transform.py runs the SAM transform
+# offline for each AuthMode and OpenSearch choice and cfn-lints what CloudFormation would receive.
+lint-template: sam-install
+	$(SAM_BIN)/cfn-lint template.yaml
+	$(SAM_ENV) $(SAM_BIN)/sam validate --lint --region $(SAM_REGION)
+	$(SAM_ENV) $(SAM_BIN)/python tests/infra/sam_transform.py --region $(SAM_REGION)
+
+# sam build needs a python3.12 on PATH: the directory of $(PYTHON) goes first.
+sam-build: sam-install
+	PATH="$(dir $(PYTHON)):$$PATH" $(SAM_ENV) $(SAM_BIN)/sam build --region $(SAM_REGION)
 
 clean:
 	rm -rf $(VENV) .mnemo .pytest_cache .mypy_cache .ruff_cache

@@ -133,3 +133,14 @@ print(json.dumps({{"status": out["statusCode"], "loaded": loaded}}))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report == {"status": 404, "loaded": []}
+
+
+def test_api_key_mode_maps_each_key_to_its_own_caller(services: Services) -> None:
+    key_a = {"sourceIp": "1.2.3.4", "apiKeyId": "key-a"}
+    key_b = {"sourceIp": "1.2.3.4", "apiKeyId": "key-b"}
+    status, added = invoke("memory_add", {"content": "Key A's private note"}, authorizer=None, identity=key_a)
+    assert status == 200
+    status, mine = invoke("memory_search", {"query": "private note", "threshold": 0}, authorizer=None, identity=key_a)
+    assert [r["memoryId"] for r in mine["results"]] == [added["memoryId"]]
+    status, theirs = invoke("memory_search", {"query": "private note", "threshold": 0}, authorizer=None, identity=key_b)
+    assert status == 200 and theirs["results"] == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aws_fixtures import load_template
+
 from mnemo.adapters.aws.bootstrap import RECORDS_ATTRIBUTES, RECORDS_KEY_SCHEMA, RECORDS_TTL_ATTRIBUTE
 
 

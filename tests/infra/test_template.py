@@ -1,15 +1,27 @@
-"""template.yaml agrees with the catalog and with the project's deployment rules."""
+"""template.yaml agrees with the catalog, the settings and the project's deployment rules.
+
+The template is read as plain YAML (intrinsic tags become one-key dicts such as {"If": [...]}).
+Where a property depends on a parameter, the tests evaluate the template's own Conditions for
+chosen parameter values and pick the branch CloudFormation would, so each deployment mode is
+checked for what it would really create.
+"""
 
 from __future__ import annotations
 
+import json
+import re
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
+from mnemo.settings import Settings
 from mnemo.tools.registry import load_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
+TITAN_V2 = "amazon.titan-embed-text-v2:0"
 
 
 class CloudFormationLoader(yaml.SafeLoader):
@@ -27,46 +39,236 @@ def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
 CloudFormationLoader.add_multi_constructor("!", _intrinsic)
 
 
+@cache
+def _load() -> str:
+    return (ROOT / "template.yaml").read_text()
+
+
 def template() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.load((ROOT / "template.yaml").read_text(), Loader=CloudFormationLoader)
+    loaded: dict[str, Any] = yaml.load(_load(), Loader=CloudFormationLoader)
     return loaded
 
 
-def tool_functions(resources: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    found = {}
-    for resource in resources.values():
-        if resource["Type"] != "AWS::Serverless::Function":
-            continue
-        for event in resource["Properties"].get("Events", {}).values():
-            path = event["Properties"].get("Path", "")
-            if event["Type"] == "Api" and path.startswith("/v1/tools/"):
-                found[path.removeprefix("/v1/tools/")] = resource["Properties"]
+def resources_of(doc: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {name: r for name, r in doc["Resources"].items() if r["Type"] == kind}
+
+
+def functions(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return resources_of(doc, "AWS::Serverless::Function")
+
+
+def tool_routes(resource: dict[str, Any]) -> list[str]:
+    """The tool names a function serves through POST /v1/tools/{name}."""
+    names = []
+    for event in resource["Properties"].get("Events", {}).values():
+        path = event["Properties"].get("Path", "")
+        if event["Type"] == "Api" and path.startswith("/v1/tools/"):
+            names.append(path.removeprefix("/v1/tools/"))
+    return names
+
+
+def tool_functions(doc: dict[str, Any]) -> dict[str, list[str]]:
+    """Tool name -> logical ids of the functions that serve it."""
+    found: dict[str, list[str]] = {}
+    for name, resource in functions(doc).items():
+        for tool in tool_routes(resource):
+            found.setdefault(tool, []).append(name)
     return found
 
 
+# ------------------------------------------------------- evaluating conditions ---
+def parameters(doc: dict[str, Any], **overrides: str) -> dict[str, str]:
+    values = {name: str(spec.get("Default", "")) for name, spec in doc["Parameters"].items()}
+    unknown = set(overrides) - set(values)
+    assert not unknown, f"no such parameters: {unknown}"
+    values.update(overrides)
+    return values
+
+
+def _value(node: Any, params: dict[str, str]) -> Any:
+    if isinstance(node, dict) and set(node) == {"Ref"}:
+        return params[node["Ref"]]
+    return node
+
+
+def condition(doc: dict[str, Any], name: str, params: dict[str, str]) -> bool:
+    return _evaluate(doc, doc["Conditions"][name], params)
+
+
+def _evaluate(doc: dict[str, Any], node: Any, params: dict[str, str]) -> bool:
+    ((function, args),) = node.items()
+    if function == "Equals":
+        left, right = (_value(arg, params) for arg in args)
+        return bool(left == right)
+    if function == "Not":
+        return not _evaluate(doc, args[0], params)
+    if function == "And":
+        return all(_evaluate(doc, arg, params) for arg in args)
+    if function == "Or":
+        return any(_evaluate(doc, arg, params) for arg in args)
+    if function == "Condition":
+        return condition(doc, args, params)
+    raise AssertionError(f"unexpected condition function {function}")
+
+
+def choose(doc: dict[str, Any], node: Any, params: dict[str, str]) -> Any:
+    """Resolve every !If (and drop AWS::NoValue) as CloudFormation would for these parameters."""
+    if isinstance(node, dict):
+        if set(node) == {"If"}:
+            name, when_true, when_false = node["If"]
+            return choose(doc, when_true if condition(doc, name, params) else when_false, params)
+        resolved = {key: choose(doc, value, params) for key, value in node.items()}
+        return {key: value for key, value in resolved.items() if value != {"Ref": "AWS::NoValue"}}
+    if isinstance(node, list):
+        return [choose(doc, item, params) for item in node if item != {"Ref": "AWS::NoValue"}]
+    return node
+
+
+def substitute(doc: dict[str, Any], node: Any, params: dict[str, str]) -> str:
+    """Expand a !Sub (either form) with parameters; attributes become recognisable fake ARNs."""
+    node = choose(doc, node, params)
+    if isinstance(node, str):
+        return node
+    if "FindInMap" in node:
+        mapping, key, attribute = node["FindInMap"]
+        return str(doc["Mappings"][mapping][key][attribute])
+    if "Ref" in node:
+        return params[node["Ref"]]
+    text, variables = (node["Sub"], {}) if isinstance(node["Sub"], str) else node["Sub"]
+
+    def lookup(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in variables:
+            return substitute(doc, variables[name], params)
+        if name in params:
+            return params[name]
+        if name.startswith("AWS::"):
+            return {"AWS::Partition": "aws", "AWS::Region": "eu-west-1", "AWS::AccountId": "123456789012"}.get(
+                name, name
+            )
+        resource, _, attribute = name.partition(".")
+        assert resource in doc["Resources"] or resource.endswith("Role"), f"unknown reference {name}"
+        return f"arn:aws:iam::123456789012:role/{resource}" if attribute == "Arn" else resource
+
+    return re.sub(r"\$\{([^}!]+)\}", lookup, text)
+
+
+# ------------------------------------------------------------------ functions ---
 def test_one_function_per_catalog_tool() -> None:
-    functions = tool_functions(template()["Resources"])
-    assert set(functions) == set(load_catalog())
-    for name, properties in functions.items():
+    doc = template()
+    found = tool_functions(doc)
+    assert set(found) == set(load_catalog())
+    for name, logical_ids in found.items():
+        assert len(logical_ids) == 1, f"{name} is served by {logical_ids}"
+        properties = doc["Resources"][logical_ids[0]]["Properties"]
         assert properties["CodeUri"].rstrip("/") == f"functions/{name}"
         assert (ROOT / "functions" / name / "app.py").is_file()
+
+
+def test_every_function_serves_at_most_one_tool_and_has_code() -> None:
+    for name, resource in functions(template()).items():
+        assert len(tool_routes(resource)) <= 1, name
+        code = ROOT / resource["Properties"]["CodeUri"]
+        assert (code / "app.py").is_file(), f"{name}: no {code}/app.py"
+
+
+def test_functions_that_serve_no_tool_are_named_for_what_they_do() -> None:
+    doc = template()
+    catalog = set(load_catalog())
+    others = {name: r for name, r in functions(doc).items() if not tool_routes(r)}
+    assert "IndexerFunction" in others
+    for name, resource in others.items():
+        properties = resource["Properties"]
+        folder = properties["CodeUri"].rstrip("/").removeprefix("functions/")
+        assert folder not in catalog, f"{name} lives in a tool's folder"
+        for event in properties.get("Events", {}).values():
+            assert not event["Properties"].get("Path", "").startswith("/v1/tools"), name
+
+
+def test_api_body_routes_are_exactly_the_tool_functions() -> None:
+    doc = template()
+    paths = doc["Resources"]["MnemoApi"]["Properties"]["DefinitionBody"]["paths"]
+    assert set(paths) == {f"/v1/tools/{name}" for name in load_catalog()}
+    for path, item in paths.items():
+        assert set(item) == {"post"}, path
 
 
 def test_runtime_and_shared_layer() -> None:
     doc = template()
     assert doc["Globals"]["Function"]["Runtime"] == "python3.12"
+    assert doc["Globals"]["Function"]["Layers"] == [{"Ref": "SharedLayer"}]
     layer = doc["Resources"]["SharedLayer"]
     assert layer["Metadata"]["BuildMethod"] == "python3.12"
     assert layer["Metadata"]["BuildArchitecture"] in {"arm64", "x86_64"}
+    assert layer["Metadata"]["BuildArchitecture"] in doc["Globals"]["Function"]["Architectures"]
     assert layer["Properties"]["ContentUri"].rstrip("/") == "layers/shared"
     assert (ROOT / "layers" / "shared" / "requirements.txt").is_file()
 
 
+# ----------------------------------------------------------------------- API ---
+def _security(doc: dict[str, Any], **overrides: str) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    params = parameters(doc, **overrides)
+    body = choose(doc, doc["Resources"]["MnemoApi"]["Properties"]["DefinitionBody"], params)
+    return body["securityDefinitions"], {path: item["post"]["security"] for path, item in body["paths"].items()}
+
+
+def test_auth_mode_parameter_and_conditions() -> None:
+    doc = template()
+    auth = doc["Parameters"]["AuthMode"]
+    assert auth["Default"] == "IAM"
+    assert set(auth["AllowedValues"]) == {"IAM", "API_KEY", "COGNITO"}
+    for name, mode in {"UseIamAuth": "IAM", "UseApiKeyAuth": "API_KEY", "UseCognitoAuth": "COGNITO"}.items():
+        for other in auth["AllowedValues"]:
+            assert condition(doc, name, parameters(doc, AuthMode=other)) is (other == mode), (name, other)
+    assert "CognitoUserPoolArn" in doc["Parameters"]
+    rule = doc["Rules"]["CognitoNeedsUserPool"]
+    assert rule["RuleCondition"] == {"Equals": [{"Ref": "AuthMode"}, "COGNITO"]}
+
+
 def test_api_uses_iam_auth_by_default() -> None:
+    doc = template()
+    definitions, security = _security(doc)
+    assert definitions == {
+        "sigv4": {"type": "apiKey", "name": "Authorization", "in": "header", "x-amazon-apigateway-authtype": "awsSigv4"}
+    }
+    assert all(requirement == [{"sigv4": []}] for requirement in security.values())
+    assert doc["Resources"]["MnemoApi"]["Properties"]["TracingEnabled"] is True
+
+
+def test_api_key_mode_requires_a_key_and_creates_a_usage_plan() -> None:
+    doc = template()
+    definitions, security = _security(doc, AuthMode="API_KEY")
+    assert definitions == {"api_key": {"type": "apiKey", "name": "x-api-key", "in": "header"}}
+    assert all(requirement == [{"api_key": []}] for requirement in security.values())
+    key_resources = {
+        "AWS::ApiGateway::ApiKey",
+        "AWS::ApiGateway::UsagePlan",
+        "AWS::ApiGateway::UsagePlanKey",
+    }
+    conditioned = {r["Type"]: r.get("Condition") for r in doc["Resources"].values() if r["Type"] in key_resources}
+    assert conditioned == dict.fromkeys(key_resources, "UseApiKeyAuth")
+    plan = next(iter(resources_of(doc, "AWS::ApiGateway::UsagePlan").values()))["Properties"]
+    assert plan["ApiStages"] == [{"ApiId": {"Ref": "MnemoApi"}, "Stage": {"Ref": "MnemoApi.Stage"}}]
+    assert {"Limit", "Period"} <= set(plan["Quota"]) and {"RateLimit", "BurstLimit"} <= set(plan["Throttle"])
+
+
+def test_cognito_mode_uses_the_user_pool_authorizer() -> None:
+    doc = template()
+    definitions, security = _security(doc, AuthMode="COGNITO")
+    assert set(definitions) == {"cognito"}
+    authorizer = definitions["cognito"]["x-amazon-apigateway-authorizer"]
+    assert authorizer == {"type": "cognito_user_pools", "providerARNs": [{"Ref": "CognitoUserPoolArn"}]}
+    assert all(requirement == [{"cognito": []}] for requirement in security.values())
+
+
+def test_auth_mode_changes_are_deployed() -> None:
+    # The body changes through conditions that SAM's deployment hash cannot see.
     api = template()["Resources"]["MnemoApi"]["Properties"]
-    assert api["Auth"]["DefaultAuthorizer"] == "AWS_IAM"
+    assert api["AlwaysDeploy"] is True
+    assert api["MergeDefinitions"] is True
 
 
+# -------------------------------------------------------------------- tables ---
 def test_records_table_is_on_demand_encrypted_and_recoverable() -> None:
     table = template()["Resources"]["RecordsTable"]["Properties"]
     assert table["BillingMode"] == "PAY_PER_REQUEST"
@@ -74,9 +276,341 @@ def test_records_table_is_on_demand_encrypted_and_recoverable() -> None:
     assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
     assert {k["AttributeName"]: k["KeyType"] for k in table["KeySchema"]} == {"pk": "HASH", "sk": "RANGE"}
     assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert table["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
+
+
+# ------------------------------------------------------------------- bucket ---
+def test_knowledge_bucket_is_versioned_encrypted_private_and_announces_changes() -> None:
+    doc = template()
+    bucket = doc["Resources"]["KnowledgeBucket"]
+    assert bucket["Type"] == "AWS::S3::Bucket"
+    props = bucket["Properties"]
+    assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+    (rule,) = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in {"AES256", "aws:kms"}
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    assert props["NotificationConfiguration"]["EventBridgeConfiguration"] == {"EventBridgeEnabled": True}
+    policies = [p["Properties"] for p in resources_of(doc, "AWS::S3::BucketPolicy").values()]
+    assert [p["Bucket"] for p in policies] == [{"Ref": "KnowledgeBucket"}]
+    denials = [
+        s
+        for s in policies[0]["PolicyDocument"]["Statement"]
+        if s["Effect"] == "Deny" and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+    ]
+    assert len(denials) == 1 and denials[0]["Principal"] == "*" and denials[0]["Action"] == "s3:*"
+    assert {"GetAtt": "KnowledgeBucket.Arn"} in denials[0]["Resource"]
+    assert {"Sub": "${KnowledgeBucket.Arn}/*"} in denials[0]["Resource"]
+
+
+# --------------------------------------------------------------- OpenSearch ---
+def test_vector_collection_and_its_policies() -> None:
+    doc = template()
+    params = parameters(doc)
+    collection = doc["Resources"]["VectorCollection"]
+    assert collection["Type"] == "AWS::OpenSearchServerless::Collection"
+    assert collection["Properties"]["Type"] == "VECTORSEARCH"
+    name = substitute(doc, collection["Properties"]["Name"], params)
+    assert name == "mnemo-dev"
+    assert set(collection["DependsOn"]) == {"VectorCollectionEncryptionPolicy", "VectorCollectionNetworkPolicy"}
+
+    security = resources_of(doc, "AWS::OpenSearchServerless::SecurityPolicy")
+    by_type = {
+        r["Properties"]["Type"]: json.loads(substitute(doc, r["Properties"]["Policy"], params))
+        for r in security.values()
+    }
+    assert set(by_type) == {"encryption", "network"}
+    assert by_type["encryption"]["AWSOwnedKey"] is True
+    assert by_type["encryption"]["Rules"] == [{"ResourceType": "collection", "Resource": [f"collection/{name}"]}]
+    (network,) = by_type["network"]
+    assert {"ResourceType": "collection", "Resource": [f"collection/{name}"]} in network["Rules"]
+
+    (access,) = resources_of(doc, "AWS::OpenSearchServerless::AccessPolicy").values()
+    assert access["Properties"]["Type"] == "data"
+    statements = json.loads(substitute(doc, access["Properties"]["Policy"], params))
+    rights: dict[str, set[str]] = {}
+    for statement in statements:
+        for rule in statement["Rules"]:
+            expected = f"index/{name}/*" if rule["ResourceType"] == "index" else f"collection/{name}"
+            assert rule["Resource"] == [expected]
+            for principal in statement["Principal"]:
+                rights.setdefault(principal.rsplit("/", 1)[1], set()).update(rule["Permission"])
+    role = "{}Role".format
+    assert rights[role("MemorySearchFunction")] == {
+        "aoss:ReadDocument",
+        "aoss:DescribeIndex",
+        "aoss:DescribeCollectionItems",
+    }
+    assert "aoss:WriteDocument" in rights[role("MemoryDeleteFunction")]
+    for writer in ("MemoryAddFunction", "IndexerFunction"):
+        assert {"aoss:WriteDocument", "aoss:CreateIndex"} <= rights[role(writer)]
+    for principal, granted in rights.items():
+        assert not granted & {"aoss:DeleteIndex", "aoss:UpdateIndex", "aoss:*"}, principal
+
+    admin = "arn:aws:iam::123456789012:role/MnemoAdmin"
+    with_admin = json.loads(
+        substitute(doc, access["Properties"]["Policy"], parameters(doc, OpenSearchAdminPrincipalArn=admin))
+    )
+    assert [s["Principal"] for s in with_admin if admin in s["Principal"]] == [[admin]]
+
+
+def test_existing_domain_replaces_the_collection() -> None:
+    doc = template()
+    serverless_only = {
+        "AWS::OpenSearchServerless::Collection",
+        "AWS::OpenSearchServerless::SecurityPolicy",
+        "AWS::OpenSearchServerless::AccessPolicy",
+    }
+    for name, resource in doc["Resources"].items():
+        if resource["Type"] in serverless_only:
+            assert resource.get("Condition") == "CreateCollection", name
+    existing = parameters(
+        doc,
+        ExistingOpenSearchEndpoint="https://search-x.eu-west-1.es.amazonaws.com",
+        ExistingOpenSearchDomainName="mnemo",
+    )
+    assert condition(doc, "CreateCollection", parameters(doc)) is True
+    assert condition(doc, "CreateCollection", existing) is False
+    env = doc["Globals"]["Function"]["Environment"]["Variables"]
+    assert choose(doc, env["MNEMO_OPENSEARCH_SERVICE"], parameters(doc)) == "aoss"
+    assert choose(doc, env["MNEMO_OPENSEARCH_SERVICE"], existing) == "es"
+    assert choose(doc, env["MNEMO_OPENSEARCH_ENDPOINT"], existing) == {"Ref": "ExistingOpenSearchEndpoint"}
+    assert choose(doc, env["MNEMO_OPENSEARCH_ENDPOINT"], parameters(doc)) == {
+        "GetAtt": "VectorCollection.CollectionEndpoint"
+    }
+    for name, statements in _statements(doc, existing).items():
+        for statement in statements:
+            actions = _actions(statement)
+            if any(a.startswith(("es:", "aoss:")) for a in actions):
+                assert all(a.startswith("es:ESHttp") for a in actions), name
+                assert substitute(doc, statement["Resource"], existing) == (
+                    "arn:aws:es:eu-west-1:123456789012:domain/mnemo/*"
+                )
+
+
+# -------------------------------------------------------------- permissions ---
+def _statements(doc: dict[str, Any], params: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
+    """Each function's inline policy statements, for these parameters."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for name, resource in functions(doc).items():
+        for policy in resource["Properties"].get("Policies", []):
+            if isinstance(policy, dict) and "Statement" in policy:
+                found.setdefault(name, []).extend(choose(doc, policy["Statement"], params))
+    return found
+
+
+def _actions(statement: dict[str, Any]) -> list[str]:
+    action = statement["Action"]
+    return [action] if isinstance(action, str) else list(action)
+
+
+def _templates(resource: dict[str, Any]) -> dict[str, Any]:
+    """SAM policy templates by name, with their arguments."""
+    return {
+        name: args
+        for policy in resource["Properties"].get("Policies", [])
+        if isinstance(policy, dict) and "Statement" not in policy
+        for name, args in policy.items()
+    }
 
 
 def test_read_only_tools_get_read_only_policies() -> None:
-    functions = tool_functions(template()["Resources"])
-    policies = [next(iter(p)) for p in functions["memory_search"]["Policies"]]
-    assert policies == ["DynamoDBReadPolicy"]
+    doc = template()
+    (search,) = tool_functions(doc)["memory_search"]
+    assert list(_templates(doc["Resources"][search])) == ["DynamoDBReadPolicy"]
+    for statement in (
+        _statements(doc, parameters(doc))[search]
+        + _statements(
+            doc,
+            parameters(doc, ExistingOpenSearchEndpoint="https://x.es.amazonaws.com", ExistingOpenSearchDomainName="x"),
+        )[search]
+    ):
+        for action in _actions(statement):
+            assert action in {
+                "bedrock:InvokeModel",
+                "aoss:APIAccessAll",
+                "es:ESHttpGet",
+                "es:ESHttpHead",
+                "es:ESHttpPost",
+            }, action
+
+
+def test_least_privilege_per_function() -> None:
+    doc = template()
+    table = {"TableName": {"Ref": "RecordsTable"}}
+    expected_templates = {
+        "MemoryAddFunction": {"DynamoDBCrudPolicy": table},
+        "MemorySearchFunction": {"DynamoDBReadPolicy": table},
+        "MemoryDeleteFunction": {"DynamoDBCrudPolicy": table},
+        "IndexerFunction": {
+            "DynamoDBReadPolicy": table,
+            "SQSSendMessagePolicy": {"QueueName": {"GetAtt": "IndexerDeadLetterQueue.QueueName"}},
+        },
+    }
+    assert {name: _templates(r) for name, r in functions(doc).items()} == expected_templates
+    statements = _statements(doc, parameters(doc))
+    titan_arn = f"arn:aws:bedrock:eu-west-1::foundation-model/{TITAN_V2}"
+    embeds = set()
+    for name, found in statements.items():
+        for statement in found:
+            assert statement["Effect"] == "Allow"
+            resource = statement["Resource"]
+            assert resource != "*" and "*" not in json.dumps(resource).replace("/*", ""), (name, resource)
+            actions = _actions(statement)
+            assert not any(a.endswith("*") for a in actions), (name, actions)
+            if "bedrock:InvokeModel" in actions:
+                assert actions == ["bedrock:InvokeModel"]
+                assert substitute(doc, resource, parameters(doc)) == titan_arn
+                embeds.add(name)
+            if "aoss:APIAccessAll" in actions:
+                assert resource == {"GetAtt": "VectorCollection.Arn"}
+    # Search and writes embed; a delete never does.
+    assert embeds == {"MemoryAddFunction", "MemorySearchFunction", "IndexerFunction"}
+    assert all(any("aoss:APIAccessAll" in _actions(s) for s in statements[name]) for name in functions(doc)), (
+        "every function reaches the vector index"
+    )
+
+
+# ----------------------------------------------------------------- indexing ---
+def test_indexer_consumes_the_records_stream_into_a_dead_letter_queue() -> None:
+    doc = template()
+    indexer = doc["Resources"]["IndexerFunction"]["Properties"]
+    assert indexer["CodeUri"].rstrip("/") == "functions/indexer"
+    assert indexer.get("Handler", doc["Globals"]["Function"]["Handler"]) == "app.handler"
+    (event,) = indexer["Events"].values()
+    assert event["Type"] == "DynamoDB"
+    stream = event["Properties"]
+    assert stream["Stream"] == {"GetAtt": "RecordsTable.StreamArn"}
+    assert stream["StartingPosition"] == "TRIM_HORIZON"
+    assert 1 <= stream["BatchSize"] <= 100
+    assert stream["BisectBatchOnFunctionError"] is True
+    assert stream["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert 0 < stream["MaximumRetryAttempts"] <= 10_000
+    (pattern,) = (json.loads(f["Pattern"]) for f in stream["FilterCriteria"]["Filters"])
+    assert pattern == {"dynamodb": {"Keys": {"sk": {"S": [{"prefix": "MEM#"}]}}}}
+    destination = stream["DestinationConfig"]["OnFailure"]["Destination"]
+    assert destination == {"GetAtt": "IndexerDeadLetterQueue.Arn"}
+    queue = doc["Resources"]["IndexerDeadLetterQueue"]
+    assert queue["Type"] == "AWS::SQS::Queue"
+    assert queue["Properties"]["SqsManagedSseEnabled"] is True
+    assert queue["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
+
+
+# ------------------------------------------------------------------- alarms ---
+def _alarms(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: r["Properties"] for name, r in resources_of(doc, "AWS::CloudWatch::Alarm").items()}
+
+
+def _metrics(alarm: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(namespace, metric, first dimension value) of a plain or metric-math alarm."""
+    if "MetricName" in alarm:
+        return [(alarm["Namespace"], alarm["MetricName"], alarm["Dimensions"][0]["Value"])]
+    return [
+        (
+            m["MetricStat"]["Metric"]["Namespace"],
+            m["MetricStat"]["Metric"]["MetricName"],
+            m["MetricStat"]["Metric"]["Dimensions"][0]["Value"],
+        )
+        for m in alarm["Metrics"]
+        if "MetricStat" in m
+    ]
+
+
+def test_alarms_on_errors_throttles_and_dead_letters() -> None:
+    doc = template()
+    alarms = _alarms(doc)
+    watched = {(ns, metric, json.dumps(dim)) for a in alarms.values() for ns, metric, dim in _metrics(a)}
+    for name in functions(doc):
+        ref = json.dumps({"Ref": name})
+        assert ("AWS/Lambda", "Errors", ref) in watched, f"no Errors alarm for {name}"
+        assert ("AWS/Lambda", "Throttles", ref) in watched, f"no Throttles alarm covers {name}"
+    (depth,) = [a for a in alarms.values() if a.get("MetricName") == "ApproximateNumberOfMessagesVisible"]
+    assert depth["Namespace"] == "AWS/SQS"
+    assert depth["Dimensions"] == [{"Name": "QueueName", "Value": {"GetAtt": "IndexerDeadLetterQueue.QueueName"}}]
+    assert depth["Threshold"] == 0 and depth["ComparisonOperator"] == "GreaterThanThreshold"
+    topic = "arn:aws:sns:eu-west-1:123456789012:alarms"
+    for name, alarm in alarms.items():
+        assert alarm["Threshold"] >= 0 and alarm["TreatMissingData"] == "notBreaching", name
+        assert choose(doc, alarm, parameters(doc, AlarmTopicArn=topic))["AlarmActions"] == [{"Ref": "AlarmTopicArn"}]
+        assert "AlarmActions" not in choose(doc, alarm, parameters(doc)), name
+
+
+# ---------------------------------------------------- environment and outputs ---
+def test_every_function_gets_the_aws_adapters_from_settings() -> None:
+    doc = template()
+    env = doc["Globals"]["Function"]["Environment"]["Variables"]
+    fields = set(Settings.model_fields)
+    for variable in env:
+        if variable.startswith("MNEMO_") and variable != "MNEMO_STAGE":
+            assert variable.removeprefix("MNEMO_").lower() in fields, f"{variable} is no setting"
+    params = parameters(doc)
+    settings = Settings.from_env(
+        {
+            key: value if isinstance(value, str) else "placeholder"
+            for key, value in choose(doc, env, params).items()
+            if key.startswith("MNEMO_")
+        }
+        | {"MNEMO_TITAN_DIMENSIONS": params["TitanDimensions"], "MNEMO_OPENSEARCH_SERVICE": "aoss"}
+    )
+    assert (settings.records, settings.vector_index, settings.embedder, settings.blobs, settings.events) == (
+        "dynamodb",
+        "opensearch",
+        "titan",
+        "s3",
+        "eventbridge",
+    )
+    assert env["MNEMO_RECORDS_TABLE"] == {"Ref": "RecordsTable"}
+    assert env["MNEMO_BLOB_BUCKET"] == {"Ref": "KnowledgeBucket"}
+    assert env["MNEMO_TITAN_DIMENSIONS"] == {"Ref": "TitanDimensions"}
+    assert env["MNEMO_EVENT_BUS"] == {"Ref": "EventBusName"} and params["EventBusName"] == "default"
+    titan = doc["Parameters"]["TitanDimensions"]
+    assert titan["Default"] == "1024" and titan["AllowedValues"] == ["256", "512", "1024"]
+    assert choose(doc, env["MNEMO_TITAN_MODEL_ID"], params) == {"FindInMap": ["Titan", "Model", "Id"]}
+    assert doc["Mappings"]["Titan"]["Model"]["Id"] == TITAN_V2
+
+
+def test_observability() -> None:
+    doc = template()
+    globals_ = doc["Globals"]["Function"]
+    assert globals_["Tracing"] == "Active"
+    env = globals_["Environment"]["Variables"]
+    assert env["POWERTOOLS_SERVICE_NAME"] == "mnemo"
+    assert env["POWERTOOLS_LOG_LEVEL"] == {"Ref": "LogLevel"}
+    assert env["POWERTOOLS_METRICS_NAMESPACE"]
+    log_groups = resources_of(doc, "AWS::Logs::LogGroup")
+    for name, resource in functions(doc).items():
+        group = resource["Properties"]["LoggingConfig"]["LogGroup"]
+        assert group["Ref"] in log_groups, name
+        assert log_groups[group["Ref"]]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+def test_outputs() -> None:
+    outputs = template()["Outputs"]
+    assert "execute-api" in outputs["ApiUrl"]["Value"]["Sub"]
+    assert outputs["RecordsTableName"]["Value"] == {"Ref": "RecordsTable"}
+    assert outputs["KnowledgeBucketName"]["Value"] == {"Ref": "KnowledgeBucket"}
+    assert outputs["CollectionEndpoint"] == {
+        "Condition": "CreateCollection",
+        "Description": outputs["CollectionEndpoint"]["Description"],
+        "Value": {"GetAtt": "VectorCollection.CollectionEndpoint"},
+    }
+    assert outputs["OpenSearchEndpoint"]["Value"]["If"][0] == "CreateCollection"
+
+
+@pytest.mark.parametrize("environment", ["dev", "prod"])
+def test_samconfig_environments_name_real_parameters(environment: str) -> None:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text())
+    deploy = config[environment]["deploy"]["parameters"]
+    overrides = dict(pair.split("=", 1) for pair in deploy["parameter_overrides"].split())
+    doc = template()
+    for name, value in overrides.items():
+        spec = doc["Parameters"][name]
+        assert value in [str(v) for v in spec.get("AllowedValues", [value])], (name, value)
+    assert overrides["Stage"] == environment
+    assert config[environment]["global"]["parameters"]["stack_name"] == f"mnemo-{environment}"

@@ -283,3 +283,26 @@ def test_delete_while_the_index_is_down_never_shows_the_memory_again(
     index.failing = False
     assert service.drain_pending() == (1, 0)
     assert index.count(NAMESPACE) == 0
+
+
+def test_the_scheduled_indexer_run_drains_the_outbox(services: Services) -> None:
+    from aws_events import FakeLambdaContext
+
+    alice = ctx()
+    flaky = FlakyIndex(services.index, rate=1.0)  # type: ignore[arg-type]
+    services.__dict__["memory"] = MemoryService(services.records, flaky, services.embedder)
+    stored = services.memory.add(alice, MemoryAddInput(content="Queued while the index was down"))
+    flaky.failing = False
+    scheduled = {
+        "version": "0",
+        "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": "123456789012",
+        "time": "2026-11-22T03:00:00Z",
+        "region": "eu-west-1",
+        "resources": ["arn:aws:events:eu-west-1:123456789012:rule/mnemo-dev-PendingDrain"],
+        "detail": {},
+    }
+    assert indexer.handler(scheduled, FakeLambdaContext()) == {"indexed": 1, "stillPending": 0}
+    assert _found(services.memory, alice, "queued index down", stored.memory_id)

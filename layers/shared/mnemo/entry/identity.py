@@ -2,13 +2,15 @@
 
 Sources, in order: a Lambda authorizer's context (flat keys ``tenant``, ``user``,
 ``agent``, ``session``, ``project``, ``team``, ``org``, ``roles``), Cognito
-claims (``sub``, ``custom:tenant``, ``custom:roles``...), then the IAM caller
-(account as tenant, user ARN as user). The local server plays the Lambda
+claims (``sub``, ``custom:tenant``, ``custom:roles``...), the IAM caller
+(account as tenant, user ARN as user), then an API key (``apikey:<key id>`` as
+user, ``MNEMO_API_KEY_TENANT`` as tenant). The local server plays the Lambda
 authorizer, filling the context from its ``X-Mnemo-*`` headers.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,6 +57,12 @@ def context_from_event(event: Mapping[str, Any]) -> RequestContext:
         identity = request_context.get("identity") or {}
         if identity.get("userArn"):
             values = {"user": identity["userArn"], "tenant": identity.get("accountId") or "default"}
+        elif identity.get("apiKeyId"):
+            # API-key mode: each key is one caller; the tenant is the deployment's.
+            values = {
+                "user": f"apikey:{identity['apiKeyId']}",
+                "tenant": os.environ.get("MNEMO_API_KEY_TENANT", "default"),
+            }
     if not values.get("user"):
         raise Unauthorized("The request carries no caller identity", {"source": "requestContext.authorizer"})
     try:

@@ -1,5 +1,8 @@
 """The indexer: DynamoDB Stream records of memories in, vector index brought in line.
 
+A scheduled event (every five minutes) also drains the index outbox: memories
+whose synchronous index write failed during memory_add or memory_delete.
+
 Every insert, update or removal of a ``MEM#`` item re-syncs that memory from
 the table (the source of truth), so a memory that reached DynamoDB is indexed
 even when OpenSearch failed during memory_add. Failed records are reported
@@ -37,7 +40,16 @@ def handle_record(record: DynamoDBRecord) -> str:
     return outcome
 
 
+def drain_pending() -> dict[str, Any]:
+    done, failed = get_services().memory.drain_pending()
+    logger.info("drained the index outbox", extra={"indexed": done, "stillPending": failed})
+    return {"indexed": done, "stillPending": failed}
+
+
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Stream batches re-sync their memories; the scheduled event drains the index outbox."""
+    if event.get("source") == "aws.events" and event.get("detail-type") == "Scheduled Event":
+        return drain_pending()
     response = process_partial_response(event=event, record_handler=handle_record, processor=processor, context=context)
     return dict(response)

@@ -1,0 +1,84 @@
+"""The OpenSearch client: SigV4-signed for a managed domain (``es``) or a Serverless collection (``aoss``).
+
+opensearch-py 3.2 offers two synchronous connections: ``Urllib3HttpConnection`` (its
+default) with ``Urllib3AWSV4SignerAuth``, and ``RequestsHttpConnection`` with
+``RequestsAWSV4SignerAuth`` (``AWSV4SignerAuth`` is its deprecated alias). ``requests`` is a
+dependency of opensearch-py, so both work; the urllib3 pair is used because it is the
+client's default transport and urllib3 is what botocore already loads in Lambda.
+
+The signer takes boto3's credentials object and asks it for frozen credentials on every
+request, so credentials that refresh (ECS, SSO, assumed roles) keep working.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlparse
+
+from mnemo.errors import ProviderError
+
+if TYPE_CHECKING:
+    from opensearchpy import OpenSearch
+
+Service = Literal["es", "aoss"]
+
+#: Seconds one request may take. Writes are not retried after a timeout: on Serverless the
+#: documents carry no chosen _id, so a retried bulk could index them twice.
+TIMEOUT_SECONDS = 10.0
+MAX_RETRIES = 2
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
+
+
+def is_local_endpoint(endpoint: str) -> bool:
+    """A plain ``http://`` URL on the loopback interface: a test server, reached without SigV4."""
+    parsed = urlparse(endpoint)
+    return parsed.scheme == "http" and (parsed.hostname or "") in _LOCAL_HOSTS
+
+
+def make_client(
+    endpoint: str,
+    region: str | None,
+    service: Service,
+    endpoint_is_local: bool = False,
+) -> OpenSearch:
+    """An OpenSearch client for ``endpoint``.
+
+    ``endpoint`` is the https URL (or bare host name) of a domain or Serverless collection;
+    requests are signed with SigV4 for ``service`` ("es" for a domain, "aoss" for
+    Serverless) in ``region`` (default: boto3's region). With ``endpoint_is_local`` the URL
+    is used as given and nothing is signed (tests against a local server).
+    """
+    from opensearchpy import OpenSearch, Urllib3AWSV4SignerAuth, Urllib3HttpConnection
+
+    if service not in ("es", "aoss"):
+        raise ValueError(f"OpenSearch SigV4 service must be 'es' or 'aoss', not {service!r}")
+    common: dict[str, Any] = {
+        "connection_class": Urllib3HttpConnection,
+        "timeout": TIMEOUT_SECONDS,
+        "max_retries": MAX_RETRIES,
+        "retry_on_timeout": False,
+    }
+    if endpoint_is_local:
+        return OpenSearch(hosts=[endpoint], **common)
+
+    parsed = urlparse(endpoint if "://" in endpoint else f"https://{endpoint}")
+    if parsed.scheme != "https" or not parsed.hostname:
+        raise ValueError(f"a signed OpenSearch endpoint must be an https URL, not {endpoint!r}")
+
+    import boto3
+
+    session = boto3.session.Session()
+    credentials = session.get_credentials()
+    if credentials is None:
+        raise ProviderError("No AWS credentials are available to sign OpenSearch requests", {"service": service})
+    signing_region = region or session.region_name
+    if not signing_region:
+        raise ValueError("an AWS region is needed to sign OpenSearch requests (MNEMO_AWS_REGION or AWS_REGION)")
+    auth = Urllib3AWSV4SignerAuth(credentials, signing_region, service)
+    return OpenSearch(
+        hosts=[{"host": parsed.hostname, "port": parsed.port or 443}],
+        http_auth=auth,
+        use_ssl=True,
+        verify_certs=True,
+        **common,
+    )

@@ -1,0 +1,111 @@
+"""Run the SAM transform offline for every AuthMode and OpenSearch choice, then cfn-lint the result.
+
+cfn-lint checks template.yaml as SAM source; this script checks what CloudFormation would
+actually receive. It needs aws-sam-translator and cfn-lint, so it runs in the SAM virtual
+environment (`make lint-template`), never under pytest:
+
+    .venv/sam/bin/python tests/infra/sam_transform.py [--region eu-west-1] [--write DIR]
+
+No AWS call is made: the template uses no managed policy by name, so the IAM lookup that
+`sam validate` (without --lint) performs is replaced by an empty map.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Each case is a set of parameter overrides that changes what the transform produces.
+CASES: dict[str, dict[str, str]] = {
+    "iam-serverless": {},
+    "iam-serverless-admin": {"OpenSearchAdminPrincipalArn": "arn:aws:iam::123456789012:role/MnemoAdmin"},
+    "api-key": {"AuthMode": "API_KEY"},
+    "cognito": {
+        "AuthMode": "COGNITO",
+        "CognitoUserPoolArn": "arn:aws:cognito-idp:eu-west-1:123456789012:userpool/eu-west-1_Example1",
+    },
+    "existing-domain": {
+        "ExistingOpenSearchEndpoint": "https://search-mnemo-abc123.eu-west-1.es.amazonaws.com",
+        "ExistingOpenSearchDomainName": "mnemo",
+        "AlarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:mnemo-alarms",
+        "Stage": "prod",
+    },
+}
+
+
+# Rules that only fire on the transform's own output, never on what template.yaml says.
+IGNORED_ON_OUTPUT = {
+    # SAM resolves ${Stage} inside the layer's !Sub at transform time (it hashes the layer
+    # name into the LayerVersion's logical id) and leaves a Sub with no variables behind.
+    "W1020",
+}
+
+
+class _NoManagedPolicies:
+    """Stands in for samtranslator's ManagedPolicyLoader, which would call iam:ListPolicies."""
+
+    def load(self) -> dict[str, str]:
+        return {}
+
+
+def translate(region: str, overrides: dict[str, str]) -> dict[str, Any]:
+    from samtranslator.translator.transform import transform
+    from samtranslator.yaml_helper import yaml_parse
+
+    os.environ.setdefault("AWS_DEFAULT_REGION", region)
+    template = yaml_parse((ROOT / "template.yaml").read_text())
+    # `sam package` would have uploaded the code: stand in for the S3 locations it writes.
+    for logical_id, resource in template["Resources"].items():
+        for key in ("CodeUri", "ContentUri"):
+            if key in resource.get("Properties", {}):
+                resource["Properties"][key] = f"s3://mnemo-artifacts/{logical_id}.zip"
+    translated: dict[str, Any] = transform(template, dict(overrides), _NoManagedPolicies())
+    return translated
+
+
+def lint(translated: dict[str, Any], region: str) -> list[str]:
+    from cfnlint.api import ManualArgs, lint
+
+    matches = lint(json.dumps(translated), config=ManualArgs(regions=[region]))
+    return [
+        f"{m.rule.id} {m.message} ({'/'.join(str(p) for p in m.path)})"
+        for m in matches
+        if m.rule.id not in IGNORED_ON_OUTPUT
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--region", default="eu-west-1")
+    parser.add_argument("--write", type=Path, help="also write each translated template to DIR/<case>.json")
+    args = parser.parse_args(argv)
+    logging.getLogger("samtranslator").setLevel(logging.ERROR)
+    failed = False
+    for case, overrides in CASES.items():
+        try:
+            translated = translate(args.region, overrides)
+        except Exception as error:
+            print(f"{case}: the SAM transform failed: {error}")
+            failed = True
+            continue
+        if args.write:
+            args.write.mkdir(parents=True, exist_ok=True)
+            (args.write / f"{case}.json").write_text(json.dumps(translated, indent=2))
+        problems = lint(translated, args.region)
+        for problem in problems:
+            print(f"{case}: {problem}")
+        failed = failed or bool(problems)
+        if not problems:
+            print(f"{case}: transformed, {len(translated['Resources'])} resources, cfn-lint clean")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
