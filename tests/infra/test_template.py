@@ -16,27 +16,13 @@ from typing import Any
 
 import pytest
 import yaml
+from aws_fixtures import CloudFormationLoader
 
 from mnemo.settings import Settings
 from mnemo.tools.registry import load_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 TITAN_V2 = "amazon.titan-embed-text-v2:0"
-
-
-class CloudFormationLoader(yaml.SafeLoader):
-    """Reads intrinsic-function tags (!Ref, !Sub, !GetAtt...) as plain values."""
-
-
-def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
-    if isinstance(node, yaml.ScalarNode):
-        return {suffix: loader.construct_scalar(node)}
-    if isinstance(node, yaml.SequenceNode):
-        return {suffix: loader.construct_sequence(node, deep=True)}
-    return {suffix: loader.construct_mapping(node, deep=True)}  # type: ignore[arg-type]
-
-
-CloudFormationLoader.add_multi_constructor("!", _intrinsic)
 
 
 @cache
@@ -446,8 +432,8 @@ def test_least_privilege_per_function() -> None:
         "MemoryAddFunction": {"DynamoDBCrudPolicy": table},
         "MemorySearchFunction": {"DynamoDBReadPolicy": table},
         "MemoryDeleteFunction": {"DynamoDBCrudPolicy": table},
-        "IndexerFunction": {
-            "DynamoDBReadPolicy": table,
+        "IndexerFunction": {  # CRUD: draining the index outbox deletes its markers
+            "DynamoDBCrudPolicy": table,
             "SQSSendMessagePolicy": {"QueueName": {"GetAtt": "IndexerDeadLetterQueue.QueueName"}},
         },
     }
@@ -481,8 +467,11 @@ def test_indexer_consumes_the_records_stream_into_a_dead_letter_queue() -> None:
     indexer = doc["Resources"]["IndexerFunction"]["Properties"]
     assert indexer["CodeUri"].rstrip("/") == "functions/indexer"
     assert indexer.get("Handler", doc["Globals"]["Function"]["Handler"]) == "app.handler"
-    (event,) = indexer["Events"].values()
-    assert event["Type"] == "DynamoDB"
+    events = indexer["Events"]
+    assert {e["Type"] for e in events.values()} == {"DynamoDB", "Schedule"}
+    (schedule,) = (e["Properties"] for e in events.values() if e["Type"] == "Schedule")
+    assert schedule["Schedule"].startswith("rate(")  # drains the index outbox
+    (event,) = (e for e in events.values() if e["Type"] == "DynamoDB")
     stream = event["Properties"]
     assert stream["Stream"] == {"GetAtt": "RecordsTable.StreamArn"}
     assert stream["StartingPosition"] == "TRIM_HORIZON"

@@ -42,6 +42,16 @@ def _from_mapping(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]
     return found
 
 
+def _validated(values: dict[str, Any]) -> RequestContext:
+    """A context from transport values; a malformed identity is UNAUTHORIZED, naming the field."""
+    try:
+        return RequestContext.model_validate(values)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise Unauthorized(f"identity {field}: {first['msg']}", {"field": field}) from None
+
+
 def context_from_event(event: Mapping[str, Any]) -> RequestContext:
     request_context = event.get("requestContext") or {}
     authorizer = request_context.get("authorizer") or {}
@@ -65,12 +75,7 @@ def context_from_event(event: Mapping[str, Any]) -> RequestContext:
             }
     if not values.get("user"):
         raise Unauthorized("The request carries no caller identity", {"source": "requestContext.authorizer"})
-    try:
-        return RequestContext.model_validate(values)
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise Unauthorized(f"identity {field}: {first['msg']}", {"field": field}) from None
+    return _validated(values)
 
 
 def context_from_environment(environ: Mapping[str, str]) -> RequestContext:
@@ -86,9 +91,4 @@ def context_from_environment(environ: Mapping[str, str]) -> RequestContext:
         if value:
             values[key] = value
     values["roles"] = _roles(environ.get("MNEMO_ROLES", "writer"))
-    try:
-        return RequestContext.model_validate(values)
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise Unauthorized(f"identity {field}: {first['msg']}", {"field": field}) from None
+    return _validated(values)

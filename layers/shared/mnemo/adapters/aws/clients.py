@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -28,3 +29,17 @@ def _cached_client(service: str, region: str | None, endpoint: str | None) -> An
 
     config = Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=3, read_timeout=10)
     return _session().client(service, region_name=region, endpoint_url=endpoint, config=config)
+
+
+class LazyClient:
+    """Holds a client factory and calls it on first use only, so cold starts build no unused client."""
+
+    def __init__(self, client_factory: Callable[[], Any]) -> None:
+        self._client_factory = client_factory
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self._client_factory()
+        return self._client

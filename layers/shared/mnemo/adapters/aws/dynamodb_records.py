@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from mnemo.adapters.aws.clients import LazyClient
 from mnemo.adapters.aws.errors import provider_error
 from mnemo.ports import ConditionFailed, Delete, Item, Put
 
@@ -21,17 +22,10 @@ _MAX_TRANSACTION = 100
 _MAX_BATCH_GET = 100
 
 
-class DynamoDbRecordStore:
+class DynamoDbRecordStore(LazyClient):
     def __init__(self, table: str, client_factory: Callable[[], Any]) -> None:
         self._table = table
-        self._client_factory = client_factory
-        self._client: Any = None
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = self._client_factory()
-        return self._client
+        super().__init__(client_factory)
 
     # ------------------------------------------------------------ mapping
     @staticmethod

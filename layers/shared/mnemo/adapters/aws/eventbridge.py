@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mnemo.adapters.aws.clients import LazyClient
 from mnemo.adapters.aws.errors import provider_error
 from mnemo.errors import ProviderError
 from mnemo.ports import Event
@@ -13,17 +14,10 @@ from mnemo.ports import Event
 _BATCH = 10
 
 
-class EventBridgePublisher:
+class EventBridgePublisher(LazyClient):
     def __init__(self, bus: str, client_factory: Callable[[], Any]) -> None:
         self._bus = bus
-        self._client_factory = client_factory
-        self._client: Any = None
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = self._client_factory()
-        return self._client
+        super().__init__(client_factory)
 
     def publish(self, events: Sequence[Event]) -> None:
         from botocore.exceptions import BotoCoreError, ClientError

@@ -5,23 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mnemo.adapters.aws.clients import LazyClient
 from mnemo.adapters.aws.errors import provider_error
 from mnemo.adapters.local.blobs import _check_key
 from mnemo.ports import Blob, BlobVersion
 
 
-class S3BlobStore:
+class S3BlobStore(LazyClient):
     def __init__(self, bucket: str, client_factory: Callable[[], Any], prefix: str = "") -> None:
         self._bucket = bucket
         self._prefix = prefix
-        self._client_factory = client_factory
-        self._client: Any = None
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = self._client_factory()
-        return self._client
+        super().__init__(client_factory)
 
     def _call(self, operation: str, **kwargs: Any) -> Any:
         from botocore.exceptions import BotoCoreError, ClientError

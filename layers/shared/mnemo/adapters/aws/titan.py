@@ -13,13 +13,14 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mnemo.adapters.aws.clients import LazyClient
 from mnemo.adapters.aws.errors import provider_error
 
 #: Titan V2 accepts up to 8,192 tokens or 50,000 characters.
 MAX_CHARACTERS = 50_000
 
 
-class TitanEmbedder:
+class TitanEmbedder(LazyClient):
     def __init__(
         self,
         client_factory: Callable[[], Any],
@@ -28,18 +29,11 @@ class TitanEmbedder:
     ) -> None:
         if dimensions not in (256, 512, 1024):
             raise ValueError("Titan Text Embeddings V2 offers 256, 512 or 1024 dimensions")
-        self._client_factory = client_factory
-        self._client: Any = None
+        super().__init__(client_factory)
         self.model_id = model_id
         self.dimensions = dimensions
         self.name = f"titan-embed-text-v2:{dimensions}"
         self.tokens_used = 0
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = self._client_factory()
-        return self._client
 
     def request_body(self, text: str) -> dict[str, Any]:
         return {"inputText": text[:MAX_CHARACTERS], "dimensions": self.dimensions, "normalize": True}
