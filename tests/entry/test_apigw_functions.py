@@ -144,3 +144,25 @@ def test_api_key_mode_maps_each_key_to_its_own_caller(services: Services) -> Non
     assert [r["memoryId"] for r in mine["results"]] == [added["memoryId"]]
     status, theirs = invoke("memory_search", {"query": "private note", "threshold": 0}, authorizer=None, identity=key_b)
     assert status == 200 and theirs["results"] == []
+
+
+@pytest.mark.parametrize("claim", ["userId", "user_id", "user", "tenant", "tenantId", "projectId", "roles"])
+def test_a_body_claiming_another_identity_is_unauthorized(services: Services, claim: str) -> None:
+    status, envelope = invoke("memory_add", {"content": "x", claim: "mallory"})
+    assert status == 403 and envelope["errorCode"] == "UNAUTHORIZED" and envelope["details"]["field"] == claim
+
+
+def test_a_body_repeating_the_callers_own_identity_is_accepted(services: Services) -> None:
+    status, added = invoke("memory_add", {"content": "Echoed identity is fine", "userId": "alice", "tenant": "acme"})
+    assert status == 200 and added["success"]
+
+
+def test_identity_claims_are_refused_on_every_in_process_door(services: Services) -> None:
+    from helpers import ctx
+    from mnemo.errors import Unauthorized
+    from mnemo.tools.registry import get_tool
+
+    with pytest.raises(Unauthorized) as raised:
+        get_tool("memory_search").invoke(services, ctx(), {"query": "x", "user_id": "bob"})
+    assert raised.value.details["field"] == "user_id"
+    assert get_tool("memory_search").invoke(services, ctx(), {"query": "x", "user_id": "alice"})["success"]

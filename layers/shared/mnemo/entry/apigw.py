@@ -17,7 +17,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from mnemo.entry.identity import context_from_event
+from mnemo.entry.identity import IDENTITY_CLAIMS, context_from_event, strip_identity_claims
 from mnemo.errors import MnemoError, NotFound, ProviderError, from_validation_errors
 from mnemo.runtime import get_services
 from mnemo.tools.registry import Tool, get_tool, load_catalog
@@ -85,7 +85,31 @@ def resolve(resolver: APIGatewayRestResolver, event: dict[str, Any], context: An
     multi = {k: v for k, v in (event.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"}
     headers["Content-Type"] = "application/json"
     multi["Content-Type"] = ["application/json"]
-    return resolver.resolve({**event, "headers": headers, "multiValueHeaders": multi}, context)
+    try:
+        body = _without_identity_claims(event)
+    except MnemoError as error:
+        response = error_response(error)
+        return {
+            "statusCode": response.status_code,
+            "body": response.body,
+            "isBase64Encoded": False,
+            "multiValueHeaders": {"Content-Type": ["application/json"]},
+        }
+    return resolver.resolve({**event, "headers": headers, "multiValueHeaders": multi, "body": body}, context)
+
+
+def _without_identity_claims(event: dict[str, Any]) -> Any:
+    """The body with identity claims checked against the authorizer and removed (see identity.py)."""
+    raw = event.get("body")
+    if not isinstance(raw, str):
+        return raw
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        return raw  # the resolver reports malformed JSON with the envelope
+    if not isinstance(payload, dict) or not any(key in IDENTITY_CLAIMS for key in payload):
+        return raw
+    return json.dumps(strip_identity_claims(payload, context_from_event(event)))
 
 
 def tool_handler(name: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:

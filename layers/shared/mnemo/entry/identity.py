@@ -92,3 +92,34 @@ def context_from_environment(environ: Mapping[str, str]) -> RequestContext:
             values[key] = value
     values["roles"] = _roles(environ.get("MNEMO_ROLES", "writer"))
     return _validated(values)
+
+
+#: Body fields that would claim an identity; the transport is the only source of one.
+IDENTITY_CLAIMS: dict[str, str] = {
+    f"{key}{suffix}": key for key in IDENTITY_KEYS for suffix in ("", "Id", "_id", "ID")
+} | {"roles": "roles"}
+
+
+def strip_identity_claims(payload: Any, context: RequestContext) -> Any:
+    """Refuse a body that claims another identity; drop claims that merely repeat the caller's.
+
+    A client (MemoryOS's schemas carry ``user_id``, for one) may echo who it is;
+    that is harmless and removed before validation. Any value that differs from
+    what the transport vouched for is UNAUTHORIZED, naming the field.
+    """
+    if not isinstance(payload, dict):
+        return payload
+    claims = [key for key in payload if key in IDENTITY_CLAIMS]
+    if not claims:
+        return payload
+    for key in claims:
+        attribute = IDENTITY_CLAIMS[key]
+        claimed = payload[key]
+        actual = getattr(context, attribute)
+        same = sorted(actual) == sorted(_roles(claimed)) if attribute == "roles" else claimed == actual
+        if not same:
+            raise Unauthorized(
+                f"{key}: identity comes from the transport, not the request body",
+                {"field": key},
+            )
+    return {key: value for key, value in payload.items() if key not in IDENTITY_CLAIMS}
