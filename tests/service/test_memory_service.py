@@ -209,3 +209,52 @@ def test_reindex_rebuilds_the_vector_index_from_records(services: Services) -> N
     assert search(services, alice, "subsystem", threshold=0.0).results == []
     assert services.memory.reindex() == 5
     assert {r.memory_id for r in search(services, alice, "subsystem fact", threshold=0.0).results} == ids
+
+
+def test_pages_follow_each_other_with_a_cursor(services: Services) -> None:
+    alice = ctx()
+    ids = {add(services, alice, f"Deploy note {i}: shard {i} moved to rack {i * 3}").memory_id for i in range(7)}
+    seen: list[str] = []
+    cursor = None
+    for _ in range(10):
+        page = search(services, alice, "deploy note shard rack", limit=3, threshold=0.0, cursor=cursor)
+        seen += [r.memory_id for r in page.results]
+        assert page.total_count == 7
+        if not page.has_more:
+            assert page.next_cursor is None
+            break
+        cursor = page.next_cursor
+    assert len(seen) == 7 and set(seen) == ids
+
+
+def test_a_cursor_from_another_query_is_refused(services: Services) -> None:
+    alice = ctx()
+    for i in range(3):
+        add(services, alice, f"Cursor fact {i} about caching layer {i}")
+    first = search(services, alice, "caching layer", limit=1, threshold=0.0)
+    assert first.has_more and first.next_cursor
+    with pytest.raises(InvalidInput) as raised:
+        search(services, alice, "something else", limit=1, threshold=0.0, cursor=first.next_cursor)
+    assert raised.value.details["field"] == "cursor"
+    with pytest.raises(InvalidInput):
+        search(services, alice, "caching layer", cursor="not-a-cursor")
+    with pytest.raises(InvalidInput):  # another user cannot reuse it either
+        search(services, ctx(user="bob"), "caching layer", limit=1, threshold=0.0, cursor=first.next_cursor)
+
+
+def test_a_response_budget_trims_the_page_and_keeps_the_rest_reachable(services: Services) -> None:
+    big = ctx().model_copy(update={"response_budget": 4000})
+    topics = ["kafka", "postgres", "redis", "nginx", "terraform", "grafana"]
+    for i, topic in enumerate(topics):  # distinct enough not to be merged as near-duplicates
+        add(services, big, f"Long memory {i} on {topic}: " + " ".join(f"{topic}{n}" for n in range(150)))
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = search(services, big, "long memory", limit=10, threshold=0.0, cursor=cursor)
+        assert len(page.model_dump_json(by_alias=True)) <= 4000
+        assert page.results, "a page always carries at least one result when one fits"
+        seen += [r.memory_id for r in page.results]
+        if not page.has_more:
+            break
+        cursor = page.next_cursor
+    assert len(set(seen)) == 6

@@ -46,6 +46,9 @@ class RequestContext(BaseModel):
     team: str | None = None
     org: str | None = None
     roles: frozenset[str] = Field(default_factory=frozenset)
+    #: The most bytes of JSON the front door can hand back (Bedrock, MCP and Lambda
+    #: each have a limit); paged results stop short of it and say hasMore.
+    response_budget: int | None = Field(None, ge=1024)
 
     @field_validator("tenant")
     @classmethod

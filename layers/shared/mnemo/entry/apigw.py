@@ -23,6 +23,8 @@ from mnemo.runtime import get_services
 from mnemo.tools.registry import Tool, get_tool, load_catalog
 
 logger = Logger(service="mnemo")
+#: A Lambda proxy response may carry 6 MB; leave room for the proxy envelope around the body.
+RESPONSE_BUDGET_BYTES = 5_500_000
 
 
 def error_response(error: MnemoError) -> Response[str]:
@@ -31,7 +33,9 @@ def error_response(error: MnemoError) -> Response[str]:
 
 def _route(resolver: APIGatewayRestResolver, tool: Tool) -> Callable[..., dict[str, Any]]:
     def call_tool(body: Any) -> dict[str, Any]:
-        context = context_from_event(resolver.current_event.raw_event)
+        context = context_from_event(resolver.current_event.raw_event).model_copy(
+            update={"response_budget": RESPONSE_BUDGET_BYTES}
+        )
         response = tool.run(get_services(), context, body)
         return response.model_dump(mode="json", by_alias=True)
 

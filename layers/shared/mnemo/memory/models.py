@@ -88,6 +88,9 @@ class MemorySearchInput(ToolRequest):
         None, description="Only memories whose metadata has each of these key/value pairs."
     )
     filter: SearchFilter | None = Field(None, description="Alternative place for the tags and metadata filters.")
+    cursor: str | None = Field(
+        None, max_length=512, description="The nextCursor of a previous answer, to get the following page."
+    )
 
     @model_validator(mode="after")
     def _merge_filter(self) -> MemorySearchInput:
@@ -117,6 +120,8 @@ class MemorySearchOutput(ToolResponse):
     retrieval: Literal["hybrid", "lexical"] = Field(
         "hybrid", description="'lexical' when embeddings were unavailable and ranking fell back to BM25 alone."
     )
+    has_more: bool = Field(False, description="True when more results follow; pass nextCursor to get them.")
+    next_cursor: str | None = Field(None, description="Cursor of the next page, when hasMore.")
 
 
 class MemoryDeleteInput(ToolRequest):

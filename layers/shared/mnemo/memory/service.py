@@ -31,6 +31,7 @@ from mnemo.memory.models import (
 from mnemo.memory.scoring import calibration_for
 from mnemo.ports import ConditionFailed, Embedder, Filter, IndexDoc, Item, Put, RecordStore, VectorIndex
 from mnemo.ports import Delete as DeleteOp
+from mnemo.tools.paging import decode_cursor, encode_cursor, fingerprint
 
 NAMESPACE = "memory"
 #: Memories whose index write failed, waiting for ``drain_pending`` (the index outbox).
@@ -305,13 +306,33 @@ class MemoryService:
                 ranked.append((precedence[scopes[scope]], -score, memory_id, scope))
         ranked.sort()
 
-        results, dropped = self._hydrate(ranked, request.limit)
-        return MemorySearchOutput(
-            results=results,
+        owner = fingerprint(request.model_dump(mode="json", exclude={"cursor", "limit"}) | {"scopes": sorted(scopes)})
+        offset = decode_cursor(request.cursor, owner)
+        results, dropped = self._hydrate(ranked, offset + request.limit)
+        page = results[offset:]
+        output = MemorySearchOutput(
+            results=page,
             total_count=len(ranked) - dropped,
             searched_layers=layers,
             retrieval="hybrid" if query_vector is not None else "lexical",
         )
+        if context.response_budget is not None:
+            page = self._fit(output, context.response_budget)
+        has_more = offset + len(page) < output.total_count
+        output.results = page
+        output.has_more = has_more
+        output.next_cursor = encode_cursor(offset + len(page), owner) if has_more else None
+        return output
+
+    @staticmethod
+    def _fit(output: MemorySearchOutput, budget: int) -> list[MemoryResult]:
+        """The longest head of the page whose answer stays under ``budget`` bytes of JSON."""
+        reserve = 256  # the cursor and hasMore that the trimmed answer gains
+        page = list(output.results)
+        size = len(output.model_dump_json(by_alias=True)) + reserve
+        while page and size > budget:
+            size -= len(page.pop().model_dump_json(by_alias=True)) + 1
+        return page
 
     def _hydrate(self, ranked: list[tuple[int, float, str, str]], limit: int) -> tuple[list[MemoryResult], int]:
         """Read the best hits back from the records until ``limit`` results stand.
