@@ -87,6 +87,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    import anyio
+
+    from mnemo.entry.mcp_server import serve_stdio
+
+    _settings_env(args)
+    anyio.run(serve_stdio)
+    return 0
+
+
 def cmd_tools(args: argparse.Namespace) -> int:
     from mnemo.tools.registry import load_catalog
     from mnemo.tools.schema import tool_listing
@@ -168,6 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--aws-endpoint", help="use the AWS adapters (DynamoDB, S3, EventBridge) against this endpoint, e.g. moto"
     )
     serve.set_defaults(run=cmd_serve)
+
+    mcp = commands.add_parser("mcp", help="serve the tools over MCP on stdio (identity from MNEMO_*/MEMORY_USER_ID)")
+    mcp.add_argument("--data-dir", type=Path)
+    mcp.set_defaults(run=cmd_mcp)
 
     tools = commands.add_parser("tools", help="list the tool catalog")
     tools.add_argument("--json", action="store_true", help="names, descriptions and JSON Schemas")

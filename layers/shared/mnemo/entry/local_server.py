@@ -113,6 +113,8 @@ class _Handler(BaseHTTPRequestHandler):
             asset = _swagger_dir() / path.rsplit("/", 1)[-1]
             kind = "text/javascript" if asset.suffix == ".js" else "text/css"
             self._send(200, asset.read_bytes(), kind)
+        elif path == "/mcp":
+            self._method_not_allowed()
         else:
             self._error(NotFound(f"No route for GET {path}", {"path": path}))
 
@@ -122,6 +124,27 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception:  # the resolver answers its own errors; this is the last line
             logger.exception("local server failure")
             self._error(ProviderError("Internal error; it has been logged"))
+
+    def _mcp(self, body: bytes) -> None:
+        """Streamable HTTP MCP at /mcp; identity from the same headers the tools API reads."""
+        from mnemo.entry.identity import context_from_event
+        from mnemo.entry.mcp_server import http_bridge
+
+        headers = {key: value for key, value in self.headers.items()}
+        authorizer = authorizer_from_headers(headers, get_services().settings.default_local_roles)
+        try:
+            context = context_from_event({"requestContext": {"authorizer": authorizer}})
+        except MnemoError as error:
+            self._error(error)
+            return
+        status, response_headers, payload = http_bridge(local_only=True).handle(self.command, headers, body, context)
+        self.send_response(status)
+        for key, value in response_headers.items():
+            if key.lower() not in ("content-length", "transfer-encoding", "connection"):
+                self.send_header(key, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
 
     def _post(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -135,6 +158,9 @@ class _Handler(BaseHTTPRequestHandler):
         except UnicodeDecodeError:
             self._error(InvalidInput("body: not UTF-8", {"field": "body"}))
             return
+        if urlsplit(self.path).path == "/mcp":
+            self._mcp(raw)
+            return
         headers = {key: value for key, value in self.headers.items()}
         authorizer = authorizer_from_headers(headers, get_services().settings.default_local_roles)
         event = proxy_event("POST", self.path, headers, body or None, authorizer)
@@ -146,6 +172,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(int(result["statusCode"]), (result.get("body") or "").encode(), content_type)
 
     def _method_not_allowed(self) -> None:
+        if urlsplit(self.path).path == "/mcp":  # the SDK answers GET/DELETE in stateless mode
+            self._mcp(b"")
+            return
         self._error(NotFound(f"No route for {self.command} {urlsplit(self.path).path}", {"path": self.path}))
 
     do_PUT = do_DELETE = do_PATCH = _method_not_allowed

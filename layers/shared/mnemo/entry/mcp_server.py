@@ -1,0 +1,212 @@
+"""MCP, the seeds' own transport, on the official ``mcp`` SDK.
+
+Tools are listed from the catalog with their JSON Schemas and descriptions.
+A tool's answer comes back as JSON text plus ``structuredContent``; a failure
+as an MCP tool error (``isError``) carrying the Mnemo error envelope, so an
+agent reads the same errorCode and field it would get over HTTP.
+
+Identity: over stdio it is the process environment (``MEMORY_USER_ID`` or
+``MNEMO_USER`` and the other ``MNEMO_*`` identity variables); over HTTP it is
+what the transport vouched for (the local server's headers, the API Gateway
+authorizer), placed in the ASGI scope by the bridge, never taken from a tool's
+arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+from mnemo import __version__
+from mnemo.context import RequestContext
+from mnemo.entry.identity import context_from_environment
+from mnemo.errors import MnemoError, ProviderError
+from mnemo.runtime import get_services
+from mnemo.tools.registry import get_tool, load_catalog
+from mnemo.tools.schema import input_schema, output_schema
+
+logger = logging.getLogger(__name__)
+
+#: MCP sets no size limit of its own; clients keep whole results in the model's context,
+#: so pages stop at 1 MiB of JSON and say hasMore.
+RESPONSE_BUDGET_BYTES = 1 << 20
+SCOPE_KEY = "mnemo.context"
+
+
+def _tools() -> list[types.Tool]:
+    return [
+        types.Tool(
+            name=tool.name,
+            description=tool.description,
+            input_schema=input_schema(tool),
+            output_schema=output_schema(tool),
+        )
+        for tool in load_catalog().values()
+    ]
+
+
+def _result(payload: dict[str, Any], *, is_error: bool) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(payload))],
+        structured_content=payload,
+        is_error=is_error,
+    )
+
+
+def call_tool(name: str, arguments: dict[str, Any] | None, context: RequestContext) -> types.CallToolResult:
+    """Run one tool call synchronously; every failure is an isError result with the envelope."""
+    try:
+        tool = get_tool(name)
+        budgeted = context.model_copy(update={"response_budget": RESPONSE_BUDGET_BYTES})
+        return _result(tool.invoke(get_services(), budgeted, arguments or {}), is_error=False)
+    except MnemoError as error:
+        return _result(error.envelope(), is_error=True)
+    except Exception:
+        logger.exception("MCP tool %s failed", name)
+        return _result(ProviderError("Internal error; it has been logged").envelope(), is_error=True)
+
+
+def build_server(default_context: Callable[[], RequestContext] | None = None) -> Server[Any]:
+    """The MCP server. Identity comes from the HTTP bridge's scope, else from ``default_context``."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=_tools())
+
+    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        request = getattr(ctx, "request", None)
+        context = request.scope.get(SCOPE_KEY) if request is not None else None
+        if context is None and default_context is not None:
+            context = default_context()
+        if context is None:
+            from mnemo.errors import Unauthorized
+
+            return _result(Unauthorized("The MCP request carries no caller identity").envelope(), is_error=True)
+        return await anyio.to_thread.run_sync(call_tool, params.name, params.arguments, context)
+
+    return Server(
+        "mnemo",
+        version=__version__,
+        instructions="Long-term memory for agents: memory_add to remember, memory_search to recall.",
+        on_list_tools=list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+async def serve_stdio() -> None:
+    """`mnemo mcp`: one caller, identified by the environment it was started with."""
+    from mcp.server.stdio import stdio_server
+
+    identity = context_from_environment(os.environ)
+    server = build_server(lambda: identity)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+class HttpBridge:
+    """Streamable HTTP (stateless, JSON responses) for servers that are not ASGI.
+
+    The SDK's session manager runs on an event loop in a daemon thread; each
+    HTTP request is handed to it as one ASGI call, with the caller's identity in
+    the scope. Stateless mode keeps no session between requests, so the same
+    code serves the local server and a Lambda function.
+    """
+
+    def __init__(self, *, local_only: bool) -> None:
+        security = (
+            TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+            )
+            if local_only
+            else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        )
+        self._manager = StreamableHTTPSessionManager(
+            app=build_server(), stateless=True, json_response=True, security_settings=security
+        )
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run_loop, name="mcp-http", daemon=True)
+        self._thread.start()
+        self._ready.wait(timeout=10)
+
+    def _run_loop(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_until_complete(self._serve())
+
+    async def _serve(self) -> None:
+        async with self._manager.run():
+            self._ready.set()
+            await asyncio.Event().wait()  # until the process ends
+
+    def handle(
+        self, method: str, headers: dict[str, str], body: bytes, context: RequestContext
+    ) -> tuple[int, dict[str, str], bytes]:
+        future = asyncio.run_coroutine_threadsafe(self._call(method, headers, body, context), self._loop)
+        return future.result(timeout=120)
+
+    async def _call(
+        self, method: str, headers: dict[str, str], body: bytes, context: RequestContext
+    ) -> tuple[int, dict[str, str], bytes]:
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": method,
+            "scheme": "http",
+            "path": "/mcp",
+            "raw_path": b"/mcp",
+            "query_string": b"",
+            "root_path": "",
+            "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()],
+            "client": ("127.0.0.1", 0),
+            "server": ("127.0.0.1", 80),
+            SCOPE_KEY: context,
+        }
+        delivered = False
+        status = 500
+        response_headers: dict[str, str] = {}
+        chunks: list[bytes] = []
+
+        async def receive() -> dict[str, Any]:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.Event().wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                for key, value in message.get("headers", []):
+                    response_headers[key.decode("latin-1")] = value.decode("latin-1")
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+
+        await self._manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
+        return status, response_headers, b"".join(chunks)
+
+
+_bridges: dict[bool, HttpBridge] = {}
+_bridge_lock = threading.Lock()
+
+
+def http_bridge(*, local_only: bool) -> HttpBridge:
+    """One bridge per process (and per security mode), started on first use."""
+    with _bridge_lock:
+        if local_only not in _bridges:
+            _bridges[local_only] = HttpBridge(local_only=local_only)
+        return _bridges[local_only]

@@ -1,0 +1,106 @@
+"""The official MCP SDK client against `mnemo mcp` (stdio) and `mnemo serve`'s /mcp (Streamable HTTP)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from mnemo.entry.local_server import serve_in_thread
+from mnemo.runtime import Services, set_services
+from mnemo.tools.registry import load_catalog
+
+CATALOG = set(load_catalog())
+
+
+@asynccontextmanager
+async def stdio_session(data_dir: Path, user: str) -> AsyncIterator[ClientSession]:
+    env = {**os.environ, "MNEMO_DATA_DIR": str(data_dir), "MNEMO_EMBEDDER": "hashing", "MEMORY_USER_ID": user}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mnemo.cli", "mcp"], env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+@asynccontextmanager
+async def http_session(url: str, user: str) -> AsyncIterator[ClientSession]:
+    async with (
+        httpx2.AsyncClient(headers={"X-Mnemo-User": user}, timeout=30) as client,
+        streamable_http_client(f"{url}/mcp", http_client=client) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def _payload(result: Any) -> dict[str, Any]:
+    return result.structured_content or json.loads(result.content[0].text)
+
+
+async def _round_trip(open_session: Any, first: str, second: str) -> None:
+    async with open_session(first) as session:
+        listed = await session.list_tools()
+        assert {tool.name for tool in listed.tools} == CATALOG
+        for tool in listed.tools:
+            assert tool.description and tool.input_schema["type"] == "object"
+        added = await session.call_tool("memory_add", {"content": "The user likes dark roast coffee"})
+        assert not added.is_error
+        memory_id = _payload(added)["memoryId"]
+        found = await session.call_tool("memory_search", {"query": "dark roast coffee", "threshold": 0})
+        assert [r["memoryId"] for r in _payload(found)["results"]] == [memory_id]
+
+        bad = await session.call_tool("memory_search", {"query": "x", "limit": 0})
+        assert (
+            bad.is_error
+            and _payload(bad)["errorCode"] == "INVALID_INPUT"
+            and _payload(bad)["details"]["field"] == "limit"
+        )
+        claim = await session.call_tool("memory_search", {"query": "coffee", "userId": second})
+        assert claim.is_error and _payload(claim)["errorCode"] == "UNAUTHORIZED"
+        unknown = await session.call_tool("no_such_tool", {})
+        assert unknown.is_error and _payload(unknown)["errorCode"] == "NOT_FOUND"
+
+    async with open_session(second) as session:
+        other = await session.call_tool("memory_search", {"query": "dark roast coffee", "threshold": 0})
+        assert _payload(other)["results"] == []
+        denied = await session.call_tool("memory_delete", {"memoryId": memory_id})
+        assert denied.is_error and _payload(denied)["errorCode"] == "NOT_FOUND"
+
+
+def test_stdio(tmp_path: Path) -> None:
+    anyio.run(_round_trip, lambda user: stdio_session(tmp_path, user), "mcp-alice", "mcp-bob")
+
+
+@pytest.fixture
+def server_url(services: Services) -> Iterator[str]:
+    set_services(services)
+    server, thread = serve_in_thread("127.0.0.1", 0)
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    thread.join(timeout=5)
+
+
+def test_streamable_http(server_url: str) -> None:
+    anyio.run(_round_trip, lambda user: http_session(server_url, user), "http-alice", "http-bob")
+
+
+def test_http_rejects_a_foreign_host_header(server_url: str) -> None:
+    """DNS rebinding protection on the local server: only loopback Host headers are served."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    response = httpx2.post(
+        f"{server_url}/mcp",
+        json=body,
+        headers={"Host": "evil.example", "Accept": "application/json, text/event-stream"},
+    )
+    assert response.status_code in (400, 403, 421)
