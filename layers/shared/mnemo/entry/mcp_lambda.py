@@ -1,0 +1,40 @@
+"""MCP over Streamable HTTP as a stateless Lambda behind API Gateway (POST /mcp).
+
+The API Gateway authorizer supplies identity exactly as for the tool routes;
+the SDK's session manager runs in stateless JSON mode on a per-container event
+loop (see mcp_server.HttpBridge), so any container can serve any request.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from mnemo.entry.identity import context_from_event
+from mnemo.errors import MnemoError
+
+logger = Logger(service="mnemo-mcp")
+
+
+def _proxy(status: int, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    return {"statusCode": status, "headers": headers, "body": body.decode("utf-8"), "isBase64Encoded": False}
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    from mnemo.entry.mcp_server import http_bridge
+
+    try:
+        caller = context_from_event(event)
+    except MnemoError as error:
+        return _proxy(error.status, {"Content-Type": "application/json"}, json.dumps(error.envelope()).encode())
+    raw = event.get("body") or ""
+    body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode("utf-8")
+    headers = {key: str(value) for key, value in (event.get("headers") or {}).items()}
+    status, response_headers, payload = http_bridge(local_only=False).handle(
+        event.get("httpMethod", "POST"), headers, body, caller
+    )
+    return _proxy(status, response_headers, payload)

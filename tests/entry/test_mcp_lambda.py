@@ -1,0 +1,62 @@
+"""The MCP Lambda on REST proxy events: JSON-RPC in the body, identity from the authorizer."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+from aws_events import FakeLambdaContext, rest_event
+from mnemo.runtime import Services
+
+ROOT = Path(__file__).resolve().parents[2]
+ACCEPT = "application/json, text/event-stream"
+
+
+def _handler() -> Any:
+    spec = importlib.util.spec_from_file_location("fn_mcp", ROOT / "functions" / "mcp" / "app.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.handler
+
+
+def rpc(method: str, params: dict[str, Any], user: str | None = "alice", request_id: int = 1) -> dict[str, Any]:
+    event = rest_event(
+        "mcp",
+        {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
+        {"user": user, "tenant": "acme"} if user else None,
+    )
+    event["path"] = event["resource"] = "/mcp"
+    event["headers"].update({"Accept": ACCEPT, "MCP-Protocol-Version": "2025-06-18"})
+    return _handler()(event, FakeLambdaContext())
+
+
+def test_tools_list_and_calls_through_the_lambda(services: Services) -> None:
+    listed = rpc("tools/list", {})
+    assert listed["statusCode"] == 200
+    names = {tool["name"] for tool in json.loads(listed["body"])["result"]["tools"]}
+    assert {"memory_add", "memory_search", "memory_delete"} <= names
+
+    added = json.loads(rpc("tools/call", {"name": "memory_add", "arguments": {"content": "Lambda MCP works"}})["body"])
+    memory_id = added["result"]["structuredContent"]["memoryId"]
+    found = rpc("tools/call", {"name": "memory_search", "arguments": {"query": "Lambda MCP", "threshold": 0}})
+    results = json.loads(found["body"])["result"]["structuredContent"]["results"]
+    assert [r["memoryId"] for r in results] == [memory_id]
+
+    other = rpc(
+        "tools/call", {"name": "memory_search", "arguments": {"query": "Lambda MCP", "threshold": 0}}, user="bob"
+    )
+    assert json.loads(other["body"])["result"]["structuredContent"]["results"] == []
+
+
+def test_tool_errors_are_is_error_results_with_the_envelope(services: Services) -> None:
+    answer = json.loads(rpc("tools/call", {"name": "memory_search", "arguments": {"query": "x", "limit": 0}})["body"])
+    assert answer["result"]["isError"] is True
+    assert answer["result"]["structuredContent"]["errorCode"] == "INVALID_INPUT"
+
+
+def test_no_identity_is_refused_before_mcp(services: Services) -> None:
+    answer = rpc("tools/list", {}, user=None)
+    assert answer["statusCode"] == 403 and json.loads(answer["body"])["errorCode"] == "UNAUTHORIZED"
