@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from mnemo.context import RequestContext
@@ -15,3 +17,19 @@ def make_services(data_dir: Path, embedder: str = "hashing") -> Services:
 
 def ctx(user: str | None = "alice", tenant: str = "acme", roles: tuple[str, ...] = (), **ids: str) -> RequestContext:
     return RequestContext(tenant=tenant, user=user, roles=frozenset(roles), **ids)
+
+
+@contextmanager
+def local_server(services: Services) -> Iterator[str]:
+    """`mnemo serve` in a thread on a free port, over ``services``; yields its base URL."""
+    from mnemo.entry.local_server import serve_in_thread
+    from mnemo.runtime import set_services
+
+    set_services(services)
+    server, thread = serve_in_thread("127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=5)
+        set_services(None)

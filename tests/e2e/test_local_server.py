@@ -12,20 +12,16 @@ import pytest
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate as validate_openapi
 
-from mnemo.entry.local_server import serve_in_thread
-from mnemo.runtime import Services, set_services
+from helpers import local_server
+from mnemo.runtime import Services
 
 pytestmark = pytest.mark.model
 
 
 @pytest.fixture(scope="module")
 def base_url(bge_services: Services) -> Iterator[str]:
-    set_services(bge_services)
-    server, thread = serve_in_thread("127.0.0.1", 0)
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    thread.join(timeout=5)
-    set_services(None)
+    with local_server(bge_services) as url:
+        yield url
 
 
 def request(

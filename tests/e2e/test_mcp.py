@@ -17,8 +17,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from mnemo.entry.local_server import serve_in_thread
-from mnemo.runtime import Services, set_services
+from helpers import local_server
+from mnemo.runtime import Services
 from mnemo.tools.registry import load_catalog
 
 CATALOG = set(load_catalog())
@@ -84,11 +84,8 @@ def test_stdio(tmp_path: Path) -> None:
 
 @pytest.fixture
 def server_url(services: Services) -> Iterator[str]:
-    set_services(services)
-    server, thread = serve_in_thread("127.0.0.1", 0)
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    thread.join(timeout=5)
+    with local_server(services) as url:
+        yield url
 
 
 def test_streamable_http(server_url: str) -> None:
