@@ -37,6 +37,7 @@ CASES: dict[str, dict[str, str]] = {
         "AlarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:mnemo-alarms",
         "Stage": "prod",
     },
+    "bedrock-agent": {"CreateBedrockAgent": "true"},
 }
 
 

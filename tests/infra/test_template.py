@@ -174,7 +174,7 @@ def test_functions_that_serve_no_tool_are_named_for_what_they_do() -> None:
 def test_api_body_routes_are_exactly_the_tool_functions() -> None:
     doc = template()
     paths = doc["Resources"]["MnemoApi"]["Properties"]["DefinitionBody"]["paths"]
-    assert set(paths) == {f"/v1/tools/{name}" for name in load_catalog()}
+    assert set(paths) == {f"/v1/tools/{name}" for name in load_catalog()} | {"/mcp"}
     for path, item in paths.items():
         assert set(item) == {"post"}, path
 
@@ -436,6 +436,9 @@ def test_least_privilege_per_function() -> None:
             "DynamoDBCrudPolicy": table,
             "SQSSendMessagePolicy": {"QueueName": {"GetAtt": "IndexerDeadLetterQueue.QueueName"}},
         },
+        # Serves no /v1/tools route: the memory action group of Bedrock agents (add, search, delete).
+        "BedrockMemoryFunction": {"DynamoDBCrudPolicy": table},
+        "McpFunction": {"DynamoDBCrudPolicy": table},
     }
     assert {name: _templates(r) for name, r in functions(doc).items()} == expected_templates
     statements = _statements(doc, parameters(doc))
@@ -455,7 +458,13 @@ def test_least_privilege_per_function() -> None:
             if "aoss:APIAccessAll" in actions:
                 assert resource == {"GetAtt": "VectorCollection.Arn"}
     # Search and writes embed; a delete never does.
-    assert embeds == {"MemoryAddFunction", "MemorySearchFunction", "IndexerFunction"}
+    assert embeds == {
+        "MemoryAddFunction",
+        "MemorySearchFunction",
+        "IndexerFunction",
+        "BedrockMemoryFunction",
+        "McpFunction",
+    }
     assert all(any("aoss:APIAccessAll" in _actions(s) for s in statements[name]) for name in functions(doc)), (
         "every function reaches the vector index"
     )
@@ -603,3 +612,13 @@ def test_samconfig_environments_name_real_parameters(environment: str) -> None:
         assert value in [str(v) for v in spec.get("AllowedValues", [value])], (name, value)
     assert overrides["Stage"] == environment
     assert config[environment]["global"]["parameters"]["stack_name"] == f"mnemo-{environment}"
+
+
+def test_the_mcp_function_serves_slash_mcp_and_may_write_the_vector_index() -> None:
+    doc = template()
+    mcp = doc["Resources"]["McpFunction"]["Properties"]
+    assert mcp["CodeUri"].rstrip("/") == "functions/mcp"
+    (event,) = mcp["Events"].values()
+    assert event["Properties"]["Path"] == "/mcp" and event["Properties"]["Method"] == "POST"
+    assert (ROOT / "functions" / "mcp" / "app.py").is_file()
+    assert "${McpFunctionRole.Arn}" in json.dumps(doc["Resources"])

@@ -134,11 +134,35 @@ def cmd_openapi(args: argparse.Namespace) -> int:
     from mnemo.tools.registry import load_catalog
     from mnemo.tools.schema import openapi_document
 
+    if args.bedrock:
+        return _bedrock_definitions(args.output_dir)
+    if args.output_dir:
+        print("--output-dir goes with --bedrock (one file per action group)", file=sys.stderr)
+        return 2
     document = json.dumps(openapi_document(load_catalog(), server_url=args.server_url), indent=2) + "\n"
     if args.output:
         Path(args.output).write_text(document)
     else:
         sys.stdout.write(document)
+    return 0
+
+
+def _bedrock_definitions(output_dir: str | None) -> int:
+    """Per action group: <group>.openapi.json and <group>.functions.json (to a directory, or stdout)."""
+    from mnemo.tools.bedrock_schema import action_groups, bedrock_functions, bedrock_openapi
+    from mnemo.tools.registry import load_catalog
+
+    if output_dir:
+        from mnemo.tools.bedrock_schema import write_definitions
+
+        for path in write_definitions(load_catalog(), Path(output_dir)):
+            print(f"wrote {path}")
+        return 0
+    documents = {}
+    for group, tools in action_groups(load_catalog().values()).items():
+        documents[f"{group}.openapi.json"] = bedrock_openapi(group, tools)
+        documents[f"{group}.functions.json"] = bedrock_functions(tools)
+    _print_json(documents)
     return 0
 
 
@@ -196,6 +220,10 @@ def build_parser() -> argparse.ArgumentParser:
     openapi = commands.add_parser("openapi", help="print the OpenAPI 3.0 document")
     openapi.add_argument("--output", "-o")
     openapi.add_argument("--server-url")
+    openapi.add_argument(
+        "--bedrock", action="store_true", help="Bedrock Agents action groups: OpenAPI and function details per family"
+    )
+    openapi.add_argument("--output-dir", help="with --bedrock: write <group>.openapi.json and <group>.functions.json")
     openapi.set_defaults(run=cmd_openapi)
 
     docs = commands.add_parser("docs", help="write the tool reference (docs/tools.md)")

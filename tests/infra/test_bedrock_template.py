@@ -1,0 +1,158 @@
+"""template.yaml's Bedrock Agents part agrees with the catalog and the generated action group definitions.
+
+The template is read as plain YAML (intrinsic tags become one-key dicts such as {"GetAtt": ...}).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_fixtures import load_template
+
+from mnemo.tools.bedrock_schema import (
+    action_group_name,
+    action_groups,
+    bedrock_functions,
+    cloudformation_function_schema,
+)
+from mnemo.tools.registry import load_catalog
+
+ROOT = Path(__file__).resolve().parents[2]
+TITAN_V2 = "amazon.titan-embed-text-v2:0"
+
+
+def _families() -> list[str]:
+    return sorted({tool.family for tool in load_catalog().values()})
+
+
+def _function_id(family: str) -> str:
+    return "Bedrock" + "".join(part.capitalize() for part in family.split("_")) + "Function"
+
+
+def _resources(doc: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {name: r for name, r in doc["Resources"].items() if r["Type"] == kind}
+
+
+def _condition(doc: dict[str, Any], name: str, **params: str) -> bool:
+    values = {key: str(spec.get("Default", "")) for key, spec in doc["Parameters"].items()} | params
+    ((function, (left, right)),) = doc["Conditions"][name].items()
+    assert function == "Equals"
+    left, right = (values[arg["Ref"]] if isinstance(arg, dict) else arg for arg in (left, right))
+    return bool(left == right)
+
+
+@pytest.mark.parametrize("family", _families())
+def test_one_action_group_function_per_family(family: str) -> None:
+    doc = load_template()
+    function = doc["Resources"][_function_id(family)]
+    assert function["Type"] == "AWS::Serverless::Function"
+    properties = function["Properties"]
+    assert properties["CodeUri"].rstrip("/") == f"functions/bedrock_{family}"
+    source = (ROOT / "functions" / f"bedrock_{family}" / "app.py").read_text()
+    assert f'action_group_handler("{family}")' in source
+    assert properties.get("Handler", doc["Globals"]["Function"]["Handler"]) == "app.handler"
+    assert "Events" not in properties, "an action group function serves no API route"
+    assert properties["Environment"]["Variables"]["MNEMO_BEDROCK_TENANT"] == {"Ref": "AWS::AccountId"}
+
+
+def test_the_memory_function_reaches_the_store_the_embedder_and_the_index() -> None:
+    properties = load_template()["Resources"]["BedrockMemoryFunction"]["Properties"]
+    templates = [p for p in properties["Policies"] if "Statement" not in p]
+    assert templates == [{"DynamoDBCrudPolicy": {"TableName": {"Ref": "RecordsTable"}}}]
+    (inline,) = [p["Statement"] for p in properties["Policies"] if "Statement" in p]
+    by_sid = {statement["Sid"]: statement for statement in inline}
+    assert by_sid["EmbedWithTitan"]["Action"] == "bedrock:InvokeModel"
+    assert by_sid["EmbedWithTitan"]["Resource"]["Sub"][1] == {"ModelId": {"FindInMap": ["Titan", "Model", "Id"]}}
+    assert by_sid["VectorIndexReadWrite"]["Resource"]["If"][1] == {"GetAtt": "VectorCollection.Arn"}
+    policy = load_template()["Resources"]["VectorCollectionAccessPolicy"]["Properties"]["Policy"]
+    assert "${BedrockMemoryFunctionRole.Arn}" in json.dumps(policy)
+
+
+@pytest.mark.parametrize("family", _families())
+def test_bedrock_may_invoke_it_only_from_this_account(family: str) -> None:
+    doc = load_template()
+    function = _function_id(family)
+    permissions = [
+        r["Properties"]
+        for r in _resources(doc, "AWS::Lambda::Permission").values()
+        if r["Properties"]["FunctionName"] == {"GetAtt": f"{function}.Arn"}
+    ]
+    assert len(permissions) == 1
+    (permission,) = permissions
+    assert permission["Action"] == "lambda:InvokeFunction"
+    assert permission["Principal"] == "bedrock.amazonaws.com"
+    assert permission["SourceAccount"] == {"Ref": "AWS::AccountId"}
+    condition, created, otherwise = permission["SourceArn"]["If"]
+    assert condition == "HasBedrockAgent"
+    assert created == {"GetAtt": "BedrockAgent.AgentArn"}
+    assert otherwise == {"Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:agent/*"}
+
+
+def test_the_agent_is_optional_and_off_by_default() -> None:
+    doc = load_template()
+    parameter = doc["Parameters"]["CreateBedrockAgent"]
+    assert parameter["Default"] == "false" and parameter["AllowedValues"] == ["true", "false"]
+    assert _condition(doc, "HasBedrockAgent") is False
+    assert _condition(doc, "HasBedrockAgent", CreateBedrockAgent="true") is True
+    for kind in ("AWS::Bedrock::Agent", "AWS::IAM::Role"):
+        for name, resource in _resources(doc, kind).items():
+            assert resource.get("Condition") == "HasBedrockAgent", name
+    for name in ("BedrockAgentId", "BedrockAgentArn"):
+        assert doc["Outputs"][name]["Condition"] == "HasBedrockAgent"
+    assert doc["Outputs"]["BedrockMemoryFunctionArn"]["Value"] == {"GetAtt": "BedrockMemoryFunction.Arn"}
+
+
+def test_the_agent_role_runs_only_the_chosen_model() -> None:
+    doc = load_template()
+    role = doc["Resources"]["BedrockAgentRole"]["Properties"]
+    (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "bedrock.amazonaws.com"} and trust["Action"] == "sts:AssumeRole"
+    assert trust["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    (policy,) = role["Policies"]
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "bedrock:InvokeModel"
+    assert statement["Resource"] == {
+        "Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${BedrockAgentFoundationModel}"
+    }
+    agent = doc["Resources"]["BedrockAgent"]["Properties"]
+    assert agent["AgentResourceRoleArn"] == {"GetAtt": "BedrockAgentRole.Arn"}
+    assert agent["FoundationModel"] == {"Ref": "BedrockAgentFoundationModel"}
+    assert len(agent["Instruction"]) >= 40  # Bedrock's minimum
+
+
+def test_the_agent_action_groups_are_the_generated_function_schemas() -> None:
+    """The inline FunctionSchema is generated (`mnemo openapi --bedrock`): it must equal the generator's."""
+    agent = load_template()["Resources"]["BedrockAgent"]["Properties"]
+    declared = {group["ActionGroupName"]: group for group in agent["ActionGroups"]}
+    groups = action_groups(load_catalog().values())
+    assert set(declared) == {action_group_name(group) for group in groups}
+    for group, members in groups.items():
+        action_group = declared[action_group_name(group)]
+        family = members[0].family
+        assert action_group["ActionGroupExecutor"] == {"Lambda": {"GetAtt": f"{_function_id(family)}.Arn"}}
+        assert action_group.get("ActionGroupState", "ENABLED") == "ENABLED"
+        expected = cloudformation_function_schema(bedrock_functions(members))
+        assert action_group["FunctionSchema"] == expected, (
+            f"template.yaml's FunctionSchema of {action_group_name(group)} is stale; regenerate it from "
+            f"`mnemo openapi --bedrock` ({group}.functions.json):\n{json.dumps(expected, indent=2)}"
+        )
+
+
+@pytest.mark.parametrize("family", _families())
+def test_the_function_is_logged_and_alarmed(family: str) -> None:
+    doc = load_template()
+    function = _function_id(family)
+    group = doc["Resources"][function]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+    assert doc["Resources"][group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+    alarms = [r["Properties"] for r in _resources(doc, "AWS::CloudWatch::Alarm").values()]
+    errors = [a for a in alarms if a.get("MetricName") == "Errors" and a["Dimensions"][0]["Value"] == {"Ref": function}]
+    assert len(errors) == 1
+    throttles = next(a for a in alarms if "Metrics" in a)
+    watched = [m["MetricStat"]["Metric"]["Dimensions"][0]["Value"] for m in throttles["Metrics"] if "MetricStat" in m]
+    assert {"Ref": function} in watched
+    (total,) = [m for m in throttles["Metrics"] if "Expression" in m]
+    ids = [m["Id"] for m in throttles["Metrics"] if "MetricStat" in m]
+    assert sorted(total["Expression"].replace(" ", "").split("+")) == sorted(ids)
