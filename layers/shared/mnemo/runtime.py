@@ -36,23 +36,9 @@ class Services:
     @cached_property
     def index(self) -> VectorIndex:
         if self.settings.vector_index == "opensearch":
-            from mnemo.adapters.aws.opensearch_client import make_client
             from mnemo.adapters.aws.opensearch_index import OpenSearchVectorIndex
 
-            settings = self.settings
-            if not settings.opensearch_endpoint:
-                raise ValueError("MNEMO_OPENSEARCH_ENDPOINT is required when MNEMO_VECTOR_INDEX=opensearch")
-            endpoint = settings.opensearch_endpoint
-            return OpenSearchVectorIndex(
-                lambda: make_client(
-                    endpoint,
-                    settings.aws_region or "us-east-1",
-                    settings.opensearch_service,
-                    endpoint_is_local=endpoint.startswith("http://"),
-                ),
-                index_prefix=settings.index_prefix,
-                serverless=settings.opensearch_service == "aoss",
-            )
+            return OpenSearchVectorIndex.from_settings(self.settings)
         from mnemo.adapters.local.vector_index import LocalVectorIndex
 
         return LocalVectorIndex(self.settings.data_dir / "index.sqlite3")

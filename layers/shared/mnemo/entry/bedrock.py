@@ -142,11 +142,15 @@ def _split(text: str) -> list[str]:
     return [_unquote(item) for item in row]
 
 
-def _array(name: str, text: str) -> list[Any]:
+def _json_or_none(text: str) -> Any:
     try:
-        parsed = json.loads(text)
+        return json.loads(text)
     except ValueError:
-        parsed = None
+        return None
+
+
+def _array(name: str, text: str) -> list[Any]:
+    parsed = _json_or_none(text)
     if isinstance(parsed, list):
         return parsed
     stripped = text.strip()
@@ -158,10 +162,7 @@ def _array(name: str, text: str) -> list[Any]:
 
 
 def _object(name: str, text: str) -> dict[str, Any]:
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        parsed = None
+    parsed = _json_or_none(text)
     if isinstance(parsed, dict):
         return parsed
     stripped = text.strip()

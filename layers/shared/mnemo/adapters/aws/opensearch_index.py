@@ -32,7 +32,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -40,7 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mnemo.adapters.local.lexical import Bm25, analyse
+from mnemo.adapters.local.lexical import K1, B, analyse, idf, term_score
 from mnemo.errors import MnemoError, ProviderError, RateLimited, Timeout
 from mnemo.ports import Filter, Hit, IndexDoc
 
@@ -52,10 +51,6 @@ if TYPE_CHECKING:
 ClientFactory = Callable[[], "OpenSearch"]
 _log = logging.getLogger(__name__)
 
-_LOCAL_BM25 = Bm25()
-#: The local index's BM25 parameters, so both backends score alike.
-K1: float = _LOCAL_BM25.k1
-B: float = _LOCAL_BM25.b
 
 #: The k-NN query accepts k in [1, 10000]; a search returns at most 10000 hits.
 MAX_K = 10_000
@@ -200,9 +195,7 @@ class CorpusStats:
     df: Mapping[str, int]
 
     def idf(self, term: str) -> float:
-        # The formula of mnemo.adapters.local.lexical.Bm25._idf, over the whole namespace.
-        df = self.df.get(term, 0)
-        return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
+        return idf(self.n, self.df.get(term, 0))
 
     def weights(self, query_terms: Sequence[str]) -> dict[str, float]:
         """idf times the term's count in the query, for the query terms the namespace holds."""
@@ -213,13 +206,7 @@ class CorpusStats:
         """Raw BM25 of one document, exactly as ``Bm25.scores`` computes it for one row."""
         tfs = Counter(doc_terms)
         avg = self.avgdl if self.avgdl > 0 else 1.0
-        norm = K1 * (1 - B + B * len(doc_terms) / avg)
-        total = 0.0
-        for term, weight in weights.items():
-            tf = tfs.get(term, 0)
-            if tf:
-                total += weight * tf * (K1 + 1) / (tf + norm)
-        return total
+        return sum(term_score(w, tfs[t], len(doc_terms), avg) for t, w in weights.items() if tfs[t])
 
 
 # ---------------------------------------------------------------- filters ---

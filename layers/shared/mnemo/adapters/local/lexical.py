@@ -154,14 +154,30 @@ def analyse(text: str) -> list[str]:
     return [_stem(word) for word in _TOKEN.findall(text.lower()) if word not in _STOP_WORDS]
 
 
+#: BM25 parameters shared by every index. ``b`` is low (0.3): short memories should not be
+#: rewarded just for being short.
+K1 = 1.2
+B = 0.3
+
+
+def idf(documents: int, frequency: int) -> float:
+    """BM25's inverse document frequency (never negative)."""
+    return math.log(1.0 + (documents - frequency + 0.5) / (frequency + 0.5))
+
+
+def term_score(weight: float, tf: int, length: int, average_length: float, k1: float = K1, b: float = B) -> float:
+    """One term's BM25 contribution to a document of ``length`` tokens holding it ``tf`` times."""
+    norm = k1 * (1 - b + b * length / average_length)
+    return weight * tf * (k1 + 1) / (tf + norm)
+
+
 class Bm25:
     """BM25 whose documents can be added and removed one at a time.
 
-    Rows are small integers owned by the caller. ``b`` defaults to 0.3: short
-    memories should not be rewarded just for being short.
+    Rows are small integers owned by the caller.
     """
 
-    def __init__(self, k1: float = 1.2, b: float = 0.3) -> None:
+    def __init__(self, k1: float = K1, b: float = B) -> None:
         self.k1 = k1
         self.b = b
         self._postings: dict[str, dict[int, int]] = defaultdict(dict)
@@ -188,9 +204,7 @@ class Bm25:
         self._total_length -= self._lengths.pop(row)
 
     def _idf(self, term: str) -> float:
-        n = len(self._lengths)
-        df = len(self._postings.get(term, ()))
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return idf(len(self._lengths), len(self._postings.get(term, ())))
 
     def scores(self, text: str, allowed: set[int] | None) -> tuple[dict[int, float], float]:
         """Raw BM25 per matching row, and the score of a typical full match.
@@ -207,11 +221,9 @@ class Bm25:
         scores: dict[int, float] = defaultdict(float)
         ceiling = 0.0
         for term, query_tf in Counter(terms).items():
-            idf = self._idf(term) * query_tf
-            ceiling += idf
+            weight = self._idf(term) * query_tf
+            ceiling += weight
             for row, tf in self._postings[term].items():
-                if allowed is not None and row not in allowed:
-                    continue
-                norm = k1 * (1 - b + b * self._lengths[row] / avg)
-                scores[row] += idf * tf * (k1 + 1) / (tf + norm)
+                if allowed is None or row in allowed:
+                    scores[row] += term_score(weight, tf, self._lengths[row], avg, k1, b)
         return scores, ceiling
