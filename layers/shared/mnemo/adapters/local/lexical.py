@@ -223,7 +223,9 @@ class Bm25:
         for term, query_tf in Counter(terms).items():
             weight = self._idf(term) * query_tf
             ceiling += weight
+            # term_score, inlined: this loop runs once per posting and is the hot path of a search.
+            lengths, saturation = self._lengths, k1 + 1
             for row, tf in self._postings[term].items():
                 if allowed is None or row in allowed:
-                    scores[row] += term_score(weight, tf, self._lengths[row], avg, k1, b)
+                    scores[row] += weight * tf * saturation / (tf + k1 * (1 - b + b * lengths[row] / avg))
         return scores, ceiling
