@@ -60,3 +60,12 @@ def test_tool_errors_are_is_error_results_with_the_envelope(services: Services) 
 def test_no_identity_is_refused_before_mcp(services: Services) -> None:
     answer = rpc("tools/list", {}, user=None)
     assert answer["statusCode"] == 403 and json.loads(answer["body"])["errorCode"] == "UNAUTHORIZED"
+
+
+def test_a_malformed_body_is_answered_not_raised(services: Services) -> None:
+    event = rest_event("mcp", "{not json", {"user": "alice", "tenant": "acme"})
+    event["path"] = event["resource"] = "/mcp"
+    event["headers"].update({"Accept": ACCEPT, "MCP-Protocol-Version": "2025-06-18"})
+    answer = _handler()(event, FakeLambdaContext())
+    assert 400 <= answer["statusCode"] < 500
+    assert "Traceback" not in answer["body"]

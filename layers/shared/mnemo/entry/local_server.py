@@ -99,6 +99,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(error.status, error.envelope())
 
     def do_GET(self) -> None:
+        try:
+            self._get()
+        except Exception:  # the routes answer their own errors; this is the last line
+            logger.exception("local server failure")
+            self._error(ProviderError("Internal error; it has been logged"))
+
+    def _get(self) -> None:
         path = urlsplit(self.path).path
         if path == "/health":
             self._json(200, {"status": "ok", "version": __version__, "tools": len(load_catalog())})

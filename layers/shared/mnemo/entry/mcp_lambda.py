@@ -14,7 +14,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from mnemo.entry.identity import context_from_event
-from mnemo.errors import MnemoError
+from mnemo.errors import MnemoError, ProviderError
 
 logger = Logger(service="mnemo-mcp")
 
@@ -31,10 +31,15 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         caller = context_from_event(event)
     except MnemoError as error:
         return _proxy(error.status, {"Content-Type": "application/json"}, json.dumps(error.envelope()).encode())
-    raw = event.get("body") or ""
-    body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode("utf-8")
-    headers = {key: str(value) for key, value in (event.get("headers") or {}).items()}
-    status, response_headers, payload = http_bridge(local_only=False).handle(
-        event.get("httpMethod", "POST"), headers, body, caller
-    )
+    try:
+        raw = event.get("body") or ""
+        body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode("utf-8")
+        headers = {key: str(value) for key, value in (event.get("headers") or {}).items()}
+        status, response_headers, payload = http_bridge(local_only=False).handle(
+            event.get("httpMethod", "POST"), headers, body, caller
+        )
+    except Exception:  # the SDK answers protocol errors itself; anything else must not leak
+        logger.exception("MCP request failed")
+        error = ProviderError("Internal error; it has been logged")
+        return _proxy(error.status, {"Content-Type": "application/json"}, json.dumps(error.envelope()).encode())
     return _proxy(status, response_headers, payload)
