@@ -40,6 +40,6 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         )
     except Exception:  # the SDK answers protocol errors itself; anything else must not leak
         logger.exception("MCP request failed")
-        error = ProviderError("Internal error; it has been logged")
-        return _proxy(error.status, {"Content-Type": "application/json"}, json.dumps(error.envelope()).encode())
+        failure = ProviderError("Internal error; it has been logged")
+        return _proxy(failure.status, {"Content-Type": "application/json"}, json.dumps(failure.envelope()).encode())
     return _proxy(status, response_headers, payload)
