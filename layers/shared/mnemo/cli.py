@@ -234,11 +234,16 @@ def build_parser() -> argparse.ArgumentParser:
     reindex.add_argument("--data-dir", type=Path)
     reindex.add_argument("--pending", action="store_true", help="only index what failed to index earlier")
     reindex.set_defaults(run=cmd_reindex)
+
+    from mnemo.cli_knowledge import add_commands
+
+    add_commands(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _settings_env(args)
     return int(args.run(args))
 
 

@@ -7,11 +7,16 @@ and a Lambda container keeps its clients between invocations.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from mnemo.knowledge.repository import KnowledgeRepository
+from mnemo.knowledge.service import KnowledgeService
 from mnemo.memory.service import MemoryService
 from mnemo.ports import BlobStore, Embedder, EventPublisher, RecordStore, VectorIndex
 from mnemo.settings import Settings
+
+if TYPE_CHECKING:
+    from mnemo.sync.service import SyncService
 
 
 class Services:
@@ -84,6 +89,27 @@ class Services:
     @cached_property
     def memory(self) -> MemoryService:
         return MemoryService(self.records, self.index, self.embedder, dedupe_similarity=self.settings.dedupe_similarity)
+
+    @cached_property
+    def repository(self) -> KnowledgeRepository:
+        return KnowledgeRepository(self.blobs)
+
+    @cached_property
+    def knowledge(self) -> KnowledgeService:
+        return KnowledgeService(self.records, self.index, self.embedder, self.repository)
+
+    @cached_property
+    def sync(self) -> SyncService:
+        from mnemo.sync.service import SyncService
+
+        return SyncService(
+            self.records,
+            self.index,
+            self.embedder,
+            self.repository,
+            self.memory,
+            stale_after_seconds=self.settings.sync_stale_after_seconds,
+        )
 
 
 _services: Services | None = None

@@ -21,6 +21,7 @@ the embedded default, so ``mnemo serve`` runs on a laptop with no cloud at all.
 | MNEMO_EVENT_BUS | EventBridge bus name | default |
 | MNEMO_AWS_REGION | region for every AWS client (else AWS_REGION) | |
 | MNEMO_AWS_ENDPOINT | one endpoint for every AWS client (a moto server) | |
+| MNEMO_SYNC_STALE_AFTER_SECONDS | sync_status is unhealthy when the last sync is older | 86400 |
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ class Settings(BaseModel):
 
     #: Cosine similarity at which memory_add treats new content as a duplicate.
     dedupe_similarity: float = Field(0.95, ge=0.0, le=1.0)
+    #: sync_status reports unhealthy when the last sync is older than this.
+    sync_stale_after_seconds: float = Field(86400.0, gt=0)
     #: Roles granted to a local-server caller that sends no X-Mnemo-Roles header.
     default_local_roles: tuple[str, ...] = ("writer",)
 

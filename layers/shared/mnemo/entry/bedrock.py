@@ -502,16 +502,17 @@ def _fit(answer: dict[str, Any], tool: Tool | None) -> dict[str, Any]:
     return answer
 
 
-def action_group_handler(family: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """The Lambda handler for one family's action groups, OpenAPI and function details alike."""
+def action_group_handler(*families: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The Lambda handler for these families' action groups, OpenAPI and function details alike."""
     tools = {
         tool.name: tool
         for group, members in action_groups(load_catalog().values()).items()
         for tool in members
-        if group == family or group.startswith(f"{family}-")
+        if any(group == family or group.startswith(f"{family}-") for family in families)
     }
-    if not tools:
-        raise ValueError(f"no tool family {family!r} in the catalog")
+    missing = [f for f in families if not any(t.family == f for t in tools.values())]
+    if not families or missing:
+        raise ValueError(f"no tool family {missing or families!r} in the catalog")
     resolver = build_openapi_resolver(tools.values())
     by_path = {api_path(tool): tool for tool in tools.values()}
 

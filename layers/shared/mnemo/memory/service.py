@@ -15,7 +15,8 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from mnemo.context import MEMORY_LAYERS, SHARED_LAYERS, WRITER_ROLE, Layer, RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized
@@ -74,6 +75,18 @@ def _lexical_text(content: str, occurred_at: str | None) -> str:
     return f"{content} {moment.day} {moment.strftime('%B %Y')}"
 
 
+class _HasUser(Protocol):
+    @property
+    def user(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class _Actor:
+    """Who made a change that no tool call made (a sync run)."""
+
+    user: str
+
+
 class MemoryService:
     def __init__(
         self,
@@ -117,7 +130,7 @@ class MemoryService:
             keywords=keywords,
         )
 
-    def _history(self, scope: str, memory_id: str, event: str, context: RequestContext, **extra: Any) -> Put:
+    def _history(self, scope: str, memory_id: str, event: str, context: _HasUser, **extra: Any) -> Put:
         at = _iso(_now())
         data = {"memoryId": memory_id, "event": event, "at": at, "actor": context.user, **extra}
         sk = f"HIST#{memory_id}#{at}#{event}#{secrets.token_hex(3)}"
@@ -226,7 +239,7 @@ class MemoryService:
         """
         memory_id = sk.removeprefix("MEM#")
         item = self._records.get(pk, sk)
-        if item is None:
+        if item is None or item.data.get("orphaned"):
             self._index.delete(NAMESPACE, [memory_id])
             return "removed"
         vector = self._embedder.embed([item.data["content"]])[0]
@@ -252,7 +265,8 @@ class MemoryService:
         for hit in self._index.knn(NAMESPACE, vector, {"scope": [scope]}, 3):
             if hit.score < self._dedupe_similarity:
                 return None
-            if self._records.get(partition, f"MEM#{hit.id}") is not None:
+            found = self._records.get(partition, f"MEM#{hit.id}")
+            if found is not None and not found.data.get("orphaned"):
                 return hit.id
         return None
 
@@ -354,7 +368,7 @@ class MemoryService:
             for _, negative_score, memory_id, scope in batch:
                 data = found.get(memory_id)
                 fingerprint = " ".join(data["content"].lower().split()) if data else ""
-                if data is None or data["scope"] != scope or fingerprint in seen_content:
+                if data is None or data["scope"] != scope or data.get("orphaned") or fingerprint in seen_content:
                     dropped += 1
                     continue
                 seen_content.add(fingerprint)
@@ -401,6 +415,68 @@ class MemoryService:
             return MemoryDeleteOutput(message="Memory deleted successfully", memory_id=memory_id)
         raise NotFound(f"Memory '{memory_id}' not found", {"field": "memoryId", "memoryId": memory_id})
 
+    # ------------------------------------------------- knowledge pointers
+    def put_pointer(
+        self,
+        scope: str,
+        layer: Layer,
+        memory_id: str,
+        content: str,
+        tags: list[str],
+        pointer: dict[str, Any],
+        actor: str,
+    ) -> None:
+        """Create or refresh the memory that mirrors a knowledge item (written by sync).
+
+        The id is derived from the item, so a replayed sync rewrites the same
+        memory; a version check makes a concurrent edit a CONFLICT, not a lost write.
+        """
+        partition = _partition(scope)
+        existing = self._records.get(partition, f"MEM#{memory_id}")
+        data = {
+            "memoryId": memory_id,
+            "content": content,
+            "layer": layer,
+            "scope": scope,
+            "tags": tags,
+            "metadata": {"source": "knowledge_sync", "knowledgePointer": pointer},
+            "createdAt": existing.data["createdAt"] if existing else _iso(_now()),
+            "occurredAt": None,
+            "contentHash": _hash(content),
+            "embeddingModel": self._embedder.name,
+            "createdBy": actor,
+        }
+        event = "SYNC_UPDATE" if existing else "SYNC_ADD"
+        put = Put(
+            Item(partition, f"MEM#{memory_id}", data, version=existing.version + 1 if existing else 1),
+            expect=existing.version if existing else "absent",
+        )
+        try:
+            self._records.write([put, self._history(scope, memory_id, event, _Actor(actor), contentHash=data["contentHash"])])
+        except ConditionFailed:
+            raise Conflict("The knowledge pointer changed while it was being written; retry") from None
+        vector = self._embedder.embed([content])[0]
+        self._index_or_queue(partition, memory_id, lambda: self._index.upsert(NAMESPACE, [self._index_doc(data, vector)]))
+
+    def orphan_pointer(self, scope: str, memory_id: str, actor: str) -> bool:
+        """Mark a knowledge pointer orphaned (its item is gone) and take it out of search."""
+        partition = _partition(scope)
+        existing = self._records.get(partition, f"MEM#{memory_id}")
+        if existing is None or existing.data.get("orphaned"):
+            return False
+        data = {**existing.data, "orphaned": True, "orphanedAt": _iso(_now())}
+        try:
+            self._records.write(
+                [
+                    Put(Item(partition, existing.sk, data, version=existing.version + 1), expect=existing.version),
+                    self._history(scope, memory_id, "ORPHAN", _Actor(actor), contentHash=data["contentHash"]),
+                ]
+            )
+        except ConditionFailed:
+            raise Conflict("The knowledge pointer changed while it was being orphaned; retry") from None
+        self._index_or_queue(partition, memory_id, lambda: self._index.delete(NAMESPACE, [memory_id]))
+        return True
+
     # ------------------------------------------------------------ reindex
     def reindex(self, batch: int = 64) -> int:
         """Rebuild the vector index from the records (the source of truth)."""
@@ -414,7 +490,7 @@ class MemoryService:
             pending.clear()
 
         for item in self._records.scan("MEM|"):
-            if item.sk.startswith("MEM#"):
+            if item.sk.startswith("MEM#") and not item.data.get("orphaned"):
                 pending.append(item.data)
                 total += 1
                 if len(pending) >= batch:

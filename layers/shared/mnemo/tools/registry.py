@@ -100,7 +100,7 @@ def tool(family: str) -> Callable[[ToolFunction], ToolFunction]:
 
 def load_catalog() -> Mapping[str, Tool]:
     """Import every family module, so that each has registered its tools."""
-    from mnemo.tools import memory  # noqa: F401
+    from mnemo.tools import knowledge, memory, sync  # noqa: F401
 
     return CATALOG
 

@@ -1,0 +1,159 @@
+"""`mnemo knowledge validate|push DIR` and `mnemo sync`: the knowledge repository from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from mnemo.knowledge.documents import DocumentError, is_knowledge_file, parse_document
+from mnemo.knowledge.models import KnowledgeItem
+
+
+@dataclass
+class Validation:
+    items: dict[str, KnowledgeItem] = field(default_factory=dict)
+    errors: list[DocumentError] = field(default_factory=list)
+
+
+def knowledge_files(root: Path) -> Iterator[tuple[str, Path]]:
+    """(relative posix path, file) of every knowledge file under ``root``, sorted."""
+    for file in sorted(root.rglob("*.md")):
+        relative = file.relative_to(root).as_posix()
+        if file.is_file() and is_knowledge_file(relative):
+            yield relative, file
+
+
+def validate_tree(root: Path) -> Validation:
+    """Parse every file; also refuse an id used twice in a layer and a dangling `supersedes`."""
+    result = Validation()
+    for relative, file in knowledge_files(root):
+        try:
+            result.items[relative] = parse_document(relative, file.read_bytes())
+        except DocumentError as error:
+            result.errors.append(error)
+    owners: dict[tuple[str, str | None, str], str] = {}
+    for relative, item in result.items.items():
+        key = (item.layer, item.layer_id, item.id)
+        if key in owners:
+            result.errors.append(DocumentError(relative, "id", f"'{item.id}' is already used by {owners[key]}"))
+        owners.setdefault(key, relative)
+    known = {item.id for item in result.items.values()}
+    for relative, item in result.items.items():
+        if item.supersedes and item.supersedes not in known:
+            result.errors.append(DocumentError(relative, "supersedes", f"no item '{item.supersedes}' in the repository"))
+    return result
+
+
+def _progress(out: TextIO, done: int, total: int, label: str) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    bar = "#" * filled + "-" * (width - filled)
+    end = "\n" if done == total else ""
+    out.write(f"\r[{bar}] {done}/{total} {label[:60]:<60}{end}")
+    out.flush()
+
+
+def _context() -> object:
+    from mnemo.entry.identity import context_from_environment
+
+    return context_from_environment(os.environ)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    root = Path(args.directory)
+    if not root.is_dir():
+        print(f"{root}: not a directory", file=sys.stderr)
+        return 2
+    result = validate_tree(root)
+    for error in result.errors:
+        print(f"{error.path}: {error.field}: {error.message}")
+    constraints = sum(len(item.constraints) for item in result.items.values())
+    print(f"{len(result.items)} valid items ({constraints} constraints), {len(result.errors)} errors")
+    return 1 if result.errors or not result.items else 0
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    from mnemo.context import RequestContext
+    from mnemo.runtime import get_services
+
+    root = Path(args.directory)
+    if not root.is_dir():
+        print(f"{root}: not a directory", file=sys.stderr)
+        return 2
+    result = validate_tree(root)
+    if result.errors and not args.allow_invalid:
+        for error in result.errors:
+            print(f"{error.path}: {error.field}: {error.message}", file=sys.stderr)
+        print("nothing pushed: fix the files above, or pass --allow-invalid", file=sys.stderr)
+        return 1
+    context = _context()
+    assert isinstance(context, RequestContext)
+    repository = get_services().repository
+    files = list(knowledge_files(root))
+    author = args.author or os.environ.get("USER") or "mnemo-cli"
+    message = args.message or f"mnemo knowledge push {root.name}"
+    stored = unchanged = 0
+    for position, (relative, file) in enumerate(files, start=1):
+        if repository.push(context.tenant, relative, file.read_bytes(), author=author, message=message):
+            stored += 1
+        else:
+            unchanged += 1
+        _progress(sys.stderr, position, len(files), relative)
+    removed = 0
+    if args.prune:
+        present = {relative for relative, _ in files}
+        for relative in repository.paths(context.tenant):
+            if relative not in present:
+                repository.remove(context.tenant, relative)
+                removed += 1
+    print(f"pushed {stored} files, {unchanged} unchanged, {removed} removed (tenant {context.tenant})")
+    return 0
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    from mnemo.context import RequestContext
+    from mnemo.errors import MnemoError
+    from mnemo.runtime import get_services
+    from mnemo.sync.models import SyncNowInput
+
+    context = _context()
+    assert isinstance(context, RequestContext)
+    try:
+        request = SyncNowInput(force=args.force, types=args.type or None, layers=args.layer or None)
+        output = get_services().sync.sync(context.tenant, request, actor=context.user or "mnemo-cli")
+    except MnemoError as error:
+        print(json.dumps(error.envelope(), indent=2))
+        return 1
+    print(json.dumps(output.model_dump(mode="json", by_alias=True), indent=2))
+    return 0 if output.result.failures == 0 else 1
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    knowledge = commands.add_parser("knowledge", help="the organisational knowledge repository (markdown files)")
+    actions = knowledge.add_subparsers(dest="action", required=True)
+
+    validate = actions.add_parser("validate", help="check every file's front matter, ids and patterns")
+    validate.add_argument("directory")
+    validate.set_defaults(run=cmd_validate)
+
+    push = actions.add_parser("push", help="upload a repository to the knowledge store (S3 or local), as new versions")
+    push.add_argument("directory")
+    push.add_argument("--data-dir", type=Path)
+    push.add_argument("--author", help="recorded in each new version's history (default: $USER)")
+    push.add_argument("--message", help="recorded in each new version's history")
+    push.add_argument("--prune", action="store_true", help="remove stored files that are not in the directory")
+    push.add_argument("--allow-invalid", action="store_true", help="push even if some files do not validate")
+    push.set_defaults(run=cmd_push)
+
+    sync = commands.add_parser("sync", help="sync knowledge into memory now (the tenant from MNEMO_TENANT)")
+    sync.add_argument("--data-dir", type=Path)
+    sync.add_argument("--force", action="store_true", help="re-apply every item, ignoring delta detection")
+    sync.add_argument("--type", action="append", choices=["adr", "policy", "pattern", "spec"])
+    sync.add_argument("--layer", action="append", choices=["company", "org", "team", "project"])
+    sync.set_defaults(run=cmd_sync)

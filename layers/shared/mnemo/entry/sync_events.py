@@ -1,0 +1,79 @@
+"""The EventBridge front door of sync: the schedule, and S3 object events of the knowledge bucket.
+
+- ``Scheduled Event`` (source ``aws.events``): a full sync of every tenant that
+  has knowledge files. A tenant whose sync is already running is skipped (that
+  run covers it); any other failure is raised after the other tenants ran, so
+  the invocation counts as an error and alarms.
+- ``Object Created`` / ``Object Deleted`` (source ``aws.s3``): an incremental
+  sync of just that object (``knowledge/{tenant}/{path}``). Keys outside the
+  knowledge tree are ignored. If the tenant's sync is running, the CONFLICT is
+  raised so that Lambda's asynchronous retries deliver the event again later.
+
+Shapes as documented for EventBridge: ``detail-type``, ``source`` and, for
+S3, ``detail.bucket.name`` and ``detail.object.key``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from mnemo.errors import Conflict, MnemoError, ProviderError
+from mnemo.knowledge.documents import is_knowledge_file, split_key
+from mnemo.runtime import get_services
+from mnemo.sync.models import SyncNowInput
+
+logger = Logger(service="mnemo")
+S3_DETAIL_TYPES = {"Object Created", "Object Deleted"}
+
+
+def sync_object(key: str) -> dict[str, Any]:
+    found = split_key(key)
+    if found is None or not is_knowledge_file(found[1]):
+        logger.info("ignored object outside the knowledge tree", extra={"key": key})
+        return {"ignored": key}
+    tenant, path = found
+    output = get_services().sync.sync(tenant, SyncNowInput(), actor="s3-event", paths=[path])
+    logger.info("synced object", extra={"tenant": tenant, "path": path, "result": output.result.model_dump()})
+    return {"tenant": tenant, "path": path, "result": output.result.model_dump(by_alias=True)}
+
+
+def sync_all() -> dict[str, Any]:
+    services = get_services()
+    results: dict[str, Any] = {}
+    failed: list[str] = []
+    for tenant in services.repository.tenants():
+        try:
+            output = services.sync.sync(tenant, SyncNowInput(), actor="schedule")
+        except Conflict:
+            results[tenant] = "skipped: a sync is already running"
+            continue
+        except Exception as error:  # the other tenants still sync
+            logger.exception("scheduled sync failed", extra={"tenant": tenant})
+            results[tenant] = f"failed: {error}"
+            failed.append(tenant)
+            continue
+        results[tenant] = output.result.model_dump(by_alias=True)
+    logger.info("scheduled sync", extra={"results": results})
+    if failed:
+        raise ProviderError(f"sync failed for {len(failed)} tenant(s)", {"tenants": failed})
+    return results
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    detail_type = event.get("detail-type")
+    if event.get("source") == "aws.s3" and detail_type in S3_DETAIL_TYPES:
+        try:
+            key = event["detail"]["object"]["key"]
+        except (KeyError, TypeError):
+            raise ValueError("an S3 event without detail.object.key") from None
+        try:
+            return sync_object(str(key))
+        except MnemoError as error:
+            logger.warning("object sync failed; the event will be retried", extra={"error": error.envelope()})
+            raise
+    if detail_type == "Scheduled Event":
+        return sync_all()
+    raise ValueError(f"unexpected event: source={event.get('source')!r} detail-type={detail_type!r}")

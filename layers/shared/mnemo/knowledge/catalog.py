@@ -1,0 +1,99 @@
+"""The synced knowledge catalog: one record per item in its layer's partition, one index doc.
+
+Records (the truth the tools read):
+    KNOW|{scope} / ITEM#{id}   the parsed item, its effective status and first-sync time
+
+``scope`` is the same key a memory layer uses (``t=acme|org|o=engineering``),
+so a caller reaches exactly the knowledge layers its identity names, as with
+memories. The vector index (namespace ``knowledge``) only finds ids; every hit
+is read back from the records before it is answered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from mnemo.context import RequestContext
+from mnemo.knowledge.models import KNOWLEDGE_LAYERS, KnowledgeItem, KnowledgeLayer
+from mnemo.ports import Embedder, IndexDoc, Item, RecordStore
+
+NAMESPACE = "knowledge"
+_EMBED_BODY_CHARS = 1500
+MAX_ITEMS_PER_LAYER = 50_000
+
+
+def scope_of(tenant: str, layer: str, layer_id: str | None) -> str:
+    ids = {"org": {"org": layer_id}, "team": {"team": layer_id}, "project": {"project": layer_id}}.get(layer, {})
+    return RequestContext(tenant=tenant, **ids).scope_key(layer)
+
+
+def partition(scope: str) -> str:
+    return f"KNOW|{scope}"
+
+
+def item_key(item_id: str) -> str:
+    return f"ITEM#{item_id}"
+
+
+def doc_id(scope: str, item_id: str) -> str:
+    return "kn_" + hashlib.sha256(f"{scope}#{item_id}".encode()).hexdigest()[:24]
+
+
+def visible_layers(context: RequestContext, wanted: KnowledgeLayer | None = None) -> list[KnowledgeLayer]:
+    """The knowledge layers the caller's identity names, most specific first."""
+    return [layer for layer in KNOWLEDGE_LAYERS if (wanted in (None, layer)) and context.can_read(layer)]
+
+
+def stored_item(item: Item) -> KnowledgeItem:
+    return KnowledgeItem.model_validate(item.data["item"])
+
+
+def effective_status(data: dict[str, Any]) -> str:
+    return str(data.get("effectiveStatus") or data["item"]["status"])
+
+
+def embedding_text(item: KnowledgeItem) -> str:
+    return f"{item.title}. {item.summary} {' '.join(item.tags)}\n{item.content[:_EMBED_BODY_CHARS]}"
+
+
+def index_doc(item: KnowledgeItem, scope: str, status: str, vector: Sequence[float]) -> IndexDoc:
+    return IndexDoc(
+        id=doc_id(scope, item.id),
+        vector=vector,
+        text=f"{item.title}\n{item.summary}\n{' '.join(item.tags)}\n{item.content}",
+        keywords={
+            "scope": [scope],
+            "layer": [item.layer],
+            "type": [item.type],
+            "status": [status],
+            "tags": sorted({tag.lower() for tag in item.tags}),
+            "itemId": [item.id],
+        },
+    )
+
+
+class Catalog:
+    """Reads of the catalog records; writes happen in sync (mnemo.sync)."""
+
+    def __init__(self, records: RecordStore) -> None:
+        self._records = records
+
+    def get(self, scope: str, item_id: str) -> Item | None:
+        return self._records.get(partition(scope), item_key(item_id))
+
+    def list(self, scope: str) -> list[Item]:
+        """Every item of one layer: one partition query, paged by the store."""
+        return self._records.query(partition(scope), "ITEM#", limit=MAX_ITEMS_PER_LAYER)
+
+    def find(self, context: RequestContext, item_id: str) -> Item | None:
+        """The item with this id in the most specific layer the caller can see."""
+        for layer in visible_layers(context):
+            found = self.get(context.scope_key(layer), item_id)
+            if found is not None:
+                return found
+        return None
+
+    def embed(self, embedder: Embedder, items: Sequence[KnowledgeItem]) -> list[list[float]]:
+        return [list(v) for v in embedder.embed([embedding_text(item) for item in items])]

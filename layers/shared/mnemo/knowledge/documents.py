@@ -1,0 +1,196 @@
+"""Knowledge files: where they live, and how a markdown file becomes a KnowledgeItem.
+
+A tenant's repository is a tree of markdown files with YAML front matter:
+
+    company/**.md            the company layer (the tenant)
+    orgs/{orgId}/**.md       one org
+    teams/{teamId}/**.md     one team
+    projects/{projectId}/**.md
+
+In the blob store the tree sits under ``knowledge/{tenant}/``. A file that is
+not valid (layout, YAML, schema, pattern) raises DocumentError naming its path
+and the failing field; it never stops the other files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from mnemo.knowledge.models import Constraint, KnowledgeItem, KnowledgeLayer
+from mnemo.knowledge.patterns import validate_pattern
+
+ROOT = "knowledge"
+LAYER_FOLDERS: dict[str, KnowledgeLayer] = {"orgs": "org", "teams": "team", "projects": "project"}
+MAX_DOCUMENT_BYTES = 256 * 1024  # a catalog record must stay well under DynamoDB's 400 KB item limit
+
+_LAYER_ID = re.compile(r"^[A-Za-z0-9._@:+=,\-]{1,256}$")
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?P<yaml>.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(?P<body>.*)\Z", re.DOTALL)
+
+
+class DocumentError(ValueError):
+    def __init__(self, path: str, field: str, message: str) -> None:
+        super().__init__(f"{path}: {field}: {message}")
+        self.path = path
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a file sits in the repository: its layer and the id of that layer."""
+
+    layer: KnowledgeLayer
+    layer_id: str | None
+
+
+def tenant_prefix(tenant: str) -> str:
+    return f"{ROOT}/{tenant}/"
+
+
+def split_key(key: str) -> tuple[str, str] | None:
+    """(tenant, relative path) of a blob key under the knowledge root, else None."""
+    parts = key.split("/", 2)
+    if len(parts) != 3 or parts[0] != ROOT or not parts[1] or not parts[2]:
+        return None
+    return parts[1], parts[2]
+
+
+def is_knowledge_file(path: str) -> bool:
+    return path.endswith(".md") and path.split("/", 1)[0] in {"company", *LAYER_FOLDERS}
+
+
+def place_of(path: str) -> Place:
+    """The layer a relative path belongs to; DocumentError if the path fits no layer."""
+    parts = path.split("/")
+    if any(part in {"", ".", ".."} for part in parts):
+        raise DocumentError(path, "path", "empty, '.' or '..' segments are not allowed")
+    if parts[0] == "company" and len(parts) >= 2:
+        return Place("company", None)
+    if parts[0] in LAYER_FOLDERS and len(parts) >= 3:
+        if not _LAYER_ID.match(parts[1]):
+            raise DocumentError(path, "path", f"'{parts[1]}' is not a valid {LAYER_FOLDERS[parts[0]]} id")
+        return Place(LAYER_FOLDERS[parts[0]], parts[1])
+    raise DocumentError(path, "path", "knowledge files live under company/, orgs/{id}/, teams/{id}/ or projects/{id}/")
+
+
+@cache
+def front_matter_schema() -> dict[str, Any]:
+    text = resources.files("mnemo.knowledge").joinpath("front_matter.schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@cache
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(front_matter_schema())
+
+
+def _yaml_loader() -> Any:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """SafeLoader that keeps dates and times as the strings the author wrote."""
+
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    return Loader
+
+
+def _field_of(error: Any) -> str:
+    path = [str(part) for part in error.absolute_path]
+    if error.validator == "required":
+        missing = re.findall(r"'([^']+)' is a required property", error.message)
+        path.append(missing[0] if missing else "")
+    if error.validator == "additionalProperties":
+        extra = re.findall(r"'([^']+)'", error.message)
+        path.append(extra[0] if extra else "")
+    return ".".join(part for part in path if part) or "frontMatter"
+
+
+def read_front_matter(path: str, text: str) -> tuple[dict[str, Any], str]:
+    """The validated front matter and the markdown body of one file."""
+    import yaml
+
+    match = _FRONT_MATTER.match(text.lstrip("\ufeff"))
+    if match is None:
+        raise DocumentError(path, "frontMatter", "the file must start with YAML front matter between '---' lines")
+    try:
+        data = yaml.load(match["yaml"], Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark is not None else ""
+        raise DocumentError(path, "frontMatter", f"invalid YAML{where}: {getattr(error, 'problem', error)}") from None
+    if not isinstance(data, dict):
+        raise DocumentError(path, "frontMatter", "the front matter must be a YAML mapping")
+    errors = sorted(_validator().iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        first = errors[0]
+        raise DocumentError(path, _field_of(first), first.message)
+    for number, constraint in enumerate(data.get("constraints", [])):
+        reason = validate_pattern(constraint["pattern"])
+        if reason:
+            raise DocumentError(path, f"constraints.{number}.pattern", reason)
+    return data, match["body"].strip("\n")
+
+
+def content_hash(item: KnowledgeItem) -> str:
+    """SHA-256 over everything the file says (content, constraints, status and the rest)."""
+    said = item.model_dump(
+        mode="json", exclude={"path", "version", "content_hash", "superseded_by", "created_at", "updated_at"}
+    )
+    return hashlib.sha256(json.dumps(said, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def parse_document(path: str, raw: bytes, *, version: str = "", modified_at: str = "") -> KnowledgeItem:
+    """One file as a KnowledgeItem; DocumentError names the path and field that failed."""
+    if len(raw) > MAX_DOCUMENT_BYTES:
+        raise DocumentError(path, "content", f"the file is over {MAX_DOCUMENT_BYTES // 1024} KB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DocumentError(path, "content", "the file is not UTF-8 text") from None
+    place = place_of(path)
+    data, body = read_front_matter(path, text)
+    severity = data.get("severity", "warn")
+    constraints = [
+        Constraint(
+            operator=c["operator"],
+            target=c["target"],
+            pattern=c["pattern"],
+            applies_to=c.get("appliesTo", []),
+            severity=c.get("severity", severity),
+            message=c.get("message", ""),
+        )
+        for c in data.get("constraints", [])
+    ]
+    item = KnowledgeItem(
+        id=data["id"],
+        type=data["type"],
+        layer=place.layer,
+        layer_id=place.layer_id,
+        title=data["title"],
+        summary=data["summary"],
+        content=body,
+        status=data.get("status", "accepted"),
+        severity=severity,
+        tags=data.get("tags", []),
+        constraints=constraints,
+        metadata=data.get("metadata", {}),
+        supersedes=data.get("supersedes"),
+        created_at=data.get("created"),
+        updated_at=data.get("updated") or modified_at or None,
+        path=path,
+        version=version,
+    )
+    item.content_hash = content_hash(item)
+    return item

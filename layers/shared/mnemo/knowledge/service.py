@@ -1,0 +1,206 @@
+"""Knowledge rules: what a caller may see, how items rank, and which constraints apply.
+
+Items come from the synced catalog (mnemo.knowledge.catalog). A caller sees the
+company layer and the org, team and project its identity names. When the same
+id exists in several of those layers the most specific wins (project > team >
+org > company): it overrides the item, and its constraints, of the wider layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mnemo.context import RequestContext
+from mnemo.errors import MnemoError, NotFound, invalid_field
+from mnemo.knowledge import catalog
+from mnemo.knowledge.catalog import Catalog, effective_status, stored_item, visible_layers
+from mnemo.knowledge.models import (
+    KNOWLEDGE_LAYERS,
+    KnowledgeCheckInput,
+    KnowledgeCheckOutput,
+    KnowledgeDetail,
+    KnowledgeItem,
+    KnowledgeQueryInput,
+    KnowledgeQueryOutput,
+    KnowledgeShowInput,
+    KnowledgeShowOutput,
+    KnowledgeSummary,
+)
+from mnemo.knowledge.repository import KnowledgeRepository
+from mnemo.memory.scoring import calibration_for
+from mnemo.ports import Embedder, Filter, Item, RecordStore, VectorIndex
+
+CANDIDATES = 100
+PRECEDENCE = {layer: rank for rank, layer in enumerate(KNOWLEDGE_LAYERS)}
+
+
+def _summary(data: dict[str, Any], score: float | None = None) -> KnowledgeSummary:
+    item = KnowledgeItem.model_validate(data["item"])
+    return KnowledgeSummary(
+        id=item.id,
+        type=item.type,
+        layer=item.layer,
+        title=item.title,
+        summary=item.summary,
+        status=effective_status(data),  # type: ignore[arg-type]
+        tags=item.tags,
+        has_constraints=bool(item.constraints),
+        score=score,
+    )
+
+
+class KnowledgeService:
+    def __init__(
+        self, records: RecordStore, index: VectorIndex, embedder: Embedder, repository: KnowledgeRepository
+    ) -> None:
+        self._catalog = Catalog(records)
+        self._records = records
+        self._index = index
+        self._embedder = embedder
+        self._repository = repository
+
+    # -------------------------------------------------------------- query
+    def query(self, context: RequestContext, request: KnowledgeQueryInput) -> KnowledgeQueryOutput:
+        layers = visible_layers(context, request.layer)
+        scopes = {context.scope_key(layer): layer for layer in layers}
+        if request.query is None:
+            ranked = self._browse(scopes, request)
+        else:
+            ranked = self._search(scopes, request)
+        # The most specific layer's item wins over the same id further out.
+        best: dict[str, tuple[int, float, dict[str, Any]]] = {}
+        for rank, score, data in ranked:
+            item_id = data["item"]["id"]
+            if item_id not in best or rank < best[item_id][0]:
+                best[item_id] = (rank, score, data)
+        ordered = sorted(best.values(), key=lambda entry: (-entry[1], entry[0], entry[2]["item"]["id"]))
+        items = [_summary(data, round(score, 4) if request.query else None) for _, score, data in ordered]
+        return KnowledgeQueryOutput(items=items[: request.limit], total_count=len(items), searched_layers=layers)
+
+    @staticmethod
+    def _matches(data: dict[str, Any], request: KnowledgeQueryInput) -> bool:
+        item = data["item"]
+        if request.type and item["type"] != request.type:
+            return False
+        if effective_status(data) not in request.status:
+            return False
+        if request.tags:
+            wanted = {tag.lower() for tag in request.tags}
+            if not wanted & {tag.lower() for tag in item["tags"]}:
+                return False
+        return True
+
+    def _browse(self, scopes: dict[str, str], request: KnowledgeQueryInput) -> list[tuple[int, float, dict[str, Any]]]:
+        found = []
+        for scope, layer in scopes.items():
+            for record in self._catalog.list(scope):
+                if self._matches(record.data, request):
+                    found.append((PRECEDENCE[layer], 0.0, record.data))
+        return found
+
+    def _search(self, scopes: dict[str, str], request: KnowledgeQueryInput) -> list[tuple[int, float, dict[str, Any]]]:
+        if not scopes:
+            return []
+        flt: Filter = {"scope": list(scopes), "status": list(request.status)}
+        if request.type:
+            flt["type"] = [request.type]
+        if request.tags:
+            flt["tags"] = sorted({tag.lower() for tag in request.tags})
+        assert request.query is not None
+        try:
+            vector = self._embedder.embed([request.query])[0]
+            dense_hits = self._index.knn(catalog.NAMESPACE, vector, flt, CANDIDATES)
+        except MnemoError:  # embeddings down: rank by BM25 alone
+            dense_hits = []
+        lexical_hits = self._index.lexical(catalog.NAMESPACE, request.query, flt, CANDIDATES)
+        dense = {hit.id: hit.score for hit in dense_hits}
+        lexical = {hit.id: hit.score for hit in lexical_hits}
+        keys: dict[str, tuple[str, str]] = {}
+        for hit in (*dense_hits, *lexical_hits):
+            scope = (hit.keywords.get("scope") or [""])[0]
+            item_id = (hit.keywords.get("itemId") or [""])[0]
+            if scope in scopes and item_id:
+                keys[hit.id] = (scope, item_id)
+        calibration = calibration_for(self._embedder.name)
+        floor = min(dense.values()) if dense else None
+        scored = {
+            doc: calibration.score(dense.get(doc, floor), lexical.get(doc, 0.0)) if dense else lexical.get(doc, 0.0)
+            for doc in keys
+        }
+        wanted = [doc for doc, score in scored.items() if score >= request.threshold]
+        records = self._records.batch_get([(catalog.partition(keys[d][0]), catalog.item_key(keys[d][1])) for d in wanted])
+        by_key = {(r.pk, r.sk): r for r in records}
+        found = []
+        for doc in wanted:
+            scope, item_id = keys[doc]
+            record = by_key.get((catalog.partition(scope), catalog.item_key(item_id)))
+            # The index may lag the records: the record decides, filters included.
+            if record is not None and self._matches(record.data, request):
+                found.append((PRECEDENCE[scopes[scope]], scored[doc], record.data))
+        return found
+
+    # --------------------------------------------------------------- show
+    def show(self, context: RequestContext, request: KnowledgeShowInput) -> KnowledgeShowOutput:
+        record = self._catalog.find(context, request.id)
+        if record is None:
+            raise NotFound(
+                f"Knowledge item '{request.id}' not found",
+                {"field": "id", "requestedId": request.id, "searchedLayers": visible_layers(context)},
+            )
+        item = stored_item(record)
+        detail = KnowledgeDetail(
+            id=item.id,
+            type=item.type,
+            layer=item.layer,
+            title=item.title,
+            summary=item.summary,
+            content=item.content,
+            status=effective_status(record.data),  # type: ignore[arg-type]
+            severity=item.severity,
+            tags=item.tags,
+            constraints=item.constraints if request.include_constraints else None,
+            metadata=item.metadata,
+            created_at=item.created_at or record.data.get("firstSyncedAt") or "",
+            updated_at=item.updated_at or record.data.get("syncedAt") or "",
+            supersedes=item.supersedes,
+            superseded_by=record.data.get("supersededBy", []),
+        )
+        history = self._repository.history(context.tenant, item.path) if request.include_history else None
+        return KnowledgeShowOutput(item=detail, history=history)
+
+    # -------------------------------------------------------------- check
+    def applicable(self, context: RequestContext, ids: Sequence[str] | None) -> list[KnowledgeItem]:
+        """The items whose constraints a check applies: named ones, or every accepted one in view."""
+        if ids is not None:
+            items = []
+            for position, item_id in enumerate(dict.fromkeys(ids)):
+                record = self._catalog.find(context, item_id)
+                if record is None:
+                    raise NotFound(
+                        f"Knowledge item '{item_id}' not found",
+                        {
+                            "field": f"knowledgeItemIds.{position}",
+                            "requestedId": item_id,
+                            "searchedLayers": visible_layers(context),
+                        },
+                    )
+                items.append(stored_item(record))
+            return items
+        chosen: dict[str, Item] = {}
+        for layer in reversed(visible_layers(context)):  # wider layers first; specific ones override
+            for record in self._catalog.list(context.scope_key(layer)):
+                chosen[record.data["item"]["id"]] = record
+        return [
+            stored_item(record)
+            for record in chosen.values()
+            if effective_status(record.data) == "accepted" and record.data["item"]["constraints"]
+        ]
+
+    def check(self, context: RequestContext, request: KnowledgeCheckInput) -> KnowledgeCheckOutput:
+        if not request.files and not request.dependencies:
+            raise invalid_field("files", "give files or dependencies to check")
+        from mnemo.knowledge.check import evaluate  # the checker and its parsers load on first check
+
+        items = self.applicable(context, request.knowledge_item_ids)
+        return evaluate(items, request.files, request.dependencies, request.min_severity)

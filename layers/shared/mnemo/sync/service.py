@@ -1,0 +1,489 @@
+"""Sync: mirror a tenant's knowledge files into the catalog, the index and memory.
+
+Each accepted item becomes a pointer memory in its layer, so memory_search
+surfaces the policies that apply. A run sorts every file in scope by a hash
+of what it says plus what sync derives for it (effective status, supersededBy):
+
+- added / updated: written to the catalog record, the index and the pointer;
+- deleted: catalog record and index doc removed, pointer marked orphaned;
+- unchanged: nothing written;
+- failed: recorded with the error, the time and a retry count; the others go on.
+
+Records (partition ``SYNC|t={tenant}``): ``STATE`` (last sync, stats),
+``ITEM#{path}`` (what was synced from a file), ``FAIL#{path}`` and ``LOCK``.
+Two runs of a tenant never interleave: a run holds ``LOCK`` (with an expiry, so
+a crashed run cannot block sync for ever); a second run gets CONFLICT.
+
+Every write is idempotent (ids derive from the item, writes re-read first), so
+a run that dies half-way is repaired by the next one; knowledge wins over an
+edited pointer. Transient failures are retried in the run: 3 attempts, 1 s
+doubling, at most 30 s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import secrets
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from mnemo.errors import Conflict, MnemoError
+from mnemo.knowledge import catalog
+from mnemo.knowledge.catalog import index_doc, scope_of
+from mnemo.knowledge.documents import DocumentError, is_knowledge_file, parse_document, place_of
+from mnemo.knowledge.models import KnowledgeItem
+from mnemo.knowledge.repository import KnowledgeRepository
+from mnemo.memory.service import MemoryService
+from mnemo.ports import ConditionFailed, Delete, Embedder, Item, Put, RecordStore, VectorIndex
+from mnemo.sync.models import (
+    FailedItem,
+    SyncCounts,
+    SyncNowInput,
+    SyncNowOutput,
+    SyncStats,
+    SyncStatusOutput,
+)
+
+LOCK_SECONDS = 900
+RETRY_ATTEMPTS = 3
+RETRY_FIRST_DELAY = 1.0
+RETRY_MAX_DELAY = 30.0
+MAX_TRACKED = 100_000
+TYPE_LABEL = {"adr": "ADR", "policy": "Policy", "pattern": "Pattern", "spec": "Spec"}
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _partition(tenant: str) -> str:
+    return f"SYNC|t={tenant}"
+
+
+def pointer_id(scope: str, item_id: str) -> str:
+    return "mem_k" + hashlib.sha256(f"{scope}#{item_id}".encode()).hexdigest()[:23]
+
+
+def pointer_content(item: KnowledgeItem) -> str:
+    return f"{TYPE_LABEL[item.type]} {item.id}: {item.title}. {item.summary}"
+
+
+def since(moment: str | None, now: datetime) -> str:
+    """'never', 'just now', '5 minutes ago', '3 hours ago', '2 days ago'."""
+    if moment is None:
+        return "never"
+    seconds = max(0.0, (now - datetime.fromisoformat(moment)).total_seconds())
+    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute"), (1, "second")):
+        if seconds >= size:
+            count = int(seconds // size)
+            return f"{count} {unit}{'s' if count != 1 else ''} ago"
+    return "just now"
+
+
+@dataclass
+class _Plan:
+    """What one run will do, decided before anything is written."""
+
+    parsed: dict[str, KnowledgeItem] = field(default_factory=dict)
+    gone: list[str] = field(default_factory=list)
+    failed: dict[str, tuple[str, str, str | None]] = field(default_factory=dict)  # path -> (id, error, field)
+    seen: set[str] = field(default_factory=set)
+
+
+class SyncService:
+    def __init__(
+        self,
+        records: RecordStore,
+        index: VectorIndex,
+        embedder: Embedder,
+        repository: KnowledgeRepository,
+        memory: MemoryService,
+        *,
+        stale_after_seconds: float = 86400.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._records = records
+        self._index = index
+        self._embedder = embedder
+        self._repository = repository
+        self._memory = memory
+        self._stale_after = stale_after_seconds
+        self._sleep = sleep
+
+    # ---------------------------------------------------------------- lock
+    def _acquire(self, tenant: str) -> str:
+        token = secrets.token_hex(8)
+        now = time.time()
+        data = {"owner": token, "since": now, "expiresAt": now + LOCK_SECONDS}
+        lock = Item(_partition(tenant), "LOCK", data, expires_at=int(now + LOCK_SECONDS) + 3600)
+        try:
+            self._records.write([Put(lock, expect="absent")])
+            return token
+        except ConditionFailed:
+            held = self._records.get(_partition(tenant), "LOCK")
+        if held is not None and float(held.data["expiresAt"]) > now:
+            raise Conflict(
+                "A sync of this tenant is already running; retry when it has finished",
+                {"runningSince": _iso(datetime.fromtimestamp(float(held.data["since"]), UTC))},
+            )
+        # The holder died (its lock expired): take the lock over, unless another run just did.
+        lock.version = held.version + 1 if held else 1
+        try:
+            self._records.write([Put(lock, expect=held.version if held else "absent")])
+        except ConditionFailed:
+            raise Conflict("A sync of this tenant is already running; retry when it has finished") from None
+        return token
+
+    def _release(self, tenant: str, token: str) -> None:
+        held = self._records.get(_partition(tenant), "LOCK")
+        if held is not None and held.data.get("owner") == token:
+            with contextlib.suppress(ConditionFailed):
+                self._records.write([Delete(held.pk, held.sk, expect=held.version)])
+
+    # -------------------------------------------------------------- retries
+    def _retrying(self, what: str, operation: Callable[[], T]) -> T:
+        delay = RETRY_FIRST_DELAY
+        for attempt in range(1, RETRY_ATTEMPTS + 1):
+            try:
+                return operation()
+            except DocumentError:
+                raise
+            except Exception as error:  # any adapter failure may be transient
+                if attempt == RETRY_ATTEMPTS:
+                    raise
+                logger.warning("sync: %s failed (attempt %d), retrying in %.0f s: %s", what, attempt, delay, error)
+                self._sleep(min(delay, RETRY_MAX_DELAY))
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    # ----------------------------------------------------------------- run
+    def sync(
+        self, tenant: str, request: SyncNowInput, *, actor: str = "sync", paths: Sequence[str] | None = None
+    ) -> SyncNowOutput:
+        """Sync the tenant's repository, or only ``paths`` (an S3 object event)."""
+        started = time.perf_counter()
+        token = self._acquire(tenant)
+        try:
+            counts, failures = self._run(tenant, request, actor, paths)
+            duration = round((time.perf_counter() - started) * 1000, 1)
+            self._record_run(tenant, counts, duration)
+        finally:
+            self._release(tenant, token)
+        changed = counts.added + counts.updated + counts.deleted
+        message = f"Synced {changed} changed item{'s' if changed != 1 else ''}, {counts.unchanged} unchanged"
+        if counts.failures:
+            message += f"; {counts.failures} failed (see failedItems)"
+        return SyncNowOutput(result=counts, duration_ms=duration, message=message, failed_items=failures)
+
+    def _state(self, tenant: str, prefix: str) -> dict[str, Item]:
+        found = self._records.query(_partition(tenant), prefix, limit=MAX_TRACKED)
+        return {item.sk.removeprefix(prefix): item for item in found}
+
+    def _plan(
+        self, tenant: str, request: SyncNowInput, paths: Sequence[str] | None, state: dict[str, Item]
+    ) -> _Plan:
+        plan = _Plan()
+        listed = self._retrying("listing", lambda: self._repository.paths(tenant)) if paths is None else list(paths)
+        for path in listed:
+            if not is_knowledge_file(path):
+                continue
+            try:
+                place = place_of(path)
+            except DocumentError as error:
+                plan.failed[path] = (path, error.message, error.field)
+                continue
+            if request.layers and place.layer not in request.layers:
+                continue
+            plan.seen.add(path)
+            blob = self._retrying(f"reading {path}", lambda p=path: self._repository.read(tenant, p))  # type: ignore[misc]
+            if blob is None:
+                if path in state:
+                    plan.gone.append(path)
+                continue
+            try:
+                item = parse_document(path, blob.content, version=blob.version, modified_at=blob.modified_at)
+            except DocumentError as error:
+                plan.failed[path] = (path, error.message, error.field)
+                continue
+            if request.types and item.type not in request.types:
+                plan.seen.discard(path)
+                continue
+            plan.parsed[path] = item
+        if paths is None:  # a full run: what was synced and is no longer listed is gone
+            listed_set = set(listed)
+            for path, entry in state.items():
+                in_scope = (not request.layers or entry.data["layer"] in request.layers) and (
+                    not request.types or entry.data["type"] in request.types
+                )
+                if path not in listed_set and in_scope:
+                    plan.gone.append(path)
+        self._refuse_duplicate_ids(tenant, plan, state)
+        return plan
+
+    @staticmethod
+    def _refuse_duplicate_ids(tenant: str, plan: _Plan, state: dict[str, Item]) -> None:
+        """Two files with one id in one layer: the one synced first keeps it, the other fails."""
+        owners: dict[tuple[str, str], str] = {}
+        for path, entry in state.items():
+            if path not in plan.gone and path not in plan.parsed:
+                owners[(entry.data["scope"], entry.data["itemId"])] = path
+        for path, entry in state.items():  # files synced before keep their ids
+            item = plan.parsed.get(path)
+            if item is not None and entry.data["itemId"] == item.id:
+                owners.setdefault((scope_of_item(tenant, item), item.id), path)
+        for path in sorted(plan.parsed):
+            item = plan.parsed[path]
+            owner = owners.setdefault((scope_of_item(tenant, item), item.id), path)
+            if owner != path:
+                plan.failed[path] = (item.id, f"id '{item.id}' is already used by {owner} in this layer", "id")
+                del plan.parsed[path]
+
+    def _derive(
+        self, tenant: str, plan: _Plan, state: dict[str, Item]
+    ) -> dict[str, tuple[str, list[str]]]:
+        """Effective status and supersededBy of every current item, from every current file.
+
+        Files whose derived values change although they were not re-read (an ADR
+        newly superseded) are read and added to the plan, so they are rewritten.
+        """
+        current: dict[str, tuple[str, str, str | None]] = {}  # path -> (id, declared status, supersedes)
+        for path, entry in state.items():
+            if path not in plan.gone:
+                current[path] = (entry.data["itemId"], entry.data["declaredStatus"], entry.data.get("supersedes"))
+        for path, item in plan.parsed.items():
+            current[path] = (item.id, item.status, item.supersedes)
+        superseded_by: dict[str, set[str]] = {}
+        for item_id, declared, supersedes in current.values():
+            if supersedes and declared == "accepted":
+                superseded_by.setdefault(supersedes, set()).add(item_id)
+        derived = {}
+        for path, (item_id, declared, _) in current.items():
+            by = sorted(superseded_by.get(item_id, ()))
+            derived[path] = ("superseded" if by and declared == "accepted" else declared, by)
+        for path, entry in state.items():
+            if path in plan.parsed or path in plan.gone or path not in derived:
+                continue
+            if (entry.data["effectiveStatus"], entry.data.get("supersededBy", [])) != derived[path]:
+                blob = self._retrying(f"reading {path}", lambda p=path: self._repository.read(tenant, p))  # type: ignore[misc]
+                if blob is not None:
+                    with contextlib.suppress(DocumentError):  # it parsed when it was synced
+                        plan.parsed[path] = parse_document(
+                            path, blob.content, version=blob.version, modified_at=blob.modified_at
+                        )
+        return derived
+
+    def _run(
+        self, tenant: str, request: SyncNowInput, actor: str, paths: Sequence[str] | None
+    ) -> tuple[SyncCounts, list[FailedItem]]:
+        state = self._state(tenant, "ITEM#")
+        previous_failures = self._state(tenant, "FAIL#")
+        plan = self._plan(tenant, request, paths, state)
+        derived = self._derive(tenant, plan, state)
+        counts = SyncCounts()
+        for path in sorted(plan.parsed):
+            item = plan.parsed[path]
+            status, superseded_by = derived[path]
+            fingerprint = hashlib.sha256(
+                json.dumps([item.content_hash, status, superseded_by]).encode()
+            ).hexdigest()
+            previous = state.get(path)
+            if (
+                previous is not None
+                and previous.data["hash"] == fingerprint
+                and not request.force
+                and path not in previous_failures
+            ):
+                counts.unchanged += 1
+                continue
+            try:
+                self._retrying(
+                    f"applying {path}",
+                    lambda: self._apply(tenant, item, status, superseded_by, fingerprint, previous, actor),
+                )
+            except Exception as error:
+                logger.exception("sync: %s failed", path)
+                plan.failed[path] = (item.id, _reason(error), None)
+                continue
+            if previous is None:
+                counts.added += 1
+            else:
+                counts.updated += 1
+        for path in plan.gone:
+            entry = state[path]
+            try:
+                self._retrying(f"removing {path}", lambda e=entry: self._remove(tenant, e, actor))  # type: ignore[misc]
+            except Exception as error:
+                logger.exception("sync: removing %s failed", path)
+                plan.failed[path] = (entry.data["itemId"], _reason(error), None)
+                continue
+            counts.deleted += 1
+        failures = self._record_failures(tenant, plan, previous_failures, full=paths is None)
+        counts.failures = len(failures)
+        return counts, failures
+
+    # --------------------------------------------------------------- writes
+    def _apply(
+        self,
+        tenant: str,
+        item: KnowledgeItem,
+        status: str,
+        superseded_by: list[str],
+        fingerprint: str,
+        previous: Item | None,
+        actor: str,
+    ) -> None:
+        scope = scope_of_item(tenant, item)
+        now = _iso(datetime.now(UTC))
+        existing = self._records.get(catalog.partition(scope), catalog.item_key(item.id))
+        data = {
+            "item": item.model_dump(mode="json"),
+            "effectiveStatus": status,
+            "supersededBy": superseded_by,
+            "firstSyncedAt": existing.data.get("firstSyncedAt", now) if existing else now,
+            "syncedAt": now,
+            "path": item.path,
+        }
+        record = Item(catalog.partition(scope), catalog.item_key(item.id), data)
+        record.version = existing.version + 1 if existing else 1
+        try:
+            self._records.write([Put(record, expect=existing.version if existing else "absent")])
+        except ConditionFailed:
+            raise Conflict(f"the catalog record of '{item.id}' changed during sync") from None
+        vector = self._embedder.embed([catalog.embedding_text(item)])[0]
+        self._index.upsert(catalog.NAMESPACE, [index_doc(item, scope, status, vector)])
+        memory_id = pointer_id(scope, item.id)
+        if status == "accepted":
+            pointer = {
+                "sourceType": item.type,
+                "sourceId": item.id,
+                "contentHash": item.content_hash,
+                "syncedAt": now,
+                "path": item.path,
+            }
+            tags = list(dict.fromkeys([*item.tags, "knowledge", item.type]))
+            self._memory.put_pointer(scope, item.layer, memory_id, pointer_content(item), tags, pointer, actor)
+        else:
+            self._memory.orphan_pointer(scope, memory_id, actor)
+        if previous is not None and (previous.data["scope"], previous.data["itemId"]) != (scope, item.id):
+            self._forget(previous.data["scope"], previous.data["itemId"], item.path, actor)
+        entry = {
+            "path": item.path,
+            "itemId": item.id,
+            "type": item.type,
+            "layer": item.layer,
+            "scope": scope,
+            "declaredStatus": item.status,
+            "effectiveStatus": status,
+            "supersedes": item.supersedes,
+            "supersededBy": superseded_by,
+            "hash": fingerprint,
+            "contentHash": item.content_hash,
+            "memoryId": memory_id,
+            "syncedAt": now,
+        }
+        self._records.write(
+            [
+                Put(Item(_partition(tenant), f"ITEM#{item.path}", entry)),
+                Delete(_partition(tenant), f"FAIL#{item.path}"),
+            ]
+        )
+
+    def _forget(self, scope: str, item_id: str, path: str, actor: str) -> None:
+        """Remove what a file put in the catalog, the index and memory (its pointer stays, orphaned)."""
+        record = self._records.get(catalog.partition(scope), catalog.item_key(item_id))
+        if record is not None and record.data.get("path") == path:
+            with contextlib.suppress(ConditionFailed):  # rewritten meanwhile by another file: keep it
+                self._records.write([Delete(record.pk, record.sk, expect=record.version)])
+            self._index.delete(catalog.NAMESPACE, [catalog.doc_id(scope, item_id)])
+            self._memory.orphan_pointer(scope, pointer_id(scope, item_id), actor)
+
+    def _remove(self, tenant: str, entry: Item, actor: str) -> None:
+        self._forget(entry.data["scope"], entry.data["itemId"], entry.data["path"], actor)
+        self._records.write([Delete(_partition(tenant), entry.sk), Delete(_partition(tenant), f"FAIL#{entry.data['path']}")])
+
+    def _record_failures(
+        self, tenant: str, plan: _Plan, previous: dict[str, Item], *, full: bool
+    ) -> list[FailedItem]:
+        now = _iso(datetime.now(UTC))
+        failures = []
+        writes: list[Put | Delete] = []
+        for path, (knowledge_id, error, failed_field) in sorted(plan.failed.items()):
+            before = previous.get(path)
+            failure = FailedItem(
+                knowledge_id=knowledge_id,
+                path=path,
+                error=error,
+                field=failed_field,
+                failed_at=now,
+                retry_count=(before.data.get("retryCount", 0) + 1) if before else 0,
+            )
+            failures.append(failure)
+            writes.append(Put(Item(_partition(tenant), f"FAIL#{path}", failure.model_dump(mode="json"))))
+        if full:  # a file that failed before and is now gone fails no more
+            writes += [Delete(_partition(tenant), f"FAIL#{path}") for path in previous if path not in plan.seen]
+        for chunk in _chunks(writes, 25):
+            self._records.write(chunk)
+        return failures
+
+    def _record_run(self, tenant: str, counts: SyncCounts, duration_ms: float) -> None:
+        current = self._records.get(_partition(tenant), "STATE")
+        stats = dict(current.data["stats"]) if current else {"totalSyncs": 0, "totalItemsSynced": 0, "totalDurationMs": 0}
+        stats["totalSyncs"] += 1
+        stats["totalItemsSynced"] += counts.added + counts.updated + counts.deleted
+        stats["totalDurationMs"] += duration_ms
+        data = {"lastSyncAt": _iso(datetime.now(UTC)), "stats": stats, "lastResult": counts.model_dump(mode="json")}
+        item = Item(_partition(tenant), "STATE", data, version=current.version + 1 if current else 1)
+        self._records.write([Put(item, expect=current.version if current else "absent")])
+
+    # --------------------------------------------------------------- status
+    def status(self, tenant: str) -> SyncStatusOutput:
+        now = datetime.now(UTC)
+        state = self._records.get(_partition(tenant), "STATE")
+        failures = [
+            FailedItem.model_validate(item.data)
+            for item in self._records.query(_partition(tenant), "FAIL#", limit=1000)
+        ]
+        lock = self._records.get(_partition(tenant), "LOCK")
+        running = lock is not None and float(lock.data["expiresAt"]) > time.time()
+        last = state.data["lastSyncAt"] if state else None
+        raw = state.data["stats"] if state else {"totalSyncs": 0, "totalItemsSynced": 0, "totalDurationMs": 0}
+        stats = SyncStats(
+            total_syncs=raw["totalSyncs"],
+            total_items_synced=raw["totalItemsSynced"],
+            avg_sync_duration_ms=round(raw["totalDurationMs"] / raw["totalSyncs"], 1) if raw["totalSyncs"] else 0.0,
+        )
+        fresh = last is not None and (now - datetime.fromisoformat(last)).total_seconds() <= self._stale_after
+        return SyncStatusOutput(
+            healthy=fresh and not failures,
+            last_sync_at=last,
+            time_since_sync=since(last, now),
+            failed_items=len(failures),
+            stats=stats,
+            failures=failures,
+            running=running,
+        )
+
+    def tenants(self) -> list[str]:
+        return self._repository.tenants()
+
+
+def scope_of_item(tenant: str, item: KnowledgeItem) -> str:
+    return scope_of(tenant, item.layer, item.layer_id)
+
+
+def _reason(error: BaseException) -> str:
+    return error.message if isinstance(error, MnemoError) else f"{type(error).__name__}: {error}"
+
+
+def _chunks(values: Sequence[Put | Delete], size: int) -> Iterable[Sequence[Put | Delete]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]

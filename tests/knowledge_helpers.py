@@ -1,0 +1,29 @@
+"""Loading knowledge repositories into a test stack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mnemo.cli_knowledge import knowledge_files
+from mnemo.runtime import Services
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "knowledge"
+EXAMPLE_COUNT = sum(1 for _ in knowledge_files(EXAMPLES))
+
+
+def push_tree(services: Services, tenant: str, root: Path = EXAMPLES, author: str = "tester") -> int:
+    """Push every knowledge file under ``root`` for ``tenant``; returns how many were stored."""
+    stored = 0
+    for relative, file in knowledge_files(root):
+        if services.repository.push(tenant, relative, file.read_bytes(), author=author, message="initial import"):
+            stored += 1
+    return stored
+
+
+def doc(item_id: str, *, kind: str = "policy", title: str | None = None, summary: str = "A rule.", extra: str = "") -> bytes:
+    """A minimal valid knowledge file."""
+    return (
+        f"---\nid: {item_id}\ntype: {kind}\ntitle: {title or item_id.replace('-', ' ').title()}\n"
+        f"summary: {summary}\n{extra}---\n# {item_id}\n\nBody of {item_id}.\n"
+    ).encode()
