@@ -35,7 +35,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 run: install
-	$(BIN)/mnemo serve --host 127.0.0.1 --port $(PORT) --data-dir .mnemo
+	$(BIN)/mnemo serve --host 127.0.0.1 --port $(PORT) --data-dir .mnemo --knowledge examples/knowledge
 
 lint: install
 	$(BIN)/ruff check .

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from mnemo.context import RequestContext
 from mnemo.runtime import Services
@@ -33,3 +34,27 @@ def local_server(services: Services) -> Iterator[str]:
         server.shutdown()
         thread.join(timeout=5)
         set_services(None)
+
+
+def http_request(
+    base: str, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+) -> tuple[int, Any]:
+    """One real HTTP request; the status and the JSON (or text) answer, errors included."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    data = body if isinstance(body, bytes) else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(base + path, data=data, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as response:
+            status, raw, kind = response.status, response.read(), response.headers.get("Content-Type", "")
+    except urllib.error.HTTPError as error:
+        status, raw, kind = error.code, error.read(), error.headers.get("Content-Type", "")
+    return status, (json.loads(raw) if "json" in kind else raw.decode())
+
+
+def http_call(base: str, tool: str, body: Any, **identity: str) -> tuple[int, Any]:
+    """POST /v1/tools/{tool} with the identity as X-Mnemo-* headers."""
+    wire = {f"X-Mnemo-{key.title()}": value for key, value in identity.items()}
+    return http_request(base, "POST", f"/v1/tools/{tool}", body, {"Content-Type": "application/json", **wire})

@@ -21,7 +21,9 @@ def push_tree(services: Services, tenant: str, root: Path = EXAMPLES, author: st
     return stored
 
 
-def doc(item_id: str, *, kind: str = "policy", title: str | None = None, summary: str = "A rule.", extra: str = "") -> bytes:
+def doc(
+    item_id: str, *, kind: str = "policy", title: str | None = None, summary: str = "A rule.", extra: str = ""
+) -> bytes:
     """A minimal valid knowledge file."""
     return (
         f"---\nid: {item_id}\ntype: {kind}\ntitle: {title or item_id.replace('-', ' ').title()}\n"

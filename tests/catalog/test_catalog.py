@@ -7,11 +7,13 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
+from knowledge_helpers import push_tree
 from openapi_spec_validator import validate as validate_openapi
 
 from helpers import ctx
 from mnemo.errors import MnemoError
 from mnemo.runtime import Services
+from mnemo.sync.models import SyncNowInput
 from mnemo.tools.docs import render_tools_markdown
 from mnemo.tools.registry import CATALOG, load_catalog
 from mnemo.tools.schema import ERROR_ENVELOPE_SCHEMA, input_schema, openapi_document, output_schema, tool_listing
@@ -52,8 +54,11 @@ def test_docstring_examples_match_the_schemas(tool: Any) -> None:
 
 
 def test_docstring_usage_examples_run_for_real(services: Services) -> None:
-    """Each Usage example is called in catalog order on one stack; ids flow from add to delete."""
-    context = ctx(project="p1", roles=("writer",))
+    """Each Usage example is called in catalog order on one stack (the example knowledge pushed, not yet
+    synced, so that sync_now has work); ids flow from add to delete."""
+    context = ctx(project="p1", org="engineering", roles=("writer",))
+    push_tree(services, context.tenant)
+    services.sync.sync(context.tenant, SyncNowInput(layers=["org"]))
     last_memory_id: str | None = None
     for tool in TOOLS:
         payload = dict(tool.examples())["Usage"]
@@ -72,6 +77,16 @@ def test_docstring_usage_examples_run_for_real(services: Services) -> None:
             assert result["results"], "the search example should find the memory the add example stored"
         if tool.name == "memory_delete":
             assert result["memoryId"] == last_memory_id
+        if tool.name == "knowledge_query":
+            assert result["items"][0]["id"] == returns["items"][0]["id"]
+        if tool.name == "knowledge_check":
+            assert result["violations"] == returns["violations"] and result["passed"] is False
+        if tool.name == "knowledge_show":
+            assert result["item"]["title"] == returns["item"]["title"] and result["history"]
+        if tool.name == "sync_now":
+            assert result["result"]["added"] > 0 and result["result"]["failures"] == 0
+        if tool.name == "sync_status":
+            assert result["healthy"] is True and result["stats"]["totalSyncs"] == 2
 
 
 def test_openapi_document_is_valid_openapi_30() -> None:

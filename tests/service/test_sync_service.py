@@ -6,9 +6,9 @@ import time
 from typing import Any
 
 import pytest
+from knowledge_helpers import EXAMPLE_COUNT, doc, push_tree
 
 from helpers import ctx
-from knowledge_helpers import EXAMPLE_COUNT, doc, push_tree
 from mnemo.errors import Conflict
 from mnemo.knowledge.catalog import scope_of
 from mnemo.knowledge.models import KnowledgeQueryInput, KnowledgeShowInput
@@ -102,7 +102,11 @@ def test_a_deleted_item_leaves_an_orphaned_pointer_that_search_no_longer_finds(s
 def test_a_malformed_file_is_a_failed_item_while_the_others_sync(services: Services) -> None:
     push_tree(services, TENANT)
     services.repository.push(
-        TENANT, "company/broken.md", b"---\nid: broken\ntype: memo\ntitle: x\nsummary: y\n---\nbody\n", author="a", message="m"
+        TENANT,
+        "company/broken.md",
+        b"---\nid: broken\ntype: memo\ntitle: x\nsummary: y\n---\nbody\n",
+        author="a",
+        message="m",
     )
     result = sync(services)
     assert counts(result) == {"added": EXAMPLE_COUNT, "updated": 0, "deleted": 0, "unchanged": 0, "failures": 1}

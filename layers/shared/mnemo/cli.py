@@ -54,18 +54,24 @@ def _use_aws_endpoint(endpoint: str) -> None:
         print(f"created bucket {settings.blob_bucket} at {endpoint}", flush=True)
 
 
-def _drain_forever(interval: float) -> None:
-    """Index what an index outage left queued, every ``interval`` seconds."""
+def _maintain_forever(interval: float, sync_every: int) -> None:
+    """Index what an index outage left queued every ``interval`` seconds, and sync knowledge
+    every ``sync_every`` rounds (what the indexer and the sync schedule do on AWS)."""
     import time
 
+    from mnemo.cli_knowledge import sync_every_tenant
     from mnemo.runtime import get_services
 
+    rounds = 0
     while True:
         time.sleep(interval)
+        rounds += 1
         try:
             get_services().memory.drain_pending()
+            if rounds % sync_every == 0:
+                sync_every_tenant()
         except Exception as error:  # the next round tries again
-            print(f"pending index drain failed: {error}", file=sys.stderr, flush=True)
+            print(f"background maintenance failed: {error}", file=sys.stderr, flush=True)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -74,10 +80,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _settings_env(args)
     if args.aws_endpoint:
         _use_aws_endpoint(args.aws_endpoint)
+    if args.knowledge:
+        from mnemo.cli_knowledge import load_knowledge
+        from mnemo.entry.identity import context_from_environment
+
+        print(load_knowledge(Path(args.knowledge), context_from_environment(os.environ).tenant), flush=True)
     server = make_server(args.host, args.port, verbose=args.verbose)
     print(f"mnemo serving on http://{args.host}:{server.server_address[1]} (docs at /docs)", flush=True)
     threading.Thread(target=_warm_up, daemon=True).start()
-    threading.Thread(target=_drain_forever, args=(15.0,), daemon=True).start()
+    threading.Thread(target=_maintain_forever, args=(15.0, 4), daemon=True).start()
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -198,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8765")))
     serve.add_argument("--data-dir", type=Path)
     serve.add_argument("--verbose", action="store_true", help="log every request")
+    serve.add_argument(
+        "--knowledge", metavar="DIR", help="push this knowledge repository (tenant MNEMO_TENANT, else local) and sync"
+    )
     serve.add_argument(
         "--aws-endpoint", help="use the AWS adapters (DynamoDB, S3, EventBridge) against this endpoint, e.g. moto"
     )

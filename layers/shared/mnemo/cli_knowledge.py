@@ -46,7 +46,9 @@ def validate_tree(root: Path) -> Validation:
     known = {item.id for item in result.items.values()}
     for relative, item in result.items.items():
         if item.supersedes and item.supersedes not in known:
-            result.errors.append(DocumentError(relative, "supersedes", f"no item '{item.supersedes}' in the repository"))
+            result.errors.append(
+                DocumentError(relative, "supersedes", f"no item '{item.supersedes}' in the repository")
+            )
     return result
 
 
@@ -116,6 +118,39 @@ def cmd_push(args: argparse.Namespace) -> int:
     return 0
 
 
+def load_knowledge(root: Path, tenant: str) -> str:
+    """Push a repository for ``tenant`` and sync it (``mnemo serve --knowledge``); a one-line report."""
+    from mnemo.runtime import get_services
+    from mnemo.sync.models import SyncNowInput
+
+    services = get_services()
+    stored = sum(
+        1
+        for relative, file in knowledge_files(root)
+        if services.repository.push(tenant, relative, file.read_bytes(), author="mnemo serve", message=f"load {root}")
+    )
+    output = services.sync.sync(tenant, SyncNowInput(), actor="mnemo serve")
+    counts = output.result
+    return (
+        f"knowledge from {root} (tenant {tenant}): {stored} files stored; synced {counts.added} added, "
+        f"{counts.updated} updated, {counts.deleted} deleted, {counts.unchanged} unchanged, {counts.failures} failed"
+    )
+
+
+def sync_every_tenant() -> None:
+    """One sync of each tenant with knowledge (the local stand-in for the EventBridge schedule)."""
+    from mnemo.errors import Conflict
+    from mnemo.runtime import get_services
+    from mnemo.sync.models import SyncNowInput
+
+    services = get_services()
+    for tenant in services.repository.tenants():
+        try:
+            services.sync.sync(tenant, SyncNowInput(), actor="schedule")
+        except Conflict:  # another sync of this tenant is running; it covers this round
+            continue
+
+
 def cmd_sync(args: argparse.Namespace) -> int:
     from mnemo.context import RequestContext
     from mnemo.errors import MnemoError
@@ -134,7 +169,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     return 0 if output.result.failures == 0 else 1
 
 
-def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_commands(commands: argparse._SubParsersAction) -> None:
     knowledge = commands.add_parser("knowledge", help="the organisational knowledge repository (markdown files)")
     actions = knowledge.add_subparsers(dest="action", required=True)
 

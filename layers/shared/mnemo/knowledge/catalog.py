@@ -83,7 +83,7 @@ class Catalog:
     def get(self, scope: str, item_id: str) -> Item | None:
         return self._records.get(partition(scope), item_key(item_id))
 
-    def list(self, scope: str) -> list[Item]:
+    def in_layer(self, scope: str) -> list[Item]:
         """Every item of one layer: one partition query, paged by the store."""
         return self._records.query(partition(scope), "ITEM#", limit=MAX_ITEMS_PER_LAYER)
 

@@ -18,6 +18,7 @@ Target = Literal["file", "code", "dependency", "import", "config"]
 #: Knowledge precedence: the most specific layer first.
 KNOWLEDGE_LAYERS: tuple[KnowledgeLayer, ...] = ("project", "team", "org", "company")
 KNOWLEDGE_TYPES: tuple[KnowledgeType, ...] = ("adr", "policy", "pattern", "spec")
+DEFAULT_STATUS: tuple[KnowledgeStatus, ...] = ("accepted",)
 SEVERITY_RANK: dict[str, int] = {"info": 0, "warn": 1, "block": 2}
 
 ItemId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$")]
@@ -85,7 +86,7 @@ class KnowledgeQueryInput(ToolRequest):
     layer: KnowledgeLayer | None = Field(None, description="Filter by layer: company, org, team or project.")
     tags: list[Tag] | None = Field(None, description="Only items carrying at least one of these tags.")
     status: list[KnowledgeStatus] = Field(
-        default_factory=lambda: ["accepted"], min_length=1, description="Filter by status (default: accepted)."
+        default_factory=lambda: list(DEFAULT_STATUS), min_length=1, description="Filter by status (default: accepted)."
     )
     limit: int = Field(10, ge=1, le=100, description="Maximum results.")
     threshold: float = Field(

@@ -8,7 +8,7 @@ org > company): it overrides the item, and its constraints, of the wider layer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mnemo.context import RequestContext
@@ -32,7 +32,7 @@ from mnemo.memory.scoring import calibration_for
 from mnemo.ports import Embedder, Filter, Item, RecordStore, VectorIndex
 
 CANDIDATES = 100
-PRECEDENCE = {layer: rank for rank, layer in enumerate(KNOWLEDGE_LAYERS)}
+PRECEDENCE: dict[str, int] = {layer: rank for rank, layer in enumerate(KNOWLEDGE_LAYERS)}
 
 
 def _summary(data: dict[str, Any], score: float | None = None) -> KnowledgeSummary:
@@ -43,7 +43,7 @@ def _summary(data: dict[str, Any], score: float | None = None) -> KnowledgeSumma
         layer=item.layer,
         title=item.title,
         summary=item.summary,
-        status=effective_status(data),  # type: ignore[arg-type]
+        status=effective_status(data),
         tags=item.tags,
         has_constraints=bool(item.constraints),
         score=score,
@@ -64,10 +64,7 @@ class KnowledgeService:
     def query(self, context: RequestContext, request: KnowledgeQueryInput) -> KnowledgeQueryOutput:
         layers = visible_layers(context, request.layer)
         scopes = {context.scope_key(layer): layer for layer in layers}
-        if request.query is None:
-            ranked = self._browse(scopes, request)
-        else:
-            ranked = self._search(scopes, request)
+        ranked = self._browse(scopes, request) if request.query is None else self._search(scopes, request)
         # The most specific layer's item wins over the same id further out.
         best: dict[str, tuple[int, float, dict[str, Any]]] = {}
         for rank, score, data in ranked:
@@ -91,15 +88,15 @@ class KnowledgeService:
                 return False
         return True
 
-    def _browse(self, scopes: dict[str, str], request: KnowledgeQueryInput) -> list[tuple[int, float, dict[str, Any]]]:
+    def _browse(self, scopes: Mapping[str, str], request: KnowledgeQueryInput) -> list[tuple[int, float, dict[str, Any]]]:
         found = []
         for scope, layer in scopes.items():
-            for record in self._catalog.list(scope):
+            for record in self._catalog.in_layer(scope):
                 if self._matches(record.data, request):
                     found.append((PRECEDENCE[layer], 0.0, record.data))
         return found
 
-    def _search(self, scopes: dict[str, str], request: KnowledgeQueryInput) -> list[tuple[int, float, dict[str, Any]]]:
+    def _search(self, scopes: Mapping[str, str], request: KnowledgeQueryInput) -> list[tuple[int, float, dict[str, Any]]]:
         if not scopes:
             return []
         flt: Filter = {"scope": list(scopes), "status": list(request.status)}
@@ -129,7 +126,9 @@ class KnowledgeService:
             for doc in keys
         }
         wanted = [doc for doc, score in scored.items() if score >= request.threshold]
-        records = self._records.batch_get([(catalog.partition(keys[d][0]), catalog.item_key(keys[d][1])) for d in wanted])
+        records = self._records.batch_get(
+            [(catalog.partition(keys[d][0]), catalog.item_key(keys[d][1])) for d in wanted]
+        )
         by_key = {(r.pk, r.sk): r for r in records}
         found = []
         for doc in wanted:
@@ -156,7 +155,7 @@ class KnowledgeService:
             title=item.title,
             summary=item.summary,
             content=item.content,
-            status=effective_status(record.data),  # type: ignore[arg-type]
+            status=effective_status(record.data),
             severity=item.severity,
             tags=item.tags,
             constraints=item.constraints if request.include_constraints else None,
@@ -189,7 +188,7 @@ class KnowledgeService:
             return items
         chosen: dict[str, Item] = {}
         for layer in reversed(visible_layers(context)):  # wider layers first; specific ones override
-            for record in self._catalog.list(context.scope_key(layer)):
+            for record in self._catalog.in_layer(context.scope_key(layer)):
                 chosen[record.data["item"]["id"]] = record
         return [
             stored_item(record)

@@ -14,8 +14,8 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from mnemo.context import MEMORY_LAYERS, SHARED_LAYERS, WRITER_ROLE, Layer, RequestContext
@@ -452,11 +452,15 @@ class MemoryService:
             expect=existing.version if existing else "absent",
         )
         try:
-            self._records.write([put, self._history(scope, memory_id, event, _Actor(actor), contentHash=data["contentHash"])])
+            self._records.write(
+                [put, self._history(scope, memory_id, event, _Actor(actor), contentHash=data["contentHash"])]
+            )
         except ConditionFailed:
             raise Conflict("The knowledge pointer changed while it was being written; retry") from None
         vector = self._embedder.embed([content])[0]
-        self._index_or_queue(partition, memory_id, lambda: self._index.upsert(NAMESPACE, [self._index_doc(data, vector)]))
+        self._index_or_queue(
+            partition, memory_id, lambda: self._index.upsert(NAMESPACE, [self._index_doc(data, vector)])
+        )
 
     def orphan_pointer(self, scope: str, memory_id: str, actor: str) -> bool:
         """Mark a knowledge pointer orphaned (its item is gone) and take it out of search."""

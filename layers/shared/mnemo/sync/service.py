@@ -150,11 +150,11 @@ class SyncService:
                 self._records.write([Delete(held.pk, held.sk, expect=held.version)])
 
     # -------------------------------------------------------------- retries
-    def _retrying(self, what: str, operation: Callable[[], T]) -> T:
+    def _retrying(self, what: str, operation: Callable[..., T], *args: Any) -> T:
         delay = RETRY_FIRST_DELAY
         for attempt in range(1, RETRY_ATTEMPTS + 1):
             try:
-                return operation()
+                return operation(*args)
             except DocumentError:
                 raise
             except Exception as error:  # any adapter failure may be transient
@@ -188,11 +188,9 @@ class SyncService:
         found = self._records.query(_partition(tenant), prefix, limit=MAX_TRACKED)
         return {item.sk.removeprefix(prefix): item for item in found}
 
-    def _plan(
-        self, tenant: str, request: SyncNowInput, paths: Sequence[str] | None, state: dict[str, Item]
-    ) -> _Plan:
+    def _plan(self, tenant: str, request: SyncNowInput, paths: Sequence[str] | None, state: dict[str, Item]) -> _Plan:
         plan = _Plan()
-        listed = self._retrying("listing", lambda: self._repository.paths(tenant)) if paths is None else list(paths)
+        listed = self._retrying("listing", self._repository.paths, tenant) if paths is None else list(paths)
         for path in listed:
             if not is_knowledge_file(path):
                 continue
@@ -204,7 +202,7 @@ class SyncService:
             if request.layers and place.layer not in request.layers:
                 continue
             plan.seen.add(path)
-            blob = self._retrying(f"reading {path}", lambda p=path: self._repository.read(tenant, p))  # type: ignore[misc]
+            blob = self._retrying(f"reading {path}", self._repository.read, tenant, path)
             if blob is None:
                 if path in state:
                     plan.gone.append(path)
@@ -247,9 +245,7 @@ class SyncService:
                 plan.failed[path] = (item.id, f"id '{item.id}' is already used by {owner} in this layer", "id")
                 del plan.parsed[path]
 
-    def _derive(
-        self, tenant: str, plan: _Plan, state: dict[str, Item]
-    ) -> dict[str, tuple[str, list[str]]]:
+    def _derive(self, tenant: str, plan: _Plan, state: dict[str, Item]) -> dict[str, tuple[str, list[str]]]:
         """Effective status and supersededBy of every current item, from every current file.
 
         Files whose derived values change although they were not re-read (an ADR
@@ -273,7 +269,7 @@ class SyncService:
             if path in plan.parsed or path in plan.gone or path not in derived:
                 continue
             if (entry.data["effectiveStatus"], entry.data.get("supersededBy", [])) != derived[path]:
-                blob = self._retrying(f"reading {path}", lambda p=path: self._repository.read(tenant, p))  # type: ignore[misc]
+                blob = self._retrying(f"reading {path}", self._repository.read, tenant, path)
                 if blob is not None:
                     with contextlib.suppress(DocumentError):  # it parsed when it was synced
                         plan.parsed[path] = parse_document(
@@ -292,9 +288,7 @@ class SyncService:
         for path in sorted(plan.parsed):
             item = plan.parsed[path]
             status, superseded_by = derived[path]
-            fingerprint = hashlib.sha256(
-                json.dumps([item.content_hash, status, superseded_by]).encode()
-            ).hexdigest()
+            fingerprint = hashlib.sha256(json.dumps([item.content_hash, status, superseded_by]).encode()).hexdigest()
             previous = state.get(path)
             if (
                 previous is not None
@@ -306,8 +300,7 @@ class SyncService:
                 continue
             try:
                 self._retrying(
-                    f"applying {path}",
-                    lambda: self._apply(tenant, item, status, superseded_by, fingerprint, previous, actor),
+                    f"applying {path}", self._apply, tenant, item, status, superseded_by, fingerprint, previous, actor
                 )
             except Exception as error:
                 logger.exception("sync: %s failed", path)
@@ -320,7 +313,7 @@ class SyncService:
         for path in plan.gone:
             entry = state[path]
             try:
-                self._retrying(f"removing {path}", lambda e=entry: self._remove(tenant, e, actor))  # type: ignore[misc]
+                self._retrying(f"removing {path}", self._remove, tenant, entry, actor)
             except Exception as error:
                 logger.exception("sync: removing %s failed", path)
                 plan.failed[path] = (entry.data["itemId"], _reason(error), None)
@@ -408,11 +401,11 @@ class SyncService:
 
     def _remove(self, tenant: str, entry: Item, actor: str) -> None:
         self._forget(entry.data["scope"], entry.data["itemId"], entry.data["path"], actor)
-        self._records.write([Delete(_partition(tenant), entry.sk), Delete(_partition(tenant), f"FAIL#{entry.data['path']}")])
+        self._records.write(
+            [Delete(_partition(tenant), entry.sk), Delete(_partition(tenant), f"FAIL#{entry.data['path']}")]
+        )
 
-    def _record_failures(
-        self, tenant: str, plan: _Plan, previous: dict[str, Item], *, full: bool
-    ) -> list[FailedItem]:
+    def _record_failures(self, tenant: str, plan: _Plan, previous: dict[str, Item], *, full: bool) -> list[FailedItem]:
         now = _iso(datetime.now(UTC))
         failures = []
         writes: list[Put | Delete] = []
@@ -436,7 +429,9 @@ class SyncService:
 
     def _record_run(self, tenant: str, counts: SyncCounts, duration_ms: float) -> None:
         current = self._records.get(_partition(tenant), "STATE")
-        stats = dict(current.data["stats"]) if current else {"totalSyncs": 0, "totalItemsSynced": 0, "totalDurationMs": 0}
+        stats = (
+            dict(current.data["stats"]) if current else {"totalSyncs": 0, "totalItemsSynced": 0, "totalDurationMs": 0}
+        )
         stats["totalSyncs"] += 1
         stats["totalItemsSynced"] += counts.added + counts.updated + counts.deleted
         stats["totalDurationMs"] += duration_ms

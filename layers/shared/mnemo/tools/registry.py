@@ -77,6 +77,8 @@ class Tool:
 
 
 CATALOG: dict[str, Tool] = {}
+#: The family modules, in the order the catalog (and everything generated from it) lists them.
+FAMILIES = ("memory", "knowledge", "sync")
 
 
 def tool(family: str) -> Callable[[ToolFunction], ToolFunction]:
@@ -100,8 +102,10 @@ def tool(family: str) -> Callable[[ToolFunction], ToolFunction]:
 
 def load_catalog() -> Mapping[str, Tool]:
     """Import every family module, so that each has registered its tools."""
-    from mnemo.tools import knowledge, memory, sync  # noqa: F401
+    import importlib
 
+    for family in FAMILIES:
+        importlib.import_module(f"mnemo.tools.{family}")
     return CATALOG
 
 
