@@ -32,6 +32,8 @@ from mnemo.memory.scoring import calibration_for
 from mnemo.ports import Embedder, Filter, Item, RecordStore, VectorIndex
 
 CANDIDATES = 100
+#: (layer precedence, relevance, catalog record data)
+Ranked = tuple[int, float, dict[str, Any]]
 PRECEDENCE: dict[str, int] = {layer: rank for rank, layer in enumerate(KNOWLEDGE_LAYERS)}
 
 
@@ -88,7 +90,7 @@ class KnowledgeService:
                 return False
         return True
 
-    def _browse(self, scopes: Mapping[str, str], request: KnowledgeQueryInput) -> list[tuple[int, float, dict[str, Any]]]:
+    def _browse(self, scopes: Mapping[str, str], request: KnowledgeQueryInput) -> list[Ranked]:
         found = []
         for scope, layer in scopes.items():
             for record in self._catalog.in_layer(scope):
@@ -96,7 +98,7 @@ class KnowledgeService:
                     found.append((PRECEDENCE[layer], 0.0, record.data))
         return found
 
-    def _search(self, scopes: Mapping[str, str], request: KnowledgeQueryInput) -> list[tuple[int, float, dict[str, Any]]]:
+    def _search(self, scopes: Mapping[str, str], request: KnowledgeQueryInput) -> list[Ranked]:
         if not scopes:
             return []
         flt: Filter = {"scope": list(scopes), "status": list(request.status)}
