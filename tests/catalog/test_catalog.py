@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from knowledge_helpers import push_tree
 from openapi_spec_validator import validate as validate_openapi
 
 from helpers import ctx
+from knowledge_helpers import push_tree
 from mnemo.errors import MnemoError
 from mnemo.runtime import Services
 from mnemo.sync.models import SyncNowInput

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from knowledge_helpers import EXAMPLE_COUNT, push_tree
 
 from helpers import http_call as call
 from helpers import local_server
+from knowledge_helpers import EXAMPLE_COUNT, push_tree
 from mnemo.runtime import Services
 from mnemo.tools.registry import get_tool
 from mnemo.tools.schema import output_schema

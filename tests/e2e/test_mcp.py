@@ -18,6 +18,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from helpers import local_server
+from knowledge_helpers import EXAMPLE_COUNT, push_tree
 from mnemo.runtime import Services
 from mnemo.tools.registry import load_catalog
 
@@ -101,3 +102,35 @@ def test_http_rejects_a_foreign_host_header(server_url: str) -> None:
         headers={"Host": "evil.example", "Accept": "application/json, text/event-stream"},
     )
     assert response.status_code in (400, 403, 421)
+
+
+async def _knowledge_round_trip(data_dir: Path) -> None:
+    env = {
+        **os.environ,
+        "MNEMO_DATA_DIR": str(data_dir),
+        "MNEMO_EMBEDDER": "hashing",
+        "MEMORY_USER_ID": "mcp-carol",
+        "MNEMO_ORG": "engineering",
+    }
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mnemo.cli", "mcp"], env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        synced = await session.call_tool("sync_now", {})
+        assert not synced.is_error and _payload(synced)["result"]["added"] == EXAMPLE_COUNT
+        found = await session.call_tool("knowledge_query", {"query": "database selection", "type": "adr"})
+        assert _payload(found)["items"][0]["id"] == "adr-042-database-selection"
+        checked = await session.call_tool("knowledge_check", {"dependencies": [{"name": "mysql2", "version": "3.0.0"}]})
+        assert not checked.is_error
+        assert _payload(checked)["passed"] is False and _payload(checked)["summary"]["block"] == 1
+        missing = await session.call_tool("knowledge_show", {"id": "adr-999"})
+        assert missing.is_error and _payload(missing)["errorCode"] == "NOT_FOUND"
+        status = await session.call_tool("sync_status", {})
+        assert _payload(status)["healthy"] is True
+
+
+def test_knowledge_tools_over_stdio(tmp_path: Path) -> None:
+    from mnemo.runtime import Services
+    from mnemo.settings import Settings
+
+    push_tree(Services(Settings(data_dir=tmp_path, embedder="hashing")), "local")
+    anyio.run(_knowledge_round_trip, tmp_path)

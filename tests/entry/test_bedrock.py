@@ -728,3 +728,32 @@ def test_cli_writes_one_openapi_and_one_functions_file_per_group(tmp_path: Path,
     printed = json.loads(capsys.readouterr().out)
     assert sorted(printed) == sorted(p.name for p in tmp_path.iterdir())
     assert main(["openapi", "--output-dir", str(tmp_path)]) == 2
+
+
+def test_knowledge_and_sync_action_groups(services: Services) -> None:
+    """The knowledge family's Lambda answers knowledge_check as the specification's example does."""
+    from knowledge_helpers import push_tree
+
+    engineer = {**ALICE, "mnemoOrg": "engineering"}
+    push_tree(services, "acme")
+    sync = load_function("sync").handler
+    now = function_event("sync_now", [prop("layers", '["org", "company"]', "array")], engineer, group="mnemo-sync")
+    assert function_body(call(now, sync), now, None)["result"]["failures"] == 0
+
+    knowledge = load_function("knowledge").handler
+    check = function_event(
+        "knowledge_check",
+        [prop("dependencies", '[{"name": "mysql2", "version": "3.0.0"}]', "array")],
+        engineer,
+        group="mnemo-knowledge",
+    )
+    checked = function_body(call(check, knowledge), check, None)
+    assert checked["passed"] is False and checked["summary"] == {"info": 0, "warn": 0, "block": 1}
+    assert checked["violations"][0]["knowledgeItemId"] == "adr-042-database-selection"
+
+    query = openapi_event(
+        "knowledge_query", [prop("query", "database selection"), prop("type", "adr")], engineer, group="mnemo-knowledge"
+    )
+    assert api_body(call(query, knowledge), query, 200)["items"][0]["id"] == "adr-042-database-selection"
+    missing = function_event("knowledge_show", [prop("id", "adr-999")], engineer, group="mnemo-knowledge")
+    envelope(function_body(call(missing, knowledge), missing, "REPROMPT"), "NOT_FOUND")

@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 import pytest
-from knowledge_helpers import doc, push_tree
 
 from helpers import ctx
+from knowledge_helpers import doc, push_tree
 from mnemo.errors import InvalidInput, NotFound
 from mnemo.knowledge.models import (
     KnowledgeCheckInput,

@@ -6,9 +6,9 @@ import time
 from typing import Any
 
 import pytest
-from knowledge_helpers import EXAMPLE_COUNT, doc, push_tree
 
 from helpers import ctx
+from knowledge_helpers import EXAMPLE_COUNT, doc, push_tree
 from mnemo.errors import Conflict
 from mnemo.knowledge.catalog import scope_of
 from mnemo.knowledge.models import KnowledgeQueryInput, KnowledgeShowInput
