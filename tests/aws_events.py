@@ -45,3 +45,8 @@ class FakeLambdaContext:
     memory_limit_in_mb = 512
     invoked_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:mnemo-dev-memory_add"
     aws_request_id = "52fdfc07-2182-154f-163f-5f0f9a621d72"
+    #: As an invocation near its end: handlers that would wait for something give up at once.
+    remaining_millis = 3_000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_millis

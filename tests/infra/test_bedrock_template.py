@@ -58,17 +58,67 @@ def test_one_action_group_function_per_family(family: str) -> None:
     assert properties["Environment"]["Variables"]["MNEMO_BEDROCK_TENANT"] == {"Ref": "AWS::AccountId"}
 
 
-def test_the_memory_function_reaches_the_store_the_embedder_and_the_index() -> None:
-    properties = load_template()["Resources"]["BedrockMemoryFunction"]["Properties"]
+# What each family's tools reach (tests/infra/test_template.py derives the same from the tools):
+# the records table's policy template, the inline statements by Sid with their actions (the index
+# ones for a Serverless collection), and whether the collection lets the role write documents.
+_S3_BUCKET = {"GetAtt": "KnowledgeBucket.Arn"}
+_S3_OBJECTS = {"Sub": "${KnowledgeBucket.Arn}/*"}
+FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool]] = {
+    "memory": (
+        "DynamoDBCrudPolicy",
+        {"EmbedWithTitan": "bedrock:InvokeModel", "VectorIndexReadWrite": "aoss:APIAccessAll"},
+        True,
+    ),
+    "knowledge": (
+        "DynamoDBReadPolicy",
+        {
+            "EmbedWithTitan": "bedrock:InvokeModel",
+            "VectorIndexRead": "aoss:APIAccessAll",
+            "KnowledgeBucketList": "s3:ListBucketVersions",
+            "KnowledgeObjectRead": "s3:GetObjectVersion",
+        },
+        False,
+    ),
+    "sync": (
+        "DynamoDBCrudPolicy",
+        {
+            "EmbedWithTitan": "bedrock:InvokeModel",
+            "VectorIndexReadWrite": "aoss:APIAccessAll",
+            "KnowledgeBucketList": "s3:ListBucket",
+            "KnowledgeObjectRead": "s3:GetObject",
+        },
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("family", _families())
+def test_the_function_reaches_what_its_tools_need(family: str) -> None:
+    doc = load_template()
+    assert set(FAMILY_RIGHTS) == set(_families()), "state what a new family's function reaches"
+    records, inline_actions, writes = FAMILY_RIGHTS[family]
+    properties = doc["Resources"][_function_id(family)]["Properties"]
     templates = [p for p in properties["Policies"] if "Statement" not in p]
-    assert templates == [{"DynamoDBCrudPolicy": {"TableName": {"Ref": "RecordsTable"}}}]
+    assert templates == [{records: {"TableName": {"Ref": "RecordsTable"}}}]
     (inline,) = [p["Statement"] for p in properties["Policies"] if "Statement" in p]
     by_sid = {statement["Sid"]: statement for statement in inline}
-    assert by_sid["EmbedWithTitan"]["Action"] == "bedrock:InvokeModel"
+    actions = {
+        sid: statement["Action"]["If"][1] if isinstance(statement["Action"], dict) else statement["Action"]
+        for sid, statement in by_sid.items()
+    }
+    assert actions == inline_actions
     assert by_sid["EmbedWithTitan"]["Resource"]["Sub"][1] == {"ModelId": {"FindInMap": ["Titan", "Model", "Id"]}}
-    assert by_sid["VectorIndexReadWrite"]["Resource"]["If"][1] == {"GetAtt": "VectorCollection.Arn"}
-    policy = load_template()["Resources"]["VectorCollectionAccessPolicy"]["Properties"]["Policy"]
-    assert "${BedrockMemoryFunctionRole.Arn}" in json.dumps(policy)
+    index_sid = next(sid for sid in by_sid if sid.startswith("VectorIndex"))
+    assert by_sid[index_sid]["Resource"]["If"][1] == {"GetAtt": "VectorCollection.Arn"}
+    if "KnowledgeBucketList" in by_sid:
+        assert by_sid["KnowledgeBucketList"]["Resource"] == _S3_BUCKET
+        assert by_sid["KnowledgeObjectRead"]["Resource"] == _S3_OBJECTS
+    # The collection's data-access policy names the role in one statement, which writes or only reads.
+    policy = doc["Resources"]["VectorCollectionAccessPolicy"]["Properties"]["Policy"]["Sub"][1]
+    role = f"${{{_function_id(family)}Role.Arn}}"
+    (statement,) = [json.dumps(s) for s in policy.values() if role in json.dumps(s)]
+    assert "aoss:ReadDocument" in statement
+    assert ("aoss:WriteDocument" in statement) is writes and ("aoss:CreateIndex" in statement) is writes
 
 
 @pytest.mark.parametrize("family", _families())
@@ -102,7 +152,9 @@ def test_the_agent_is_optional_and_off_by_default() -> None:
             assert resource.get("Condition") == "HasBedrockAgent", name
     for name in ("BedrockAgentId", "BedrockAgentArn"):
         assert doc["Outputs"][name]["Condition"] == "HasBedrockAgent"
-    assert doc["Outputs"]["BedrockMemoryFunctionArn"]["Value"] == {"GetAtt": "BedrockMemoryFunction.Arn"}
+    for family in _families():
+        output = doc["Outputs"][f"{_function_id(family)}Arn"]
+        assert output["Value"] == {"GetAtt": f"{_function_id(family)}.Arn"} and "Condition" not in output
 
 
 def test_the_agent_role_runs_only_the_chosen_model() -> None:
@@ -150,9 +202,15 @@ def test_the_function_is_logged_and_alarmed(family: str) -> None:
     alarms = [r["Properties"] for r in _resources(doc, "AWS::CloudWatch::Alarm").values()]
     errors = [a for a in alarms if a.get("MetricName") == "Errors" and a["Dimensions"][0]["Value"] == {"Ref": function}]
     assert len(errors) == 1
-    throttles = next(a for a in alarms if "Metrics" in a)
-    watched = [m["MetricStat"]["Metric"]["Dimensions"][0]["Value"] for m in throttles["Metrics"] if "MetricStat" in m]
-    assert {"Ref": function} in watched
+    (throttles,) = [
+        a
+        for a in alarms
+        if {"Ref": function}
+        in [m["MetricStat"]["Metric"]["Dimensions"][0]["Value"] for m in a.get("Metrics", []) if "MetricStat" in m]
+    ]
+    assert all(
+        m["MetricStat"]["Metric"]["MetricName"] == "Throttles" for m in throttles["Metrics"] if "MetricStat" in m
+    )
     (total,) = [m for m in throttles["Metrics"] if "Expression" in m]
     ids = [m["Id"] for m in throttles["Metrics"] if "MetricStat" in m]
     assert sorted(total["Expression"].replace(" ", "").split("+")) == sorted(ids)

@@ -18,7 +18,9 @@ import pytest
 import yaml
 from aws_fixtures import CloudFormationLoader
 
+from mnemo.knowledge.documents import ROOT as KNOWLEDGE_ROOT
 from mnemo.settings import Settings
+from mnemo.sync.service import LOCK_SECONDS
 from mnemo.tools.registry import load_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -331,9 +333,23 @@ def test_vector_collection_and_its_policies() -> None:
         "aoss:DescribeIndex",
         "aoss:DescribeCollectionItems",
     }
+    read_only = {"aoss:ReadDocument", "aoss:DescribeIndex", "aoss:DescribeCollectionItems"}
+    for reader in ("MemorySearchFunction", "KnowledgeQueryFunction", "BedrockKnowledgeFunction"):
+        assert rights[role(reader)] == read_only, reader
     assert "aoss:WriteDocument" in rights[role("MemoryDeleteFunction")]
-    for writer in ("MemoryAddFunction", "IndexerFunction"):
-        assert {"aoss:WriteDocument", "aoss:CreateIndex"} <= rights[role(writer)]
+    for writer in (
+        "MemoryAddFunction",
+        "IndexerFunction",
+        "SyncNowFunction",
+        "KnowledgeSyncFunction",
+        "BedrockMemoryFunction",
+        "BedrockSyncFunction",
+        "McpFunction",
+    ):
+        assert {"aoss:WriteDocument", "aoss:CreateIndex"} <= rights[role(writer)], writer
+    # Functions whose tools never touch the index are no principal of the collection.
+    for outsider in ("KnowledgeCheckFunction", "KnowledgeShowFunction", "SyncStatusFunction"):
+        assert role(outsider) not in rights, outsider
     for principal, granted in rights.items():
         assert not granted & {"aoss:DeleteIndex", "aoss:UpdateIndex", "aoss:*"}, principal
 
@@ -404,25 +420,33 @@ def _templates(resource: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def test_read_only_tools_get_read_only_policies() -> None:
+READ_ONLY_ACTIONS = {
+    "bedrock:InvokeModel",
+    "aoss:APIAccessAll",
+    "es:ESHttpGet",
+    "es:ESHttpHead",
+    "es:ESHttpPost",
+    "s3:ListBucket",
+    "s3:ListBucketVersions",
+    "s3:GetObject",
+    "s3:GetObjectVersion",
+}
+
+
+@pytest.mark.parametrize(
+    "tool", ["memory_search", "knowledge_query", "knowledge_check", "knowledge_show", "sync_status"]
+)
+def test_read_only_tools_get_read_only_policies(tool: str) -> None:
     doc = template()
-    (search,) = tool_functions(doc)["memory_search"]
-    assert list(_templates(doc["Resources"][search])) == ["DynamoDBReadPolicy"]
-    for statement in (
-        _statements(doc, parameters(doc))[search]
-        + _statements(
-            doc,
-            parameters(doc, ExistingOpenSearchEndpoint="https://x.es.amazonaws.com", ExistingOpenSearchDomainName="x"),
-        )[search]
-    ):
-        for action in _actions(statement):
-            assert action in {
-                "bedrock:InvokeModel",
-                "aoss:APIAccessAll",
-                "es:ESHttpGet",
-                "es:ESHttpHead",
-                "es:ESHttpPost",
-            }, action
+    (function,) = tool_functions(doc)[tool]
+    assert list(_templates(doc["Resources"][function])) == ["DynamoDBReadPolicy"]
+    existing = parameters(
+        doc, ExistingOpenSearchEndpoint="https://x.es.amazonaws.com", ExistingOpenSearchDomainName="x"
+    )
+    for params in (parameters(doc), existing):
+        for statement in _statements(doc, params).get(function, []):
+            for action in _actions(statement):
+                assert action in READ_ONLY_ACTIONS, (function, action)
 
 
 def test_least_privilege_per_function() -> None:
@@ -436,14 +460,25 @@ def test_least_privilege_per_function() -> None:
             "DynamoDBCrudPolicy": table,
             "SQSSendMessagePolicy": {"QueueName": {"GetAtt": "IndexerDeadLetterQueue.QueueName"}},
         },
-        # Serves no /v1/tools route: the memory action group of Bedrock agents (add, search, delete).
+        "KnowledgeQueryFunction": {"DynamoDBReadPolicy": table},
+        "KnowledgeCheckFunction": {"DynamoDBReadPolicy": table},
+        "KnowledgeShowFunction": {"DynamoDBReadPolicy": table},
+        # CRUD: the catalog, the sync state and lock, the pointer memories and their history.
+        "SyncNowFunction": {"DynamoDBCrudPolicy": table},
+        "SyncStatusFunction": {"DynamoDBReadPolicy": table},
+        # Its dead-letter queue is an on-failure destination: SAM grants sqs:SendMessage on it alone.
+        "KnowledgeSyncFunction": {"DynamoDBCrudPolicy": table},
+        # Serve no /v1/tools route: the action groups of Bedrock agents, one per family.
         "BedrockMemoryFunction": {"DynamoDBCrudPolicy": table},
+        "BedrockKnowledgeFunction": {"DynamoDBReadPolicy": table},
+        "BedrockSyncFunction": {"DynamoDBCrudPolicy": table},
         "McpFunction": {"DynamoDBCrudPolicy": table},
     }
     assert {name: _templates(r) for name, r in functions(doc).items()} == expected_templates
     statements = _statements(doc, parameters(doc))
     titan_arn = f"arn:aws:bedrock:eu-west-1::foundation-model/{TITAN_V2}"
     embeds = set()
+    reaches_index = set()
     for name, found in statements.items():
         for statement in found:
             assert statement["Effect"] == "Allow"
@@ -457,17 +492,187 @@ def test_least_privilege_per_function() -> None:
                 embeds.add(name)
             if "aoss:APIAccessAll" in actions:
                 assert resource == {"GetAtt": "VectorCollection.Arn"}
-    # Search and writes embed; a delete never does.
+                reaches_index.add(name)
+    # Searches and writes embed; a delete, a check, a show and a status never do.
     assert embeds == {
         "MemoryAddFunction",
         "MemorySearchFunction",
+        "KnowledgeQueryFunction",
+        "SyncNowFunction",
+        "KnowledgeSyncFunction",
         "IndexerFunction",
         "BedrockMemoryFunction",
+        "BedrockKnowledgeFunction",
+        "BedrockSyncFunction",
         "McpFunction",
     }
-    assert all(any("aoss:APIAccessAll" in _actions(s) for s in statements[name]) for name in functions(doc)), (
-        "every function reaches the vector index"
+    # knowledge_check, knowledge_show and sync_status read the records table alone.
+    assert reaches_index == embeds | {"MemoryDeleteFunction"}
+
+
+# What each catalog tool needs at run time (mnemo/*/service.py and the adapters they use): the
+# records table, Titan, the vector index (as the es:ESHttp* methods its requests use on an existing
+# domain) and the knowledge bucket (the S3 actions of mnemo/adapters/aws/s3_blobs.py it calls).
+INDEX_READ = frozenset({"es:ESHttpGet", "es:ESHttpHead", "es:ESHttpPost"})
+INDEX_DELETE = INDEX_READ | {"es:ESHttpDelete"}
+INDEX_WRITE = INDEX_DELETE | {"es:ESHttpPut"}
+S3_CURRENT = frozenset({"s3:ListBucket", "s3:GetObject"})  # sync lists the files and reads each
+S3_HISTORY = frozenset({"s3:ListBucketVersions", "s3:GetObjectVersion"})  # knowledge_show's history
+NONE: frozenset[str] = frozenset()
+# tool: (records, embeds, index, s3)
+TOOL_NEEDS: dict[str, tuple[str, bool, frozenset[str], frozenset[str]]] = {
+    "memory_add": ("crud", True, INDEX_WRITE, NONE),
+    "memory_search": ("read", True, INDEX_READ, NONE),
+    "memory_delete": ("crud", False, INDEX_DELETE, NONE),
+    "knowledge_query": ("read", True, INDEX_READ, NONE),
+    "knowledge_check": ("read", False, NONE, NONE),
+    "knowledge_show": ("read", False, NONE, S3_HISTORY),
+    "sync_now": ("crud", True, INDEX_WRITE, S3_CURRENT),
+    "sync_status": ("read", False, NONE, NONE),
+}
+EXISTING_DOMAIN = {"ExistingOpenSearchEndpoint": "https://x.es.amazonaws.com", "ExistingOpenSearchDomainName": "x"}
+
+
+def _bedrock_function(family: str) -> str:
+    return "Bedrock" + "".join(part.capitalize() for part in family.split("_")) + "Function"
+
+
+def _served_tools(doc: dict[str, Any]) -> dict[str, set[str]]:
+    """Function -> the catalog tools it runs, whatever the front door."""
+    catalog = load_catalog()
+    served = {ids[0]: {tool} for tool, ids in tool_functions(doc).items()}
+    for family in {tool.family for tool in catalog.values()}:
+        served[_bedrock_function(family)] = {name for name, tool in catalog.items() if tool.family == family}
+    served["McpFunction"] = set(catalog)
+    served["KnowledgeSyncFunction"] = {"sync_now"}  # the same sync, on a schedule and on bucket events
+    return served
+
+
+def test_each_function_gets_exactly_what_its_tools_need() -> None:
+    doc = template()
+    assert set(TOOL_NEEDS) == set(load_catalog()), "state what each new tool needs in TOOL_NEEDS"
+    served = _served_tools(doc)
+    assert set(functions(doc)) - set(served) == {"IndexerFunction"}
+    statements = _statements(doc, parameters(doc, **EXISTING_DOMAIN))
+    for name, tools in served.items():
+        needs = [TOOL_NEEDS[tool] for tool in tools]
+        templates = _templates(doc["Resources"][name])
+        actions = {a for statement in statements.get(name, []) for a in _actions(statement)}
+        found = (
+            "crud" if "DynamoDBCrudPolicy" in templates else "read",
+            "bedrock:InvokeModel" in actions,
+            {a for a in actions if a.startswith("es:")},
+            {a for a in actions if a.startswith("s3:")},
+        )
+        expected = (
+            "crud" if any(records == "crud" for records, *_ in needs) else "read",
+            any(embeds for _, embeds, *_ in needs),
+            set().union(*(index for *_, index, _ in needs)),
+            set().union(*(s3 for *_, s3 in needs)),
+        )
+        assert found == expected, (name, sorted(tools))
+
+
+# --------------------------------------------------------------- knowledge sync ---
+def test_knowledge_sync_runs_on_a_schedule_and_on_knowledge_bucket_events() -> None:
+    from mnemo.entry.sync_events import S3_DETAIL_TYPES
+
+    doc = template()
+    parameter = doc["Parameters"]["SyncSchedule"]
+    assert parameter["Default"] == "rate(15 minutes)" and parameter["Description"]
+    for expression in ("rate(15 minutes)", "rate(1 hour)", "cron(0 4 * * ? *)"):
+        assert re.fullmatch(parameter["AllowedPattern"], expression), expression
+    assert not re.fullmatch(parameter["AllowedPattern"], "every 15 minutes")
+    sync = doc["Resources"]["KnowledgeSyncFunction"]["Properties"]
+    assert sync["CodeUri"].rstrip("/") == "functions/knowledge_sync"
+    assert "from mnemo.entry.sync_events import handler" in (ROOT / "functions/knowledge_sync/app.py").read_text()
+    events = sync["Events"]
+    assert sorted(event["Type"] for event in events.values()) == ["EventBridgeRule", "Schedule"]
+    (schedule,) = (e["Properties"] for e in events.values() if e["Type"] == "Schedule")
+    assert schedule["Schedule"] == {"Ref": "SyncSchedule"}
+    (rule,) = (e["Properties"] for e in events.values() if e["Type"] == "EventBridgeRule")
+    assert rule["Pattern"] == {
+        "source": ["aws.s3"],
+        "detail-type": sorted(S3_DETAIL_TYPES),
+        "detail": {
+            "bucket": {"name": [{"Ref": "KnowledgeBucket"}]},
+            "object": {"key": [{"prefix": f"{KNOWLEDGE_ROOT}/"}]},
+        },
+    }
+    assert "EventBusName" not in rule  # S3 sends its events to the default bus
+    queue_arn = {"GetAtt": "KnowledgeSyncDeadLetterQueue.Arn"}
+    for event in (schedule, rule):
+        assert event["DeadLetterConfig"] == {"Arn": queue_arn}
+        assert 0 < event["RetryPolicy"]["MaximumRetryAttempts"] <= 185
+        assert 60 <= event["RetryPolicy"]["MaximumEventAgeInSeconds"] <= 86400
+    # A delivered event whose sync fails (CONFLICT while the tenant syncs) lands there too.
+    invoke = sync["EventInvokeConfig"]
+    assert invoke["DestinationConfig"]["OnFailure"] == {"Type": "SQS", "Destination": queue_arn}
+    assert 0 < invoke["MaximumRetryAttempts"] <= 2
+    queue = doc["Resources"]["KnowledgeSyncDeadLetterQueue"]
+    assert queue["Type"] == "AWS::SQS::Queue"
+    assert queue["Properties"]["SqsManagedSseEnabled"] is True
+    assert queue["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
+    # EventBridge needs the queue's leave to record what it could not deliver: the two rules only.
+    (policy,) = [
+        r["Properties"]
+        for r in resources_of(doc, "AWS::SQS::QueuePolicy").values()
+        if r["Properties"]["Queues"] == [{"Ref": "KnowledgeSyncDeadLetterQueue"}]
+    ]
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert statement["Effect"] == "Allow" and statement["Principal"] == {"Service": "events.amazonaws.com"}
+    assert statement["Action"] == "sqs:SendMessage" and statement["Resource"] == queue_arn
+    rules = statement["Condition"]["ArnEquals"]["aws:SourceArn"]
+    assert sorted(rules, key=str) == sorted(
+        ({"GetAtt": f"KnowledgeSyncFunction{name}.Arn"} for name in events), key=str
     )
+    (depth,) = [
+        a
+        for a in _alarms(doc).values()
+        if a.get("MetricName") == "ApproximateNumberOfMessagesVisible"
+        and a["Dimensions"] == [{"Name": "QueueName", "Value": {"GetAtt": "KnowledgeSyncDeadLetterQueue.QueueName"}}]
+    ]
+    assert depth["Namespace"] == "AWS/SQS" and depth["Threshold"] == 0
+    assert depth["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+def test_s3_rights_are_read_only_and_scoped_to_the_knowledge_bucket() -> None:
+    doc = template()
+    bucket_actions = {"s3:ListBucket", "s3:ListBucketVersions"}
+    object_actions = {"s3:GetObject", "s3:GetObjectVersion"}
+    granted: dict[str, set[str]] = {}
+    for name, statements in _statements(doc, parameters(doc)).items():
+        for statement in statements:
+            actions = set(_actions(statement))
+            if not any(a.startswith("s3:") for a in actions):
+                continue
+            assert statement["Effect"] == "Allow" and "Condition" not in statement, name
+            if actions <= bucket_actions:
+                assert statement["Resource"] == {"GetAtt": "KnowledgeBucket.Arn"}, name
+            else:
+                assert actions <= object_actions, (name, actions)
+                assert statement["Resource"] == {"Sub": "${KnowledgeBucket.Arn}/*"}, name
+            granted.setdefault(name, set()).update(actions)
+    assert granted["KnowledgeSyncFunction"] == {"s3:ListBucket", "s3:GetObject"}
+    assert granted["KnowledgeShowFunction"] == {"s3:ListBucketVersions", "s3:GetObjectVersion"}
+    assert set(granted) == {
+        "KnowledgeShowFunction",
+        "SyncNowFunction",
+        "KnowledgeSyncFunction",
+        "BedrockKnowledgeFunction",
+        "BedrockSyncFunction",
+        "McpFunction",
+    }
+
+
+def test_functions_that_run_sync_finish_well_before_its_lock_expires() -> None:
+    """A run cut short keeps the tenant's lock until it expires; one that outlived it could overlap."""
+    doc = template()
+    runners = {name for name, tools in _served_tools(doc).items() if "sync_now" in tools}
+    assert runners == {"SyncNowFunction", "KnowledgeSyncFunction", "BedrockSyncFunction", "McpFunction"}
+    for name in runners:
+        timeout = doc["Resources"][name]["Properties"].get("Timeout", doc["Globals"]["Function"]["Timeout"])
+        assert 300 <= timeout <= LOCK_SECONDS / 2, (name, timeout)
 
 
 # ----------------------------------------------------------------- indexing ---
@@ -526,15 +731,30 @@ def test_alarms_on_errors_throttles_and_dead_letters() -> None:
         ref = json.dumps({"Ref": name})
         assert ("AWS/Lambda", "Errors", ref) in watched, f"no Errors alarm for {name}"
         assert ("AWS/Lambda", "Throttles", ref) in watched, f"no Throttles alarm covers {name}"
-    (depth,) = [a for a in alarms.values() if a.get("MetricName") == "ApproximateNumberOfMessagesVisible"]
-    assert depth["Namespace"] == "AWS/SQS"
-    assert depth["Dimensions"] == [{"Name": "QueueName", "Value": {"GetAtt": "IndexerDeadLetterQueue.QueueName"}}]
-    assert depth["Threshold"] == 0 and depth["ComparisonOperator"] == "GreaterThanThreshold"
+    depths = [a for a in alarms.values() if a.get("MetricName") == "ApproximateNumberOfMessagesVisible"]
+    assert sorted(json.dumps(a["Dimensions"]) for a in depths) == sorted(
+        json.dumps([{"Name": "QueueName", "Value": {"GetAtt": f"{queue}.QueueName"}}])
+        for queue in resources_of(doc, "AWS::SQS::Queue")
+    ), "one depth alarm per dead-letter queue"
+    for depth in depths:
+        assert depth["Namespace"] == "AWS/SQS"
+        assert depth["Threshold"] == 0 and depth["ComparisonOperator"] == "GreaterThanThreshold"
     topic = "arn:aws:sns:eu-west-1:123456789012:alarms"
     for name, alarm in alarms.items():
         assert alarm["Threshold"] >= 0 and alarm["TreatMissingData"] == "notBreaching", name
         assert choose(doc, alarm, parameters(doc, AlarmTopicArn=topic))["AlarmActions"] == [{"Ref": "AlarmTopicArn"}]
         assert "AlarmActions" not in choose(doc, alarm, parameters(doc)), name
+
+
+def test_metric_math_alarms_stay_within_cloudwatch_limits() -> None:
+    """A metric-math alarm may read at most 10 metrics, a hard limit that only a deployment would hit."""
+    for name, alarm in _alarms(template()).items():
+        if "Metrics" not in alarm:
+            continue
+        stats = [m["Id"] for m in alarm["Metrics"] if "MetricStat" in m]
+        assert len(stats) <= 10, (name, len(stats))
+        (total,) = [m for m in alarm["Metrics"] if m.get("ReturnData")]
+        assert sorted(total["Expression"].replace(" ", "").split("+")) == sorted(stats), name
 
 
 # ---------------------------------------------------- environment and outputs ---

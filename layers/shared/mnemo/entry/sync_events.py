@@ -6,8 +6,10 @@
   the invocation counts as an error and alarms.
 - ``Object Created`` / ``Object Deleted`` (source ``aws.s3``): an incremental
   sync of just that object (``knowledge/{tenant}/{path}``). Keys outside the
-  knowledge tree are ignored. If the tenant's sync is running, the CONFLICT is
-  raised so that Lambda's asynchronous retries deliver the event again later.
+  knowledge tree are ignored. A push of many files sends a burst of events that
+  all want the tenant's sync lock: each waits for it (backing off, while the
+  invocation has time left) instead of failing; only if the lock stays taken is
+  the CONFLICT raised, so that Lambda's asynchronous retries deliver the event later.
 
 Shapes as documented for EventBridge: ``detail-type``, ``source`` and, for
 S3, ``detail.bucket.name`` and ``detail.object.key``.
@@ -15,6 +17,8 @@ S3, ``detail.bucket.name`` and ``detail.object.key``.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -26,6 +30,28 @@ from mnemo.sync.models import SyncNowInput
 
 logger = Logger(service="mnemo")
 S3_DETAIL_TYPES = {"Object Created", "Object Deleted"}
+#: Seconds an object event keeps for itself after waiting for the lock (a sync of one file is quick).
+RESERVE_SECONDS = 30.0
+MAX_WAIT_SECONDS = 120.0
+
+
+def waiting_for_the_lock(
+    operation: Callable[[], dict[str, Any]],
+    seconds_left: Callable[[], float],
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Run ``operation``; while another sync holds the tenant's lock, back off and try again."""
+    delay, waited = 0.25, 0.0
+    while True:
+        try:
+            return operation()
+        except Conflict:
+            pause = min(delay, 8.0)
+            if waited + pause > MAX_WAIT_SECONDS or seconds_left() - pause < RESERVE_SECONDS:
+                raise
+            sleep(pause)
+            waited += pause
+            delay *= 2
 
 
 def sync_object(key: str) -> dict[str, Any]:
@@ -61,6 +87,11 @@ def sync_all() -> dict[str, Any]:
     return results
 
 
+def _seconds_left(context: Any) -> float:
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    return remaining() / 1000.0 if callable(remaining) else MAX_WAIT_SECONDS + RESERVE_SECONDS
+
+
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     detail_type = event.get("detail-type")
@@ -70,7 +101,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         except (KeyError, TypeError):
             raise ValueError("an S3 event without detail.object.key") from None
         try:
-            return sync_object(str(key))
+            return waiting_for_the_lock(lambda: sync_object(str(key)), lambda: _seconds_left(context))
         except MnemoError as error:
             logger.warning("object sync failed; the event will be retried", extra={"error": error.envelope()})
             raise
