@@ -17,9 +17,11 @@ S3, ``detail.bucket.name`` and ``detail.object.key``.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote_plus
 
 from aws_lambda_powertools import Logger
 
@@ -54,22 +56,43 @@ def waiting_for_the_lock(
             delay *= 2
 
 
+def _knowledge_paths(key: str) -> dict[str, list[str]]:
+    """Tenant -> paths the key may name: as sent and URL-decoded.
+
+    S3's own notifications URL-encode keys ("red flower.md" arrives as
+    "red+flower.md"); whether its EventBridge events do is not documented, so both
+    readings are synced. A path that names no stored file and no synced item is a
+    no-op for sync, so the wrong reading costs one read.
+    """
+    found: dict[str, list[str]] = {}
+    for candidate in dict.fromkeys([key, unquote_plus(key)]):
+        split = split_key(candidate)
+        if split is not None and is_knowledge_file(split[1]):
+            found.setdefault(split[0], []).append(split[1])
+    return found
+
+
 def sync_object(key: str) -> dict[str, Any]:
-    found = split_key(key)
-    if found is None or not is_knowledge_file(found[1]):
+    candidates = _knowledge_paths(key)
+    if not candidates:
         logger.info("ignored object outside the knowledge tree", extra={"key": key})
         return {"ignored": key}
-    tenant, path = found
-    output = get_services().sync.sync(tenant, SyncNowInput(), actor="s3-event", paths=[path])
-    logger.info("synced object", extra={"tenant": tenant, "path": path, "result": output.result.model_dump()})
-    return {"tenant": tenant, "path": path, "result": output.result.model_dump(by_alias=True)}
+    answer: dict[str, Any] = {}
+    for tenant, paths in candidates.items():
+        output = get_services().sync.sync(tenant, SyncNowInput(), actor="s3-event", paths=paths)
+        logger.info("synced object", extra={"tenant": tenant, "paths": paths, "result": output.result.model_dump()})
+        answer = {"tenant": tenant, "path": paths[0], "result": output.result.model_dump(by_alias=True)}
+    return answer
 
 
 def sync_all() -> dict[str, Any]:
     services = get_services()
     results: dict[str, Any] = {}
     failed: list[str] = []
-    for tenant in services.repository.tenants():
+    tenants = services.repository.tenants()
+    # A random order: if the invocation runs out of time, it is not always the same tenants that wait.
+    random.shuffle(tenants)
+    for tenant in tenants:
         try:
             output = services.sync.sync(tenant, SyncNowInput(), actor="schedule")
         except Conflict:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from mnemo.errors import Conflict, MnemoError
+from mnemo.errors import RETRYABLE, Conflict, InvalidInput, MnemoError
 from mnemo.knowledge import catalog
 from mnemo.knowledge.catalog import index_doc, scope_of
 from mnemo.knowledge.documents import DocumentError, is_knowledge_file, parse_document, place_of
@@ -157,6 +157,12 @@ class SyncService:
                 return operation(*args)
             except DocumentError:
                 raise
+            except MnemoError as error:
+                if attempt == RETRY_ATTEMPTS or error.code not in RETRYABLE:
+                    raise
+                logger.warning("sync: %s failed (attempt %d), retrying in %.0f s: %s", what, attempt, delay, error)
+                self._sleep(min(delay, RETRY_MAX_DELAY))
+                delay *= 2
             except Exception as error:  # any adapter failure may be transient
                 if attempt == RETRY_ATTEMPTS:
                     raise
@@ -202,7 +208,10 @@ class SyncService:
             if request.layers and place.layer not in request.layers:
                 continue
             plan.seen.add(path)
-            blob = self._retrying(f"reading {path}", self._repository.read, tenant, path)
+            try:
+                blob = self._retrying(f"reading {path}", self._repository.read, tenant, path)
+            except InvalidInput:  # a key the store cannot hold names no file
+                blob = None
             if blob is None:
                 if path in state:
                     plan.gone.append(path)
@@ -466,9 +475,6 @@ class SyncService:
             failures=failures,
             running=running,
         )
-
-    def tenants(self) -> list[str]:
-        return self._repository.tenants()
 
 
 def scope_of_item(tenant: str, item: KnowledgeItem) -> str:
