@@ -4,8 +4,8 @@
 
 Each run is a fresh interpreter (as a new Lambda container is), timing the
 handler module's import and its first call on a REST proxy event, with the
-hashing embedder for memory_add/memory_search (Titan plays that part on AWS,
-where no local model loads) and the default configuration for memory_delete.
+hashing embedder for the tools that embed (Titan plays that part on AWS,
+where no local model loads) and the default configuration for the others.
 Prints medians and writes bench/results/cold-start.json.
 """
 
@@ -40,6 +40,10 @@ CASES = {
     "memory_add": ({"content": "cold start probe"}, "hashing"),
     "memory_search": ({"query": "cold start probe"}, "hashing"),
     "memory_delete": ({"memoryId": "mem_missing"}, "bge"),
+    # An empty catalog: the import and the first check's parsers, not the size of a repository.
+    "knowledge_check": ({"dependencies": [{"name": "mysql2", "version": "3.0.0"}]}, "bge"),
+    "knowledge_query": ({"query": "database selection"}, "hashing"),
+    "sync_status": ({}, "bge"),
 }
 
 
