@@ -54,6 +54,8 @@ bench: install
 	$(BIN)/python bench/retrieval.py
 	$(BIN)/python bench/latency.py
 	$(BIN)/python bench/cold_start.py
+	$(BIN)/python bench/knowledge_check.py
+	$(BIN)/python bench/regex_safety.py
 
 docs: install
 	$(BIN)/mnemo docs --output docs/tools.md

@@ -510,3 +510,27 @@ def test_many_files_and_constraints() -> None:
     output = check(item(*constraints), files)
 
     assert where(output) == sorted((f"src/m{i}.py", 2) for i in range(0, 500, 10))
+
+
+# ------------------------------------------------------------- found in review ---
+def test_lines_after_a_match_that_spans_lines_are_still_found() -> None:
+    """`eval\\([^)]*\\)` matches across the first two lines, then within lines 4 and 6."""
+    content = "eval(\nx)\nok\neval(y)\nfine\nprefix eval() suffix\n"
+    output = check(item(rule("must_not_match", "code", r"eval\([^)]*\)")), {"a.py": content})
+    assert where(output) == [("a.py", 4), ("a.py", 6)]
+
+
+def test_a_hostile_file_of_open_calls_is_judged_line_by_line() -> None:
+    """Each line opens a call that only the last line closes: every whole-text match spans lines and none
+    counts (resuming the whole-text search after each would rescan the rest once per line)."""
+    content = "eval(\n" * 20_000 + ")\n"
+    output = check(item(rule("must_not_match", "code", r"eval\([^)]*\)")), {"a.py": content})
+    assert output.violations == [] and output.passed is True
+
+
+def test_two_rules_differing_only_in_severity_and_scope_are_both_reported() -> None:
+    relaxed = rule("must_not_match", "code", "TODO", severity="warn", appliesTo=["**/*.py"])
+    strict = rule("must_not_match", "code", "TODO", severity="block", appliesTo=["src/critical/**"])
+    output = check(item(relaxed, strict), {"src/critical/pay.py": "# TODO: finish\n"})
+    assert sorted(v.severity for v in output.violations) == ["block", "warn"]
+    assert output.passed is False

@@ -277,6 +277,9 @@ class _Report:
             constraint.operator,
             constraint.target,
             constraint.pattern,
+            constraint.severity,
+            tuple(constraint.applies_to),
+            constraint.message,
             file,
             line,
             None if file else subject,
@@ -433,9 +436,10 @@ class _LineSearcher:
     RE2 searches a whole file far faster than Python can loop over its lines, so the
     text is searched with ``(?m)`` (``^``/``$`` at line boundaries) and only the
     lines holding a match are looked at. A match inside one line proves that line
-    matches; a match spanning a newline (``\\s``, ``[^x]``) proves nothing, so that
-    line is searched alone and the search resumes at the next line. Either way no
-    line is missed: a line that matches alone also holds a match in the whole text.
+    matches; a match spanning a newline (``\\s``, ``[^x]``) proves nothing, so from
+    that line on the file is searched line by line (resuming the whole-text search
+    after each such match would be quadratic). Either way no line is missed: a line
+    that matches alone also holds a match in the whole text.
     """
 
     def __init__(self, pattern: str) -> None:
@@ -458,8 +462,14 @@ class _LineSearcher:
             index = bisect_right(file.line_starts, match.start()) - 1
             line = file.line(index)
             line_end = file.line_starts[index] + len(line)
-            if match.end() <= line_end or self.line_pattern.search(line) is not None:
-                yield index + 1
+            if match.end() > line_end:
+                # A match spanning lines proves nothing, and searching the whole rest again from the next
+                # line could rescan it once per line (quadratic in a hostile file): go on line by line.
+                for number in range(index, len(file.line_starts)):
+                    if self.line_pattern.search(file.line(number)) is not None:
+                        yield number + 1
+                return
+            yield index + 1
             position = line_end + 1
 
     def snippet(self, file: _File, number: int) -> str:

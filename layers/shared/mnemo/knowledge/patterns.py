@@ -31,6 +31,8 @@ def _options(ignore_case: bool) -> Any:
     options.log_errors = False  # a rejected pattern is reported to the caller, not logged to stderr
     options.case_sensitive = not ignore_case
     options.max_mem = 8 << 20  # bounds the DFA of a hostile pattern
+    # Only whole matches are used; without groups RE2 keeps to its fast engines on long matches.
+    options.never_capture = True
     return options
 
 
