@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mnemo.cli_knowledge import knowledge_files
+from mnemo.cli_knowledge import knowledge_files, push_files
 from mnemo.runtime import Services
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -14,10 +14,7 @@ EXAMPLE_COUNT = sum(1 for _ in knowledge_files(EXAMPLES))
 
 def push_tree(services: Services, tenant: str, root: Path = EXAMPLES, author: str = "tester") -> int:
     """Push every knowledge file under ``root`` for ``tenant``; returns how many were stored."""
-    stored = 0
-    for relative, file in knowledge_files(root):
-        if services.repository.push(tenant, relative, file.read_bytes(), author=author, message="initial import"):
-            stored += 1
+    stored, _ = push_files(services.repository, tenant, root, author=author, message="initial import")
     return stored
 
 

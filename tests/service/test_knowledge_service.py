@@ -207,3 +207,26 @@ def test_check_needs_something_to_check(synced: Services) -> None:
     with pytest.raises(InvalidInput) as raised:
         check(synced)
     assert raised.value.details["field"] == "files"
+
+
+def test_a_specific_copy_hides_the_wider_one_in_query_as_in_check(synced: Services) -> None:
+    """The project deprecates its copy of the secrets policy: query and check both stop seeing the company's."""
+    deprecated = doc("policy-secrets-handling", title="Secrets (project copy)", extra="status: deprecated\n")
+    synced.repository.push(
+        TENANT, "projects/checkout-api/policy-secrets-handling.md", deprecated, author="a", message="m"
+    )
+    synced.sync.sync(TENANT, SyncNowInput())
+    listed = synced.knowledge.query(ENGINEER, KnowledgeQueryInput(limit=100))
+    assert "policy-secrets-handling" not in [item.id for item in listed.items]
+    searched = synced.knowledge.query(ENGINEER, KnowledgeQueryInput(query="secrets handling credentials"))
+    assert "policy-secrets-handling" not in [item.id for item in searched.items]
+    leaked_key = "AKIA" + "ABCDEFGHIJKLMNOP"
+    assert "policy-secrets-handling" not in [
+        v["knowledgeItemId"]
+        for v in check(synced, files=[{"path": "a.py", "content": f"k = '{leaked_key}'\n"}])["violations"]
+    ]
+    # Outside the project the company's policy still stands, in query and check.
+    org_only = ctx(tenant=TENANT, org="engineering")
+    assert "policy-secrets-handling" in [
+        i.id for i in synced.knowledge.query(org_only, KnowledgeQueryInput(limit=100)).items
+    ]

@@ -293,3 +293,134 @@ def test_pointer_memories_carry_the_knowledge_pointer(synced: Services) -> None:
     assert pointer["sourceType"] == "adr" and pointer["sourceId"] == "adr-042-database-selection"
     assert len(pointer["contentHash"]) == 64 and pointer["syncedAt"].endswith("Z")
     assert "Database Selection for New Services" in data["content"]
+
+
+def test_a_renamed_file_keeps_its_item_whatever_order_the_events_arrive_in(synced: Services) -> None:
+    old, new = "company/policy-license-headers.md", "company/licensing/policy-license-headers.md"
+    blob = synced.repository.read(TENANT, old)
+    assert blob is not None
+    synced.repository.push(TENANT, new, blob.content, author="a", message="move")
+    synced.repository.remove(TENANT, old)
+    created = synced.sync.sync(TENANT, SyncNowInput(), paths=[new])  # the new file's event first
+    assert (created.result.added, created.result.deleted, created.result.failures) == (1, 1, 0)
+    deleted = synced.sync.sync(TENANT, SyncNowInput(), paths=[old])  # then the old one's: nothing left to do
+    assert deleted.result.model_dump() == {"added": 0, "updated": 0, "deleted": 0, "unchanged": 0, "failures": 0}
+    shown = synced.knowledge.show(ENGINEER, KnowledgeShowInput(id="policy-license-headers"))
+    assert shown.item is not None
+    scope = scope_of(TENANT, "company", None)
+    pointer = synced.records.get(f"MEM|{scope}", f"MEM#{pointer_id(scope, 'policy-license-headers')}")
+    assert pointer is not None and not pointer.data.get("orphaned")
+
+
+def test_a_project_cannot_supersede_a_company_rule(synced: Services) -> None:
+    rogue = doc("adr-rogue", kind="adr", extra="supersedes: policy-secrets-handling\n")
+    synced.repository.push(TENANT, "projects/rogue/adr-rogue.md", rogue, author="a", message="m")
+    synced.sync.sync(TENANT, SyncNowInput())
+    shown = synced.knowledge.show(ENGINEER, KnowledgeShowInput(id="policy-secrets-handling"))
+    assert shown.item is not None and shown.item.status == "accepted" and shown.item.superseded_by == []
+
+
+def test_self_and_circular_supersession_retire_nothing(services: Services) -> None:
+    own = doc("adr-self", kind="adr", extra="supersedes: adr-self\n")
+    services.repository.push(TENANT, "company/adr-self.md", own, author="a", message="m")
+    services.repository.push(
+        TENANT, "company/adr-a.md", doc("adr-a", kind="adr", extra="supersedes: adr-b\n"), author="a", message="m"
+    )
+    services.repository.push(
+        TENANT, "company/adr-b.md", doc("adr-b", kind="adr", extra="supersedes: adr-a\n"), author="a", message="m"
+    )
+    result = sync(services)
+    assert [(f["path"], f["field"]) for f in result["failedItems"]] == [("company/adr-self.md", "supersedes")]
+    for item_id in ("adr-a", "adr-b"):
+        shown = services.knowledge.show(ENGINEER, KnowledgeShowInput(id=item_id))
+        assert shown.item is not None and shown.item.status == "accepted"
+
+
+def test_a_filtered_sync_keeps_the_failures_outside_its_filter(services: Services) -> None:
+    services.repository.push(TENANT, "company/broken.md", b"---\nid: broken\n---\n", author="a", message="m")
+    services.repository.push(TENANT, "orgs/engineering/ok.md", doc("ok"), author="a", message="m")
+    assert sync(services)["result"]["failures"] == 1
+    assert sync(services, layers=["org"])["result"]["failures"] == 0
+    assert sync(services, types=["policy"])["result"]["failures"] == 1  # the broken file has no type: it is tried
+    assert services.sync.status(TENANT).failed_items == 1
+
+
+def test_a_metadata_mapping_with_a_number_for_a_key_fails_only_that_file(services: Services) -> None:
+    services.repository.push(
+        TENANT, "company/odd.md", doc("odd", extra="metadata:\n  1: one\n"), author="a", message="m"
+    )
+    services.repository.push(TENANT, "company/fine.md", doc("fine"), author="a", message="m")
+    result = sync(services)
+    assert result["result"]["added"] == 1
+    assert [(f["path"], f["field"]) for f in result["failedItems"]] == [("company/odd.md", "metadata")]
+
+
+def test_failures_are_shown_only_to_callers_of_their_layer(services: Services) -> None:
+    from mnemo.tools.registry import get_tool
+
+    services.repository.push(TENANT, "orgs/secret/broken.md", b"---\nid: x\n---\n", author="a", message="m")
+    sync(services)
+    outsider = ctx(tenant=TENANT, org="engineering")
+    insider = ctx(tenant=TENANT, org="secret")
+    status = get_tool("sync_status")
+    assert status.invoke(services, outsider, {})["failures"] == []
+    assert status.invoke(services, outsider, {})["failedItems"] == 1
+    assert [f["path"] for f in status.invoke(services, insider, {})["failures"]] == ["orgs/secret/broken.md"]
+    now = get_tool("sync_now")
+    assert now.invoke(services, outsider, {})["failedItems"] == []
+    with pytest.raises(Exception, match="writer"):
+        now.invoke(services, outsider, {"force": True})
+    assert now.invoke(services, ctx(tenant=TENANT, roles=("writer",)), {"force": True})["result"]["failures"] == 1
+
+
+def test_a_long_run_renews_its_lock(synced: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mnemo.sync.service as sync_module
+
+    monkeypatch.setattr(sync_module, "LOCK_RENEW_SECONDS", 0)  # renew before every item
+    seen: list[float] = []
+    original = synced.records.write
+
+    def spy(operations: Any) -> None:
+        for operation in operations:
+            if isinstance(operation, Put) and operation.item.sk == "LOCK" and operation.expect != "absent":
+                seen.append(operation.item.data["expiresAt"])
+        original(operations)
+
+    monkeypatch.setattr(synced.records, "write", spy)
+    assert counts(sync(synced, force=True))["updated"] == EXAMPLE_COUNT
+    assert len(seen) >= EXAMPLE_COUNT and seen == sorted(seen)
+
+
+def test_a_bug_is_not_retried(services: Services) -> None:
+    services.repository.push(TENANT, "company/policy-a.md", doc("policy-a"), author="a", message="m")
+    slept: list[float] = []
+
+    class BrokenIndex(FlakyIndex):
+        def upsert(self, namespace: str, docs: Any) -> None:
+            raise KeyError("a bug, not an outage")
+
+    from mnemo.sync.service import SyncService
+
+    services.__dict__["sync"] = SyncService(
+        services.records,
+        BrokenIndex(services.index, 0),
+        services.embedder,
+        services.repository,
+        services.memory,
+        sleep=slept.append,
+    )
+    result = sync(services)
+    assert result["result"]["failures"] == 1 and slept == []
+
+
+def test_a_pointer_memory_cannot_be_deleted_by_hand(synced: Services) -> None:
+    from mnemo.errors import InvalidInput
+    from mnemo.memory.models import MemoryDeleteInput
+
+    scope = scope_of(TENANT, "org", "engineering")
+    memory_id = pointer_id(scope, "adr-042-database-selection")
+    writer = ctx(tenant=TENANT, org="engineering", roles=("writer",))
+    with pytest.raises(InvalidInput) as raised:
+        synced.memory.delete(writer, MemoryDeleteInput(memory_id=memory_id))
+    assert raised.value.details == {"field": "memoryId", "knowledgeItemId": "adr-042-database-selection"}
+    assert synced.records.get(f"MEM|{scope}", f"MEM#{memory_id}") is not None

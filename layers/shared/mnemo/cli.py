@@ -59,7 +59,7 @@ def _maintain_forever(interval: float, sync_every: int) -> None:
     every ``sync_every`` rounds (what the indexer and the sync schedule do on AWS)."""
     import time
 
-    from mnemo.cli_knowledge import sync_every_tenant
+    from mnemo.entry.sync_events import sync_all
     from mnemo.runtime import get_services
 
     rounds = 0
@@ -69,7 +69,7 @@ def _maintain_forever(interval: float, sync_every: int) -> None:
         try:
             get_services().memory.drain_pending()
             if rounds % sync_every == 0:
-                sync_every_tenant()
+                sync_all()
         except Exception as error:  # the next round tries again
             print(f"background maintenance failed: {error}", file=sys.stderr, flush=True)
 

@@ -13,6 +13,7 @@ from typing import TextIO
 
 from mnemo.knowledge.documents import DocumentError, is_knowledge_file, parse_document
 from mnemo.knowledge.models import KnowledgeItem
+from mnemo.knowledge.repository import KnowledgeRepository
 
 
 @dataclass
@@ -50,6 +51,26 @@ def validate_tree(root: Path) -> Validation:
                 DocumentError(relative, "supersedes", f"no item '{item.supersedes}' in the repository")
             )
     return result
+
+
+def push_files(
+    repository: KnowledgeRepository,
+    tenant: str,
+    root: Path,
+    *,
+    author: str,
+    message: str,
+    progress: TextIO | None = None,
+) -> tuple[int, int]:
+    """Store a new version of each changed knowledge file under ``root``; (stored, unchanged)."""
+    files = list(knowledge_files(root))
+    stored = 0
+    for position, (relative, file) in enumerate(files, start=1):
+        if repository.push(tenant, relative, file.read_bytes(), author=author, message=message):
+            stored += 1
+        if progress is not None:
+            _progress(progress, position, len(files), relative)
+    return stored, len(files) - stored
 
 
 def _progress(out: TextIO, done: int, total: int, label: str) -> None:
@@ -97,19 +118,14 @@ def cmd_push(args: argparse.Namespace) -> int:
     context = _context()
     assert isinstance(context, RequestContext)
     repository = get_services().repository
-    files = list(knowledge_files(root))
     author = args.author or os.environ.get("USER") or "mnemo-cli"
     message = args.message or f"mnemo knowledge push {root.name}"
-    stored = unchanged = 0
-    for position, (relative, file) in enumerate(files, start=1):
-        if repository.push(context.tenant, relative, file.read_bytes(), author=author, message=message):
-            stored += 1
-        else:
-            unchanged += 1
-        _progress(sys.stderr, position, len(files), relative)
+    stored, unchanged = push_files(
+        repository, context.tenant, root, author=author, message=message, progress=sys.stderr
+    )
     removed = 0
     if args.prune:
-        present = {relative for relative, _ in files}
+        present = {relative for relative, _ in knowledge_files(root)}
         for relative in repository.paths(context.tenant):
             if relative not in present:
                 repository.remove(context.tenant, relative)
@@ -124,31 +140,13 @@ def load_knowledge(root: Path, tenant: str) -> str:
     from mnemo.sync.models import SyncNowInput
 
     services = get_services()
-    stored = sum(
-        1
-        for relative, file in knowledge_files(root)
-        if services.repository.push(tenant, relative, file.read_bytes(), author="mnemo serve", message=f"load {root}")
-    )
+    stored, _ = push_files(services.repository, tenant, root, author="mnemo serve", message=f"load {root}")
     output = services.sync.sync(tenant, SyncNowInput(), actor="mnemo serve")
     counts = output.result
     return (
         f"knowledge from {root} (tenant {tenant}): {stored} files stored; synced {counts.added} added, "
         f"{counts.updated} updated, {counts.deleted} deleted, {counts.unchanged} unchanged, {counts.failures} failed"
     )
-
-
-def sync_every_tenant() -> None:
-    """One sync of each tenant with knowledge (the local stand-in for the EventBridge schedule)."""
-    from mnemo.errors import Conflict
-    from mnemo.runtime import get_services
-    from mnemo.sync.models import SyncNowInput
-
-    services = get_services()
-    for tenant in services.repository.tenants():
-        try:
-            services.sync.sync(tenant, SyncNowInput(), actor="schedule")
-        except Conflict:  # another sync of this tenant is running; it covers this round
-            continue
 
 
 def cmd_sync(args: argparse.Namespace) -> int:

@@ -9,13 +9,13 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from mnemo.knowledge.repository import KnowledgeRepository
-from mnemo.knowledge.service import KnowledgeService
 from mnemo.memory.service import MemoryService
 from mnemo.ports import BlobStore, Embedder, EventPublisher, RecordStore, VectorIndex
 from mnemo.settings import Settings
 
 if TYPE_CHECKING:
+    from mnemo.knowledge.repository import KnowledgeRepository
+    from mnemo.knowledge.service import KnowledgeService
     from mnemo.sync.service import SyncService
 
 
@@ -92,10 +92,14 @@ class Services:
 
     @cached_property
     def repository(self) -> KnowledgeRepository:
+        from mnemo.knowledge.repository import KnowledgeRepository
+
         return KnowledgeRepository(self.blobs)
 
     @cached_property
     def knowledge(self) -> KnowledgeService:
+        from mnemo.knowledge.service import KnowledgeService
+
         return KnowledgeService(self.records, self.index, self.embedder, self.repository)
 
     @cached_property

@@ -17,7 +17,7 @@ from typing import Any
 
 from mnemo.context import RequestContext
 from mnemo.knowledge.models import KNOWLEDGE_LAYERS, KnowledgeItem, KnowledgeLayer
-from mnemo.ports import Embedder, IndexDoc, Item, RecordStore
+from mnemo.ports import IndexDoc, Item, RecordStore
 
 NAMESPACE = "knowledge"
 _EMBED_BODY_CHARS = 1500
@@ -94,6 +94,3 @@ class Catalog:
             if found is not None:
                 return found
         return None
-
-    def embed(self, embedder: Embedder, items: Sequence[KnowledgeItem]) -> list[list[float]]:
-        return [list(v) for v in embedder.embed([embedding_text(item) for item in items])]

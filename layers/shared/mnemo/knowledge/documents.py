@@ -22,6 +22,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from pydantic import ValidationError
+
+from mnemo.errors import InvalidInput
 from mnemo.knowledge.models import Constraint, KnowledgeItem, KnowledgeLayer
 from mnemo.knowledge.patterns import validate_pattern
 
@@ -50,6 +53,11 @@ class Place:
 
 
 def tenant_prefix(tenant: str) -> str:
+    """The tenant's root in the blob store. A tenant id with '/' would reach into another's tree."""
+    if "/" in tenant or not tenant:
+        raise InvalidInput(
+            "tenant: a tenant whose id contains '/' cannot hold knowledge", {"field": "tenant", "tenant": tenant}
+        )
     return f"{ROOT}/{tenant}/"
 
 
@@ -93,6 +101,7 @@ def _validator() -> Any:
     return Draft202012Validator(front_matter_schema())
 
 
+@cache
 def _yaml_loader() -> Any:
     import yaml
 
@@ -136,6 +145,8 @@ def read_front_matter(path: str, text: str) -> tuple[dict[str, Any], str]:
     if errors:
         first = errors[0]
         raise DocumentError(path, _field_of(first), first.message)
+    if data.get("supersedes") == data["id"]:
+        raise DocumentError(path, "supersedes", "an item cannot supersede itself")
     for number, constraint in enumerate(data.get("constraints", [])):
         reason = validate_pattern(constraint["pattern"])
         if reason:
@@ -144,10 +155,12 @@ def read_front_matter(path: str, text: str) -> tuple[dict[str, Any], str]:
 
 
 def content_hash(item: KnowledgeItem) -> str:
-    """SHA-256 over everything the file says (content, constraints, status and the rest)."""
-    said = item.model_dump(
-        mode="json", exclude={"path", "version", "content_hash", "superseded_by", "created_at", "updated_at"}
-    )
+    """SHA-256 over everything the file says (content, constraints, status and the rest).
+
+    Call it before ``updated_at`` falls back to the blob's time: a re-upload of the
+    same bytes is not a change.
+    """
+    said = item.model_dump(mode="json", exclude={"path", "version", "content_hash", "superseded_by"})
     return hashlib.sha256(json.dumps(said, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -161,6 +174,18 @@ def parse_document(path: str, raw: bytes, *, version: str = "", modified_at: str
         raise DocumentError(path, "content", "the file is not UTF-8 text") from None
     place = place_of(path)
     data, body = read_front_matter(path, text)
+    try:
+        item = _item(path, place, data, body, version)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        field = ".".join(str(part) for part in first["loc"]) or "frontMatter"
+        raise DocumentError(path, field, first["msg"]) from None
+    item.content_hash = content_hash(item)
+    item.updated_at = item.updated_at or modified_at or None
+    return item
+
+
+def _item(path: str, place: Place, data: dict[str, Any], body: str, version: str) -> KnowledgeItem:
     severity = data.get("severity", "warn")
     constraints = [
         Constraint(
@@ -173,7 +198,7 @@ def parse_document(path: str, raw: bytes, *, version: str = "", modified_at: str
         )
         for c in data.get("constraints", [])
     ]
-    item = KnowledgeItem(
+    return KnowledgeItem(
         id=data["id"],
         type=data["type"],
         layer=place.layer,
@@ -188,9 +213,7 @@ def parse_document(path: str, raw: bytes, *, version: str = "", modified_at: str
         metadata=data.get("metadata", {}),
         supersedes=data.get("supersedes"),
         created_at=data.get("created"),
-        updated_at=data.get("updated") or modified_at or None,
+        updated_at=data.get("updated"),
         path=path,
         version=version,
     )
-    item.content_hash = content_hash(item)
-    return item

@@ -17,11 +17,10 @@ Target = Literal["file", "code", "dependency", "import", "config"]
 
 #: Knowledge precedence: the most specific layer first.
 KNOWLEDGE_LAYERS: tuple[KnowledgeLayer, ...] = ("project", "team", "org", "company")
-KNOWLEDGE_TYPES: tuple[KnowledgeType, ...] = ("adr", "policy", "pattern", "spec")
 DEFAULT_STATUS: tuple[KnowledgeStatus, ...] = ("accepted",)
 SEVERITY_RANK: dict[str, int] = {"info": 0, "warn": 1, "block": 2}
 
-ItemId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$")]
+ItemIdText = Annotated[str, StringConstraints(min_length=1, max_length=128)]
 Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
 
 MAX_FILES = 2000
@@ -173,8 +172,11 @@ class KnowledgeCheckInput(ToolRequest):
         default_factory=list, max_length=MAX_DEPENDENCIES, description="Dependencies to check."
     )
     min_severity: Severity = Field("warn", description="Minimum severity to report.")
-    knowledge_item_ids: list[str] | None = Field(
-        None, description="Specific knowledge items to check against (default: every applicable constraint)."
+    knowledge_item_ids: list[ItemIdText] | None = Field(
+        None,
+        min_length=1,
+        max_length=100,
+        description="Specific knowledge items to check against (default: every applicable constraint).",
     )
 
 

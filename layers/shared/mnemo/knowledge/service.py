@@ -67,7 +67,8 @@ class KnowledgeService:
         layers = visible_layers(context, request.layer)
         scopes = {context.scope_key(layer): layer for layer in layers}
         ranked = self._browse(scopes, request) if request.query is None else self._search(scopes, request)
-        # The most specific layer's item wins over the same id further out.
+        # The most specific layer's copy of an id wins. Items rank by relevance: a
+        # project's unrelated item must not outrank the org's answer to the query.
         best: dict[str, tuple[int, float, dict[str, Any]]] = {}
         for rank, score, data in ranked:
             item_id = data["item"]["id"]
@@ -91,12 +92,35 @@ class KnowledgeService:
         return True
 
     def _browse(self, scopes: Mapping[str, str], request: KnowledgeQueryInput) -> list[Ranked]:
-        found = []
-        for scope, layer in scopes.items():
+        found, taken = [], set()
+        for scope, layer in scopes.items():  # most specific first: its copy of an id hides the others
             for record in self._catalog.in_layer(scope):
-                if self._matches(record.data, request):
-                    found.append((PRECEDENCE[layer], 0.0, record.data))
+                item_id = record.data["item"]["id"]
+                if item_id not in taken:
+                    taken.add(item_id)
+                    if self._matches(record.data, request):
+                        found.append((PRECEDENCE[layer], 0.0, record.data))
         return found
+
+    def _overridden(self, scopes: Mapping[str, str], found: list[Ranked]) -> set[tuple[int, str]]:
+        """(rank, id) of found items that a more specific layer redefines, whatever that copy says."""
+        keys = {
+            (catalog.partition(scope), catalog.item_key(data["item"]["id"]))
+            for rank, _, data in found
+            for scope, layer in scopes.items()
+            if PRECEDENCE[layer] < rank
+        }
+        if not keys:
+            return set()
+        specific = {
+            (PRECEDENCE[scopes[record.pk.removeprefix("KNOW|")]], record.data["item"]["id"])
+            for record in self._records.batch_get(sorted(keys))
+        }
+        return {
+            (rank, data["item"]["id"])
+            for rank, _, data in found
+            if any(other < rank and item_id == data["item"]["id"] for other, item_id in specific)
+        }
 
     def _search(self, scopes: Mapping[str, str], request: KnowledgeQueryInput) -> list[Ranked]:
         if not scopes:
@@ -124,22 +148,22 @@ class KnowledgeService:
         calibration = calibration_for(self._embedder.name)
         floor = min(dense.values()) if dense else None
         scored = {
-            doc: calibration.score(dense.get(doc, floor), lexical.get(doc, 0.0)) if dense else lexical.get(doc, 0.0)
-            for doc in keys
+            doc: calibration.score(dense.get(doc, floor) if dense else None, lexical.get(doc, 0.0)) for doc in keys
         }
         wanted = [doc for doc, score in scored.items() if score >= request.threshold]
         records = self._records.batch_get(
             [(catalog.partition(keys[d][0]), catalog.item_key(keys[d][1])) for d in wanted]
         )
         by_key = {(r.pk, r.sk): r for r in records}
-        found = []
+        found: list[Ranked] = []
         for doc in wanted:
             scope, item_id = keys[doc]
             record = by_key.get((catalog.partition(scope), catalog.item_key(item_id)))
             # The index may lag the records: the record decides, filters included.
             if record is not None and self._matches(record.data, request):
                 found.append((PRECEDENCE[scopes[scope]], scored[doc], record.data))
-        return found
+        hidden = self._overridden(scopes, found)
+        return [entry for entry in found if (entry[0], entry[2]["item"]["id"]) not in hidden]
 
     # --------------------------------------------------------------- show
     def show(self, context: RequestContext, request: KnowledgeShowInput) -> KnowledgeShowOutput:

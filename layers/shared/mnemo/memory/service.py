@@ -400,6 +400,14 @@ class MemoryService:
                     f"Deleting from the shared {layer} layer needs the '{WRITER_ROLE}' role",
                     {"field": "memoryId", "layer": layer, "requiredRole": WRITER_ROLE},
                 )
+            pointer = item.data["metadata"].get("knowledgePointer")
+            if item.data["metadata"].get("source") == "knowledge_sync" and pointer:
+                # Knowledge wins: sync would not bring a deleted pointer back while its item is unchanged.
+                raise InvalidInput(
+                    f"memoryId: this memory mirrors knowledge item '{pointer.get('sourceId')}'; "
+                    "change or remove the knowledge file instead",
+                    {"field": "memoryId", "knowledgeItemId": pointer.get("sourceId")},
+                )
             try:
                 self._records.write(
                     [
@@ -457,10 +465,13 @@ class MemoryService:
             )
         except ConditionFailed:
             raise Conflict("The knowledge pointer changed while it was being written; retry") from None
-        vector = self._embedder.embed([content])[0]
-        self._index_or_queue(
-            partition, memory_id, lambda: self._index.upsert(NAMESPACE, [self._index_doc(data, vector)])
-        )
+        vector = self._try_embed(content)
+        if vector is None:  # stored; indexed by the next drain of the outbox
+            self._records.write([self._pending(partition, memory_id)])
+        else:
+            self._index_or_queue(
+                partition, memory_id, lambda: self._index.upsert(NAMESPACE, [self._index_doc(data, vector)])
+            )
 
     def orphan_pointer(self, scope: str, memory_id: str, actor: str) -> bool:
         """Mark a knowledge pointer orphaned (its item is gone) and take it out of search."""

@@ -28,14 +28,16 @@ class FailedItem(WireModel):
     error: str
     field: str | None = Field(None, description="The front matter field (or 'path', 'content') that failed.")
     failed_at: str
-    retry_count: int = Field(description="How many syncs in a row this file has failed.")
+    retry_count: int = Field(description="0 on the first failure, then one more for each later sync it fails.")
 
 
 class SyncNowOutput(ToolResponse):
     result: SyncCounts
     duration_ms: float
     message: str
-    failed_items: list[FailedItem] = Field(default_factory=list, description="The files that failed in this run.")
+    failed_items: list[FailedItem] = Field(
+        default_factory=list, description="The files of the caller's layers that failed in this run."
+    )
 
 
 class SyncStatusInput(ToolRequest):
@@ -54,5 +56,7 @@ class SyncStatusOutput(ToolResponse):
     time_since_sync: str = Field(description="Time since the last sync, e.g. '5 minutes ago', or 'never'.")
     failed_items: int
     stats: SyncStats
-    failures: list[FailedItem] = Field(default_factory=list, description="The failed items, with their errors.")
+    failures: list[FailedItem] = Field(
+        default_factory=list, description="The failed items in the caller's layers, with their errors."
+    )
     running: bool = Field(False, description="True while a sync holds the lock.")

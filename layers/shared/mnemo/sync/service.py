@@ -11,13 +11,14 @@ of what it says plus what sync derives for it (effective status, supersededBy):
 
 Records (partition ``SYNC|t={tenant}``): ``STATE`` (last sync, stats),
 ``ITEM#{path}`` (what was synced from a file), ``FAIL#{path}`` and ``LOCK``.
-Two runs of a tenant never interleave: a run holds ``LOCK`` (with an expiry, so
-a crashed run cannot block sync for ever); a second run gets CONFLICT.
+Two runs of a tenant never interleave: a run holds ``LOCK``, renewing it each
+minute; its expiry frees the tenant within minutes of a crashed run. A second run
+gets CONFLICT.
 
 Every write is idempotent (ids derive from the item, writes re-read first), so
 a run that dies half-way is repaired by the next one; knowledge wins over an
-edited pointer. Transient failures are retried in the run: 3 attempts, 1 s
-doubling, at most 30 s.
+edited pointer. Failures that may pass on a retry (an outage, throttling) are
+retried in the run: 3 attempts, 1 s doubling, at most 30 s.
 """
 
 from __future__ import annotations
@@ -50,7 +51,10 @@ from mnemo.sync.models import (
     SyncStatusOutput,
 )
 
-LOCK_SECONDS = 900
+#: A run renews its lock every minute; a run that dies frees the tenant after this long. Longer
+#: than the sync Lambda's timeout would be pointless, shorter than a minute's work would be unsafe.
+LOCK_SECONDS = 330
+LOCK_RENEW_SECONDS = 60
 RETRY_ATTEMPTS = 3
 RETRY_FIRST_DELAY = 1.0
 RETRY_MAX_DELAY = 30.0
@@ -96,7 +100,8 @@ class _Plan:
     parsed: dict[str, KnowledgeItem] = field(default_factory=dict)
     gone: list[str] = field(default_factory=list)
     failed: dict[str, tuple[str, str, str | None]] = field(default_factory=dict)  # path -> (id, error, field)
-    seen: set[str] = field(default_factory=set)
+    #: Every file the store listed (a full run), whatever the filters: failures of others are stale.
+    listed: set[str] = field(default_factory=set)
 
 
 class SyncService:
@@ -151,25 +156,31 @@ class SyncService:
 
     # -------------------------------------------------------------- retries
     def _retrying(self, what: str, operation: Callable[..., T], *args: Any) -> T:
+        """Run ``operation``; retry what may pass on a second try (an outage, throttling, a lost race)."""
         delay = RETRY_FIRST_DELAY
         for attempt in range(1, RETRY_ATTEMPTS + 1):
             try:
                 return operation(*args)
-            except DocumentError:
-                raise
-            except MnemoError as error:
-                if attempt == RETRY_ATTEMPTS or error.code not in RETRYABLE:
-                    raise
-                logger.warning("sync: %s failed (attempt %d), retrying in %.0f s: %s", what, attempt, delay, error)
-                self._sleep(min(delay, RETRY_MAX_DELAY))
-                delay *= 2
-            except Exception as error:  # any adapter failure may be transient
-                if attempt == RETRY_ATTEMPTS:
+            except Exception as error:
+                if attempt == RETRY_ATTEMPTS or not _transient(error):
                     raise
                 logger.warning("sync: %s failed (attempt %d), retrying in %.0f s: %s", what, attempt, delay, error)
                 self._sleep(min(delay, RETRY_MAX_DELAY))
                 delay *= 2
         raise AssertionError("unreachable")
+
+    def _keep_lock(self, tenant: str, token: str, renewed: list[float]) -> None:
+        """Push the lock's expiry on while a long run is still working (at most once a minute)."""
+        now = time.time()
+        if now - renewed[0] < LOCK_RENEW_SECONDS:
+            return
+        held = self._records.get(_partition(tenant), "LOCK")
+        if held is None or held.data.get("owner") != token:
+            raise Conflict("This sync lost its lock (it ran past the lock's expiry); the next sync goes on")
+        data = {**held.data, "expiresAt": now + LOCK_SECONDS}
+        lock = Item(held.pk, held.sk, data, version=held.version + 1, expires_at=int(now + LOCK_SECONDS) + 3600)
+        self._records.write([Put(lock, expect=held.version)])
+        renewed[0] = now
 
     # ----------------------------------------------------------------- run
     def sync(
@@ -178,8 +189,9 @@ class SyncService:
         """Sync the tenant's repository, or only ``paths`` (an S3 object event)."""
         started = time.perf_counter()
         token = self._acquire(tenant)
+        renewed = [time.time()]
         try:
-            counts, failures = self._run(tenant, request, actor, paths)
+            counts, failures = self._run(tenant, request, actor, paths, lambda: self._keep_lock(tenant, token, renewed))
             duration = round((time.perf_counter() - started) * 1000, 1)
             self._record_run(tenant, counts, duration)
         finally:
@@ -207,7 +219,6 @@ class SyncService:
                 continue
             if request.layers and place.layer not in request.layers:
                 continue
-            plan.seen.add(path)
             try:
                 blob = self._retrying(f"reading {path}", self._repository.read, tenant, path)
             except InvalidInput:  # a key the store cannot hold names no file
@@ -222,11 +233,10 @@ class SyncService:
                 plan.failed[path] = (path, error.message, error.field)
                 continue
             if request.types and item.type not in request.types:
-                plan.seen.discard(path)
                 continue
             plan.parsed[path] = item
         if paths is None:  # a full run: what was synced and is no longer listed is gone
-            listed_set = set(listed)
+            listed_set = plan.listed = set(listed)
             for path, entry in state.items():
                 in_scope = (not request.layers or entry.data["layer"] in request.layers) and (
                     not request.types or entry.data["type"] in request.types
@@ -236,9 +246,13 @@ class SyncService:
         self._refuse_duplicate_ids(tenant, plan, state)
         return plan
 
-    @staticmethod
-    def _refuse_duplicate_ids(tenant: str, plan: _Plan, state: dict[str, Item]) -> None:
-        """Two files with one id in one layer: the one synced first keeps it, the other fails."""
+    def _refuse_duplicate_ids(self, tenant: str, plan: _Plan, state: dict[str, Item]) -> None:
+        """Two files with one id in one layer: the one synced first keeps it, the other fails.
+
+        Unless the first file is gone: a rename sends the new file's event before the old
+        one's deletion may arrive, and the renamed file takes the id over (the old one is
+        removed in the same run).
+        """
         owners: dict[tuple[str, str], str] = {}
         for path, entry in state.items():
             if path not in plan.gone and path not in plan.parsed:
@@ -249,10 +263,20 @@ class SyncService:
                 owners.setdefault((scope_of_item(tenant, item), item.id), path)
         for path in sorted(plan.parsed):
             item = plan.parsed[path]
-            owner = owners.setdefault((scope_of_item(tenant, item), item.id), path)
-            if owner != path:
+            key = (scope_of_item(tenant, item), item.id)
+            owner = owners.setdefault(key, path)
+            if owner != path and owner in state and owner not in plan.parsed and self._vanished(tenant, owner):
+                plan.gone.append(owner)
+                owners[key] = path
+            elif owner != path:
                 plan.failed[path] = (item.id, f"id '{item.id}' is already used by {owner} in this layer", "id")
                 del plan.parsed[path]
+
+    def _vanished(self, tenant: str, path: str) -> bool:
+        try:
+            return self._retrying(f"reading {path}", self._repository.read, tenant, path) is None
+        except InvalidInput:
+            return True
 
     def _derive(self, tenant: str, plan: _Plan, state: dict[str, Item]) -> dict[str, tuple[str, list[str]]]:
         """Effective status and supersededBy of every current item, from every current file.
@@ -260,19 +284,27 @@ class SyncService:
         Files whose derived values change although they were not re-read (an ADR
         newly superseded) are read and added to the plan, so they are rewritten.
         """
-        current: dict[str, tuple[str, str, str | None]] = {}  # path -> (id, declared status, supersedes)
+        # path -> (scope, id, declared status, supersedes); an item supersedes only within its own layer
+        # scope, so no project can retire a company rule for everyone.
+        current: dict[str, tuple[str, str, str, str | None]] = {}
         for path, entry in state.items():
             if path not in plan.gone:
-                current[path] = (entry.data["itemId"], entry.data["declaredStatus"], entry.data.get("supersedes"))
+                data = entry.data
+                current[path] = (data["scope"], data["itemId"], data["declaredStatus"], data.get("supersedes"))
         for path, item in plan.parsed.items():
-            current[path] = (item.id, item.status, item.supersedes)
-        superseded_by: dict[str, set[str]] = {}
-        for item_id, declared, supersedes in current.values():
-            if supersedes and declared == "accepted":
-                superseded_by.setdefault(supersedes, set()).add(item_id)
+            current[path] = (scope_of_item(tenant, item), item.id, item.status, item.supersedes)
+        edges = {
+            (scope, item_id): target
+            for scope, item_id, declared, target in current.values()
+            if target and declared == "accepted"
+        }
+        superseded_by: dict[tuple[str, str], set[str]] = {}
+        for (scope, item_id), target in edges.items():
+            if not _in_cycle(edges, scope, item_id):  # a cycle of ADRs retires none of them
+                superseded_by.setdefault((scope, target), set()).add(item_id)
         derived = {}
-        for path, (item_id, declared, _) in current.items():
-            by = sorted(superseded_by.get(item_id, ()))
+        for path, (scope, item_id, declared, _) in current.items():
+            by = sorted(superseded_by.get((scope, item_id), ()))
             derived[path] = ("superseded" if by and declared == "accepted" else declared, by)
         for path, entry in state.items():
             if path in plan.parsed or path in plan.gone or path not in derived:
@@ -287,7 +319,12 @@ class SyncService:
         return derived
 
     def _run(
-        self, tenant: str, request: SyncNowInput, actor: str, paths: Sequence[str] | None
+        self,
+        tenant: str,
+        request: SyncNowInput,
+        actor: str,
+        paths: Sequence[str] | None,
+        keep_lock: Callable[[], None],
     ) -> tuple[SyncCounts, list[FailedItem]]:
         state = self._state(tenant, "ITEM#")
         previous_failures = self._state(tenant, "FAIL#")
@@ -295,6 +332,7 @@ class SyncService:
         derived = self._derive(tenant, plan, state)
         counts = SyncCounts()
         for path in sorted(plan.parsed):
+            keep_lock()
             item = plan.parsed[path]
             status, superseded_by = derived[path]
             fingerprint = hashlib.sha256(json.dumps([item.content_hash, status, superseded_by]).encode()).hexdigest()
@@ -320,6 +358,7 @@ class SyncService:
             else:
                 counts.updated += 1
         for path in plan.gone:
+            keep_lock()
             entry = state[path]
             try:
                 self._retrying(f"removing {path}", self._remove, tenant, entry, actor)
@@ -431,7 +470,7 @@ class SyncService:
             failures.append(failure)
             writes.append(Put(Item(_partition(tenant), f"FAIL#{path}", failure.model_dump(mode="json"))))
         if full:  # a file that failed before and is now gone fails no more
-            writes += [Delete(_partition(tenant), f"FAIL#{path}") for path in previous if path not in plan.seen]
+            writes += [Delete(_partition(tenant), f"FAIL#{path}") for path in previous if path not in plan.listed]
         for chunk in _chunks(writes, 25):
             self._records.write(chunk)
         return failures
@@ -475,6 +514,25 @@ class SyncService:
             failures=failures,
             running=running,
         )
+
+
+def _transient(error: Exception) -> bool:
+    """Whether a failure may pass on a retry: not a bad file, not a bug, not a refusal."""
+    if isinstance(error, MnemoError):
+        return error.code in RETRYABLE
+    return not isinstance(error, ValueError | TypeError | KeyError | AttributeError | AssertionError)
+
+
+def _in_cycle(edges: dict[tuple[str, str], str], scope: str, start: str) -> bool:
+    """Whether following ``supersedes`` from ``start`` within ``scope`` comes back to it."""
+    node = edges.get((scope, start))
+    for _ in range(len(edges)):
+        if node is None:
+            return False
+        if node == start:
+            return True
+        node = edges.get((scope, node))
+    return False
 
 
 def scope_of_item(tenant: str, item: KnowledgeItem) -> str:

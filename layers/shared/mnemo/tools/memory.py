@@ -114,6 +114,8 @@ def memory_delete(services: Services, context: RequestContext, request: MemoryDe
     **Errors:**
     - NOT_FOUND: no such memory in the caller's scopes.
     - UNAUTHORIZED: deleting from a shared layer without the writer role.
+    - INVALID_INPUT: the memory mirrors a knowledge item (sync owns it; change the
+      knowledge file instead).
     - CONFLICT: the memory changed during the delete (retryable).
 
     @see mnemo.memory.service.MemoryService.delete

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mnemo.context import RequestContext
+from mnemo.context import WRITER_ROLE, RequestContext
+from mnemo.errors import Unauthorized
 from mnemo.sync.models import SyncNowInput, SyncNowOutput, SyncStatusInput, SyncStatusOutput
+from mnemo.sync.visibility import visible_failures
 from mnemo.tools.registry import tool
 
 if TYPE_CHECKING:
@@ -23,8 +25,9 @@ def sync_now(services: Services, context: RequestContext, request: SyncNowInput)
     tenant is mirrored as a pointer memory in its layer, so memory_search finds it. Only
     what changed is written (SHA-256 over each item); `force` re-applies everything.
     A file that fails (bad front matter, a pattern RE2 rejects) is reported and retried on
-    the next sync; the others are synced. Sync also runs on a schedule and when a file
-    changes in the knowledge bucket.
+    the next sync; the others are synced. `failedItems` lists the failures in the caller's
+    own layers. `force` needs the writer role. Sync also runs on a schedule and when a
+    file changes in the knowledge bucket.
 
     **When to use:** right after pushing knowledge, or when sync_status reports failures.
 
@@ -40,12 +43,20 @@ def sync_now(services: Services, context: RequestContext, request: SyncNowInput)
 
     **Errors:**
     - CONFLICT: another sync of this tenant is running (retryable).
+    - UNAUTHORIZED: `force` without the writer role.
     - INVALID_INPUT: an unknown type or layer.
     - PROVIDER_ERROR: the knowledge store could not be listed (retryable).
 
     @see mnemo.sync.service.SyncService.sync
     """
-    return services.sync.sync(context.tenant, request, actor=context.user or "sync")
+    if request.force and WRITER_ROLE not in context.roles:
+        raise Unauthorized(
+            f"force: re-applying every item needs the '{WRITER_ROLE}' role",
+            {"field": "force", "requiredRole": WRITER_ROLE},
+        )
+    output = services.sync.sync(context.tenant, request, actor=context.user or "sync")
+    output.failed_items = visible_failures(context, output.failed_items)
+    return output
 
 
 @tool("sync")
@@ -55,7 +66,8 @@ def sync_status(services: Services, context: RequestContext, request: SyncStatus
     Tool exposure: `sync_status`
 
     Healthy means the tenant has synced within the staleness limit (a day by default) and
-    no item is failing. Failed items are listed with their error, time and retry count.
+    no item is failing. `failedItems` counts the tenant's failing files; `failures` lists
+    those in the caller's own layers with their error, time and retry count.
 
     **When to use:** when knowledge seems out of date, or before trusting memory_search to
     reflect the latest policies.
@@ -75,4 +87,6 @@ def sync_status(services: Services, context: RequestContext, request: SyncStatus
 
     @see mnemo.sync.service.SyncService.status
     """
-    return services.sync.status(context.tenant)
+    status = services.sync.status(context.tenant)
+    status.failures = visible_failures(context, status.failures)
+    return status
