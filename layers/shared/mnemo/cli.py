@@ -77,7 +77,6 @@ def _maintain_forever(interval: float, sync_every: int) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from mnemo.entry.local_server import make_server
 
-    _settings_env(args)
     if args.aws_endpoint:
         _use_aws_endpoint(args.aws_endpoint)
     if args.knowledge:
@@ -103,7 +102,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     from mnemo.entry.mcp_server import serve_stdio
 
-    _settings_env(args)
     anyio.run(serve_stdio)
     return 0
 
@@ -126,7 +124,6 @@ def cmd_call(args: argparse.Namespace) -> int:
     from mnemo.runtime import get_services
     from mnemo.tools.registry import get_tool
 
-    _settings_env(args)
     try:
         try:
             payload = json.loads(args.payload)
@@ -189,7 +186,6 @@ def cmd_docs(args: argparse.Namespace) -> int:
 def cmd_reindex(args: argparse.Namespace) -> int:
     from mnemo.runtime import get_services
 
-    _settings_env(args)
     memory = get_services().memory
     if args.pending:
         done, failed = memory.drain_pending()
