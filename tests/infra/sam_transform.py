@@ -38,6 +38,7 @@ CASES: dict[str, dict[str, str]] = {
         "Stage": "prod",
     },
     "bedrock-agent": {"CreateBedrockAgent": "true"},
+    "bedrock-agent-all-families": {"CreateBedrockAgent": "true", "BedrockAgentAllFamilies": "true"},
 }
 
 

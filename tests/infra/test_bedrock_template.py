@@ -89,6 +89,18 @@ FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool]] = {
         },
         True,
     ),
+    # Every conversations tool re-indexes its scope's outbox first, retrieval included.
+    "conversations": (
+        "DynamoDBCrudPolicy",
+        {"EmbedWithTitan": "bedrock:InvokeModel", "VectorIndexReadWrite": "aoss:APIAccessAll"},
+        True,
+    ),
+    # memorize_new_topic and refine_memory write the index (and drain its outbox); forget_memory deletes.
+    "topics": (
+        "DynamoDBCrudPolicy",
+        {"EmbedWithTitan": "bedrock:InvokeModel", "VectorIndexReadWrite": "aoss:APIAccessAll"},
+        True,
+    ),
 }
 
 
@@ -177,10 +189,22 @@ def test_the_agent_role_runs_only_the_chosen_model() -> None:
 
 def test_the_agent_action_groups_are_the_generated_function_schemas() -> None:
     """The inline FunctionSchema is generated (`mnemo openapi --bedrock`): it must equal the generator's."""
-    agent = load_template()["Resources"]["BedrockAgent"]["Properties"]
-    declared = {group["ActionGroupName"]: group for group in agent["ActionGroups"]}
+    doc = load_template()
+    agent = doc["Resources"]["BedrockAgent"]["Properties"]
+    declared, optional = {}, set()
+    for entry in agent["ActionGroups"]:
+        if "If" in entry:  # attached only with BedrockAgentAllFamilies
+            condition, group, otherwise = entry["If"]
+            assert condition == "AgentHasAllFamilies" and otherwise == {"Ref": "AWS::NoValue"}
+            optional.add(group["ActionGroupName"])
+            entry = group
+        declared[entry["ActionGroupName"]] = entry
     groups = action_groups(load_catalog().values())
     assert set(declared) == {action_group_name(group) for group in groups}
+    # The agent the stack creates by default stays within the default quota of 11 APIs per agent.
+    default_apis = sum(len(m) for g, m in groups.items() if action_group_name(g) not in optional)
+    assert default_apis <= 11, default_apis
+    assert doc["Conditions"]["AgentHasAllFamilies"] == {"Equals": [{"Ref": "BedrockAgentAllFamilies"}, "true"]}
     for group, members in groups.items():
         action_group = declared[action_group_name(group)]
         family = members[0].family

@@ -334,9 +334,16 @@ def test_vector_collection_and_its_policies() -> None:
         "aoss:DescribeCollectionItems",
     }
     read_only = {"aoss:ReadDocument", "aoss:DescribeIndex", "aoss:DescribeCollectionItems"}
-    for reader in ("MemorySearchFunction", "KnowledgeQueryFunction", "BedrockKnowledgeFunction"):
+    for reader in (
+        "MemorySearchFunction",
+        "KnowledgeQueryFunction",
+        "BedrockKnowledgeFunction",
+        "SearchMemoriesFunction",
+    ):
         assert rights[role(reader)] == read_only, reader
-    assert "aoss:WriteDocument" in rights[role("MemoryDeleteFunction")]
+    for deleter in ("MemoryDeleteFunction", "ForgetMemoryFunction"):
+        assert "aoss:WriteDocument" in rights[role(deleter)], deleter
+        assert "aoss:CreateIndex" not in rights[role(deleter)], deleter
     for writer in (
         "MemoryAddFunction",
         "IndexerFunction",
@@ -345,10 +352,27 @@ def test_vector_collection_and_its_policies() -> None:
         "BedrockMemoryFunction",
         "BedrockSyncFunction",
         "McpFunction",
+        # The conversations tools re-index their scope's outbox before they answer, retrieval included.
+        "AddConversationFunction",
+        "AddExecutionFunction",
+        "RetrieveConversationFunction",
+        "RetrieveExecutionFunction",
+        "BedrockConversationsFunction",
+        "MemorizeNewTopicFunction",
+        "RefineMemoryFunction",
+        "BedrockTopicsFunction",
     ):
         assert {"aoss:WriteDocument", "aoss:CreateIndex"} <= rights[role(writer)], writer
     # Functions whose tools never touch the index are no principal of the collection.
-    for outsider in ("KnowledgeCheckFunction", "KnowledgeShowFunction", "SyncStatusFunction"):
+    for outsider in (
+        "KnowledgeCheckFunction",
+        "KnowledgeShowFunction",
+        "SyncStatusFunction",
+        "MemorizeGeneralInfoFunction",
+        "ListMemoriesFunction",
+        "RecallMemoryFunction",
+        "RecallGeneralMemoryFunction",
+    ):
         assert role(outsider) not in rights, outsider
     for principal, granted in rights.items():
         assert not granted & {"aoss:DeleteIndex", "aoss:UpdateIndex", "aoss:*"}, principal
@@ -434,7 +458,18 @@ READ_ONLY_ACTIONS = {
 
 
 @pytest.mark.parametrize(
-    "tool", ["memory_search", "knowledge_query", "knowledge_check", "knowledge_show", "sync_status"]
+    "tool",
+    [
+        "memory_search",
+        "knowledge_query",
+        "knowledge_check",
+        "knowledge_show",
+        "sync_status",
+        "list_memories",
+        "recall_memory",
+        "recall_general_memory",
+        "search_memories",
+    ],
 )
 def test_read_only_tools_get_read_only_policies(tool: str) -> None:
     doc = template()
@@ -473,6 +508,22 @@ def test_least_privilege_per_function() -> None:
         "BedrockKnowledgeFunction": {"DynamoDBReadPolicy": table},
         "BedrockSyncFunction": {"DynamoDBCrudPolicy": table},
         "McpFunction": {"DynamoDBCrudPolicy": table},
+        # Conversations: CRUD for retrieval too, which deletes the outbox markers of what it re-indexed.
+        "AddConversationFunction": {"DynamoDBCrudPolicy": table},
+        "AddExecutionFunction": {"DynamoDBCrudPolicy": table},
+        "RetrieveConversationFunction": {"DynamoDBCrudPolicy": table},
+        "RetrieveExecutionFunction": {"DynamoDBCrudPolicy": table},
+        "BedrockConversationsFunction": {"DynamoDBCrudPolicy": table},
+        # Topics: topic writes also drain the scope's index outbox; reads and searches only read.
+        "MemorizeGeneralInfoFunction": {"DynamoDBCrudPolicy": table},
+        "MemorizeNewTopicFunction": {"DynamoDBCrudPolicy": table},
+        "ListMemoriesFunction": {"DynamoDBReadPolicy": table},
+        "RecallMemoryFunction": {"DynamoDBReadPolicy": table},
+        "SearchMemoriesFunction": {"DynamoDBReadPolicy": table},
+        "RefineMemoryFunction": {"DynamoDBCrudPolicy": table},
+        "RecallGeneralMemoryFunction": {"DynamoDBReadPolicy": table},
+        "ForgetMemoryFunction": {"DynamoDBCrudPolicy": table},
+        "BedrockTopicsFunction": {"DynamoDBCrudPolicy": table},
     }
     assert {name: _templates(r) for name, r in functions(doc).items()} == expected_templates
     statements = _statements(doc, parameters(doc))
@@ -493,7 +544,8 @@ def test_least_privilege_per_function() -> None:
             if "aoss:APIAccessAll" in actions:
                 assert resource == {"GetAtt": "VectorCollection.Arn"}
                 reaches_index.add(name)
-    # Searches and writes embed; a delete, a check, a show and a status never do.
+    # Searches and writes embed; a delete, a check, a show, a status, a topic read by name and the
+    # general section never do.
     assert embeds == {
         "MemoryAddFunction",
         "MemorySearchFunction",
@@ -505,9 +557,19 @@ def test_least_privilege_per_function() -> None:
         "BedrockKnowledgeFunction",
         "BedrockSyncFunction",
         "McpFunction",
+        "AddConversationFunction",
+        "AddExecutionFunction",
+        "RetrieveConversationFunction",
+        "RetrieveExecutionFunction",
+        "BedrockConversationsFunction",
+        "MemorizeNewTopicFunction",
+        "SearchMemoriesFunction",
+        "RefineMemoryFunction",
+        "BedrockTopicsFunction",
     }
-    # knowledge_check, knowledge_show and sync_status read the records table alone.
-    assert reaches_index == embeds | {"MemoryDeleteFunction"}
+    # knowledge_check, knowledge_show, sync_status, list_memories, recall_memory, recall_general_memory
+    # and memorize_general_info reach the records table alone.
+    assert reaches_index == embeds | {"MemoryDeleteFunction", "ForgetMemoryFunction"}
 
 
 # What each catalog tool needs at run time (mnemo/*/service.py and the adapters they use): the
@@ -529,6 +591,22 @@ TOOL_NEEDS: dict[str, tuple[str, bool, frozenset[str], frozenset[str]]] = {
     "knowledge_show": ("read", False, NONE, S3_HISTORY),
     "sync_now": ("crud", True, INDEX_WRITE, S3_CURRENT),
     "sync_status": ("read", False, NONE, NONE),
+    # mnemo/conversations/service.py: every call first re-indexes the scope's outbox (embed, upsert,
+    # delete the marker), so retrieval writes as adding does.
+    "add_conversation": ("crud", True, INDEX_WRITE, NONE),
+    "add_execution": ("crud", True, INDEX_WRITE, NONE),
+    "retrieve_conversation": ("crud", True, INDEX_WRITE, NONE),
+    "retrieve_execution": ("crud", True, INDEX_WRITE, NONE),
+    # mnemo/topics/service.py: the general section and reads by name never reach the index; a forget
+    # deletes the topic's document (a topic memorized again meanwhile is queued, not embedded).
+    "memorize_general_info": ("crud", False, NONE, NONE),
+    "memorize_new_topic": ("crud", True, INDEX_WRITE, NONE),
+    "list_memories": ("read", False, NONE, NONE),
+    "recall_memory": ("read", False, NONE, NONE),
+    "search_memories": ("read", True, INDEX_READ, NONE),
+    "refine_memory": ("crud", True, INDEX_WRITE, NONE),
+    "recall_general_memory": ("read", False, NONE, NONE),
+    "forget_memory": ("crud", False, INDEX_DELETE, NONE),
 }
 EXISTING_DOMAIN = {"ExistingOpenSearchEndpoint": "https://x.es.amazonaws.com", "ExistingOpenSearchDomainName": "x"}
 

@@ -304,5 +304,10 @@ def test_the_scheduled_indexer_run_drains_the_outbox(services: Services) -> None
         "resources": ["arn:aws:events:eu-west-1:123456789012:rule/mnemo-dev-PendingDrain"],
         "detail": {},
     }
-    assert indexer.handler(scheduled, FakeLambdaContext()) == {"indexed": 1, "stillPending": 0}
+    assert indexer.handler(scheduled, FakeLambdaContext()) == {
+        "indexed": 1,
+        "stillPending": 0,
+        "topicsIndexed": 0,
+        "topicsStillPending": 0,
+    }
     assert _found(services.memory, alice, "queued index down", stored.memory_id)

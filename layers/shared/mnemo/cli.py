@@ -186,13 +186,16 @@ def cmd_docs(args: argparse.Namespace) -> int:
 def cmd_reindex(args: argparse.Namespace) -> int:
     from mnemo.runtime import get_services
 
-    memory = get_services().memory
+    services = get_services()
     if args.pending:
-        done, failed = memory.drain_pending()
-        print(f"indexed {done} pending memories, {failed} still pending")
-        return 0 if failed == 0 else 1
-    count = memory.reindex()
-    print(f"reindexed {count} memories")
+        done, failed = services.memory.drain_pending()
+        topics_done, topics_failed = services.topics.drain_pending()
+        print(f"indexed {done} pending memories and {topics_done} topics, {failed + topics_failed} still pending")
+        return 0 if failed + topics_failed == 0 else 1
+    count = services.memory.reindex()
+    topics = services.topics.reindex()
+    conversations = services.conversations.reindex()
+    print(f"reindexed {count} memories, {topics} topics, {conversations} conversation and execution records")
     return 0
 
 

@@ -14,9 +14,11 @@ from mnemo.ports import BlobStore, Embedder, EventPublisher, RecordStore, Vector
 from mnemo.settings import Settings
 
 if TYPE_CHECKING:
+    from mnemo.conversations.service import ConversationService
     from mnemo.knowledge.repository import KnowledgeRepository
     from mnemo.knowledge.service import KnowledgeService
     from mnemo.sync.service import SyncService
+    from mnemo.topics.service import TopicService
 
 
 class Services:
@@ -114,6 +116,18 @@ class Services:
             self.memory,
             stale_after_seconds=self.settings.sync_stale_after_seconds,
         )
+
+    @cached_property
+    def conversations(self) -> ConversationService:
+        from mnemo.conversations.service import ConversationService
+
+        return ConversationService(self.records, self.index, self.embedder)
+
+    @cached_property
+    def topics(self) -> TopicService:
+        from mnemo.topics.service import TopicService
+
+        return TopicService(self.records, self.index, self.embedder)
 
 
 _services: Services | None = None

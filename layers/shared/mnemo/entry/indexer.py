@@ -1,7 +1,9 @@
 """The indexer: DynamoDB Stream records of memories in, vector index brought in line.
 
-A scheduled event (every five minutes) also drains the index outbox: memories
-whose synchronous index write failed during memory_add or memory_delete.
+A scheduled event (every five minutes) also drains the index outboxes: memories
+whose synchronous index write failed during memory_add or memory_delete, and
+topics whose index write failed (conversations re-index their own on the
+user's next call).
 
 Every insert, update or removal of a ``MEM#`` item re-syncs that memory from
 the table (the source of truth), so a memory that reached DynamoDB is indexed
@@ -41,9 +43,14 @@ def handle_record(record: DynamoDBRecord) -> str:
 
 
 def drain_pending() -> dict[str, Any]:
-    done, failed = get_services().memory.drain_pending()
-    logger.info("drained the index outbox", extra={"indexed": done, "stillPending": failed})
-    return {"indexed": done, "stillPending": failed}
+    services = get_services()
+    done, failed = services.memory.drain_pending()
+    topics_done, topics_failed = services.topics.drain_pending()
+    logger.info(
+        "drained the index outboxes",
+        extra={"indexed": done, "stillPending": failed, "topicsIndexed": topics_done, "topicsPending": topics_failed},
+    )
+    return {"indexed": done, "stillPending": failed, "topicsIndexed": topics_done, "topicsStillPending": topics_failed}
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -78,7 +78,7 @@ class Tool:
 
 CATALOG: dict[str, Tool] = {}
 #: The family modules, in the order the catalog (and everything generated from it) lists them.
-FAMILIES = ("memory", "knowledge", "sync")
+FAMILIES = ("memory", "knowledge", "sync", "conversations", "topics")
 
 
 def tool(family: str) -> Callable[[ToolFunction], ToolFunction]:

@@ -1,0 +1,1 @@
+"""Conversation and execution memory (seed 003, ../shared/contracts/memoryos/)."""

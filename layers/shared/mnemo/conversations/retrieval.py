@@ -1,0 +1,163 @@
+"""How a retrieval finds its page: a key lookup, the time entries, or the vector index.
+
+- ``message_id`` given: one key lookup (filters still apply).
+- ``recent``: one bounded, descending query of the time entries; their copies of
+  the execution filter fields are filtered in memory, then only the page is read.
+- ``hybrid`` and ``keyword``: the vector index, filtered by scope and execution
+  fields inside the index and by time on the hits' keywords; the best hits are
+  read back from the records until the page is full, and a hit without a record
+  (a stale index entry) is dropped.
+
+Scores use the memory calibration (``calibration_for(embedder.name)``): the
+cosine and the normalised BM25 on absolute 0-1 scales, blended. A hit is a match
+when it shares a word with the query or its cosine is above the model's floor
+for unrelated texts; ``keyword`` keeps only the lexical signal.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mnemo.conversations.store import EntryStore
+from mnemo.errors import MnemoError
+from mnemo.memory.scoring import calibration_for
+from mnemo.ports import Embedder, Filter, VectorIndex
+
+#: Hits taken from each of k-NN and BM25 before filtering and ranking.
+CANDIDATES = 200
+
+logger = logging.getLogger(__name__)
+
+
+#: A record and its relevance (None for the recent strategy, which does not rank).
+Row = tuple[dict[str, Any], float | None]
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """What one retrieval asks for; ``low``/``high`` are key-format timestamps (see store.key_time)."""
+
+    query: str
+    strategy: str
+    limit: int
+    flt: Filter
+    message_id: str | None = None
+    low: str | None = None
+    high: str | None = None
+
+
+def within(stamp: str, low: str | None, high: str | None) -> bool:
+    return not ((low and stamp < low) or (high and stamp > high))
+
+
+def passes(words: dict[str, list[str]], flt: Filter) -> bool:
+    """The index's filter rule applied outside it: each field shares a value with the filter."""
+    return all(set(words.get(name, [])) & set(values) for name, values in flt.items() if name != "scope")
+
+
+@dataclass(frozen=True)
+class Ranked:
+    message_id: str
+    timestamp: str
+    score: float
+
+
+def rank(
+    index: VectorIndex,
+    embedder: Embedder,
+    namespace: str,
+    query: str,
+    flt: Filter,
+    *,
+    lexical_only: bool,
+    low: str | None = None,
+    high: str | None = None,
+) -> list[Ranked]:
+    """Matches of ``query`` under ``flt`` and within [low, high], best first, newer first on a tie.
+
+    Scores are compared at two decimals, so near-equal relevance goes to the newer entry.
+    """
+    calibration = calibration_for(embedder.name)
+    dense: dict[str, float] = {}
+    keywords: dict[str, dict[str, list[str]]] = {}
+    if not lexical_only:
+        try:
+            vector = embedder.embed([query])[0]
+        except MnemoError as error:  # the embedder is down: rank by BM25 alone
+            logger.warning("query embedding failed; lexical ranking only: %s", error.message)
+        else:
+            dense_hits = index.knn(namespace, vector, flt, CANDIDATES)
+            dense = {hit.id: hit.score for hit in dense_hits}
+            keywords |= {hit.id: hit.keywords for hit in dense_hits}
+    lexical_hits = index.lexical(namespace, query, flt, CANDIDATES)
+    lexical = {hit.id: hit.score for hit in lexical_hits}
+    keywords |= {hit.id: hit.keywords for hit in lexical_hits}
+    # A doc outside the dense top-N scores at most the lowest cosine that made it in.
+    floor_seen = min(dense.values()) if dense else None
+    found: list[Ranked] = []
+    for doc, words in keywords.items():
+        stamp = (words.get("timestamp") or [""])[0]
+        if not within(stamp, low, high):
+            continue
+        cosine = dense.get(doc, floor_seen) if dense else None
+        lexical_score = lexical.get(doc, 0.0)
+        if lexical_score <= 0.0 and (cosine is None or calibration.dense(cosine) <= 0.0):
+            continue  # neither a shared word nor semantically closer than unrelated text
+        score = calibration.score(cosine, lexical_score)
+        found.append(Ranked((words.get("message_id") or [""])[0], stamp, min(1.0, max(0.0, score))))
+    found.sort(key=lambda hit: (round(hit.score, 2), hit.timestamp), reverse=True)
+    return found
+
+
+class Finder:
+    def __init__(self, index: VectorIndex, embedder: Embedder) -> None:
+        self._index = index
+        self._embedder = embedder
+
+    def find(
+        self, store: EntryStore, scope: str, criteria: Criteria, words: Callable[[dict[str, Any]], Filter]
+    ) -> tuple[list[Row], int]:
+        """The page of (record, relevance) and the number of matches; ``words`` gives a record's filter fields."""
+        if criteria.message_id is not None:
+            data = store.get(scope, criteria.message_id)
+            if data is None or not within(data["timestamp"], criteria.low, criteria.high):
+                return [], 0
+            return ([(data, 1.0)], 1) if passes(words(data), criteria.flt) else ([], 0)
+        if criteria.strategy == "recent":
+            entries = [
+                entry for entry in store.recent(scope, criteria.low, criteria.high) if passes(entry, criteria.flt)
+            ]
+            wanted = [entry["message_id"] for entry in entries[: criteria.limit]]
+            records = store.get_many(scope, wanted)
+            return [(records[m], None) for m in wanted if m in records], len(entries)
+        ranked = rank(
+            self._index,
+            self._embedder,
+            store.kind.namespace,
+            criteria.query,
+            criteria.flt,
+            lexical_only=criteria.strategy == "keyword",
+            low=criteria.low,
+            high=criteria.high,
+        )
+        return self._hydrate(store, scope, ranked, criteria.limit)
+
+    @staticmethod
+    def _hydrate(store: EntryStore, scope: str, ranked: list[Ranked], limit: int) -> tuple[list[Row], int]:
+        """Read the best hits back from the records until ``limit`` stand; a hit with no record is dropped."""
+        rows: list[Row] = []
+        dropped = position = 0
+        while len(rows) < limit and position < len(ranked):
+            batch = ranked[position : position + limit]
+            position += len(batch)
+            records = store.get_many(scope, [hit.message_id for hit in batch])
+            for hit in batch:
+                data = records.get(hit.message_id)
+                if data is None or data["scope"] != scope:
+                    dropped += 1
+                    continue
+                rows.append((data, round(hit.score, 4)))
+        return rows[:limit], len(ranked) - dropped

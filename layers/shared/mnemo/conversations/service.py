@@ -1,0 +1,319 @@
+"""Conversation and execution memory: store once per message_id, link both ways, retrieve three ways.
+
+Everything lives in the caller's user scope (``context.scope_key("user")``,
+which carries the tenant): the user is the transport's, never the body's.
+Records are the truth (see store.py for the layout); the vector index only
+finds message ids, and every hit is read back from the records before it
+reaches a caller. An index write that fails (embedder or index down) never
+loses a record: the record is stored, a PENDING marker is written in the same
+partition, and the next call in that scope (or ``drain_pending``) indexes it.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from mnemo.context import RequestContext
+from mnemo.conversations.indexing import Indexer, execution_keywords
+from mnemo.conversations.models import (
+    AddConversationData,
+    AddConversationDetails,
+    AddConversationInput,
+    AddConversationOutput,
+    AddExecutionData,
+    AddExecutionDetails,
+    AddExecutionInput,
+    AddExecutionOutput,
+    ConversationResult,
+    ExecutionDetails,
+    ExecutionError,
+    ExecutionResult,
+    RetrieveConversationData,
+    RetrieveConversationInput,
+    RetrieveConversationOutput,
+    RetrieveExecutionData,
+    RetrieveExecutionInput,
+    RetrieveExecutionOutput,
+    TimeRange,
+    TimeRangeEcho,
+)
+from mnemo.conversations.retrieval import Criteria, Finder
+from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS, EntryStore, key_time, new_message_id, parse_time
+from mnemo.errors import Conflict, InvalidInput
+from mnemo.ports import ConditionFailed, Embedder, Filter, RecordStore, VectorIndex
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000.0
+
+
+def _criteria(request: RetrieveConversationInput | RetrieveExecutionInput, flt: Filter) -> Criteria:
+    time_range: TimeRange | None = request.time_range
+    return Criteria(
+        query=request.query,
+        strategy=request.retrieval_strategy,
+        limit=request.max_results,
+        flt=flt,
+        message_id=request.message_id,
+        low=key_time(time_range.start) if time_range and time_range.start else None,
+        high=key_time(time_range.end) if time_range and time_range.end else None,
+    )
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+class ConversationService:
+    def __init__(self, records: RecordStore, index: VectorIndex, embedder: Embedder) -> None:
+        self._indexer = Indexer(index, embedder)
+        self._finder = Finder(index, embedder)
+        self._conversations = EntryStore(records, CONVERSATIONS)
+        self._executions = EntryStore(records, EXECUTIONS)
+
+    # ------------------------------------------------------------ identity
+    @staticmethod
+    def _scope(context: RequestContext) -> str:
+        if context.user is None:
+            raise InvalidInput(
+                "user_id: conversation memory needs a user id in the request context (e.g. MEMORY_USER_ID)",
+                {"field": "user_id", "missingIds": ["user"]},
+            )
+        return context.scope_key("user")
+
+    # ---------------------------------------------------------------- add
+    def add_conversation(self, context: RequestContext, request: AddConversationInput) -> AddConversationOutput:
+        started = time.perf_counter()
+        scope = self._scope(context)
+        self._indexer.drain(self._conversations, scope)
+        content = request.model_dump(mode="json", include={"user_input", "agent_response"})
+        content["meta_data"] = request.meta_data or {}
+        data, outcome = self._store(
+            self._conversations, scope, request.message_id or new_message_id(), content, request, {}
+        )
+        processing = self._processing(self._conversations, outcome, _ms(started))
+        return AddConversationOutput(
+            message=f"Conversation {data['message_id']}: {processing}",
+            data=AddConversationData(
+                message_id=data["message_id"],
+                timestamp=parse_time(data["timestamp"]),
+                details=AddConversationDetails(has_meta_data=bool(data["meta_data"]), memory_processing=processing),
+            ),
+        )
+
+    def add_execution(self, context: RequestContext, request: AddExecutionInput) -> AddExecutionOutput:
+        started = time.perf_counter()
+        scope = self._scope(context)
+        self._indexer.drain(self._executions, scope)
+        content = request.model_dump(
+            mode="json", include={"execution_summary", "tools_used", "errors", "observations", "success"}
+        )
+        content["duration_ms"] = request.duration_ms if request.duration_ms is not None else 0
+        content["meta_data"] = request.meta_data or {}
+        data, outcome = self._store(
+            self._executions, scope, request.message_id, content, request, execution_keywords(content)
+        )
+        processing = self._processing(self._executions, outcome, _ms(started))
+        return AddExecutionOutput(
+            message=f"Execution {data['message_id']}: {processing}",
+            data=AddExecutionData(
+                message_id=data["message_id"],
+                timestamp=parse_time(data["timestamp"]),
+                details=AddExecutionDetails(
+                    execution_summary=data["execution_summary"],
+                    tools_count=len(data["tools_used"]),
+                    errors_count=len(data["errors"]),
+                    duration_ms=data["duration_ms"],
+                    success=data["success"],
+                    has_meta_data=bool(data["meta_data"]),
+                    memory_processing=processing,
+                ),
+            ),
+        )
+
+    @staticmethod
+    def _processing(store: EntryStore, outcome: str, elapsed_ms: float) -> str:
+        if outcome == "repeat":
+            return (
+                f"already stored with this content, nothing changed (idempotent repeat, checked in {elapsed_ms:.1f} ms)"
+            )
+        if outcome == "queued":
+            return (
+                f"stored in {elapsed_ms:.1f} ms; the search index was unavailable, "
+                f"so the {store.kind.name} is queued for indexing"
+            )
+        return f"stored and indexed in {elapsed_ms:.1f} ms"
+
+    def _store(
+        self,
+        store: EntryStore,
+        scope: str,
+        message_id: str,
+        content: dict[str, Any],
+        request: AddConversationInput | AddExecutionInput,
+        entry_fields: dict[str, Any],
+    ) -> tuple[dict[str, Any], str]:
+        """Write a record once per message_id; the same content again is a repeat, another a CONFLICT."""
+        existing = store.get(scope, message_id)
+        if existing is not None:
+            self._same_or_conflict(store, existing, content, request)
+            return existing, "repeat"
+        data = {
+            "message_id": message_id,
+            "scope": scope,
+            "timestamp": key_time(request.timestamp or _now()),
+            **content,
+            "explanation": request.explanation,
+            "stored_at": key_time(_now()),
+        }
+        try:
+            store.create(scope, data, {"message_id": message_id, "timestamp": data["timestamp"], **entry_fields})
+        except ConditionFailed:
+            existing = store.get(scope, message_id)
+            if existing is None:  # the time entry was taken by a concurrent writer whose record is not visible
+                raise Conflict(
+                    f"message_id: the {store.kind.name} changed while it was being written; retry",
+                    {"field": "message_id", "message_id": message_id},
+                ) from None
+            self._same_or_conflict(store, existing, content, request)
+            return existing, "repeat"
+        return data, self._indexer.index_or_queue(store, scope, data)
+
+    @staticmethod
+    def _same_or_conflict(
+        store: EntryStore,
+        existing: dict[str, Any],
+        content: dict[str, Any],
+        request: AddConversationInput | AddExecutionInput,
+    ) -> None:
+        differs = [name for name, value in content.items() if existing.get(name) != value]
+        if request.timestamp is not None and key_time(request.timestamp) != existing["timestamp"]:
+            differs.append("timestamp")
+        if differs:
+            message_id = existing["message_id"]
+            raise Conflict(
+                f"message_id: a {store.kind.name} with message_id '{message_id}' is already stored with a "
+                f"different {', '.join(differs)}; use a new message_id",
+                {"field": "message_id", "message_id": message_id, "differs": differs},
+            )
+
+    # ------------------------------------------------------------ the outbox
+    def drain_pending(self, context: RequestContext) -> tuple[int, int]:
+        """Index the caller's entries whose indexing failed earlier; returns (done, still pending)."""
+        scope = self._scope(context)
+        results = [self._indexer.drain(store, scope) for store in (self._conversations, self._executions)]
+        return sum(done for done, _ in results), sum(failed for _, failed in results)
+
+    # ----------------------------------------------------------- retrieval
+    def retrieve_conversation(
+        self, context: RequestContext, request: RetrieveConversationInput
+    ) -> RetrieveConversationOutput:
+        started = time.perf_counter()
+        scope = self._scope(context)
+        self._indexer.drain(self._conversations, scope)
+        criteria = _criteria(request, {"scope": [scope]})
+        rows, total = self._finder.find(self._conversations, scope, criteria, lambda data: {})
+        linked = self._executions.get_many(scope, [data["message_id"] for data, _ in rows])
+        conversations = [
+            ConversationResult(
+                message_id=data["message_id"],
+                conversation_timestamp=parse_time(data["timestamp"]),
+                user_input=data["user_input"],
+                agent_response=data["agent_response"],
+                meta_data=data["meta_data"],
+                has_execution_memory=data["message_id"] in linked,
+                relevance_score=score,
+            )
+            for data, score in rows
+        ]
+        if request.message_id is not None:
+            query_type = "specific_message"
+        elif criteria.low or criteria.high:
+            query_type = "time_filtered"
+        else:
+            query_type = "general"
+        how = "lookup" if request.message_id is not None else request.retrieval_strategy
+        return RetrieveConversationOutput(
+            message=f"Found {_plural(total, 'conversation')}, returned {len(conversations)} "
+            f"({how}, {_ms(started):.1f} ms)",
+            data=RetrieveConversationData(
+                query=request.query,
+                explanation=request.explanation,
+                query_type=query_type,
+                requested_message_id=request.message_id,
+                retrieval_timestamp=_now(),
+                time_range=(
+                    TimeRangeEcho(start=request.time_range.start, end=request.time_range.end)
+                    if request.time_range
+                    else None
+                ),
+                conversations=conversations,
+                total_found=total,
+                returned_count=len(conversations),
+                max_results_applied=total > len(conversations),
+            ),
+        )
+
+    def retrieve_execution(self, context: RequestContext, request: RetrieveExecutionInput) -> RetrieveExecutionOutput:
+        started = time.perf_counter()
+        scope = self._scope(context)
+        self._indexer.drain(self._executions, scope)
+        flt: Filter = {"scope": [scope]}
+        if request.tools:
+            flt["tools"] = sorted({tool.lower() for tool in request.tools})
+        if request.success is not None:
+            flt["success"] = ["true" if request.success else "false"]
+        if request.error_type:
+            flt["error_type"] = [request.error_type.lower()]
+        rows, total = self._finder.find(self._executions, scope, _criteria(request, flt), execution_keywords)
+        linked = self._conversations.get_many(scope, [data["message_id"] for data, _ in rows])
+        executions = [
+            ExecutionResult(
+                message_id=data["message_id"],
+                execution_timestamp=parse_time(data["timestamp"]),
+                execution_details=ExecutionDetails(
+                    execution_summary=data["execution_summary"],
+                    tools_used=data["tools_used"],
+                    errors=[ExecutionError.model_validate(error) for error in data["errors"]],
+                    observations=data["observations"],
+                ),
+                success=data["success"],
+                duration_ms=data["duration_ms"],
+                relevance_score=score,
+                has_conversation_memory=data["message_id"] in linked,
+                meta_data=data["meta_data"],
+            )
+            for data, score in rows
+        ]
+        if request.message_id is not None:
+            query_type = "specific_message"
+        elif request.has_pattern_filters():
+            query_type = "pattern_search"
+        else:
+            query_type = "general"
+        how = "lookup" if request.message_id is not None else request.retrieval_strategy
+        return RetrieveExecutionOutput(
+            message=f"Found {_plural(total, 'execution')}, returned {len(executions)} ({how}, {_ms(started):.1f} ms)",
+            data=RetrieveExecutionData(
+                query=request.query,
+                explanation=request.explanation,
+                query_type=query_type,
+                requested_message_id=request.message_id,
+                retrieval_timestamp=_now(),
+                executions=executions,
+                total_found=total,
+                returned_count=len(executions),
+                max_results_applied=total > len(executions),
+            ),
+        )
+
+    # ------------------------------------------------------------ reindex
+    def reindex(self) -> int:
+        """Rebuild both index namespaces from the records (maintenance; no user request scans)."""
+        return self._indexer.reindex((self._conversations, self._executions))

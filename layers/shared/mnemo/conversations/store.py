@@ -1,0 +1,142 @@
+"""Where conversations and executions live in the record store, and the reads each query needs.
+
+One partition per kind and user scope (``context.scope_key("user")``, which
+carries the tenant), so every read is a key lookup or a bounded prefix query:
+
+=========================  =====================================  =========================================
+pk                         sk                                     holds
+=========================  =====================================  =========================================
+``CONV|{scope}``           ``MSG#{message_id}``                   the conversation (the truth)
+``CONV|{scope}``           ``TS#{timestamp}#{message_id}``        a small time entry: message_id, timestamp
+``CONV|{scope}``           ``PENDING#{message_id}``               index outbox: indexing failed, retry
+``EXEC|{scope}``           ``MSG#{message_id}``                   the execution (the truth)
+``EXEC|{scope}``           ``TS#{timestamp}#{message_id}``        time entry + tools, success, error types
+``EXEC|{scope}``           ``PENDING#{message_id}``               index outbox
+=========================  =====================================  =========================================
+
+Timestamps in keys are fixed-width UTC (``2024-12-15T14:30:00.000000Z``), so
+keys sort by time: "recent" is one descending query of the time entries, and a
+time range narrows it to the common prefix of its bounds. The time entries
+carry the execution filter fields, so the recent strategy filters them without
+reading any record body. Records are written once, with their time entry, in
+one all-or-nothing write that requires both keys to be new.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from mnemo.ports import ConditionFailed, Delete, Item, Put, RecordStore
+
+#: The most time entries one retrieval reads (newest first) for the recent strategy.
+RECENT_WINDOW = 1000
+#: Outbox markers re-indexed at the start of each call in a scope.
+PENDING_BATCH = 10
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str  # "conversation" or "execution"
+    prefix: str  # partition prefix
+    namespace: str  # vector index namespace
+
+
+CONVERSATIONS = Kind("conversation", "CONV", "conversations")
+EXECUTIONS = Kind("execution", "EXEC", "executions")
+
+
+def key_time(moment: datetime) -> str:
+    """A fixed-width UTC timestamp that sorts as text in time order."""
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def doc_id(scope: str, message_id: str) -> str:
+    """The index document id: message ids are the client's, so two users may share one."""
+    return hashlib.sha256(f"{scope}\n{message_id}".encode()).hexdigest()[:40]
+
+
+def new_message_id() -> str:
+    return f"msg_{os.urandom(12).hex()}"
+
+
+def _common_prefix(first: str, second: str) -> str:
+    length = 0
+    for a, b in zip(first, second, strict=False):
+        if a != b:
+            break
+        length += 1
+    return first[:length]
+
+
+class EntryStore:
+    """The records of one kind (conversations or executions)."""
+
+    def __init__(self, records: RecordStore, kind: Kind) -> None:
+        self._records = records
+        self.kind = kind
+
+    def partition(self, scope: str) -> str:
+        return f"{self.kind.prefix}|{scope}"
+
+    def get(self, scope: str, message_id: str) -> dict[str, Any] | None:
+        item = self._records.get(self.partition(scope), f"MSG#{message_id}")
+        return item.data if item is not None else None
+
+    def get_many(self, scope: str, message_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        keys = [(self.partition(scope), f"MSG#{message_id}") for message_id in dict.fromkeys(message_ids)]
+        if not keys:
+            return {}
+        return {item.data["message_id"]: item.data for item in self._records.batch_get(keys)}
+
+    def create(self, scope: str, data: dict[str, Any], time_entry: dict[str, Any]) -> None:
+        """Write a new record and its time entry, both or neither; ConditionFailed if it exists."""
+        partition, message_id = self.partition(scope), data["message_id"]
+        self._records.write(
+            [
+                Put(Item(partition, f"MSG#{message_id}", data), expect="absent"),
+                Put(Item(partition, f"TS#{data['timestamp']}#{message_id}", time_entry), expect="absent"),
+            ]
+        )
+
+    def recent(
+        self, scope: str, low: str | None = None, high: str | None = None, window: int = RECENT_WINDOW
+    ) -> list[dict[str, Any]]:
+        """Time entries within [low, high] (key_time strings), newest first: one bounded descending query."""
+        prefix = "TS#" + (_common_prefix(low, high) if low and high else "")
+        entries: list[dict[str, Any]] = []
+        for item in self._records.query(self.partition(scope), prefix, limit=window, descending=True):
+            stamp = item.data["timestamp"]
+            if high and stamp > high:
+                continue
+            if low and stamp < low:
+                break  # descending: everything after is older still
+            entries.append(item.data)
+        return entries
+
+    def scan_all(self) -> Iterator[dict[str, Any]]:
+        """Every record of this kind, in every scope: for reindexing, never for a user request."""
+        for item in self._records.scan(f"{self.kind.prefix}|"):
+            if item.sk.startswith("MSG#"):
+                yield item.data
+
+    # ------------------------------------------------------------ the outbox
+    def mark_pending(self, scope: str, message_id: str, reason: str) -> None:
+        data = {"message_id": message_id, "reason": reason[:500], "at": key_time(datetime.now(UTC))}
+        self._records.write([Put(Item(self.partition(scope), f"PENDING#{message_id}", data))])
+
+    def pending(self, scope: str, limit: int = PENDING_BATCH) -> list[Item]:
+        return self._records.query(self.partition(scope), "PENDING#", limit=limit)
+
+    def clear_pending(self, marker: Item) -> None:
+        with contextlib.suppress(ConditionFailed):  # re-queued meanwhile: the next call takes it
+            self._records.write([Delete(marker.pk, marker.sk, expect=marker.version)])

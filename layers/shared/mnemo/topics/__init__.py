@@ -1,0 +1,1 @@
+"""Topic memory (seed 002): one index document per project, topic notes, a general section."""

@@ -1,0 +1,518 @@
+"""Topic memory rules: one topic store per project (or per user without a project).
+
+Records (partition ``TOPIC|{scope}``) are the source of truth:
+
+- ``GENERAL``: the general section ``{content, lastUpdated, updatedBy}``;
+- ``TOPIC#{key}``: a topic's head ``{name, tags, summary, createdAt, lastUpdated, ...}``;
+- ``BODY#{key}``: its content, written in the same transaction, at the head's version.
+
+The index outbox (partition ``TOPIC-INDEX-PENDING``, sort key ``{scope}#{key}``)
+holds the topics whose vector-index write failed; each later topic write in the
+scope drains the scope's share, and ``drain_pending()`` drains them all.
+
+``key`` is the name case-folded. The index document is rendered from the
+general section and the heads, never stored. The vector index (namespace
+``topics``) only finds topics for a content query; every hit is read back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from mnemo.context import WRITER_ROLE, RequestContext
+from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized, invalid_field
+from mnemo.memory.scoring import calibration_for
+from mnemo.ports import ConditionFailed, Delete, Embedder, Filter, IndexDoc, Item, Put, RecordStore, VectorIndex
+from mnemo.topics.models import (
+    ForgetMemoryInput,
+    ForgetMemoryOutput,
+    ListMemoriesOutput,
+    MemorizeGeneralInfoInput,
+    MemorizeGeneralInfoOutput,
+    MemorizeNewTopicInput,
+    RecallGeneralMemoryOutput,
+    RecallMemoryInput,
+    RecallMemoryOutput,
+    RefineMemoryInput,
+    SearchMemoriesInput,
+    SearchMemoriesOutput,
+    TopicLayer,
+    TopicMatch,
+    TopicWriteOutput,
+)
+from mnemo.topics.names import MAX_TAGS, has_specialized_header, tag_key, topic_key, unique_tags
+from mnemo.topics.render import render_index, render_topic
+
+NAMESPACE = "topics"
+GENERAL = "GENERAL"
+HEAD = "TOPIC#"
+BODY = "BODY#"
+#: Topics whose index write failed, waiting for ``drain_pending`` (the index outbox).
+PENDING_PARTITION = "TOPIC-INDEX-PENDING"
+#: Markers drained by each topic write in their scope.
+DRAIN_ON_WRITE = 20
+#: Topics one scope may hold (the index document lists them all).
+MAX_TOPICS = 1000
+#: What is embedded of a topic: its start (Titan reads at most 50,000 characters).
+EMBED_CHARS = 8000
+CANDIDATES = 100
+NO_TOPICS = "No topics found"
+Retrieval = Literal["tags", "hybrid", "lexical"]
+
+logger = logging.getLogger(__name__)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _later_than(previous: str) -> datetime:
+    """Now, or just after ``previous`` if the clock has not moved past it: lastUpdated always grows."""
+    before = datetime.fromisoformat(previous)
+    now = _now()
+    return now if now > before else before + timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a caller's topics live: its project, or (without a project) its own user layer."""
+
+    layer: TopicLayer
+    key: str
+
+    @property
+    def partition(self) -> str:
+        return f"TOPIC|{self.key}"
+
+
+def _topic_missing(name: str) -> NotFound:
+    return NotFound(f"Topic '{name}' not found", {"field": "topic", "topic": name})
+
+
+class TopicService:
+    def __init__(self, records: RecordStore, index: VectorIndex, embedder: Embedder) -> None:
+        self._records = records
+        self._index = index
+        self._embedder = embedder
+
+    # ------------------------------------------------------------- scope
+    @staticmethod
+    def scope(context: RequestContext) -> Scope:
+        if context.project is not None:
+            return Scope("project", context.scope_key("project"))
+        if context.user is not None:
+            return Scope("user", context.scope_key("user"))
+        raise InvalidInput(
+            "project: topics need a project id (or, for personal topics, a user id) in the request context",
+            {"field": "project", "missingIds": ["project", "user"]},
+        )
+
+    def _writable(self, context: RequestContext) -> Scope:
+        scope = self.scope(context)
+        if scope.layer == "project" and WRITER_ROLE not in context.roles:
+            raise Unauthorized(
+                f"Changing the project's topics needs the '{WRITER_ROLE}' role",
+                {"field": "topic", "layer": "project", "requiredRole": WRITER_ROLE},
+            )
+        return scope
+
+    # ------------------------------------------------------------- reads
+    def _heads(self, scope: Scope) -> list[Item]:
+        return self._records.query(scope.partition, HEAD, limit=MAX_TOPICS + 1)
+
+    def _read(self, scope: Scope, key: str) -> tuple[Item, Item] | None:
+        """A topic's head and body at the same version, or None if there is no such topic."""
+        for _ in range(3):
+            found = {
+                item.sk: item
+                for item in self._records.batch_get([(scope.partition, HEAD + key), (scope.partition, BODY + key)])
+            }
+            head, body = found.get(HEAD + key), found.get(BODY + key)
+            if head is None:
+                return None
+            if body is not None and body.version == head.version:
+                return head, body
+        raise Conflict("The topic changed while it was being read; retry", {"field": "topic"})
+
+    def recall_general(self, context: RequestContext) -> RecallGeneralMemoryOutput:
+        scope = self.scope(context)
+        general = self._records.get(scope.partition, GENERAL)
+        content = general.data["content"] if general else ""
+        return RecallGeneralMemoryOutput(
+            content=content,
+            index=render_index(scope.layer, content, [item.data for item in self._heads(scope)]),
+            layer=scope.layer,
+            version=general.version if general else 0,
+            last_updated=general.data["lastUpdated"] if general else None,
+        )
+
+    def list_topics(self, context: RequestContext) -> ListMemoriesOutput:
+        scope = self.scope(context)
+        names = [item.data["name"] for item in self._heads(scope)]
+        return ListMemoriesOutput(topics=names, text=", ".join(names) or NO_TOPICS, count=len(names), layer=scope.layer)
+
+    def recall(self, context: RequestContext, request: RecallMemoryInput) -> RecallMemoryOutput:
+        found = self._read(self.scope(context), topic_key(request.topic))
+        if found is None:
+            raise _topic_missing(request.topic)
+        head, body = found
+        return RecallMemoryOutput(
+            title=head.data["name"],
+            tags=head.data["tags"],
+            summary=head.data["summary"],
+            content=body.data["content"],
+            last_updated=head.data["lastUpdated"],
+            created_at=head.data["createdAt"],
+            version=head.version,
+            markdown=render_topic(head.data, body.data["content"]),
+        )
+
+    # ------------------------------------------------------------ writes
+    def memorize(self, context: RequestContext, request: MemorizeNewTopicInput) -> TopicWriteOutput:
+        scope = self._writable(context)
+        key = topic_key(request.topic)
+        if len(self._heads(scope)) >= MAX_TOPICS:
+            raise invalid_field("topic", f"this scope already holds {MAX_TOPICS} topics", limit=MAX_TOPICS)
+        now = _iso(_now())
+        head = {
+            "name": request.topic,
+            "tags": request.tags,
+            "summary": request.summary,
+            "createdAt": now,
+            "lastUpdated": now,
+            "createdBy": context.user,
+            "updatedBy": context.user,
+        }
+        try:
+            self._records.write(
+                [
+                    Put(Item(scope.partition, HEAD + key, head), expect="absent"),
+                    Put(Item(scope.partition, BODY + key, {"content": request.content})),
+                ]
+            )
+        except ConditionFailed:
+            raise Conflict(
+                f"Topic '{request.topic}' already exists; use refine_memory to change it",
+                {"field": "topic", "topic": request.topic},
+            ) from None
+        if self._index_topic(scope, key, head, request.content):
+            self._drain_quietly(scope)
+        return TopicWriteOutput(
+            message=f"Topic '{request.topic}' memorized",
+            topic=request.topic,
+            version=1,
+            last_updated=now,
+            tags=request.tags,
+            summary=request.summary,
+        )
+
+    def refine(self, context: RequestContext, request: RefineMemoryInput) -> TopicWriteOutput:
+        scope = self._writable(context)
+        removed = {tag_key(tag) for tag in request.tags_to_remove}
+        both = [tag for tag in request.tags_to_add if tag_key(tag) in removed]
+        if both:
+            raise invalid_field("tagsToAdd", f"tag '{both[0]}' is also in tagsToRemove")
+        key = topic_key(request.topic)
+        found = self._read(scope, key)
+        if found is None:
+            raise _topic_missing(request.topic)
+        head, body = found
+        if request.expected_version is not None and request.expected_version != head.version:
+            raise Conflict(
+                f"Topic '{head.data['name']}' is at version {head.version}, not {request.expected_version}; "
+                "recall it and refine again",
+                {"field": "expectedVersion", "currentVersion": head.version},
+            )
+        kept = [tag for tag in head.data["tags"] if tag_key(tag) not in removed]
+        tags = unique_tags([*kept, *request.tags_to_add])
+        if len(tags) > MAX_TAGS:
+            raise invalid_field(
+                "tagsToAdd", f"a topic holds at most {MAX_TAGS} tags (this would make {len(tags)})", limit=MAX_TAGS
+            )
+        data = {
+            **head.data,
+            "tags": tags,
+            "summary": request.new_summary if request.new_summary is not None else head.data["summary"],
+            "lastUpdated": _iso(_later_than(head.data["lastUpdated"])),
+            "updatedBy": context.user,
+        }
+        content = request.new_content if request.new_content is not None else body.data["content"]
+        version = head.version + 1
+        try:
+            self._records.write(
+                [
+                    Put(Item(scope.partition, HEAD + key, data, version=version), expect=head.version),
+                    Put(Item(scope.partition, BODY + key, {"content": content}, version=version), expect=body.version),
+                ]
+            )
+        except ConditionFailed:
+            raise Conflict(
+                f"Topic '{head.data['name']}' changed or was forgotten while it was being refined; recall it and retry",
+                {"field": "topic", "topic": head.data["name"]},
+            ) from None
+        if self._index_topic(scope, key, data, content):
+            self._drain_quietly(scope)
+        return TopicWriteOutput(
+            message=f"Topic '{data['name']}' refined",
+            topic=data["name"],
+            version=version,
+            last_updated=data["lastUpdated"],
+            tags=tags,
+            summary=data["summary"],
+        )
+
+    def memorize_general(self, context: RequestContext, request: MemorizeGeneralInfoInput) -> MemorizeGeneralInfoOutput:
+        scope = self._writable(context)
+        if has_specialized_header(request.content):
+            raise invalid_field(
+                "content",
+                "the general section must not contain a 'Specialized Knowledge' heading; "
+                "topics go in with memorize_new_topic",
+            )
+        existing = self._records.get(scope.partition, GENERAL)
+        current = existing.version if existing else 0
+        if request.expected_version is not None and request.expected_version != current:
+            raise Conflict(
+                f"The general section is at version {current}, not {request.expected_version}; read it and retry",
+                {"field": "expectedVersion", "currentVersion": current},
+            )
+        now = _later_than(existing.data["lastUpdated"]) if existing else _now()
+        data = {"content": request.content, "lastUpdated": _iso(now), "updatedBy": context.user}
+        try:
+            self._records.write(
+                [Put(Item(scope.partition, GENERAL, data, version=current + 1), expect=current or "absent")]
+            )
+        except ConditionFailed:
+            raise Conflict(
+                "The general section changed while it was being written; retry", {"field": "content"}
+            ) from None
+        return MemorizeGeneralInfoOutput(
+            message="General project knowledge updated", version=current + 1, last_updated=data["lastUpdated"]
+        )
+
+    def forget(self, context: RequestContext, request: ForgetMemoryInput) -> ForgetMemoryOutput:
+        """Delete a topic; its index entry and outbox marker go too, even when the topic is unknown."""
+        scope = self._writable(context)
+        key = topic_key(request.topic)
+        found = self._read(scope, key)
+        if found is None:
+            self._settle_index(scope, key)
+            raise _topic_missing(request.topic)
+        head, body = found
+        try:
+            self._records.write(
+                [
+                    Delete(scope.partition, HEAD + key, expect=head.version),
+                    Delete(scope.partition, BODY + key, expect=body.version),
+                    Delete(*self._marker_key(scope, key)),
+                ]
+            )
+        except ConditionFailed:
+            raise Conflict(
+                f"Topic '{head.data['name']}' changed while it was being forgotten; retry", {"field": "topic"}
+            ) from None
+        self._settle_index(scope, key)
+        return ForgetMemoryOutput(message=f"Topic '{head.data['name']}' forgotten", topic=head.data["name"])
+
+    # ------------------------------------------------------------ search
+    def search(self, context: RequestContext, request: SearchMemoriesInput) -> SearchMemoriesOutput:
+        query = (request.query or "").strip()
+        if not request.tags and not query:
+            raise invalid_field("tags", "give tags to match, a query, or both")
+        scope = self.scope(context)
+        wanted = {tag_key(tag) for tag in request.tags or []}
+        if not query:
+            heads = [item.data for item in self._heads(scope) if wanted & {tag_key(t) for t in item.data["tags"]}]
+            matches = [self._match(data, None) for data in heads]
+            return self._answer(matches, request.limit, "tags")
+        ranked, retrieval = self._rank(scope, query, sorted(wanted))
+        keys = [key for key, score in ranked if score >= request.threshold]
+        found = {
+            item.sk.removeprefix(HEAD): item.data
+            for item in self._records.batch_get([(scope.partition, HEAD + key) for key in keys])
+        }
+        score_of = dict(ranked)
+        matches = [
+            self._match(found[key], score_of[key])
+            for key in keys
+            if key in found and (not wanted or wanted & {tag_key(t) for t in found[key]["tags"]})
+        ]
+        return self._answer(matches, request.limit, retrieval)
+
+    def _rank(self, scope: Scope, query: str, tags: list[str]) -> tuple[list[tuple[str, float]], Retrieval]:
+        """Topic keys by calibrated hybrid score (as memory_search scores), best first."""
+        flt: Filter = {"scope": [scope.key]}
+        if tags:
+            flt["tags"] = tags
+        try:
+            vector: Sequence[float] | None = self._embedder.embed([query])[0]
+        except MnemoError:
+            vector = None
+        dense_hits = self._index.knn(NAMESPACE, vector, flt, CANDIDATES) if vector is not None else []
+        lexical_hits = self._index.lexical(NAMESPACE, query, flt, CANDIDATES)
+        dense = {hit.id: hit.score for hit in dense_hits}
+        lexical = {hit.id: hit.score for hit in lexical_hits}
+        key_of = {
+            hit.id: (hit.keywords.get("topic") or [""])[0]
+            for hit in (*dense_hits, *lexical_hits)
+            if hit.keywords.get("scope") == [scope.key]
+        }
+        calibration = calibration_for(self._embedder.name)
+        floor = min(dense.values()) if dense else None
+        scored = {
+            key: round(calibration.score(dense.get(doc_id, floor), lexical.get(doc_id, 0.0)), 4)
+            for doc_id, key in key_of.items()
+            if key
+        }
+        ranked = sorted(scored.items(), key=lambda pair: (-pair[1], pair[0]))
+        return ranked, "hybrid" if vector is not None else "lexical"
+
+    @staticmethod
+    def _match(data: dict[str, Any], score: float | None) -> TopicMatch:
+        return TopicMatch(
+            topic=data["name"],
+            summary=data["summary"],
+            tags=data["tags"],
+            last_updated=data["lastUpdated"],
+            score=score,
+        )
+
+    @staticmethod
+    def _answer(matches: list[TopicMatch], limit: int, retrieval: Retrieval) -> SearchMemoriesOutput:
+        page = matches[:limit]
+        names = [match.topic for match in page]
+        return SearchMemoriesOutput(
+            topics=names,
+            results=page,
+            message=f"Found {len(matches)} topic{'' if len(matches) == 1 else 's'}: {', '.join(names)}"
+            if page
+            else NO_TOPICS,
+            total_count=len(matches),
+            retrieval=retrieval,
+        )
+
+    # ------------------------------------------------------ vector index
+    @staticmethod
+    def doc_id(scope_key: str, key: str) -> str:
+        """The index id of a topic: short, and unique across scopes."""
+        return "tpc_" + hashlib.sha256(f"{scope_key}\n{key}".encode()).hexdigest()[:40]
+
+    def _doc(self, scope_key: str, key: str, head: dict[str, Any], content: str, vector: Sequence[float]) -> IndexDoc:
+        return IndexDoc(
+            id=self.doc_id(scope_key, key),
+            vector=vector,
+            text=self._text(head, content),
+            keywords={"scope": [scope_key], "topic": [key], "tags": sorted({tag_key(t) for t in head["tags"]})},
+        )
+
+    @staticmethod
+    def _text(head: dict[str, Any], content: str) -> str:
+        return "\n".join([head["name"], " ".join(head["tags"]), head["summary"], content])
+
+    def _index_topic(self, scope: Scope, key: str, head: dict[str, Any], content: str) -> bool:
+        """Index a written topic; on any failure the topic is queued, never lost (it is in the records)."""
+        try:
+            vector = list(self._embedder.embed([self._text(head, content)[:EMBED_CHARS]])[0])
+        except MnemoError as error:
+            logger.warning("embedding failed; topic %s queued for indexing: %s", key, error.message)
+            self._queue(scope, key)
+            return False
+        return self._index_or_queue(
+            scope, key, lambda: self._index.upsert(NAMESPACE, [self._doc(scope.key, key, head, content, vector)])
+        )
+
+    def _index_or_queue(self, scope: Scope, key: str, operation: Callable[[], None]) -> bool:
+        """Run an index write; if it fails, queue the topic. True when it went through."""
+        try:
+            operation()
+        except Exception as error:  # any index failure, whatever the adapter raises
+            logger.warning("vector index write failed for topic %s; queued: %s", key, error)
+            self._queue(scope, key)
+            return False
+        return True
+
+    @staticmethod
+    def _marker_key(scope: Scope, key: str) -> tuple[str, str]:
+        # Identity values cannot hold "#", so a scope's markers share the prefix "{scope}#" alone.
+        return PENDING_PARTITION, f"{scope.key}#{key}"
+
+    def _queue(self, scope: Scope, key: str) -> None:
+        # A fresh version per marker, so a drain never deletes a marker queued after it read one.
+        data = {"scope": scope.key, "layer": scope.layer, "key": key, "at": _iso(_now())}
+        pk, sk = self._marker_key(scope, key)
+        self._records.write([Put(Item(pk, sk, data, version=time.time_ns() // 1000))])
+
+    def _drain_quietly(self, scope: Scope) -> None:
+        """Retry a few of the scope's queued index writes; a write that succeeded never fails for it."""
+        try:
+            self.drain_pending(scope, limit=DRAIN_ON_WRITE)
+        except Exception as error:  # the outbox keeps them for the next write or drain
+            logger.warning("draining the topic index outbox failed: %s", error)
+
+    def sync_index(self, scope: Scope, key: str) -> str:
+        """Make the index agree with one topic's records: upsert it, or remove it if it is gone."""
+        found = self._read(scope, key)
+        if found is None:
+            self._index.delete(NAMESPACE, [self.doc_id(scope.key, key)])
+            return "removed"
+        head, body = found
+        vector = self._embedder.embed([self._text(head.data, body.data["content"])[:EMBED_CHARS]])[0]
+        self._index.upsert(NAMESPACE, [self._doc(scope.key, key, head.data, body.data["content"], vector)])
+        return "indexed"
+
+    def _settle_index(self, scope: Scope, key: str) -> None:
+        """Bring one topic's index entry in line with its records now, and drop its outbox marker.
+
+        It re-reads the records rather than deleting blindly, so a topic memorized again
+        meanwhile stays indexed; a marker queued after this read stays for the next drain.
+        """
+        marker = self._records.get(*self._marker_key(scope, key))
+        try:
+            self.sync_index(scope, key)
+        except Exception as error:  # index or embedder down: the outbox retries it
+            logger.warning("index of topic %s not settled; queued: %s", key, error)
+            self._queue(scope, key)
+            return
+        if marker is not None:
+            with contextlib.suppress(ConditionFailed):
+                self._records.write([Delete(marker.pk, marker.sk, expect=marker.version)])
+
+    def drain_pending(self, scope: Scope | None = None, limit: int = 1000) -> tuple[int, int]:
+        """Index the topics whose index write failed (one scope's, or all); (done, still pending)."""
+        done = failed = 0
+        prefix = f"{scope.key}#" if scope is not None else ""
+        for marker in self._records.query(PENDING_PARTITION, prefix, limit=limit):
+            data = marker.data
+            try:
+                self.sync_index(Scope(data["layer"], data["scope"]), data["key"])
+            except Exception as error:  # stays queued for the next drain
+                logger.warning("pending index of topic %s failed again: %s", data["key"], error)
+                failed += 1
+                continue
+            with contextlib.suppress(ConditionFailed):  # re-queued meanwhile: the next drain takes it
+                self._records.write([Delete(marker.pk, marker.sk, expect=marker.version)])
+            done += 1
+        return done, failed
+
+    def reindex(self) -> int:
+        """Rebuild the topics' vector index from the records (maintenance: scans the table)."""
+        self._index.clear(NAMESPACE)
+        total = 0
+        for item in self._records.scan("TOPIC|"):
+            if item.sk.startswith(HEAD):
+                scope_key = item.pk.removeprefix("TOPIC|")
+                layer: TopicLayer = "user" if "|user|" in f"{scope_key}|" else "project"
+                self.sync_index(Scope(layer, scope_key), item.sk.removeprefix(HEAD))
+                total += 1
+        return total
