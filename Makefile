@@ -56,6 +56,7 @@ bench: install
 	$(BIN)/python bench/cold_start.py
 	$(BIN)/python bench/knowledge_check.py
 	$(BIN)/python bench/regex_safety.py
+	$(BIN)/python bench/families_latency.py
 
 docs: install
 	$(BIN)/mnemo docs --output docs/tools.md
