@@ -100,3 +100,18 @@ def shared_moto_server() -> SerialMotoServer:
     if _shared is None:
         _shared = SerialMotoServer()
     return _shared
+
+
+def dynamodb_settings(server: SerialMotoServer, table: str, data_dir: Any, **extra: Any) -> Any:
+    """Settings for a stack whose records live in ``table`` on the moto ``server`` (hashing embedder)."""
+    from mnemo.settings import Settings
+
+    return Settings(
+        records="dynamodb",
+        records_table=table,
+        aws_endpoint=server.url,
+        aws_region=REGION,
+        data_dir=data_dir,
+        embedder="hashing",
+        **extra,
+    )

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_fixtures import REGION, create_records_table, shared_moto_server
+from aws_fixtures import create_records_table, dynamodb_settings, shared_moto_server
 
 from helpers import ctx
 from mnemo.context import RequestContext
@@ -23,7 +23,6 @@ from mnemo.conversations.service import ConversationService
 from mnemo.errors import Conflict, MnemoError
 from mnemo.ports import Item, RecordStore
 from mnemo.runtime import Services, set_services
-from mnemo.settings import Settings
 from mnemo.tools.registry import get_tool
 
 ALICE = ctx(tenant="acme")
@@ -46,14 +45,7 @@ def aws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
     table = f"conversation-records-{next(_tables)}"
     dynamodb = server.client("dynamodb")
     create_records_table(dynamodb, table, stream=False)
-    settings = Settings(
-        records="dynamodb",
-        records_table=table,
-        aws_endpoint=server.url,
-        aws_region=REGION,
-        data_dir=tmp_path,
-        embedder="hashing",
-    )
+    settings = dynamodb_settings(server, table, tmp_path)
     services = Services(settings)
     stack = Stack(services, table)
     records = services.records

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_fixtures import REGION, create_records_table, load_template, shared_moto_server
+from aws_fixtures import REGION, create_records_table, dynamodb_settings, load_template, shared_moto_server
 
 from aws_events import FakeLambdaContext
 from helpers import ctx
@@ -35,7 +35,6 @@ from mnemo.errors import NotFound
 from mnemo.knowledge.catalog import scope_of
 from mnemo.knowledge.models import KnowledgeCheckInput, KnowledgeShowInput
 from mnemo.runtime import Services, set_services
-from mnemo.settings import Settings
 from mnemo.sync.models import SyncNowInput
 
 TENANT = "acme"
@@ -76,16 +75,7 @@ def aws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsStack]:
     # No stream: moto copies every table and stream on each transaction, and sync writes many.
     create_records_table(dynamodb, table, stream=False)
     assert ensure_bucket(server.client("s3"), bucket, REGION) is True
-    settings = Settings(
-        records="dynamodb",
-        records_table=table,
-        blobs="s3",
-        blob_bucket=bucket,
-        aws_endpoint=server.url,
-        aws_region=REGION,
-        data_dir=tmp_path,
-        embedder="hashing",
-    )
+    settings = dynamodb_settings(server, table, tmp_path, blobs="s3", blob_bucket=bucket)
     services = Services(settings)
     set_services(services)
     try:

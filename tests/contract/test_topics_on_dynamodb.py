@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_fixtures import REGION, create_records_table, shared_moto_server
+from aws_fixtures import create_records_table, dynamodb_settings, shared_moto_server
 
 from helpers import ctx
 from mnemo.context import RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized
 from mnemo.ports import Delete, Item, Put, RecordStore
 from mnemo.runtime import Services, set_services
-from mnemo.settings import Settings
 from mnemo.tools.registry import get_tool
 from mnemo.topics.models import RefineMemoryInput
 from mnemo.topics.service import TopicService
@@ -36,14 +35,7 @@ def aws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Servi
     table = f"topics-records-{next(_tables)}"
     dynamodb = server.client("dynamodb")
     create_records_table(dynamodb, table, stream=False)
-    settings = Settings(
-        records="dynamodb",
-        records_table=table,
-        aws_endpoint=server.url,
-        aws_region=REGION,
-        data_dir=tmp_path,
-        embedder="hashing",
-    )
+    settings = dynamodb_settings(server, table, tmp_path)
     services = Services(settings)
     set_services(services)
     try:
