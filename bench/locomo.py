@@ -8,12 +8,17 @@ categories 1-4 are scored; category 5 (adversarial) has no evidence to find.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-DEFAULT_PATH = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "locomo-dev.json"
+#: The dev split lives beside a development checkout, not in the project (CC BY-NC 4.0);
+#: MNEMO_LOCOMO points elsewhere.
+DEFAULT_PATH = Path(
+    os.environ.get("MNEMO_LOCOMO", Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "locomo-dev.json")
+)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _DIA_ID = re.compile(r"D(\d+):(\d+)")
 
@@ -55,6 +60,11 @@ def _normalise_evidence(raw: list[str], known: set[str]) -> list[str]:
 
 
 def load(path: Path = DEFAULT_PATH) -> list[Conversation]:
+    if not path.is_file():
+        raise SystemExit(
+            f"LoCoMo dev split not found at {path}: the retrieval benchmarks need it "
+            "(snap-research/LoCoMo, CC BY-NC 4.0, not shipped with Mnemo); set MNEMO_LOCOMO=/path/to/locomo-dev.json"
+        )
     conversations = []
     for sample in json.loads(path.read_text()):
         conv = sample["conversation"]

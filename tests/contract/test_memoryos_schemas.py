@@ -1,4 +1,4 @@
-"""The MemoryOS contract: the eight draft-07 schemas in ../shared/contracts/memoryos/.
+"""The MemoryOS contract: the eight draft-07 schemas vendored in mnemo/conversations/contracts/.
 
 Inputs: every example valid under an input schema (the required set, the full
 set) is accepted; invalid ones (a required field missing, a wrong type, too long
@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from jsonschema import Draft7Validator
 
 from helpers import ctx
+from mnemo.conversations import contracts
 from mnemo.errors import InvalidInput, MnemoError
 from mnemo.runtime import Services
 from mnemo.tools.registry import get_tool
 
-CONTRACTS = Path(__file__).resolve().parents[3] / "shared" / "contracts" / "memoryos"
+CONTRACTS = contracts.DIRECTORY
 ALICE = ctx()
 TOOLS = ("add_conversation", "add_execution", "retrieve_conversation", "retrieve_execution")
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from jsonschema import Draft7Validator
 
 from helpers import http_call, http_request, local_server
+from mnemo.conversations import contracts
 from mnemo.runtime import Services
 
-CONTRACTS = Path(__file__).resolve().parents[3] / "shared" / "contracts" / "memoryos"
+CONTRACTS = contracts.DIRECTORY
 ALICE = {"tenant": "acme", "user": "alice"}
 BOB = {"tenant": "acme", "user": "bob"}
 

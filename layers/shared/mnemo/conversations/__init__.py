@@ -1,1 +1,1 @@
-"""Conversation and execution memory (seed 003, ../shared/contracts/memoryos/)."""
+"""Conversation and execution memory (seed 003; the MemoryOS schemas vendored in contracts/)."""

@@ -1,6 +1,6 @@
 """Request and response models of the conversation tools: the MemoryOS contract, snake_case.
 
-The eight draft-07 schemas in ../shared/contracts/memoryos/ are the contract:
+The eight draft-07 schemas vendored in mnemo/conversations/contracts/ are the contract:
 every request valid under an input schema is accepted, and every answer
 validates against its output schema. So, unlike the camelCase families:
 

@@ -1,4 +1,4 @@
-"""Conversation and execution memory tools (seed 003, ../contracts/memoryos/).
+"""Conversation and execution memory tools (seed 003; the MemoryOS schemas in mnemo/conversations/contracts/).
 
 The MemoryOS schemas are the contract, so these tools speak snake_case and
 answer ``{success, message, data}``. Everything is stored in the caller's own
