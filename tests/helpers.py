@@ -58,3 +58,24 @@ def http_call(base: str, tool: str, body: Any, **identity: str) -> tuple[int, An
     """POST /v1/tools/{tool} with the identity as X-Mnemo-* headers."""
     wire = {f"X-Mnemo-{key.title()}": value for key, value in identity.items()}
     return http_request(base, "POST", f"/v1/tools/{tool}", body, {"Content-Type": "application/json", **wire})
+
+
+def with_outbox(records: Any, build: Any) -> tuple[Any, Any]:
+    """A service built outside ``Services`` with an index outbox of its own: ``build(outbox)``.
+
+    The outbox drains the families the service brings (itself, or its ``families``).
+    """
+    from mnemo.outbox import IndexOutbox
+
+    families: dict[str, Any] = {}
+    outbox = IndexOutbox(records, lambda: families)
+    service = build(outbox)
+    for family in getattr(service, "families", (service,)):
+        families[family.family] = family
+    return service, outbox
+
+
+def drained(outbox: Any) -> tuple[int, int]:
+    """Drain an index outbox: (records indexed, markers still failing)."""
+    report = outbox.drain()
+    return report.indexed, report.failed

@@ -182,10 +182,14 @@ def test_a_racing_add_is_settled_by_the_conditional_write(aws: Stack) -> None:
         "agent_response": "Answered: How do I deploy?",
         "timestamp": "2024-12-15T10:00:00Z",
     }
-    racing = ConversationService(BlindFirstRead(aws.services.records), aws.services.index, aws.services.embedder)
+    racing = ConversationService(
+        BlindFirstRead(aws.services.records), aws.services.index, aws.services.embedder, aws.services.outbox
+    )
     repeat = racing.add_conversation(ALICE, AddConversationInput.model_validate(same))
     assert "already stored" in repeat.data.details.memory_processing
-    racing = ConversationService(BlindFirstRead(aws.services.records), aws.services.index, aws.services.embedder)
+    racing = ConversationService(
+        BlindFirstRead(aws.services.records), aws.services.index, aws.services.embedder, aws.services.outbox
+    )
     with pytest.raises(Conflict):
         racing.add_conversation(ALICE, AddConversationInput.model_validate({**same, "user_input": "Other"}))
     assert table_items(aws.table, f"CONV|{SCOPE}")["MSG#m1"]["user_input"] == "How do I deploy?"

@@ -129,7 +129,9 @@ def test_concurrent_refine_gets_conflict_on_dynamodb(aws: tuple[Services, str]) 
     def other() -> None:
         services.topics.refine(WRITER, RefineMemoryInput(topic="t", tags_to_add=["second"]))
 
-    racing = TopicService(InterleavingRecords(services.records, other), services.index, services.embedder)
+    racing = TopicService(
+        InterleavingRecords(services.records, other), services.index, services.embedder, services.outbox
+    )
     with pytest.raises(Conflict):
         racing.refine(WRITER, RefineMemoryInput(topic="t", tags_to_add=["first"]))
     assert call(services, WRITER, "recall_memory", {"topic": "t"})["tags"] == ["a", "second"]

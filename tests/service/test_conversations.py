@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from helpers import ctx
+from helpers import ctx, drained
 from mnemo.context import RequestContext
-from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS, EntryStore
 from mnemo.errors import Conflict, InvalidInput, MnemoError, Unauthorized
 from mnemo.runtime import Services
 from mnemo.tools.registry import get_tool
@@ -373,7 +372,7 @@ def test_a_body_user_id_must_be_the_callers_own(services: Services) -> None:
 
 
 # -------------------------------------------------------------- index outage ---
-def test_an_index_outage_loses_nothing_and_the_next_call_indexes(
+def test_an_index_outage_loses_nothing_and_the_drain_indexes(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def down(*args: Any, **kwargs: Any) -> None:
@@ -385,13 +384,15 @@ def test_an_index_outage_loses_nothing_and_the_next_call_indexes(
         executed = add_execution(services, "m1", tools_used=["kubectl"])
     assert "queued for indexing" in stored["data"]["details"]["memory_processing"]
     assert "queued for indexing" in executed["data"]["details"]["memory_processing"]
-    assert len(EntryStore(services.records, CONVERSATIONS).pending(ALICE.scope_key("user"))) == 1
-    # The records are there at once; the next call in the scope drains the outbox into the index.
+    assert sorted(marker["family"] for marker in services.outbox.pending()) == ["conversations", "executions"]
+    # The records are there at once; the lookup by time needs no index.
     assert ids(conversations(services, retrieval_strategy="recent")) == ["m1"]
+    assert ids(conversations(services, "kubernetes runbook", retrieval_strategy="keyword")) == []
+    # The outbox's drain (scheduled on AWS, in the background locally) indexes them.
+    assert drained(services.outbox) == (2, 0)
     assert ids(conversations(services, "kubernetes runbook", retrieval_strategy="keyword")) == ["m1"]
     assert ids(executions(services, "kubectl", retrieval_strategy="keyword"), "executions") == ["m1"]
-    assert EntryStore(services.records, CONVERSATIONS).pending(ALICE.scope_key("user")) == []
-    assert EntryStore(services.records, EXECUTIONS).pending(ALICE.scope_key("user")) == []
+    assert services.outbox.pending() == []
 
 
 def test_reindex_rebuilds_both_namespaces_from_the_records(services: Services) -> None:
@@ -428,6 +429,7 @@ def test_an_embedder_outage_queues_the_add_and_ranks_by_words(
         assert "queued for indexing" in stored["data"]["details"]["memory_processing"]
         assert ids(conversations(services, "kubernetes runbook", retrieval_strategy="recent")) == ["m1"]
     add_conversation(services, message_id="m2", user_input="Lunch plans?", agent_response="Noodles.")
+    assert drained(services.outbox) == (1, 0)  # the embedder is back: the queued add is indexed
     with monkeypatch.context() as patch:
         patch.setattr(services.embedder, "embed", down)
         found = conversations(services, "kubernetes runbook")  # hybrid, on BM25 alone

@@ -12,14 +12,15 @@ from typing import Any
 import pytest
 from aws_fixtures import create_records_table, shared_moto_server
 
-from helpers import ctx
+from helpers import ctx, drained, with_outbox
 from mnemo.adapters.aws.dynamodb_records import DynamoDbRecordStore
 from mnemo.adapters.local.embedders import HashingEmbedder
 from mnemo.adapters.local.vector_index import LocalVectorIndex
 from mnemo.entry import indexer
 from mnemo.errors import ProviderError
 from mnemo.memory.models import MemoryAddInput, MemorySearchInput
-from mnemo.memory.service import NAMESPACE, PENDING_PARTITION, MemoryService
+from mnemo.memory.service import NAMESPACE, MemoryService
+from mnemo.outbox import OUTBOX_PREFIX, SHARDS
 from mnemo.ports import ConditionFailed, Filter, Hit, IndexDoc, Item, Put
 from mnemo.runtime import Services, set_services
 from mnemo.settings import Settings
@@ -91,7 +92,7 @@ def _found(service: MemoryService, context: Any, content: str, memory_id: str) -
 def test_a_thousand_adds_while_the_index_fails_lose_nothing(tmp_path: Path, dynamodb_store: Any) -> None:
     records = dynamodb_store(stream=False)
     index = FlakyIndex(LocalVectorIndex(tmp_path / "index.sqlite3"), rate=0.3)
-    service = MemoryService(records, index, HashingEmbedder(256))
+    service, outbox = with_outbox(records, lambda box: MemoryService(records, index, HashingEmbedder(256), box))
     alice = ctx()
     stored: dict[str, str] = {}
     for i in range(1000):
@@ -107,9 +108,9 @@ def test_a_thousand_adds_while_the_index_fails_lose_nothing(tmp_path: Path, dyna
     assert index.count(NAMESPACE) == 1000 - index.failures
 
     index.failing = False  # recovery
-    done, still_pending = service.drain_pending(limit=2000)
+    done, still_pending = drained(outbox)
     assert (done, still_pending) == (index.failures, 0)
-    assert records.query(PENDING_PARTITION) == []
+    assert [records.query(f"{OUTBOX_PREFIX}{shard:02d}") for shard in range(SHARDS)] == [[]] * SHARDS
     assert index.count(NAMESPACE) == 1000
     missing = [m for m, content in stored.items() if not _found(service, alice, content, m)]
     assert missing == []
@@ -120,7 +121,7 @@ def test_the_stream_indexer_recovers_adds_the_index_missed(tmp_path: Path, dynam
     server = shared_moto_server()
     records = dynamodb_store()
     index = FlakyIndex(LocalVectorIndex(tmp_path / "index.sqlite3"), rate=1.0)  # the index is down throughout
-    service = MemoryService(records, index, HashingEmbedder(256))
+    service, _outbox = with_outbox(records, lambda box: MemoryService(records, index, HashingEmbedder(256), box))
     alice = ctx()
     ids = {
         service.add(alice, MemoryAddInput(content=f"Runbook step {i}: restart worker {i}")).memory_id for i in range(40)
@@ -187,7 +188,9 @@ def test_the_indexer_reports_only_the_records_that_failed(tmp_path: Path, servic
 def test_an_embedder_outage_stores_the_memory_and_indexes_it_later(tmp_path: Path, dynamodb_store: Any) -> None:
     records = dynamodb_store()
     embedder = HashingEmbedder(256)
-    service = MemoryService(records, LocalVectorIndex(tmp_path / "i.sqlite3"), embedder)
+    service, outbox = with_outbox(
+        records, lambda box: MemoryService(records, LocalVectorIndex(tmp_path / "i.sqlite3"), embedder, box)
+    )
     alice = ctx()
     real_embed = embedder.embed
 
@@ -201,13 +204,15 @@ def test_an_embedder_outage_stores_the_memory_and_indexes_it_later(tmp_path: Pat
     assert searched.retrieval == "lexical" and searched.results == []  # stored, not yet indexed
 
     embedder.embed = real_embed  # type: ignore[method-assign]
-    assert service.drain_pending() == (1, 0)
+    assert drained(outbox) == (1, 0)
     assert _found(service, alice, "VPN certificate expires", out.memory_id)
 
 
 def test_concurrent_retries_with_one_idempotency_key_store_once(dynamodb_store: Any) -> None:
     records = dynamodb_store()
-    service = MemoryService(records, LocalVectorIndex(":memory:"), HashingEmbedder(256))
+    service, _outbox = with_outbox(
+        records, lambda box: MemoryService(records, LocalVectorIndex(":memory:"), HashingEmbedder(256), box)
+    )
     alice = ctx()
     answers: list[str] = []
     errors: list[Exception] = []
@@ -271,7 +276,7 @@ def test_delete_while_the_index_is_down_never_shows_the_memory_again(
     records = dynamodb_store()
     index = FlakyIndex(LocalVectorIndex(tmp_path / "index.sqlite3"), rate=rate)
     index.failing = False
-    service = MemoryService(records, index, HashingEmbedder(256))
+    service, outbox = with_outbox(records, lambda box: MemoryService(records, index, HashingEmbedder(256), box))
     alice = ctx()
     out = service.add(alice, MemoryAddInput(content="Temporary door code 1234"))
     index.failing = True
@@ -281,7 +286,7 @@ def test_delete_while_the_index_is_down_never_shows_the_memory_again(
     assert index.count(NAMESPACE) == 1  # the index still holds it...
     assert not _found(service, alice, "door code", out.memory_id)  # ...but search never shows it
     index.failing = False
-    assert service.drain_pending() == (1, 0)
+    assert drained(outbox) == (1, 0)
     assert index.count(NAMESPACE) == 0
 
 
@@ -290,7 +295,7 @@ def test_the_scheduled_indexer_run_drains_the_outbox(services: Services) -> None
 
     alice = ctx()
     flaky = FlakyIndex(services.index, rate=1.0)  # type: ignore[arg-type]
-    services.__dict__["memory"] = MemoryService(services.records, flaky, services.embedder)
+    services.__dict__["memory"] = MemoryService(services.records, flaky, services.embedder, services.outbox)
     stored = services.memory.add(alice, MemoryAddInput(content="Queued while the index was down"))
     flaky.failing = False
     scheduled = {
@@ -307,7 +312,7 @@ def test_the_scheduled_indexer_run_drains_the_outbox(services: Services) -> None
     assert indexer.handler(scheduled, FakeLambdaContext()) == {
         "indexed": 1,
         "stillPending": 0,
-        "topicsIndexed": 0,
-        "topicsStillPending": 0,
+        "deadLettered": 0,
+        "indexedByFamily": {"memory": 1},
     }
     assert _found(services.memory, alice, "queued index down", stored.memory_id)

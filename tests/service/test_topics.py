@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from helpers import ctx
+from helpers import ctx, drained
 from mnemo.context import RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized
 from mnemo.ports import Delete, IndexDoc, Item, Put, RecordStore, VectorIndex
@@ -15,7 +15,7 @@ from mnemo.runtime import Services
 from mnemo.tools.registry import get_tool
 from mnemo.topics import service as topic_service
 from mnemo.topics.models import ForgetMemoryInput, MemorizeNewTopicInput, RefineMemoryInput, SearchMemoriesInput
-from mnemo.topics.service import NAMESPACE, PENDING_PARTITION, TopicService
+from mnemo.topics.service import NAMESPACE, TopicService
 
 WRITER = ctx(project="p1", roles=("writer",))
 READER = ctx(user="bob", project="p1")
@@ -206,7 +206,9 @@ def test_a_refine_that_raced_another_gets_conflict_and_loses_nothing(services: S
     def other_refine() -> None:
         services.topics.refine(WRITER, RefineMemoryInput(topic="t", tags_to_add=["from-second"]))
 
-    racing = TopicService(InterleavingRecords(services.records, other_refine), services.index, services.embedder)
+    racing = TopicService(
+        InterleavingRecords(services.records, other_refine), services.index, services.embedder, services.outbox
+    )
     with pytest.raises(Conflict) as raised:
         racing.refine(WRITER, RefineMemoryInput(topic="t", tags_to_add=["from-first"], new_content="first"))
     assert raised.value.details["field"] == "topic"
@@ -224,6 +226,7 @@ def test_a_refine_racing_a_forget_is_a_conflict_and_does_not_resurrect(services:
         InterleavingRecords(services.records, lambda: call(services, WRITER, "forget_memory", {"topic": "t"})),  # type: ignore[arg-type]
         services.index,
         services.embedder,
+        services.outbox,
     )
     with pytest.raises(Conflict):
         racing.refine(WRITER, RefineMemoryInput(topic="t", new_content="late"))
@@ -300,13 +303,12 @@ def test_forget_removes_the_topic_from_list_index_and_search(services: Services)
 
 def test_forgetting_an_unknown_topic_is_not_found_and_clears_its_remains(services: Services) -> None:
     scope = TopicService.scope(WRITER)
-    marker = {"scope": scope.key, "layer": "project", "key": "ghost"}
-    services.records.write([Put(Item(PENDING_PARTITION, f"{scope.key}#ghost", marker))])
+    services.outbox.queue("topics", {"scope": scope.key, "layer": "project", "key": "ghost"})
     doc_id = TopicService.doc_id(scope.key, "ghost")
     services.index.upsert(NAMESPACE, [IndexDoc(doc_id, services.embedder.embed(["x"])[0], "x", {"scope": [scope.key]})])
     error = error_of(lambda: call(services, WRITER, "forget_memory", {"topic": "Ghost"}))
     assert isinstance(error, NotFound) and error.details["field"] == "topic"
-    assert services.records.query(PENDING_PARTITION, "") == []
+    assert services.outbox.pending() == []
     assert services.index.count(NAMESPACE) == 0
 
 
@@ -314,7 +316,9 @@ def test_a_forget_that_read_nothing_does_not_unindex_a_topic_memorized_meanwhile
     def memorize_meanwhile() -> None:
         memorize(services, WRITER, "t", content="Blue green deployments.")
 
-    racing = TopicService(InterleavingRecords(services.records, memorize_meanwhile), services.index, services.embedder)  # type: ignore[arg-type]
+    racing = TopicService(
+        InterleavingRecords(services.records, memorize_meanwhile), services.index, services.embedder, services.outbox
+    )  # type: ignore[arg-type]
     with pytest.raises(NotFound):
         racing.forget(WRITER, ForgetMemoryInput(topic="t"))
     assert call(services, WRITER, "recall_memory", {"topic": "t"})["content"] == "Blue green deployments."
@@ -378,9 +382,9 @@ class FailingIndex:
         return getattr(self.inner, name)
 
 
-def test_an_index_outage_never_loses_a_write_and_the_next_write_heals_it(services: Services) -> None:
+def test_an_index_outage_never_loses_a_write_and_the_drain_heals_it(services: Services) -> None:
     index = FailingIndex(services.index)
-    topics = TopicService(services.records, index, services.embedder)  # type: ignore[arg-type]
+    topics = TopicService(services.records, index, services.embedder, services.outbox)  # type: ignore[arg-type]
 
     for name, content in (("database", "Orders live in PostgreSQL."), ("old", "Obsolete notes on PostgreSQL.")):
         topics.memorize(WRITER, MemorizeNewTopicInput(topic=name, tags=[], summary="s", content=content))
@@ -388,19 +392,20 @@ def test_an_index_outage_never_loses_a_write_and_the_next_write_heals_it(service
     assert services.index.count(NAMESPACE) == 0
     assert topics.list_topics(WRITER).topics == ["database"]  # the records have it
     # Queued: the index of "database", and the removal of "old" from the index.
-    assert [m.data["key"] for m in services.records.query(PENDING_PARTITION, "")] == ["database", "old"]
+    assert sorted(m["ref"]["key"] for m in services.outbox.pending()) == ["database", "old"]
     index.down = False
-    # The next topic write in the scope indexes what the outage left queued.
     topics.memorize(WRITER, MemorizeNewTopicInput(topic="style", tags=[], summary="s", content="Use black."))
+    # The outbox's drain (scheduled on AWS, in the background locally) indexes what the outage left queued.
+    assert drained(services.outbox) == (2, 0)
     found = topics.search(WRITER, SearchMemoriesInput(query="orders postgresql", threshold=0))
     assert found.topics[0] == "database"
     assert services.index.count(NAMESPACE) == 2
-    assert services.records.query(PENDING_PARTITION, "") == []
+    assert services.outbox.pending() == []
 
 
 def test_the_outbox_drains_every_scope_and_forget_during_an_outage_stays_forgotten(services: Services) -> None:
     index = FailingIndex(services.index)
-    topics = TopicService(services.records, index, services.embedder)  # type: ignore[arg-type]
+    topics = TopicService(services.records, index, services.embedder, services.outbox)  # type: ignore[arg-type]
     index.down = False
     topics.memorize(WRITER, MemorizeNewTopicInput(topic="old", tags=[], summary="s", content="Obsolete PostgreSQL."))
     index.down = True
@@ -411,7 +416,7 @@ def test_the_outbox_drains_every_scope_and_forget_during_an_outage_stays_forgott
     found = topics.search(WRITER, SearchMemoriesInput(query="obsolete postgresql", threshold=0))
     assert found.topics == []  # ...but never shown: every hit is read back from the records
     index.down = False
-    assert topics.drain_pending() == (2, 0)
+    assert drained(services.outbox) == (2, 0)
     assert services.index.count(NAMESPACE) == 1
     assert topics.search(other, SearchMemoriesInput(query="postgresql", threshold=0)).topics == ["database"]
 
@@ -489,7 +494,9 @@ def test_the_scheduled_indexer_run_drains_the_topics_outbox(services: Services) 
     from mnemo.topics.service import TopicService
 
     healthy = services.topics
-    services.__dict__["topics"] = TopicService(services.records, Down(services.index), services.embedder)
+    services.__dict__["topics"] = TopicService(
+        services.records, Down(services.index), services.embedder, services.outbox
+    )
     writer = ctx(tenant="acme", project="p-drain", roles=("writer",))
     services.topics.memorize(
         writer,
@@ -499,7 +506,7 @@ def test_the_scheduled_indexer_run_drains_the_topics_outbox(services: Services) 
     )
     services.__dict__["topics"] = healthy
     scheduled = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
-    assert indexer.handler(scheduled, FakeLambdaContext())["topicsIndexed"] == 1
+    assert indexer.handler(scheduled, FakeLambdaContext())["indexedByFamily"] == {"topics": 1}
     assert services.index.count(NAMESPACE) >= 1
     found = services.topics.search(writer, SearchMemoriesInput(query="blue green"))
     assert found.topics == ["Deploys"] and found.retrieval == "hybrid"

@@ -8,9 +8,12 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mnemo.errors import InvalidInput, MnemoError
+
+if TYPE_CHECKING:
+    from mnemo.outbox import IndexOutbox
 
 
 def _settings_env(args: argparse.Namespace) -> None:
@@ -67,7 +70,7 @@ def _maintain_forever(interval: float, sync_every: int) -> None:
         time.sleep(interval)
         rounds += 1
         try:
-            get_services().memory.drain_pending()
+            get_services().outbox.drain()
             if rounds % sync_every == 0:
                 sync_all()
         except Exception as error:  # the next round tries again
@@ -183,15 +186,30 @@ def cmd_docs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reindex_pending(outbox: IndexOutbox, *, retry_dead: bool) -> int:
+    """Drain the index outbox and report what is left; non-zero while anything waits or is dead."""
+    if retry_dead:
+        print(f"queued {outbox.retry_dead_letters()} dead letters again")
+    report = outbox.drain()
+    families = ", ".join(f"{count} {name}" for name, count in sorted(report.by_family.items())) or "nothing"
+    print(f"indexed {families}; {report.failed} still pending, {report.dead_lettered} newly dead-lettered")
+    dead = outbox.dead_letters()
+    for letter in dead:
+        print(
+            f"dead letter: {letter['family']} {json.dumps(letter['ref'], sort_keys=True)} "
+            f"after {letter['attempts']} attempts: {letter.get('lastError', '')}"
+        )
+    if dead:
+        print(f"{len(dead)} dead letters: fix the cause, then `mnemo reindex --pending --retry-dead`")
+    return 0 if report.failed == 0 and not dead else 1
+
+
 def cmd_reindex(args: argparse.Namespace) -> int:
     from mnemo.runtime import get_services
 
     services = get_services()
     if args.pending:
-        done, failed = services.memory.drain_pending()
-        topics_done, topics_failed = services.topics.drain_pending()
-        print(f"indexed {done} pending memories and {topics_done} topics, {failed + topics_failed} still pending")
-        return 0 if failed + topics_failed == 0 else 1
+        return _reindex_pending(services.outbox, retry_dead=args.retry_dead)
     count = services.memory.reindex()
     topics = services.topics.reindex()
     conversations = services.conversations.reindex()
@@ -246,6 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
     reindex = commands.add_parser("reindex", help="rebuild the vector index from the records")
     reindex.add_argument("--data-dir", type=Path)
     reindex.add_argument("--pending", action="store_true", help="only index what failed to index earlier")
+    reindex.add_argument(
+        "--retry-dead", action="store_true", help="with --pending: queue the dead letters again before draining"
+    )
     reindex.set_defaults(run=cmd_reindex)
 
     from mnemo.cli_knowledge import add_commands

@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from mnemo.memory.service import MemoryService
+from mnemo.outbox import IndexedFamily, IndexOutbox
 from mnemo.ports import BlobStore, Embedder, EventPublisher, RecordStore, VectorIndex
 from mnemo.settings import Settings
 
@@ -89,8 +90,18 @@ class Services:
         return LocalEventBus()
 
     @cached_property
+    def outbox(self) -> IndexOutbox:
+        return IndexOutbox(self.records, self._indexed_families)
+
+    def _indexed_families(self) -> dict[str, IndexedFamily]:
+        families: list[IndexedFamily] = [self.memory, *self.conversations.families, self.topics]
+        return {family.family: family for family in families}
+
+    @cached_property
     def memory(self) -> MemoryService:
-        return MemoryService(self.records, self.index, self.embedder, dedupe_similarity=self.settings.dedupe_similarity)
+        return MemoryService(
+            self.records, self.index, self.embedder, self.outbox, dedupe_similarity=self.settings.dedupe_similarity
+        )
 
     @cached_property
     def repository(self) -> KnowledgeRepository:
@@ -121,13 +132,13 @@ class Services:
     def conversations(self) -> ConversationService:
         from mnemo.conversations.service import ConversationService
 
-        return ConversationService(self.records, self.index, self.embedder)
+        return ConversationService(self.records, self.index, self.embedder, self.outbox)
 
     @cached_property
     def topics(self) -> TopicService:
         from mnemo.topics.service import TopicService
 
-        return TopicService(self.records, self.index, self.embedder)
+        return TopicService(self.records, self.index, self.embedder, self.outbox)
 
 
 _services: Services | None = None

@@ -6,9 +6,10 @@ keywords ``scope``, ``message_id`` and ``timestamp``; executions add ``tools``,
 user scope and execution fields inside the index, and the time range is applied
 to the hits' keywords before any record is read.
 
-An index write never loses a record: the record is already stored when the
-embedder or the index fails, so the failure is written as a PENDING marker in
-the record's partition, and the next call in that scope indexes it (``drain``).
+An index write never loses a record: each record is written with an index
+outbox marker (``mnemo.outbox``) in the same all-or-nothing write, and the marker
+is cleared only once the record is indexed; ``EntryFamily`` is how the outbox
+indexes a record of each kind.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from mnemo.conversations.store import CONVERSATIONS, EntryStore, doc_id
+from mnemo.outbox import GONE, Reference
 from mnemo.ports import Embedder, IndexDoc, VectorIndex
 
 logger = logging.getLogger(__name__)
@@ -72,31 +74,8 @@ class Indexer:
         doc = index_doc(doc_id(scope, data["message_id"]), scope, data, text, vector)
         self._index.upsert(store.kind.namespace, [doc])
 
-    def index_or_queue(self, store: EntryStore, scope: str, data: dict[str, Any]) -> str:
-        """ "indexed", or "queued" when indexing failed and the record waits in the outbox."""
-        try:
-            self.index(store, scope, data)
-        except Exception as error:  # any embedder or index failure: the record is already stored
-            logger.warning("indexing %s %s failed; queued: %s", store.kind.name, data["message_id"], error)
-            store.mark_pending(scope, data["message_id"], str(error))
-            return "queued"
-        return "indexed"
-
-    def drain(self, store: EntryStore, scope: str) -> tuple[int, int]:
-        """Index what waits in one scope's outbox (a bounded batch); returns (done, still pending)."""
-        done = failed = 0
-        for marker in store.pending(scope):
-            data = store.get(scope, marker.data["message_id"])
-            try:
-                if data is not None:
-                    self.index(store, scope, data)
-            except Exception as error:  # stays queued for the next call
-                logger.warning("pending index of %s failed again: %s", marker.data["message_id"], error)
-                failed += 1
-                continue
-            store.clear_pending(marker)
-            done += 1
-        return done, failed
+    def remove(self, store: EntryStore, scope: str, message_id: str) -> None:
+        self._index.delete(store.kind.namespace, [doc_id(scope, message_id)])
 
     def reindex(self, stores: Iterable[EntryStore]) -> int:
         """Rebuild the namespaces from the records (maintenance: it scans, which no user request does)."""
@@ -107,3 +86,36 @@ class Indexer:
                 self.index(store, data["scope"], data)
                 total += 1
         return total
+
+
+#: A stored conversation or execution never changes, so being there is its only version.
+PRESENT = "present"
+
+
+class EntryFamily:
+    """The outbox's view of one kind: a reference is ``{scope, message_id}``."""
+
+    def __init__(self, store: EntryStore, indexer: Indexer) -> None:
+        self.family = store.kind.namespace
+        self.store = store
+        self._indexer = indexer
+
+    @staticmethod
+    def reference(scope: str, message_id: str) -> dict[str, str]:
+        return {"scope": scope, "message_id": message_id}
+
+    def version_token(self, ref: Reference) -> str:
+        return PRESENT if self.store.get(ref["scope"], ref["message_id"]) is not None else GONE
+
+    def sync_reference(self, ref: Reference) -> str:
+        data = self.store.get(ref["scope"], ref["message_id"])
+        if data is None:
+            self._indexer.remove(self.store, ref["scope"], ref["message_id"])
+            return GONE
+        self._indexer.index(self.store, ref["scope"], data)
+        return PRESENT
+
+    def first_write(self, scope: str, data: dict[str, Any]) -> str:
+        """The index write right after the record's own write (``IndexOutbox.settle``'s ``first``)."""
+        self._indexer.index(self.store, scope, data)
+        return PRESENT

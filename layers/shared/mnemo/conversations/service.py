@@ -5,8 +5,8 @@ which carries the tenant): the user is the transport's, never the body's.
 Records are the truth (see store.py for the layout); the vector index only
 finds message ids, and every hit is read back from the records before it
 reaches a caller. An index write that fails (embedder or index down) never
-loses a record: the record is stored, a PENDING marker is written in the same
-partition, and the next call in that scope (or ``drain_pending``) indexes it.
+loses a record: the record is written with an index outbox marker, which stays
+until the record is indexed (``mnemo.outbox``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mnemo.context import RequestContext
-from mnemo.conversations.indexing import Indexer, execution_keywords
+from mnemo.conversations.indexing import EntryFamily, Indexer, execution_keywords
 from mnemo.conversations.models import (
     AddConversationData,
     AddConversationDetails,
@@ -42,6 +42,7 @@ from mnemo.conversations.models import (
 from mnemo.conversations.retrieval import Criteria, Finder
 from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS, EntryStore, key_time, new_message_id, parse_time
 from mnemo.errors import Conflict, InvalidInput
+from mnemo.outbox import IndexOutbox
 from mnemo.ports import ConditionFailed, Embedder, Filter, RecordStore, VectorIndex
 
 
@@ -71,11 +72,17 @@ def _plural(count: int, noun: str) -> str:
 
 
 class ConversationService:
-    def __init__(self, records: RecordStore, index: VectorIndex, embedder: Embedder) -> None:
+    def __init__(self, records: RecordStore, index: VectorIndex, embedder: Embedder, outbox: IndexOutbox) -> None:
         self._indexer = Indexer(index, embedder)
         self._finder = Finder(index, embedder)
+        self._outbox = outbox
         self._conversations = EntryStore(records, CONVERSATIONS)
         self._executions = EntryStore(records, EXECUTIONS)
+        self._family = {
+            store.kind.name: EntryFamily(store, self._indexer) for store in (self._conversations, self._executions)
+        }
+        #: The outbox families of both kinds.
+        self.families = tuple(self._family.values())
 
     # ------------------------------------------------------------ identity
     @staticmethod
@@ -91,7 +98,6 @@ class ConversationService:
     def add_conversation(self, context: RequestContext, request: AddConversationInput) -> AddConversationOutput:
         started = time.perf_counter()
         scope = self._scope(context)
-        self._indexer.drain(self._conversations, scope)
         content = request.model_dump(mode="json", include={"user_input", "agent_response"})
         content["meta_data"] = request.meta_data or {}
         data, outcome = self._store(
@@ -110,7 +116,6 @@ class ConversationService:
     def add_execution(self, context: RequestContext, request: AddExecutionInput) -> AddExecutionOutput:
         started = time.perf_counter()
         scope = self._scope(context)
-        self._indexer.drain(self._executions, scope)
         content = request.model_dump(
             mode="json", include={"execution_summary", "tools_used", "errors", "observations", "success"}
         )
@@ -172,8 +177,12 @@ class ConversationService:
             "explanation": request.explanation,
             "stored_at": key_time(_now()),
         }
+        family = self._family[store.kind.name]
+        marker = self._outbox.marker(family.family, family.reference(scope, message_id))
         try:
-            store.create(scope, data, {"message_id": message_id, "timestamp": data["timestamp"], **entry_fields})
+            store.create(
+                scope, data, {"message_id": message_id, "timestamp": data["timestamp"], **entry_fields}, marker
+            )
         except ConditionFailed:
             existing = store.get(scope, message_id)
             if existing is None:  # the time entry was taken by a concurrent writer whose record is not visible
@@ -183,7 +192,8 @@ class ConversationService:
                 ) from None
             self._same_or_conflict(store, existing, content, request)
             return existing, "repeat"
-        return data, self._indexer.index_or_queue(store, scope, data)
+        indexed = self._outbox.settle(marker, family, first=lambda: family.first_write(scope, data))
+        return data, "indexed" if indexed else "queued"
 
     @staticmethod
     def _same_or_conflict(
@@ -203,20 +213,12 @@ class ConversationService:
                 {"field": "message_id", "message_id": message_id, "differs": differs},
             )
 
-    # ------------------------------------------------------------ the outbox
-    def drain_pending(self, context: RequestContext) -> tuple[int, int]:
-        """Index the caller's entries whose indexing failed earlier; returns (done, still pending)."""
-        scope = self._scope(context)
-        results = [self._indexer.drain(store, scope) for store in (self._conversations, self._executions)]
-        return sum(done for done, _ in results), sum(failed for _, failed in results)
-
     # ----------------------------------------------------------- retrieval
     def retrieve_conversation(
         self, context: RequestContext, request: RetrieveConversationInput
     ) -> RetrieveConversationOutput:
         started = time.perf_counter()
         scope = self._scope(context)
-        self._indexer.drain(self._conversations, scope)
         criteria = _criteria(request, {"scope": [scope]})
         rows, total = self._finder.find(self._conversations, scope, criteria, lambda data: {})
         linked = self._executions.get_many(scope, [data["message_id"] for data, _ in rows])
@@ -263,7 +265,6 @@ class ConversationService:
     def retrieve_execution(self, context: RequestContext, request: RetrieveExecutionInput) -> RetrieveExecutionOutput:
         started = time.perf_counter()
         scope = self._scope(context)
-        self._indexer.drain(self._executions, scope)
         flt: Filter = {"scope": [scope]}
         if request.tools:
             flt["tools"] = sorted({tool.lower() for tool in request.tools})

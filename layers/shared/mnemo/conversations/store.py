@@ -8,23 +8,21 @@ pk                         sk                                     holds
 =========================  =====================================  =========================================
 ``CONV|{scope}``           ``MSG#{message_id}``                   the conversation (the truth)
 ``CONV|{scope}``           ``TS#{timestamp}#{message_id}``        a small time entry: message_id, timestamp
-``CONV|{scope}``           ``PENDING#{message_id}``               index outbox: indexing failed, retry
 ``EXEC|{scope}``           ``MSG#{message_id}``                   the execution (the truth)
 ``EXEC|{scope}``           ``TS#{timestamp}#{message_id}``        time entry + tools, success, error types
-``EXEC|{scope}``           ``PENDING#{message_id}``               index outbox
 =========================  =====================================  =========================================
 
 Timestamps in keys are fixed-width UTC (``2024-12-15T14:30:00.000000Z``), so
 keys sort by time: "recent" is one descending query of the time entries, and a
 time range narrows it to the common prefix of its bounds. The time entries
 carry the execution filter fields, so the recent strategy filters them without
-reading any record body. Records are written once, with their time entry, in
-one all-or-nothing write that requires both keys to be new.
+reading any record body. Records are written once, with their time entry and
+their index outbox marker (``mnemo.outbox``), in one all-or-nothing write that
+requires both keys to be new.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 from collections.abc import Iterable, Iterator
@@ -32,12 +30,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from mnemo.ports import ConditionFailed, Delete, Item, Put, RecordStore
+from mnemo.ports import Item, Put, RecordStore
 
 #: The most time entries one retrieval reads (newest first) for the recent strategy.
 RECENT_WINDOW = 1000
-#: Outbox markers re-indexed at the start of each call in a scope.
-PENDING_BATCH = 10
 
 
 @dataclass(frozen=True)
@@ -98,13 +94,14 @@ class EntryStore:
             return {}
         return {item.data["message_id"]: item.data for item in self._records.batch_get(keys)}
 
-    def create(self, scope: str, data: dict[str, Any], time_entry: dict[str, Any]) -> None:
-        """Write a new record and its time entry, both or neither; ConditionFailed if it exists."""
+    def create(self, scope: str, data: dict[str, Any], time_entry: dict[str, Any], marker: Put) -> None:
+        """Write a new record, its time entry and its outbox marker, all or none; ConditionFailed if it exists."""
         partition, message_id = self.partition(scope), data["message_id"]
         self._records.write(
             [
                 Put(Item(partition, f"MSG#{message_id}", data), expect="absent"),
                 Put(Item(partition, f"TS#{data['timestamp']}#{message_id}", time_entry), expect="absent"),
+                marker,
             ]
         )
 
@@ -128,15 +125,3 @@ class EntryStore:
         for item in self._records.scan(f"{self.kind.prefix}|"):
             if item.sk.startswith("MSG#"):
                 yield item.data
-
-    # ------------------------------------------------------------ the outbox
-    def mark_pending(self, scope: str, message_id: str, reason: str) -> None:
-        data = {"message_id": message_id, "reason": reason[:500], "at": key_time(datetime.now(UTC))}
-        self._records.write([Put(Item(self.partition(scope), f"PENDING#{message_id}", data))])
-
-    def pending(self, scope: str, limit: int = PENDING_BATCH) -> list[Item]:
-        return self._records.query(self.partition(scope), "PENDING#", limit=limit)
-
-    def clear_pending(self, marker: Item) -> None:
-        with contextlib.suppress(ConditionFailed):  # re-queued meanwhile: the next call takes it
-            self._records.write([Delete(marker.pk, marker.sk, expect=marker.version)])

@@ -1,9 +1,8 @@
 """The indexer: DynamoDB Stream records of memories in, vector index brought in line.
 
-A scheduled event (every five minutes) also drains the index outboxes: memories
-whose synchronous index write failed during memory_add or memory_delete, and
-topics whose index write failed (conversations re-index their own on the
-user's next call).
+A scheduled event (every five minutes) also drains the index outbox
+(``mnemo.outbox``): the memories, conversations, executions and topics whose
+index write did not complete when they were written.
 
 Every insert, update or removal of a ``MEM#`` item re-syncs that memory from
 the table (the source of truth), so a memory that reached DynamoDB is indexed
@@ -43,14 +42,15 @@ def handle_record(record: DynamoDBRecord) -> str:
 
 
 def drain_pending() -> dict[str, Any]:
-    services = get_services()
-    done, failed = services.memory.drain_pending()
-    topics_done, topics_failed = services.topics.drain_pending()
-    logger.info(
-        "drained the index outboxes",
-        extra={"indexed": done, "stillPending": failed, "topicsIndexed": topics_done, "topicsPending": topics_failed},
-    )
-    return {"indexed": done, "stillPending": failed, "topicsIndexed": topics_done, "topicsStillPending": topics_failed}
+    report = get_services().outbox.drain()
+    summary = {
+        "indexed": report.indexed,
+        "stillPending": report.failed,
+        "deadLettered": report.dead_lettered,
+        "indexedByFamily": report.by_family,
+    }
+    logger.info("drained the index outbox", extra=summary)
+    return summary
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -7,7 +7,6 @@ foreign index entry can never leak.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -16,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from mnemo.context import MEMORY_LAYERS, SHARED_LAYERS, WRITER_ROLE, Layer, RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized
@@ -30,13 +29,12 @@ from mnemo.memory.models import (
     MemorySearchOutput,
 )
 from mnemo.memory.scoring import calibration_for
+from mnemo.outbox import GONE, IndexOutbox, Reference
 from mnemo.ports import ConditionFailed, Embedder, Filter, IndexDoc, Item, Put, RecordStore, VectorIndex
 from mnemo.ports import Delete as DeleteOp
 from mnemo.tools.paging import decode_cursor, encode_cursor, fingerprint
 
 NAMESPACE = "memory"
-#: Memories whose index write failed, waiting for ``drain_pending`` (the index outbox).
-PENDING_PARTITION = "INDEX-PENDING"
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 CANDIDATES = 100
 
@@ -88,17 +86,22 @@ class _Actor:
 
 
 class MemoryService:
+    #: The outbox family: memories are indexed in the namespace of the same name.
+    family = NAMESPACE
+
     def __init__(
         self,
         records: RecordStore,
         index: VectorIndex,
         embedder: Embedder,
+        outbox: IndexOutbox,
         *,
         dedupe_similarity: float = 0.95,
     ) -> None:
         self._records = records
         self._index = index
         self._embedder = embedder
+        self._outbox = outbox
         self._dedupe_similarity = dedupe_similarity
 
     # ------------------------------------------------------------ helpers
@@ -184,12 +187,12 @@ class MemoryService:
                 "createdBy": context.user,
             }
             output = MemoryAddOutput(memory_id=memory_id, message="Memory stored successfully", layer=request.layer)
+            marker = self._marker(partition, memory_id)
             operations = [
                 Put(Item(partition, f"MEM#{memory_id}", data), expect="absent"),
                 self._history(scope, memory_id, "ADD", context, contentHash=data["contentHash"]),
+                marker,
             ]
-            if vector is None:
-                operations.append(self._pending(partition, memory_id))
         if request.idempotency_key:
             operations.append(self._idempotency_record(partition, request.idempotency_key, request_hash, output))
         try:
@@ -201,10 +204,8 @@ class MemoryService:
                 if replay is not None:
                     return replay
             raise Conflict("The memory changed while it was being written; retry") from None
-        if duplicate is None and vector is not None:
-            self._index_or_queue(
-                partition, memory_id, lambda: self._index.upsert(NAMESPACE, [self._index_doc(data, vector)])
-            )
+        if duplicate is None and vector is not None:  # without a vector the marker waits for a drain
+            self._outbox.settle(marker, self, first=self._upsert(data, vector, version=1))
         return output
 
     # ------------------------------------------------- index outbox and sync
@@ -215,51 +216,50 @@ class MemoryService:
             logger.warning("embedding failed; the memory is stored and queued for indexing: %s", error.message)
             return None
 
+    def _marker(self, partition: str, memory_id: str) -> Put:
+        return self._outbox.marker(self.family, {"pk": partition, "sk": f"MEM#{memory_id}"})
+
+    def _upsert(self, data: dict[str, Any], vector: Sequence[float], version: int) -> Callable[[], str]:
+        """The first index write of a record just written at ``version``, for ``IndexOutbox.settle``."""
+
+        def write() -> str:
+            self._index.upsert(NAMESPACE, [self._index_doc(data, vector)])
+            return str(version)
+
+        return write
+
+    def _remove(self, memory_id: str) -> Callable[[], str]:
+        def write() -> str:
+            self._index.delete(NAMESPACE, [memory_id])
+            return GONE
+
+        return write
+
     @staticmethod
-    def _pending(partition: str, memory_id: str) -> Put:
-        data = {"pk": partition, "sk": f"MEM#{memory_id}", "memoryId": memory_id, "at": _iso(_now())}
-        return Put(Item(PENDING_PARTITION, f"{partition}#{memory_id}", data))
+    def _token(item: Item | None) -> str:
+        return GONE if item is None or item.data.get("orphaned") else str(item.version)
 
-    def _index_or_queue(self, partition: str, memory_id: str, operation: Callable[[], None]) -> None:
-        """Run an index write; if the index is down, queue the memory for ``drain_pending``.
+    def version_token(self, ref: Reference) -> str:
+        return self._token(self._records.get(ref["pk"], ref["sk"]))
 
-        The record is already in the store: an index failure never fails the call.
-        """
-        try:
-            operation()
-        except Exception as error:  # any index failure, whatever the adapter raises
-            logger.warning("vector index write failed for %s; queued: %s", memory_id, error)
-            self._records.write([self._pending(partition, memory_id)])
-
-    def sync_index(self, pk: str, sk: str) -> str:
+    def sync_reference(self, ref: Reference) -> str:
         """Make the index agree with one memory record: upsert it, or remove it if it is gone.
 
         Idempotent and order-free (it reads the current record), so stream
-        redeliveries and replays are harmless. Returns "indexed" or "removed".
+        redeliveries, drains and replays are harmless. Returns the version token indexed.
         """
-        memory_id = sk.removeprefix("MEM#")
-        item = self._records.get(pk, sk)
+        memory_id = ref["sk"].removeprefix("MEM#")
+        item = self._records.get(ref["pk"], ref["sk"])
         if item is None or item.data.get("orphaned"):
             self._index.delete(NAMESPACE, [memory_id])
-            return "removed"
+            return GONE
         vector = self._embedder.embed([item.data["content"]])[0]
         self._index.upsert(NAMESPACE, [self._index_doc(item.data, vector)])
-        return "indexed"
+        return self._token(item)
 
-    def drain_pending(self, limit: int = 1000) -> tuple[int, int]:
-        """Index what failed to index earlier; returns (done, still pending)."""
-        done = failed = 0
-        for marker in self._records.query(PENDING_PARTITION, "", limit=limit):
-            try:
-                self.sync_index(marker.data["pk"], marker.data["sk"])
-            except Exception as error:  # stays queued for the next drain
-                logger.warning("pending index of %s failed again: %s", marker.data["memoryId"], error)
-                failed += 1
-                continue
-            with contextlib.suppress(ConditionFailed):  # re-queued meanwhile: the next drain takes it
-                self._records.write([DeleteOp(marker.pk, marker.sk, expect=marker.version)])
-            done += 1
-        return done, failed
+    def sync_index(self, pk: str, sk: str) -> str:
+        """The stream indexer's entry: "indexed" or "removed"."""
+        return "removed" if self.sync_reference({"pk": pk, "sk": sk}) == GONE else "indexed"
 
     def _find_duplicate(self, partition: str, scope: str, vector: Sequence[float]) -> str | None:
         for hit in self._index.knn(NAMESPACE, vector, {"scope": [scope]}, 3):
@@ -408,18 +408,20 @@ class MemoryService:
                     "change or remove the knowledge file instead",
                     {"field": "memoryId", "knowledgeItemId": pointer.get("sourceId")},
                 )
+            marker = self._marker(item.pk, memory_id)
             try:
                 self._records.write(
                     [
                         DeleteOp(item.pk, item.sk, expect=item.version),
                         self._history(scope, memory_id, "DELETE", context, contentHash=item.data["contentHash"]),
+                        marker,
                     ]
                 )
             except ConditionFailed:
                 raise Conflict(
                     "The memory changed while it was being deleted; retry", {"memoryId": memory_id}
                 ) from None
-            self._index_or_queue(item.pk, memory_id, lambda: self._index.delete(NAMESPACE, [memory_id]))
+            self._outbox.settle(marker, self, first=self._remove(memory_id))
             return MemoryDeleteOutput(message="Memory deleted successfully", memory_id=memory_id)
         raise NotFound(f"Memory '{memory_id}' not found", {"field": "memoryId", "memoryId": memory_id})
 
@@ -455,23 +457,19 @@ class MemoryService:
             "createdBy": actor,
         }
         event = "SYNC_UPDATE" if existing else "SYNC_ADD"
-        put = Put(
-            Item(partition, f"MEM#{memory_id}", data, version=existing.version + 1 if existing else 1),
-            expect=existing.version if existing else "absent",
-        )
+        version = existing.version + 1 if existing else 1
+        expect: int | Literal["absent"] = existing.version if existing else "absent"
+        put = Put(Item(partition, f"MEM#{memory_id}", data, version=version), expect=expect)
+        marker = self._marker(partition, memory_id)
         try:
             self._records.write(
-                [put, self._history(scope, memory_id, event, _Actor(actor), contentHash=data["contentHash"])]
+                [put, self._history(scope, memory_id, event, _Actor(actor), contentHash=data["contentHash"]), marker]
             )
         except ConditionFailed:
             raise Conflict("The knowledge pointer changed while it was being written; retry") from None
         vector = self._try_embed(content)
-        if vector is None:  # stored; indexed by the next drain of the outbox
-            self._records.write([self._pending(partition, memory_id)])
-        else:
-            self._index_or_queue(
-                partition, memory_id, lambda: self._index.upsert(NAMESPACE, [self._index_doc(data, vector)])
-            )
+        if vector is not None:  # without one, the marker waits for a drain
+            self._outbox.settle(marker, self, first=self._upsert(data, vector, version))
 
     def orphan_pointer(self, scope: str, memory_id: str, actor: str) -> bool:
         """Mark a knowledge pointer orphaned (its item is gone) and take it out of search."""
@@ -480,16 +478,18 @@ class MemoryService:
         if existing is None or existing.data.get("orphaned"):
             return False
         data = {**existing.data, "orphaned": True, "orphanedAt": _iso(_now())}
+        marker = self._marker(partition, memory_id)
         try:
             self._records.write(
                 [
                     Put(Item(partition, existing.sk, data, version=existing.version + 1), expect=existing.version),
                     self._history(scope, memory_id, "ORPHAN", _Actor(actor), contentHash=data["contentHash"]),
+                    marker,
                 ]
             )
         except ConditionFailed:
             raise Conflict("The knowledge pointer changed while it was being orphaned; retry") from None
-        self._index_or_queue(partition, memory_id, lambda: self._index.delete(NAMESPACE, [memory_id]))
+        self._outbox.settle(marker, self, first=self._remove(memory_id))
         return True
 
     # ------------------------------------------------------------ reindex

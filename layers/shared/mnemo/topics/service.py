@@ -6,9 +6,10 @@ Records (partition ``TOPIC|{scope}``) are the source of truth:
 - ``TOPIC#{key}``: a topic's head ``{name, tags, summary, createdAt, lastUpdated, ...}``;
 - ``BODY#{key}``: its content, written in the same transaction, at the head's version.
 
-The index outbox (partition ``TOPIC-INDEX-PENDING``, sort key ``{scope}#{key}``)
-holds the topics whose vector-index write failed; each later topic write in the
-scope drains the scope's share, and ``drain_pending()`` drains them all.
+Every topic write carries an index outbox marker (``mnemo.outbox``) in the
+same all-or-nothing write; the marker is cleared once the index holds the
+topic's version, so a crash or an index outage never leaves a topic unindexed
+and concurrent refines never leave an older version in the index.
 
 ``key`` is the name case-folded. The index document is rendered from the
 general section and the heads, never stored. The vector index (namespace
@@ -17,10 +18,8 @@ general section and the heads, never stored. The vector index (namespace
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -29,6 +28,7 @@ from typing import Any, Literal
 from mnemo.context import WRITER_ROLE, RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized, invalid_field
 from mnemo.memory.scoring import calibration_for
+from mnemo.outbox import GONE, IndexOutbox, Reference
 from mnemo.ports import ConditionFailed, Delete, Embedder, Filter, IndexDoc, Item, Put, RecordStore, VectorIndex
 from mnemo.topics.models import (
     ForgetMemoryInput,
@@ -54,10 +54,6 @@ NAMESPACE = "topics"
 GENERAL = "GENERAL"
 HEAD = "TOPIC#"
 BODY = "BODY#"
-#: Topics whose index write failed, waiting for ``drain_pending`` (the index outbox).
-PENDING_PARTITION = "TOPIC-INDEX-PENDING"
-#: Markers drained by each topic write in their scope.
-DRAIN_ON_WRITE = 20
 #: Topics one scope may hold (the index document lists them all).
 MAX_TOPICS = 1000
 #: What is embedded of a topic: its start (Titan reads at most 50,000 characters).
@@ -101,10 +97,14 @@ def _topic_missing(name: str) -> NotFound:
 
 
 class TopicService:
-    def __init__(self, records: RecordStore, index: VectorIndex, embedder: Embedder) -> None:
+    #: The outbox family: topics are indexed in the namespace of the same name.
+    family = NAMESPACE
+
+    def __init__(self, records: RecordStore, index: VectorIndex, embedder: Embedder, outbox: IndexOutbox) -> None:
         self._records = records
         self._index = index
         self._embedder = embedder
+        self._outbox = outbox
 
     # ------------------------------------------------------------- scope
     @staticmethod
@@ -194,11 +194,13 @@ class TopicService:
             "createdBy": context.user,
             "updatedBy": context.user,
         }
+        marker = self._marker(scope, key)
         try:
             self._records.write(
                 [
                     Put(Item(scope.partition, HEAD + key, head), expect="absent"),
                     Put(Item(scope.partition, BODY + key, {"content": request.content})),
+                    marker,
                 ]
             )
         except ConditionFailed:
@@ -206,8 +208,7 @@ class TopicService:
                 f"Topic '{request.topic}' already exists; use refine_memory to change it",
                 {"field": "topic", "topic": request.topic},
             ) from None
-        if self._index_topic(scope, key, head, request.content):
-            self._drain_quietly(scope)
+        self._outbox.settle(marker, self, first=self._upsert(scope, key, head, request.content, version=1))
         return TopicWriteOutput(
             message=f"Topic '{request.topic}' memorized",
             topic=request.topic,
@@ -249,11 +250,13 @@ class TopicService:
         }
         content = request.new_content if request.new_content is not None else body.data["content"]
         version = head.version + 1
+        marker = self._marker(scope, key)
         try:
             self._records.write(
                 [
                     Put(Item(scope.partition, HEAD + key, data, version=version), expect=head.version),
                     Put(Item(scope.partition, BODY + key, {"content": content}, version=version), expect=body.version),
+                    marker,
                 ]
             )
         except ConditionFailed:
@@ -261,8 +264,7 @@ class TopicService:
                 f"Topic '{head.data['name']}' changed or was forgotten while it was being refined; recall it and retry",
                 {"field": "topic", "topic": head.data["name"]},
             ) from None
-        if self._index_topic(scope, key, data, content):
-            self._drain_quietly(scope)
+        self._outbox.settle(marker, self, first=self._upsert(scope, key, data, content, version=version))
         return TopicWriteOutput(
             message=f"Topic '{data['name']}' refined",
             topic=data["name"],
@@ -302,12 +304,14 @@ class TopicService:
         )
 
     def forget(self, context: RequestContext, request: ForgetMemoryInput) -> ForgetMemoryOutput:
-        """Delete a topic; its index entry and outbox marker go too, even when the topic is unknown."""
+        """Delete a topic; its index entry goes too, even when the topic is unknown (a stale entry)."""
         scope = self._writable(context)
         key = topic_key(request.topic)
+        marker = self._marker(scope, key)
         found = self._read(scope, key)
         if found is None:
-            self._settle_index(scope, key)
+            self._records.write([marker])
+            self._outbox.settle(marker, self)
             raise _topic_missing(request.topic)
         head, body = found
         try:
@@ -315,14 +319,14 @@ class TopicService:
                 [
                     Delete(scope.partition, HEAD + key, expect=head.version),
                     Delete(scope.partition, BODY + key, expect=body.version),
-                    Delete(*self._marker_key(scope, key)),
+                    marker,
                 ]
             )
         except ConditionFailed:
             raise Conflict(
                 f"Topic '{head.data['name']}' changed while it was being forgotten; retry", {"field": "topic"}
             ) from None
-        self._settle_index(scope, key)
+        self._outbox.settle(marker, self, first=self._remove(scope, key))
         return ForgetMemoryOutput(message=f"Topic '{head.data['name']}' forgotten", topic=head.data["name"])
 
     # ------------------------------------------------------------ search
@@ -420,90 +424,42 @@ class TopicService:
     def _text(head: dict[str, Any], content: str) -> str:
         return "\n".join([head["name"], " ".join(head["tags"]), head["summary"], content])
 
-    def _index_topic(self, scope: Scope, key: str, head: dict[str, Any], content: str) -> bool:
-        """Index a written topic; on any failure the topic is queued, never lost (it is in the records)."""
-        try:
-            vector = list(self._embedder.embed([self._text(head, content)[:EMBED_CHARS]])[0])
-        except MnemoError as error:
-            logger.warning("embedding failed; topic %s queued for indexing: %s", key, error.message)
-            self._queue(scope, key)
-            return False
-        return self._index_or_queue(
-            scope, key, lambda: self._index.upsert(NAMESPACE, [self._doc(scope.key, key, head, content, vector)])
-        )
+    # ------------------------------------------------------- index outbox
+    def _marker(self, scope: Scope, key: str) -> Put:
+        return self._outbox.marker(self.family, {"layer": scope.layer, "scope": scope.key, "key": key})
 
-    def _index_or_queue(self, scope: Scope, key: str, operation: Callable[[], None]) -> bool:
-        """Run an index write; if it fails, queue the topic. True when it went through."""
-        try:
-            operation()
-        except Exception as error:  # any index failure, whatever the adapter raises
-            logger.warning("vector index write failed for topic %s; queued: %s", key, error)
-            self._queue(scope, key)
-            return False
-        return True
+    def _embed(self, head: dict[str, Any], content: str) -> Sequence[float]:
+        return self._embedder.embed([self._text(head, content)[:EMBED_CHARS]])[0]
 
-    @staticmethod
-    def _marker_key(scope: Scope, key: str) -> tuple[str, str]:
-        # Identity values cannot hold "#", so a scope's markers share the prefix "{scope}#" alone.
-        return PENDING_PARTITION, f"{scope.key}#{key}"
+    def _upsert(self, scope: Scope, key: str, head: dict[str, Any], content: str, version: int) -> Callable[[], str]:
+        """The first index write of a topic just written at ``version``, for ``IndexOutbox.settle``."""
 
-    def _queue(self, scope: Scope, key: str) -> None:
-        # A fresh version per marker, so a drain never deletes a marker queued after it read one.
-        data = {"scope": scope.key, "layer": scope.layer, "key": key, "at": _iso(_now())}
-        pk, sk = self._marker_key(scope, key)
-        self._records.write([Put(Item(pk, sk, data, version=time.time_ns() // 1000))])
+        def write() -> str:
+            vector = self._embed(head, content)
+            self._index.upsert(NAMESPACE, [self._doc(scope.key, key, head, content, vector)])
+            return str(version)
 
-    def _drain_quietly(self, scope: Scope) -> None:
-        """Retry a few of the scope's queued index writes; a write that succeeded never fails for it."""
-        try:
-            self.drain_pending(scope, limit=DRAIN_ON_WRITE)
-        except Exception as error:  # the outbox keeps them for the next write or drain
-            logger.warning("draining the topic index outbox failed: %s", error)
+        return write
 
-    def sync_index(self, scope: Scope, key: str) -> str:
+    def _remove(self, scope: Scope, key: str) -> Callable[[], str]:
+        def write() -> str:
+            self._index.delete(NAMESPACE, [self.doc_id(scope.key, key)])
+            return GONE
+
+        return write
+
+    def version_token(self, ref: Reference) -> str:
+        head = self._records.get(f"TOPIC|{ref['scope']}", HEAD + ref["key"])
+        return str(head.version) if head is not None else GONE
+
+    def sync_reference(self, ref: Reference) -> str:
         """Make the index agree with one topic's records: upsert it, or remove it if it is gone."""
+        scope, key = Scope(ref["layer"], ref["scope"]), ref["key"]  # type: ignore[arg-type]
         found = self._read(scope, key)
         if found is None:
-            self._index.delete(NAMESPACE, [self.doc_id(scope.key, key)])
-            return "removed"
+            return self._remove(scope, key)()
         head, body = found
-        vector = self._embedder.embed([self._text(head.data, body.data["content"])[:EMBED_CHARS]])[0]
-        self._index.upsert(NAMESPACE, [self._doc(scope.key, key, head.data, body.data["content"], vector)])
-        return "indexed"
-
-    def _settle_index(self, scope: Scope, key: str) -> None:
-        """Bring one topic's index entry in line with its records now, and drop its outbox marker.
-
-        It re-reads the records rather than deleting blindly, so a topic memorized again
-        meanwhile stays indexed; a marker queued after this read stays for the next drain.
-        """
-        marker = self._records.get(*self._marker_key(scope, key))
-        try:
-            self.sync_index(scope, key)
-        except Exception as error:  # index or embedder down: the outbox retries it
-            logger.warning("index of topic %s not settled; queued: %s", key, error)
-            self._queue(scope, key)
-            return
-        if marker is not None:
-            with contextlib.suppress(ConditionFailed):
-                self._records.write([Delete(marker.pk, marker.sk, expect=marker.version)])
-
-    def drain_pending(self, scope: Scope | None = None, limit: int = 1000) -> tuple[int, int]:
-        """Index the topics whose index write failed (one scope's, or all); (done, still pending)."""
-        done = failed = 0
-        prefix = f"{scope.key}#" if scope is not None else ""
-        for marker in self._records.query(PENDING_PARTITION, prefix, limit=limit):
-            data = marker.data
-            try:
-                self.sync_index(Scope(data["layer"], data["scope"]), data["key"])
-            except Exception as error:  # stays queued for the next drain
-                logger.warning("pending index of topic %s failed again: %s", data["key"], error)
-                failed += 1
-                continue
-            with contextlib.suppress(ConditionFailed):  # re-queued meanwhile: the next drain takes it
-                self._records.write([Delete(marker.pk, marker.sk, expect=marker.version)])
-            done += 1
-        return done, failed
+        return self._upsert(scope, key, head.data, body.data["content"], head.version)()
 
     def reindex(self) -> int:
         """Rebuild the topics' vector index from the records (maintenance: scans the table)."""
@@ -513,6 +469,6 @@ class TopicService:
             if item.sk.startswith(HEAD):
                 scope_key = item.pk.removeprefix("TOPIC|")
                 layer: TopicLayer = "user" if "|user|" in f"{scope_key}|" else "project"
-                self.sync_index(Scope(layer, scope_key), item.sk.removeprefix(HEAD))
+                self.sync_reference({"layer": layer, "scope": scope_key, "key": item.sk.removeprefix(HEAD)})
                 total += 1
         return total
