@@ -1,0 +1,221 @@
+"""The one index outbox: no window where a crash leaves a record unindexed, no marker that blocks it,
+and no older version left in the index by writers that finish out of order.
+
+A "crash" here is a process dying right after the record's write returned: ``IndexOutbox.settle``
+raises an exception that no handler catches, so nothing after the write runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from helpers import ctx, drained
+from mnemo import cli
+from mnemo.context import RequestContext
+from mnemo.errors import ProviderError
+from mnemo.outbox import MAX_ATTEMPTS, IndexOutbox
+from mnemo.ports import IndexDoc
+from mnemo.runtime import Services
+from mnemo.tools.registry import get_tool
+from mnemo.topics.models import RefineMemoryInput
+from mnemo.topics.service import NAMESPACE as TOPICS
+from mnemo.topics.service import TopicService
+
+ALICE = ctx()
+WRITER = ctx(project="p1", roles=("writer",))
+
+
+class ProcessDied(BaseException):
+    """What the process would do at that instant: stop, with nothing after it run."""
+
+
+def call(services: Services, context: RequestContext, tool: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return get_tool(tool).invoke(services, context, payload)
+
+
+def _memory_found(services: Services, text: str) -> bool:
+    return bool(call(services, ALICE, "memory_search", {"query": text, "threshold": 0})["results"])
+
+
+def _conversation_found(services: Services, text: str) -> bool:
+    payload = {"query": text, "explanation": "x", "retrieval_strategy": "keyword"}
+    return bool(call(services, ALICE, "retrieve_conversation", payload)["data"]["conversations"])
+
+
+def _execution_found(services: Services, text: str) -> bool:
+    payload = {"query": text, "explanation": "x", "retrieval_strategy": "keyword"}
+    return bool(call(services, ALICE, "retrieve_execution", payload)["data"]["executions"])
+
+
+def _topic_found(services: Services, text: str) -> bool:
+    return bool(call(services, WRITER, "search_memories", {"query": text, "threshold": 0})["topics"])
+
+
+def _memorize(services: Services) -> None:
+    call(
+        services,
+        WRITER,
+        "memorize_new_topic",
+        {"topic": "runbook", "tags": [], "summary": "s", "content": "Restart the zebra gateway"},
+    )
+
+
+WRITES: dict[str, tuple[Callable[[Services], Any], Callable[[Services, str], bool]]] = {
+    "memory": (
+        lambda s: call(s, ALICE, "memory_add", {"content": "The zebra gateway runs in Dublin"}),
+        _memory_found,
+    ),
+    "conversations": (
+        lambda s: call(
+            s,
+            ALICE,
+            "add_conversation",
+            {"message_id": "m1", "explanation": "x", "user_input": "Where is zebra?", "agent_response": "Dublin."},
+        ),
+        _conversation_found,
+    ),
+    "executions": (
+        lambda s: call(
+            s,
+            ALICE,
+            "add_execution",
+            {
+                "message_id": "m1",
+                "explanation": "x",
+                "execution_summary": "Looked up the zebra gateway",
+                "tools_used": ["inventory"],
+                "errors": [],
+                "observations": "one call",
+                "success": True,
+            },
+        ),
+        _execution_found,
+    ),
+    "topics": (_memorize, _topic_found),
+}
+
+
+@pytest.mark.parametrize("family", sorted(WRITES))
+def test_a_crash_right_after_the_write_leaves_the_record_queued_for_the_index(
+    family: str, services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write, found = WRITES[family]
+
+    def die(*args: Any, **kwargs: Any) -> bool:
+        raise ProcessDied
+
+    with monkeypatch.context() as patch:
+        patch.setattr(IndexOutbox, "settle", die)
+        with pytest.raises(ProcessDied):
+            write(services)
+    # The marker went in with the record, all or nothing: the record waits for the index.
+    assert [marker["family"] for marker in services.outbox.pending()] == [family]
+    assert not found(services, "zebra")
+    assert drained(services.outbox) == (1, 0)
+    assert found(services, "zebra")
+    assert services.outbox.pending() == []
+
+
+@pytest.mark.parametrize("family", sorted(WRITES))
+def test_a_write_that_indexes_leaves_no_marker(family: str, services: Services) -> None:
+    write, found = WRITES[family]
+    write(services)
+    assert services.outbox.pending() == []
+    assert found(services, "zebra")
+
+
+def test_a_marker_that_always_fails_becomes_a_dead_letter_and_never_holds_up_the_rest(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_embed = services.embedder.embed
+
+    def poisoned(texts: Sequence[str]) -> list[list[float]]:
+        if any("poison" in text for text in texts):
+            raise ProviderError("this text always breaks the embedder")
+        return real_embed(texts)
+
+    monkeypatch.setattr(services.embedder, "embed", poisoned)
+    for n in range(30):
+        call(services, ALICE, "memory_add", {"content": f"poison pill number {n}"})
+    with monkeypatch.context() as patch:
+        patch.setattr(services.index, "upsert", lambda *a, **k: (_ for _ in ()).throw(ConnectionError("down")))
+        for n in range(5):
+            call(services, ALICE, "memory_add", {"content": f"healthy fact {n} about the zebra gateway"})
+    assert len(services.outbox.pending()) == 35
+
+    first = services.outbox.drain()
+    assert (first.indexed, first.failed, first.dead_lettered) == (5, 30, 0)  # the healthy ones go through at once
+    assert _memory_found(services, "zebra gateway")
+    for _ in range(MAX_ATTEMPTS - 1):
+        services.outbox.drain()
+    assert services.outbox.pending() == []
+    dead = services.outbox.dead_letters()
+    assert len(dead) == 30 and {letter["attempts"] for letter in dead} == {MAX_ATTEMPTS}
+    assert all("always breaks the embedder" in letter["lastError"] for letter in dead)
+    assert services.outbox.drain().indexed == 0  # nothing left to retry by itself
+
+
+def test_reindex_pending_reports_dead_letters_and_retries_them_when_asked(
+    services: Services, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real_embed = services.embedder.embed
+
+    def gone(texts: Sequence[str]) -> list[list[float]]:
+        raise ProviderError("model gone")
+
+    monkeypatch.setattr(services.embedder, "embed", gone)
+    memory_id = call(services, ALICE, "memory_add", {"content": "The zebra gateway runs in Dublin"})["memoryId"]
+    for _ in range(MAX_ATTEMPTS):
+        services.outbox.drain()
+
+    assert cli.main(["reindex", "--pending"]) == 1
+    printed = capsys.readouterr().out
+    assert "dead letter: memory" in printed and memory_id in printed and "model gone" in printed
+    assert "1 dead letters" in printed
+
+    monkeypatch.setattr(services.embedder, "embed", real_embed)  # the cause is fixed
+    assert cli.main(["reindex", "--pending", "--retry-dead"]) == 0
+    printed = capsys.readouterr().out
+    assert "queued 1 dead letters again" in printed and "indexed 1 memory" in printed
+    assert services.outbox.dead_letters() == [] and _memory_found(services, "zebra gateway")
+
+
+class LateFirstWrite:
+    """The index, but the first topic upsert is held back until ``meanwhile`` has run in full."""
+
+    def __init__(self, inner: Any, meanwhile: Callable[[], None]) -> None:
+        self.inner = inner
+        self.meanwhile: Callable[[], None] | None = meanwhile
+
+    def upsert(self, namespace: str, docs: Sequence[IndexDoc]) -> None:
+        if self.meanwhile is not None and namespace == TOPICS:
+            run, self.meanwhile = self.meanwhile, None
+            run()  # the other refine writes, indexes and settles before this write lands
+        self.inner.upsert(namespace, docs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_refines_whose_index_writes_land_out_of_order_leave_the_newest_version_indexed(
+    services: Services,
+) -> None:
+    call(services, WRITER, "memorize_new_topic", {"topic": "db", "tags": [], "summary": "s", "content": "Postgres"})
+
+    def second_refine() -> None:
+        call(services, WRITER, "refine_memory", {"topic": "db", "newContent": "Orders moved to Cassandra"})
+
+    slow = TopicService(
+        services.records, LateFirstWrite(services.index, second_refine), services.embedder, services.outbox
+    )
+    slow.refine(WRITER, RefineMemoryInput(topic="db", new_content="Orders moved to DynamoDB"))
+    doc = TopicService.doc_id(TopicService.scope(WRITER).key, "db")
+    # The first refine's write (version 2) reached the index after the second's (version 3)...
+    assert call(services, WRITER, "recall_memory", {"topic": "db"})["version"] == 3
+    # ...yet the index holds version 3: the late writer saw the records had moved and indexed again.
+    assert [hit.id for hit in services.index.lexical(TOPICS, "cassandra", {}, 10)] == [doc]
+    assert services.index.lexical(TOPICS, "dynamodb", {}, 10) == []
+    assert services.outbox.pending() == []
