@@ -1,0 +1,151 @@
+"""kill -9 of a real `mnemo serve` mid-write: every acknowledged write is there after a restart.
+
+The burst is bench/load.py's crash scenario (`python bench/load.py --crash` reports the same
+counts): threads write memories, conversations, topics and refines of one shared topic until
+the server is SIGKILLed; it is restarted on the same data directory, the writes that got no
+answer are sent again as a client would (memory_add with its idempotencyKey, the same
+message_id, the same topic), and each acknowledged write must be found the way a user finds
+it: memory_search, retrieve_conversation by message_id and by keyword, recall_memory and
+search_memories. A write not found at once is re-checked a bounded number of times (the
+server drains its index outbox in the background); nothing here asserts on a clock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from load import Answer, Client, Memory, ServerProcess, crash_scenario, found_by_search, identity, topic_body
+
+WHO = identity("crash", "window")
+
+
+def test_every_acknowledged_write_survives_kill_9_mid_burst(tmp_path: Path) -> None:
+    report = crash_scenario(tmp_path / "data", clients=6, kill_after=150, embedder="hashing", seed=17, tries=60)
+
+    assert report["killedMidBurst"], "the writers stopped before the kill: nothing was cut off"
+    assert report["acknowledgedWhenKilled"] >= 150
+    assert report["failuresBeforeKill"] == [], "5xx or non-envelope answers before the kill"
+    assert report["refusedRetries"] == [], "a resent write was refused after the restart"
+    for kind, counts in report["byKind"].items():
+        assert counts["acknowledged"] > 0, f"no {kind} was acknowledged: the burst did not exercise it"
+        assert counts["lost"] == 0, f"acknowledged {kind} writes lost after the restart: {counts['lostKeys']}"
+        assert counts["foundAfterRestart"] == counts["acknowledged"] + counts.get("acknowledgedOnRetry", 0)
+    refine = report["byKind"]["refine"]
+    assert refine["versionMatchesMarkers"], (
+        f"topic version {refine['finalVersion']}, {refine['markersPresent']} refines"
+    )
+
+
+def _stored(data_dir: Path, words: list[str]) -> set[str]:
+    """The words that appear in a committed record of the SQLite store (read-only, beside the server)."""
+    connection = sqlite3.connect(f"file:{data_dir / 'mnemo.sqlite3'}?mode=ro", uri=True, timeout=30)
+    try:
+        return {w for w in words if connection.execute("SELECT 1 FROM items WHERE data LIKE ?", (f"%{w}%",)).fetchone()}
+    finally:
+        connection.close()
+
+
+def _poll(checks: dict[str, Callable[[], bool]], tries: int) -> set[str]:
+    """Run every check; re-run the failing ones up to ``tries`` times, 0.5 s apart. The names still failing."""
+    failing = set(checks)
+    for attempt in range(tries):
+        failing = {name for name in failing if not checks[name]()}
+        if not failing or attempt == tries - 1:
+            break
+        time.sleep(0.5)
+    return failing
+
+
+def test_a_write_cut_off_between_records_and_index_is_found_once_resent(tmp_path: Path) -> None:
+    """SIGKILL while three writes have committed their records but wait for the vector index.
+
+    The test holds the local index's SQLite write lock (index.sqlite3 beside the records), so
+    memory_add, add_conversation and memorize_new_topic commit their records and then block on
+    their index write; the server is killed there. After the restart each is sent again: the
+    answer is what was stored (idempotency replay, repeat, or CONFLICT for the topic that
+    exists), so the client now holds an acknowledgement, and search must find each one.
+    """
+    data_dir = tmp_path / "data"
+    server = ServerProcess(data_dir, "hashing").start()
+    warm = Client(server.port, WHO)
+    assert warm.call("memory_add", {"content": "warm up the vector index"}).ok
+    warm.close()
+
+    writes: dict[str, tuple[str, dict[str, Any]]] = {
+        "zebracornledger": (
+            "memory_add",
+            {"content": "The zebracornledger lives in vault nine", "idempotencyKey": "k"},
+        ),
+        "quillfrostarchive": (
+            "add_conversation",
+            {
+                "message_id": "msg-cut-off",
+                "explanation": "crash test",
+                "user_input": "Where is the quillfrostarchive?",
+                "agent_response": "In the basement.",
+            },
+        ),
+        "marrowglintdossier": ("memorize_new_topic", topic_body("cut-off", "The marrowglintdossier is on shelf two.")),
+    }
+    lock = sqlite3.connect(data_dir / "index.sqlite3", isolation_level=None, timeout=30)
+    lock.execute("BEGIN IMMEDIATE")
+    answers: dict[str, Answer] = {}
+
+    def send(word: str) -> None:
+        client = Client(server.port, WHO, timeout=120)
+        answers[word] = client.call(*writes[word])
+        client.close()
+
+    threads = [threading.Thread(target=send, args=(word,)) for word in writes]
+    try:
+        for thread in threads:
+            thread.start()
+        # Bounded: the records commit within milliseconds; the index write then waits on the lock.
+        _poll({"stored": lambda: len(_stored(data_dir, list(writes))) == len(writes)}, tries=200)
+        reached = _stored(data_dir, list(writes))
+        server.kill9()
+    finally:
+        lock.rollback()
+        lock.close()
+        server.stop()
+    for thread in threads:
+        thread.join()
+    assert reached, "no write reached the records before the kill: the window was not exercised"
+
+    restarted = ServerProcess(data_dir, "hashing", log=server.log).start()
+    try:
+        client = Client(restarted.port, WHO)
+        resent = {word: client.call(tool, body) for word, (tool, body) in writes.items()}
+        assert resent["zebracornledger"].ok and resent["quillfrostarchive"].ok, resent
+        topic = resent["marrowglintdossier"]
+        assert topic.ok or topic.code == "CONFLICT", topic  # CONFLICT: it was stored before the kill
+        memory = Memory("zebracornledger", resent["zebracornledger"].payload["memoryId"], "user")
+
+        def conversation_found() -> bool:
+            body = {"query": "quillfrostarchive", "explanation": "after the crash", "retrieval_strategy": "keyword"}
+            answer = client.call("retrieve_conversation", body)
+            return answer.ok and [c["message_id"] for c in answer.payload["data"]["conversations"]] == ["msg-cut-off"]
+
+        def topic_found() -> bool:
+            answer = client.call("search_memories", {"query": "marrowglintdossier", "threshold": 0})
+            return answer.ok and answer.payload["topics"][:1] == ["cut-off"]
+
+        # The background drain of the index outbox may be what indexes them: bounded re-checks.
+        checks = {
+            "memory_add (memory_search)": lambda: found_by_search(client, memory),
+            "add_conversation (keyword retrieval)": conversation_found,
+            "memorize_new_topic (search_memories)": topic_found,
+        }
+        missing = _poll(checks, tries=60)
+        client.close()
+    finally:
+        restarted.stop()
+    assert not missing, (
+        f"acknowledged on resend but not searchable: {sorted(missing)}; "
+        f"records committed before the kill: {sorted(reached)}"
+    )
