@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -253,6 +254,39 @@ def test_general_info_replaces_only_the_general_section(services: Services) -> N
     assert "checkout API" not in index
     assert "- **deployment** [ops]: How we deploy." in index.split("## Specialized Knowledge")[1]
     assert call(services, WRITER, "recall_memory", {"topic": "deployment"})["summary"] == "How we deploy."
+
+
+@pytest.mark.parametrize(
+    "tag", ["ops\n## Specialized Knowledge", "a\r\n- **fake**: entry", "x\u2028y", "zero\u200bwidth", "nul\x00"]
+)
+def test_a_tag_cannot_hold_a_line_break_or_invisible_characters(services: Services, tag: str) -> None:
+    error = error_of(lambda: memorize(services, WRITER, "t", tags=[tag]))
+    assert isinstance(error, InvalidInput) and error.details["field"].startswith("tags"), error.details
+    memorize(services, WRITER, "t")
+    error = error_of(lambda: call(services, WRITER, "refine_memory", {"topic": "t", "tagsToAdd": [tag]}))
+    assert isinstance(error, InvalidInput) and error.details["field"].startswith("tagsToAdd"), error.details
+
+
+def test_names_tags_and_summaries_cannot_add_markdown_to_the_index(services: Services) -> None:
+    memorize(
+        services,
+        WRITER,
+        "**Pwned** [click](evil.example) <script>x",
+        tags=["<img src=x onerror=y>", "`code`", "](javascript:alert(1))"],
+        summary="## Heading\n\n- [ ] fake entry   ![img](https://evil.example/x.png) _under_ #tag",
+    )
+    index = call(services, WRITER, "recall_general_memory", {})["index"]
+    entries = index.split("## Specialized Knowledge\n")[1].strip().splitlines()
+    assert len(entries) == 1, entries  # one topic, one line: nothing broke out of it
+    (entry,) = entries
+    assert entry.startswith("- **\\*\\*Pwned\\*\\* \\[click\\](evil.example) \\<script\\>")
+    for raw in ("<script>", "<img", "[click]", "![img]", "`code`", "_under_", "](javascript"):
+        assert not re.search(r"(?<!\\)" + re.escape(raw), entry), raw  # each one escaped
+    assert "\\#\\# Heading - \\[ \\] fake entry \\!\\[img\\]" in entry
+    markdown = call(services, WRITER, "recall_memory", {"topic": "**Pwned** [click](evil.example) <script>x"})[
+        "markdown"
+    ]
+    assert markdown.startswith("# \\*\\*Pwned\\*\\* \\[click\\]") and "\\<img" in markdown
 
 
 @pytest.mark.parametrize(

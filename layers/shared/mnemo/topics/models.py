@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
 from mnemo.models import ToolRequest, ToolResponse, WireModel
-from mnemo.topics.names import MAX_NAME_CHARS, MAX_TAG_CHARS, MAX_TAGS, check_topic_name, unique_tags
+from mnemo.topics.names import MAX_NAME_CHARS, MAX_TAG_CHARS, MAX_TAGS, check_tag, check_topic_name, unique_tags
 
 MAX_SUMMARY_CHARS = 500
 #: Topic content and the general section; a DynamoDB item holds at most 400 KB.
@@ -17,7 +17,9 @@ MAX_CONTENT_CHARS = 100_000
 #: The same content as JSON (non-ASCII escaped, as stores write it) may take at most this many bytes.
 MAX_CONTENT_JSON_BYTES = 350_000
 
-Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TAG_CHARS)]
+Tag = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TAG_CHARS), AfterValidator(check_tag)
+]
 TopicName = Annotated[str, AfterValidator(check_topic_name)]
 #: Where the topics live: the caller's project, or the caller's own (user) layer without a project.
 TopicLayer = Literal["project", "user"]

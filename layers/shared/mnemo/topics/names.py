@@ -39,6 +39,14 @@ def check_topic_name(value: str) -> str:
     return name
 
 
+def check_tag(value: str) -> str:
+    """A tag as stored: one line of visible text (it is shown inline in the index)."""
+    bad = next((char for char in value if unicodedata.category(char) in _FORBIDDEN_CATEGORIES), None)
+    if bad is not None:
+        raise ValueError(f"a tag must not contain control or invisible characters (found U+{ord(bad):04X})")
+    return unicodedata.normalize("NFC", value)
+
+
 def topic_key(name: str) -> str:
     """What identifies a topic in its scope: the name, case-folded."""
     return unicodedata.normalize("NFC", name).casefold()

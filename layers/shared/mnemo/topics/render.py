@@ -2,11 +2,14 @@
 
 The index document is derived, never stored: it is rendered from the general
 section and the topics' summaries, so forgetting a topic always takes its
-summary out of the index.
+summary out of the index. Names, tags and summaries are the writers' text, put
+inline: each is folded onto one line and its markdown punctuation escaped, so
+none can add a heading, a list entry, a link or HTML to the index.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -15,8 +18,13 @@ SPECIALIZED_HEADER = "## Specialized Knowledge"
 _TITLES = {"project": "# Project Memory", "user": "# Personal Memory"}
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+#: Inline markdown syntax (CommonMark allows a backslash before any ASCII punctuation).
+_INLINE_SYNTAX = re.compile(r"([\\`*_{}\[\]<>~|&!#])")
+
+
+def _inline(text: str) -> str:
+    """Writer text as literal inline markdown: one line, its syntax characters escaped."""
+    return _INLINE_SYNTAX.sub(r"\\\1", " ".join(text.split()))
 
 
 def render_index(layer: str, general: str, heads: Iterable[dict[str, Any]]) -> str:
@@ -25,9 +33,9 @@ def render_index(layer: str, general: str, heads: Iterable[dict[str, Any]]) -> s
     lines.append(general.strip() or "_Nothing recorded yet._")
     lines += ["", SPECIALIZED_HEADER, ""]
     entries = [
-        f"- **{_one_line(head['name'])}**"
-        + (f" [{', '.join(head['tags'])}]" if head["tags"] else "")
-        + f": {_one_line(head['summary'])}"
+        f"- **{_inline(head['name'])}**"
+        + (f" [{', '.join(_inline(tag) for tag in head['tags'])}]" if head["tags"] else "")
+        + f": {_inline(head['summary'])}"
         for head in heads
     ]
     lines += entries or ["_No topics yet._"]
@@ -36,5 +44,7 @@ def render_index(layer: str, general: str, heads: Iterable[dict[str, Any]]) -> s
 
 def render_topic(head: dict[str, Any], content: str) -> str:
     """One topic as markdown: its title, tags, last updated date and content."""
-    tags = ", ".join(head["tags"]) or "(none)"
-    return f"# {head['name']}\n\n**Tags:** {tags}\n**Last updated:** {head['lastUpdated']}\n\n{content.strip()}\n"
+    tags = ", ".join(_inline(tag) for tag in head["tags"]) or "(none)"
+    return (
+        f"# {_inline(head['name'])}\n\n**Tags:** {tags}\n**Last updated:** {head['lastUpdated']}\n\n{content.strip()}\n"
+    )
