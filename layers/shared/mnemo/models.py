@@ -1,9 +1,35 @@
-"""Shared pydantic bases: camelCase on the wire, strict about unknown fields."""
+"""Shared pydantic bases: camelCase on the wire, strict about unknown fields; the one UTC date-time type."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from datetime import UTC, datetime
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
+
+#: What a datetime can hold, so what a date field accepts once converted to UTC.
+DATETIME_RANGE = f"{datetime.min.isoformat()}Z to {datetime.max.isoformat()}Z"
+
+
+def as_utc(value: datetime) -> datetime:
+    """``value`` in UTC (a time without an offset is taken as UTC).
+
+    "0001-01-01T00:00:00+01:00" is a valid ISO 8601 time, but in UTC it falls in
+    year 0, which no datetime holds: converting it overflows. That is the
+    caller's input out of range, so it is a ValueError (INVALID_INPUT naming the
+    field), not an OverflowError escaping as an internal error.
+    """
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"must fall within {DATETIME_RANGE} once converted to UTC") from None
+
+
+#: Every date-time a tool accepts: ISO 8601, kept in UTC, out-of-range offsets refused as invalid input.
+UtcDateTime = Annotated[datetime, AfterValidator(as_utc)]
 
 
 class WireModel(BaseModel):

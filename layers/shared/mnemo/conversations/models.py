@@ -19,11 +19,10 @@ filters ``time_range``, ``tools``, ``success`` and ``error_type``.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -33,6 +32,8 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+
+from mnemo.models import UtcDateTime
 
 #: A stored record (one DynamoDB item holds at most 400 KB; its time entry and index doc come on top).
 MAX_RECORD_BYTES = 300_000
@@ -46,10 +47,6 @@ def _string_only(value: Any) -> Any:
     return value
 
 
-def _as_utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
 def _integer_only(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError("must be an integer")
@@ -57,7 +54,7 @@ def _integer_only(value: Any) -> Any:
 
 
 #: ISO 8601; a time without an offset is taken as UTC; kept in UTC.
-Timestamp = Annotated[datetime, BeforeValidator(_string_only), AfterValidator(_as_utc)]
+Timestamp = Annotated[UtcDateTime, BeforeValidator(_string_only)]
 Integer = Annotated[int, BeforeValidator(_integer_only)]
 Duration = Annotated[int, Field(ge=0), BeforeValidator(_integer_only)]
 MessageId = Annotated[str, Field(min_length=1, max_length=MAX_MESSAGE_ID_CHARS)]

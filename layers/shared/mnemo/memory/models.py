@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from mnemo.context import Layer
-from mnemo.models import ToolRequest, ToolResponse, WireModel
+from mnemo.models import ToolRequest, ToolResponse, UtcDateTime, WireModel
 
 MAX_CONTENT_CHARS = 8000
 MAX_METADATA_BYTES = 8192
 
 Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
 Scalar = str | int | float | bool
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 class MemoryAddInput(ToolRequest):
@@ -32,7 +26,7 @@ class MemoryAddInput(ToolRequest):
     layer: Layer = Field("user", description="Memory scope. agent, user, session, project, team, org or company.")
     tags: list[Tag] = Field(default_factory=list, max_length=20, description="Tags for categorisation and filtering.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Additional metadata (JSON object).")
-    occurred_at: datetime | None = Field(
+    occurred_at: UtcDateTime | None = Field(
         None, description="When the fact happened (ISO 8601), as distinct from when it is stored."
     )
     idempotency_key: str | None = Field(
@@ -57,11 +51,6 @@ class MemoryAddInput(ToolRequest):
         if len(json.dumps(value, default=str)) > MAX_METADATA_BYTES:
             raise ValueError(f"metadata must serialise to at most {MAX_METADATA_BYTES} bytes")
         return value
-
-    @field_validator("occurred_at")
-    @classmethod
-    def _as_utc(cls, value: datetime | None) -> datetime | None:
-        return _utc(value)
 
 
 class MemoryAddOutput(ToolResponse):
