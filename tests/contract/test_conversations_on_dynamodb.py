@@ -54,9 +54,17 @@ def aws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
     def refused_scan(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a user request scanned the table")
 
-    def recorded_query(pk: str, sk_prefix: str = "", *, limit: int = 100, descending: bool = False) -> list[Item]:
-        stack.queries.append({"pk": pk, "prefix": sk_prefix, "limit": limit, "descending": descending})
-        return original_query(pk, sk_prefix, limit=limit, descending=descending)
+    def recorded_query(
+        pk: str,
+        sk_prefix: str = "",
+        *,
+        limit: int = 100,
+        descending: bool = False,
+        between: tuple[str, str] | None = None,
+    ) -> list[Item]:
+        query = {"pk": pk, "prefix": sk_prefix, "limit": limit, "descending": descending, "between": between}
+        stack.queries.append(query)
+        return original_query(pk, sk_prefix, limit=limit, descending=descending, between=between)
 
     monkeypatch.setattr(records, "scan", refused_scan)
     monkeypatch.setattr(records, "query", recorded_query)
@@ -206,10 +214,16 @@ def test_links_strategies_and_time_range_on_dynamodb(aws: Stack) -> None:
     window = {"start": "2024-12-02T00:00:00Z", "end": "2024-12-09T23:00:00Z"}
     ranged = retrieve(aws, "retrieve_conversation", retrieval_strategy="recent", time_range=window)
     assert ids(ranged) == ["m3", "m2"] and ranged["query_type"] == "time_filtered"
-    time_queries = [query for query in aws.queries if query["prefix"].startswith("TS#")]
-    assert time_queries == [{"pk": f"CONV|{SCOPE}", "prefix": "TS#2024-12-0", "limit": 1000, "descending": True}], (
-        "a time range narrows the one bounded query to the common prefix of its bounds"
-    )
+    time_queries = [query for query in aws.queries if query["between"]]
+    assert time_queries == [
+        {
+            "pk": f"CONV|{SCOPE}",
+            "prefix": "",
+            "limit": 1000,
+            "descending": True,
+            "between": ("TS#2024-12-02T00:00:00.000000Z", "TS#2024-12-09T23:00:00.000000Z#\U0010ffff"),
+        }
+    ], "a time range is the key range of one bounded query"
     assert ids(retrieve(aws, "retrieve_conversation", query="checkout", retrieval_strategy="keyword")) == ["m2"]
     assert ids(retrieve(aws, "retrieve_conversation", query="deploy checkout"))[0] == "m2"
     behind = retrieve(aws, "retrieve_conversation", message_id="m2")["conversations"][0]

@@ -295,6 +295,21 @@ def test_query_limit(partition: RecordStore) -> None:
     assert len(partition.query("P", limit=1)) == 1
 
 
+def test_query_between_bounds_inclusive_both_ways(partition: RecordStore) -> None:
+    assert [item.sk for item in partition.query("P", between=("MEM#1", "MEM#3"))] == ["MEM#1", "MEM#2", "MEM#3"]
+    assert [item.sk for item in partition.query("P", between=("MEM#15", "MEM#3"), descending=True)] == [
+        "MEM#3",
+        "MEM#2",
+    ]
+    assert [item.sk for item in partition.query("P", between=("HIST#", "MEM#1"), limit=2, descending=True)] == [
+        "MEM#1",
+        "HIST#1#2",
+    ]
+    assert partition.query("P", between=("MEM#4", "MEM#9")) == []
+    with pytest.raises(ValueError):
+        partition.query("P", "MEM#", between=("MEM#1", "MEM#3"))
+
+
 def test_query_of_an_unknown_partition_is_empty(partition: RecordStore) -> None:
     assert partition.query("nobody") == []
 

@@ -434,3 +434,34 @@ def test_an_embedder_outage_queues_the_add_and_ranks_by_words(
         patch.setattr(services.embedder, "embed", down)
         found = conversations(services, "kubernetes runbook")  # hybrid, on BM25 alone
     assert ids(found) == ["m1"] and 0.0 < found["conversations"][0]["relevance_score"] <= 1.0
+
+
+# ---------------------------------------------------------- recent and ranges ---
+def test_recent_with_a_time_range_returns_every_entry_in_it_behind_a_thousand_newer(services: Services) -> None:
+    for n in range(40):
+        add_conversation(services, message_id=f"old-{n:02d}", timestamp=f"2023-03-{n % 28 + 1:02d}T10:{n:02d}:00Z")
+    for n in range(1100):
+        add_conversation(
+            services, message_id=f"new-{n:04d}", timestamp=f"2024-06-01T{n // 60 % 24:02d}:{n % 60:02d}:00Z"
+        )
+    march = {"start": "2023-03-01T00:00:00Z", "end": "2024-05-31T23:59:59Z"}  # spans years
+    found = conversations(services, retrieval_strategy="recent", time_range=march, max_results=5)
+    assert found["total_found"] == 40 and found["returned_count"] == 5 and found["max_results_applied"] is True
+    assert ids(found) == ["old-27", "old-26", "old-25", "old-24", "old-23"]  # newest in the range first
+    everything = conversations(services, retrieval_strategy="recent", time_range=march, max_results=50)
+    assert sorted(ids(everything)) == [f"old-{n:02d}" for n in range(40)]
+
+
+def test_recent_walks_past_pages_of_entries_a_filter_rejects(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnemo.conversations import store
+
+    monkeypatch.setattr(store, "RECENT_PAGE", 7)  # many pages from a few entries
+    for n in range(30):
+        add_execution(services, f"m{n:02d}", success=n % 10 == 0, timestamp=f"2024-01-{n + 1:02d}T08:00:00Z")
+    failed = executions(services, retrieval_strategy="recent", success=True, max_results=10)
+    assert ids(failed, "executions") == ["m20", "m10", "m00"] and failed["total_found"] == 3
+    window = {"start": "2024-01-05T00:00:00Z", "end": "2024-01-25T00:00:00Z"}
+    ranged = executions(services, retrieval_strategy="recent", time_range=window, max_results=50)
+    assert ids(ranged, "executions") == [f"m{n:02d}" for n in range(23, 3, -1)] and ranged["total_found"] == 20

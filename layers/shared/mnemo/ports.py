@@ -53,7 +53,18 @@ class RecordStore(Protocol):
 
     def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]: ...
 
-    def query(self, pk: str, sk_prefix: str = "", *, limit: int = 100, descending: bool = False) -> list[Item]: ...
+    def query(
+        self,
+        pk: str,
+        sk_prefix: str = "",
+        *,
+        limit: int = 100,
+        descending: bool = False,
+        between: tuple[str, str] | None = None,
+    ) -> list[Item]:
+        """Items of one partition in sort key order, up to ``limit``: those whose sort key starts
+        with ``sk_prefix``, or (``between``, with no prefix) lies in [low, high], both inclusive."""
+        ...
 
     def write(self, operations: Sequence[Put | Delete]) -> None:
         """Apply every operation or none; raise ConditionFailed if any condition fails."""

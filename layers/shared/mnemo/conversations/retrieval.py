@@ -1,8 +1,9 @@
 """How a retrieval finds its page: a key lookup, the time entries, or the vector index.
 
 - ``message_id`` given: one key lookup (filters still apply).
-- ``recent``: one bounded, descending query of the time entries; their copies of
-  the execution filter fields are filtered in memory, then only the page is read.
+- ``recent``: the time entries, newest first, page by page (a time range is a
+  key range); their copies of the execution filter fields are filtered in
+  memory, then only the page of records is read.
 - ``hybrid`` and ``keyword``: the vector index, filtered by scope and execution
   fields inside the index and by time on the hits' keywords; the best hits are
   read back from the records until the page is full, and a hit without a record
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mnemo.conversations.store import EntryStore
+from mnemo.conversations.store import RECENT_PAGE, RECENT_WALK, EntryStore
 from mnemo.errors import MnemoError
 from mnemo.memory.scoring import calibration_for
 from mnemo.ports import Embedder, Filter, VectorIndex
@@ -127,12 +128,7 @@ class Finder:
                 return [], 0
             return ([(data, 1.0)], 1) if passes(words(data), criteria.flt) else ([], 0)
         if criteria.strategy == "recent":
-            entries = [
-                entry for entry in store.recent(scope, criteria.low, criteria.high) if passes(entry, criteria.flt)
-            ]
-            wanted = [entry["message_id"] for entry in entries[: criteria.limit]]
-            records = store.get_many(scope, wanted)
-            return [(records[m], None) for m in wanted if m in records], len(entries)
+            return self._recent(store, scope, criteria)
         ranked = rank(
             self._index,
             self._embedder,
@@ -144,6 +140,27 @@ class Finder:
             high=criteria.high,
         )
         return self._hydrate(store, scope, ranked, criteria.limit)
+
+    @staticmethod
+    def _recent(store: EntryStore, scope: str, criteria: Criteria) -> tuple[list[Row], int]:
+        """The newest matches and their count.
+
+        With a time range, every entry in it is walked and counted. Without one, the
+        walk counts the newest ``RECENT_PAGE`` entries, and goes on (up to ``RECENT_WALK``)
+        only while a selective filter has not filled the page yet.
+        """
+        ranged = criteria.low is not None or criteria.high is not None
+        wanted: list[str] = []
+        total = 0
+        for walked, entry in enumerate(store.recent(scope, criteria.low, criteria.high), start=1):
+            if passes(entry, criteria.flt):
+                total += 1
+                if len(wanted) < criteria.limit:
+                    wanted.append(entry["message_id"])
+            if not ranged and walked >= (RECENT_WALK if len(wanted) < criteria.limit else RECENT_PAGE):
+                break
+        records = store.get_many(scope, wanted)
+        return [(records[m], None) for m in wanted if m in records], total
 
     @staticmethod
     def _hydrate(store: EntryStore, scope: str, ranked: list[Ranked], limit: int) -> tuple[list[Row], int]:

@@ -13,8 +13,8 @@ pk                         sk                                     holds
 =========================  =====================================  =========================================
 
 Timestamps in keys are fixed-width UTC (``2024-12-15T14:30:00.000000Z``), so
-keys sort by time: "recent" is one descending query of the time entries, and a
-time range narrows it to the common prefix of its bounds. The time entries
+keys sort by time: "recent" walks the time entries newest first, a page of
+``RECENT_PAGE`` per query, and a time range is a key range of that walk. The time entries
 carry the execution filter fields, so the recent strategy filters them without
 reading any record body. Records are written once, with their time entry and
 their index outbox marker (``mnemo.outbox``), in one all-or-nothing write that
@@ -32,8 +32,12 @@ from typing import Any
 
 from mnemo.ports import Item, Put, RecordStore
 
-#: The most time entries one retrieval reads (newest first) for the recent strategy.
-RECENT_WINDOW = 1000
+#: Time entries read per query by the recent strategy.
+RECENT_PAGE = 1000
+#: Without a time range, the most time entries one retrieval walks to fill its page.
+RECENT_WALK = 10_000
+#: Sorts after every character a key holds: the top of an open-ended key range.
+_TOP = "\U0010ffff"
 
 
 @dataclass(frozen=True)
@@ -63,15 +67,6 @@ def doc_id(scope: str, message_id: str) -> str:
 
 def new_message_id() -> str:
     return f"msg_{os.urandom(12).hex()}"
-
-
-def _common_prefix(first: str, second: str) -> str:
-    length = 0
-    for a, b in zip(first, second, strict=False):
-        if a != b:
-            break
-        length += 1
-    return first[:length]
 
 
 class EntryStore:
@@ -105,20 +100,18 @@ class EntryStore:
             ]
         )
 
-    def recent(
-        self, scope: str, low: str | None = None, high: str | None = None, window: int = RECENT_WINDOW
-    ) -> list[dict[str, Any]]:
-        """Time entries within [low, high] (key_time strings), newest first: one bounded descending query."""
-        prefix = "TS#" + (_common_prefix(low, high) if low and high else "")
-        entries: list[dict[str, Any]] = []
-        for item in self._records.query(self.partition(scope), prefix, limit=window, descending=True):
-            stamp = item.data["timestamp"]
-            if high and stamp > high:
-                continue
-            if low and stamp < low:
-                break  # descending: everything after is older still
-            entries.append(item.data)
-        return entries
+    def recent(self, scope: str, low: str | None = None, high: str | None = None) -> Iterator[dict[str, Any]]:
+        """Time entries within [low, high] (key_time strings, either open), newest first, page by page."""
+        partition = self.partition(scope)
+        bottom, top = f"TS#{low or ''}", f"TS#{high}#{_TOP}" if high else f"TS#{_TOP}"
+        while True:
+            page = self._records.query(partition, limit=RECENT_PAGE, descending=True, between=(bottom, top))
+            fresh = [item for item in page if item.sk != top]  # the range is inclusive: the last seen comes again
+            for item in fresh:
+                yield item.data
+            if len(page) < RECENT_PAGE or not fresh:
+                return
+            top = fresh[-1].sk
 
     def scan_all(self) -> Iterator[dict[str, Any]]:
         """Every record of this kind, in every scope: for reindexing, never for a user request."""

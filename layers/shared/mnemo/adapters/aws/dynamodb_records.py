@@ -98,11 +98,24 @@ class DynamoDbRecordStore(LazyClient):
                 raise provider_error("DynamoDB", RuntimeError("batch read left keys unprocessed"))
         return found
 
-    def query(self, pk: str, sk_prefix: str = "", *, limit: int = 100, descending: bool = False) -> list[Item]:
+    def query(
+        self,
+        pk: str,
+        sk_prefix: str = "",
+        *,
+        limit: int = 100,
+        descending: bool = False,
+        between: tuple[str, str] | None = None,
+    ) -> list[Item]:
         items: list[Item] = []
         values: dict[str, Any] = {":pk": {"S": pk}}
         condition = "pk = :pk"
-        if sk_prefix:  # DynamoDB rejects an empty key value, even in begins_with
+        if between is not None:
+            if sk_prefix:
+                raise ValueError("query takes a sort key prefix or a range, not both")
+            condition += " AND sk BETWEEN :low AND :high"
+            values[":low"], values[":high"] = {"S": between[0]}, {"S": between[1]}
+        elif sk_prefix:  # DynamoDB rejects an empty key value, even in begins_with
             condition += " AND begins_with(sk, :prefix)"
             values[":prefix"] = {"S": sk_prefix}
         kwargs: dict[str, Any] = {

@@ -87,15 +87,29 @@ class SqliteRecordStore:
                 found += [self._item(row) for row in rows]
         return found
 
-    def query(self, pk: str, sk_prefix: str = "", *, limit: int = 100, descending: bool = False) -> list[Item]:
+    def query(
+        self,
+        pk: str,
+        sk_prefix: str = "",
+        *,
+        limit: int = 100,
+        descending: bool = False,
+        between: tuple[str, str] | None = None,
+    ) -> list[Item]:
         live, now = self._live()
         order = "DESC" if descending else "ASC"
+        if between is not None:
+            if sk_prefix:
+                raise ValueError("query takes a sort key prefix or a range, not both")
+            bounds, upper = between, "sk <= ?"
+        else:
+            bounds, upper = (sk_prefix, _prefix_upper_bound(sk_prefix)), "sk < ?"
         rows = (
             self._connection()
             .execute(
                 f"SELECT pk, sk, version, expires_at, data FROM items "
-                f"WHERE pk = ? AND sk >= ? AND sk < ? AND {live} ORDER BY sk {order} LIMIT ?",
-                (pk, sk_prefix, _prefix_upper_bound(sk_prefix), now, limit),
+                f"WHERE pk = ? AND sk >= ? AND {upper} AND {live} ORDER BY sk {order} LIMIT ?",
+                (pk, *bounds, now, limit),
             )
             .fetchall()
         )
