@@ -1,0 +1,1110 @@
+"""A model-based isolation machine: many callers, every tool family, and a model of who owns what.
+
+Every piece of content the machine writes carries a fresh *secret* token
+(``sec000123``) bound to the scope key it was written in (``t=acme|project|p=p1``),
+and every id the service hands out (memory ids, generated message ids, knowledge
+pointer ids) is bound to its scope the same way. After each call the answer is
+scanned for those tokens: a token whose scope is not one the caller may read
+(``RequestContext.scope_key`` of its readable layers, the rule of context.py) is
+a leak, unless the caller itself sent that token in the request.
+
+Callers are drawn from two tenants whose names, users, sessions and projects are
+prefixes of one another (``acme``/``acme.eu``, ``alice``/``alice2``, ``s1``/``s10``,
+``p1``/``p10``), with and without the writer role. Operations pick their targets
+from everything ever written, so most of them reach into another scope: stolen
+memory ids, message ids, topic names and knowledge ids, another owner's handles
+as queries, idempotency keys, and identity fields in the body. Cross-scope writes
+are read back as the owner afterwards, and ``teardown`` reads every owner's data
+back once more.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, rule
+
+from helpers import http_request, make_services
+from mnemo.context import MEMORY_LAYERS, SHARED_LAYERS, WRITER_ROLE, RequestContext
+from mnemo.errors import HTTP_STATUS, MnemoError
+from mnemo.runtime import Services, set_services
+from mnemo.sync.models import SyncNowInput
+from mnemo.sync.service import pointer_id
+from mnemo.tools.registry import load_catalog
+
+CATALOG = load_catalog()
+
+# ----------------------------------------------------------------- actors
+
+TENANTS = ("acme", "acme.eu")  # one tenant id is a prefix of the other
+#: (user, agent, session, project, team, org, writer); the same ids in both tenants.
+PROFILES: tuple[tuple[str, str | None, str | None, str | None, str | None, str | None, bool], ...] = (
+    ("alice", "a1", "s1", "p1", "t1", "o1", True),
+    ("alice", "a2", "s10", "p1", None, "o1", False),
+    ("alice2", "a1", "s1", "p10", "t1", "o2", True),
+    ("alice2", None, None, None, None, None, False),
+    ("bob", None, None, None, "t10", "o1", False),
+    ("bob", "a1", "s1", "p1", None, "o2", True),
+)
+ID_FIELDS = ("user", "agent", "session", "project", "team", "org")
+
+
+@dataclass(frozen=True)
+class Actor:
+    tenant: str
+    user: str
+    agent: str | None
+    session: str | None
+    project: str | None
+    team: str | None
+    org: str | None
+    writer: bool
+
+    @property
+    def label(self) -> str:
+        ids = ",".join(f"{name}={getattr(self, name)}" for name in ID_FIELDS if getattr(self, name) is not None)
+        return f"{self.tenant}[{ids}{',writer' if self.writer else ''}]"
+
+    def __repr__(self) -> str:  # what hypothesis prints in a failing step
+        return self.label
+
+    @cached_property
+    def context(self) -> RequestContext:
+        return RequestContext(
+            tenant=self.tenant,
+            user=self.user,
+            agent=self.agent,
+            session=self.session,
+            project=self.project,
+            team=self.team,
+            org=self.org,
+            roles=frozenset({WRITER_ROLE} if self.writer else set()),
+        )
+
+    @cached_property
+    def scopes(self) -> frozenset[str]:
+        """Every scope key this caller may read: the layer rules of context.py."""
+        return frozenset(self.context.scope_key(layer) for layer in self.context.readable_layers())
+
+    @cached_property
+    def user_scope(self) -> str:
+        return self.context.scope_key("user")
+
+    @cached_property
+    def topic_scope(self) -> str:
+        return self.context.scope_key("project" if self.project is not None else "user")
+
+    @property
+    def topic_writer(self) -> bool:
+        return self.project is None or self.writer
+
+    @cached_property
+    def headers(self) -> dict[str, str]:
+        """The local server's transport identity; a non-writer sends a role that grants nothing."""
+        wire = {"X-Mnemo-Tenant": self.tenant}
+        for name in ID_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                wire[f"X-Mnemo-{name.title()}"] = value
+        wire["X-Mnemo-Roles"] = WRITER_ROLE if self.writer else "reader"
+        return wire
+
+
+ACTORS: tuple[Actor, ...] = tuple(Actor(tenant, *profile) for tenant in TENANTS for profile in PROFILES)
+actors = st.sampled_from(ACTORS)
+
+# ------------------------------------------------------------ statistics
+
+
+@dataclass
+class Stats:
+    operations: int = 0
+    cross_scope: int = 0
+    leaks: int = 0
+    examples: int = 0
+    by_tool: dict[str, int] = field(default_factory=dict)
+
+    def line(self, level: str) -> str:
+        return (
+            f"isolation ({level}): {self.operations} operations, {self.cross_scope} cross-scope attempts, "
+            f"{self.leaks} leaks ({self.examples} examples, {len(self.by_tool)} tools)"
+        )
+
+
+# ------------------------------------------------------------- transports
+
+
+@dataclass
+class Outcome:
+    code: str | None  # None on success, else the envelope's errorCode
+    body: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        return self.code is None
+
+
+class InProcess:
+    """Through the tool registry with a RequestContext, as every front door ends up calling it."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def call(self, actor: Actor, tool: str, body: dict[str, Any]) -> Outcome:
+        try:
+            return Outcome(None, CATALOG[tool].invoke(self.services, actor.context, body))
+        except MnemoError as error:
+            return Outcome(error.code, error.envelope())
+
+
+class OverHttp:
+    """POST /v1/tools/{tool} on a real local server, identity in X-Mnemo-* headers."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+
+    def call(self, actor: Actor, tool: str, body: dict[str, Any]) -> Outcome:
+        return self.raw(actor.headers, tool, body)
+
+    def raw(self, headers: dict[str, str], tool: str, body: dict[str, Any]) -> Outcome:
+        status, payload = http_request(
+            self.base, "POST", f"/v1/tools/{tool}", body, {"Content-Type": "application/json", **headers}
+        )
+        assert isinstance(payload, dict), f"{tool}: HTTP {status} answered {payload!r}"
+        if status == 200:
+            return Outcome(None, payload)
+        code = payload.get("errorCode")
+        assert code in HTTP_STATUS and HTTP_STATUS[code] == status, f"{tool}: HTTP {status} with {payload}"
+        return Outcome(code, payload)
+
+
+# ------------------------------------------------------------------ model
+
+MAX_TOPIC_TAGS = 20
+NOBODY = "<nobody>"  # the scope of content whose write was refused: no one may ever see it
+TOKEN = re.compile(r"sec\d{6}|mem_[0-9a-fk][0-9a-f]{23}|msg_[0-9a-f]{24}")
+
+
+@dataclass
+class Memory:
+    memory_id: str
+    scope: str
+    layer: str
+    secret: str
+    handle: str
+    owner: Actor
+    alive: bool = True
+    pointer: bool = False
+
+
+@dataclass
+class Entry:  # a conversation or an execution
+    scope: str
+    message_id: str
+    secret: str
+    body: dict[str, Any]
+    owner: Actor
+
+
+@dataclass
+class Topic:
+    scope: str
+    name: str
+    secret: str
+    tag: str
+    owner: Actor
+    tags: int = 2
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    tenant: str
+    layer: str
+    scope: str
+    item_id: str
+    path: str
+    secret: str
+    dependency: str
+
+
+KNOWLEDGE_FOLDERS: tuple[tuple[str, str, str | None], ...] = (
+    ("company", "company", None),
+    ("org", "orgs", "o1"),
+    ("org", "orgs", "o2"),
+    ("team", "teams", "t1"),
+    ("team", "teams", "t10"),
+    ("project", "projects", "p1"),
+    ("project", "projects", "p10"),
+)
+#: One id defined in several layers of each tenant: the most specific copy wins.
+COMMON_ID = "policy-common"
+COMMON_IN = {"company": None, "org": "o1", "project": "p1"}
+KNOWLEDGE_PRECEDENCE = ("project", "team", "org", "company")
+
+
+def knowledge_scope(tenant: str, layer: str, layer_id: str | None) -> str:
+    ids = {} if layer == "company" else {layer: layer_id}
+    return RequestContext(tenant=tenant, **ids).scope_key(layer)
+
+
+def knowledge_file(item_id: str, secret: str, dependency: str) -> bytes:
+    return (
+        f"---\nid: {item_id}\ntype: policy\ntitle: Rule {item_id}\n"
+        f"summary: Keeps {secret} out of shared code\nstatus: accepted\ntags: [isolation]\n"
+        f"constraints:\n  - operator: must_not_use\n    target: dependency\n    pattern: '{dependency}'\n"
+        f"    message: 'Dependency refused by {secret}'\n---\n# {item_id}\n\nBody of {item_id}: {secret}.\n"
+    ).encode()
+
+
+class Ledger:
+    """Fresh tokens, and the scope entitled to see each secret and id."""
+
+    def __init__(self, counter: int = 0, tokens: dict[str, str] | None = None) -> None:
+        self.counter = counter
+        self.tokens: dict[str, str] = dict(tokens or {})
+
+    def copy(self) -> Ledger:
+        return Ledger(self.counter, self.tokens)
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter:06d}" if prefix == "sec" else f"{prefix}{self.counter:05d}"
+
+    def secret(self, scope: str) -> str:
+        token = self.fresh("sec")
+        self.tokens[token] = scope
+        return token
+
+
+@dataclass(frozen=True)
+class Template:
+    """A data directory with both tenants' knowledge pushed and synced, and its part of the model."""
+
+    directory: Path
+    ledger: Ledger
+    knowledge: tuple[Knowledge, ...]
+    broken: tuple[tuple[str, str, str], ...]  # (tenant, scope, path) of files that fail to sync
+    pointers: dict[str, Memory]
+
+
+_TEMPLATE: list[Template] = []
+#: Many short-lived data directories: in memory where the machine has a tmpfs, else the default temp dir.
+SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
+def knowledge_template() -> Template:
+    """Built once per process (a push and sync take longer than a whole example), copied by each."""
+    if _TEMPLATE:
+        return _TEMPLATE[0]
+    directory = Path(tempfile.mkdtemp(prefix="mnemo-isolation-template-", dir=SCRATCH))
+    atexit.register(shutil.rmtree, directory, True)
+    services = make_services(directory)
+    ledger = Ledger()
+    knowledge: list[Knowledge] = []
+    broken: list[tuple[str, str, str]] = []
+    pointers: dict[str, Memory] = {}
+    for tenant in TENANTS:
+        for layer, folder, layer_id in KNOWLEDGE_FOLDERS:
+            scope = knowledge_scope(tenant, layer, layer_id)
+            where = f"{folder}/{layer_id}" if layer_id else folder
+            ids = [f"policy-{ledger.fresh('kh')}"]
+            if layer in COMMON_IN and COMMON_IN[layer] == layer_id:
+                ids.append(COMMON_ID)  # one id in several layers of each tenant: the most specific wins
+            for item_id in ids:
+                secret, dependency = ledger.secret(scope), f"dep{ledger.fresh('k')}"
+                path = f"{where}/{item_id}.md"
+                content = knowledge_file(item_id, secret, dependency)
+                services.repository.push(tenant, path, content, author="isolation", message=secret)
+                knowledge.append(Knowledge(tenant, layer, scope, item_id, path, secret, dependency))
+                memory_id = pointer_id(scope, item_id)
+                ledger.tokens[memory_id] = scope
+                pointers[memory_id] = Memory(memory_id, scope, layer, secret, item_id, ACTORS[0], pointer=True)
+            # A file that fails to sync: its path (and so its secret) may show only to its own layer.
+            path = f"{where}/broken-{ledger.secret(scope)}.md"
+            services.repository.push(tenant, path, b"---\nid: [not, an, id]\n---\n", author="isolation", message="m")
+            broken.append((tenant, scope, path))
+        result = services.sync.sync(tenant, SyncNowInput(), actor="isolation").result
+        assert result.added == sum(k.tenant == tenant for k in knowledge), result
+        assert result.failures == sum(b[0] == tenant for b in broken), result
+    _TEMPLATE.append(Template(directory, ledger, tuple(knowledge), tuple(broken), pointers))
+    return _TEMPLATE[0]
+
+
+# ---------------------------------------------------------------- machine
+
+MESSAGE_STEMS = ("deploy the cache", "rotate the keys", "weather in Paris", "release notes")
+CLAIM_KEYS: dict[str, str] = {
+    "user_id": "user",
+    "userId": "user",
+    "user": "user",
+    "tenant": "tenant",
+    "tenantId": "tenant",
+    "tenant_id": "tenant",
+    "project": "project",
+    "projectId": "project",
+    "team_id": "team",
+    "orgId": "org",
+    "agent_id": "agent",
+    "sessionId": "session",
+    "roles": "roles",
+}
+
+
+class IsolationMachine(RuleBasedStateMachine):
+    """Random operations of every family by every actor; each answer is checked against the model."""
+
+    stats = Stats()
+
+    def __init__(self) -> None:
+        super().__init__()
+        template = knowledge_template()
+        self.directory = Path(tempfile.mkdtemp(prefix="mnemo-isolation-", dir=SCRATCH))
+        shutil.copytree(template.directory, self.directory, dirs_exist_ok=True)
+        self.services = make_services(self.directory)
+        set_services(self.services)
+        self.transport = self.make_transport(self.services)
+        self.ledger = template.ledger.copy()
+        self.knowledge = template.knowledge
+        self.broken = template.broken
+        self.memories: dict[str, Memory] = {key: replace(memory) for key, memory in template.pointers.items()}
+        self.idempotency: dict[tuple[str, str], str] = {}  # (scope, key) -> memory id
+        self.idempotency_keys: list[str] = []
+        self.conversations: dict[tuple[str, str], Entry] = {}
+        self.executions: dict[tuple[str, str], Entry] = {}
+        self.message_ids: list[str] = []
+        self.tool_names: list[str] = []
+        self.topics: dict[tuple[str, str], Topic] = {}
+        self.topic_names: list[str] = []
+        self.general: dict[str, str] = {}  # topic scope -> general section content
+        self.stats.examples += 1
+
+    # --------------------------------------------------------- plumbing
+    def make_transport(self, services: Services) -> Any:
+        return InProcess(services)
+
+    def teardown(self) -> None:
+        try:
+            if sys.exc_info()[0] is None:  # a failing step is reported as it is, not masked here
+                self._verify_everything()
+        finally:
+            set_services(None)
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    @property
+    def counter(self) -> int:
+        return self.ledger.counter
+
+    @property
+    def tokens(self) -> dict[str, str]:
+        return self.ledger.tokens
+
+    def _fresh(self, prefix: str) -> str:
+        return self.ledger.fresh(prefix)
+
+    def secret(self, scope: str) -> str:
+        return self.ledger.secret(scope)
+
+    def call(self, actor: Actor, tool: str, body: dict[str, Any], *, cross: bool = False) -> Outcome:
+        """One tool call, with the leak check every answer gets."""
+        self.stats.operations += 1
+        self.stats.by_tool[tool] = self.stats.by_tool.get(tool, 0) + 1
+        if cross:
+            self.stats.cross_scope += 1
+        outcome = self.transport.call(actor, tool, body)
+        self.check_leaks(actor, tool, body, outcome.body)
+        return outcome
+
+    def check_leaks(self, actor: Actor, tool: str, body: Any, answer: Any) -> None:
+        sent = json.dumps(body)
+        text = json.dumps(answer)
+        for token in set(TOKEN.findall(text)):
+            scope = self.tokens.get(token)
+            if scope is None or scope in actor.scopes or token in sent:
+                continue
+            self.stats.leaks += 1
+            raise AssertionError(
+                f"LEAK: {tool} as {actor.label} with {sent} answered {token}, which belongs to scope "
+                f"{scope!r} (caller's scopes: {sorted(actor.scopes)}); answer: {text[:2000]}"
+            )
+
+    def expect(self, outcome: Outcome, code: str | None, what: str) -> None:
+        assert outcome.code == code, f"{what}: expected {code or 'success'}, got {outcome.code}: {outcome.body}"
+
+    @staticmethod
+    def normalized(outcome: Outcome, *replace: str) -> str:
+        text = json.dumps(outcome.body, sort_keys=True)
+        for value in replace:
+            text = text.replace(value, "<ID>")
+        return text
+
+    def same_as_unknown(self, actor: Actor, tool: str, stolen: Outcome, real: str, fake: str, body: dict) -> None:
+        """A foreign id must answer exactly as an id that never existed: no existence oracle."""
+        unknown = self.call(actor, tool, body)
+        assert self.normalized(stolen, real) == self.normalized(unknown, fake), (
+            f"{tool} as {actor.label}: a foreign id answers differently from an unknown one: "
+            f"{stolen.body} vs {unknown.body}"
+        )
+
+    # -------------------------------------------------------- knowledge
+    @staticmethod
+    def _visible(actor: Actor, item: Knowledge) -> bool:
+        return item.scope in actor.scopes
+
+    def effective_knowledge(self, actor: Actor) -> dict[str, Knowledge]:
+        """id -> the copy the caller sees: the most specific visible layer wins."""
+        chosen: dict[str, Knowledge] = {}
+        for layer in reversed(KNOWLEDGE_PRECEDENCE):
+            for item in self.knowledge:
+                if item.layer == layer and self._visible(actor, item):
+                    chosen[item.item_id] = item
+        return chosen
+
+    # ----------------------------------------------------------- memory
+    @rule(actor=actors, layer=st.sampled_from(MEMORY_LAYERS), key=st.sampled_from(["none", "fresh", "stolen"]))
+    def memory_add(self, actor: Actor, layer: str, key: str) -> None:
+        context = actor.context
+        allowed = context.can_read(layer) and (layer not in SHARED_LAYERS or actor.writer)
+        scope = context.scope_key(layer) if allowed else NOBODY
+        secret, handle = self.secret(scope), self._fresh("mh")
+        body: dict[str, Any] = {"content": f"{secret} {handle} note", "layer": layer, "tags": [handle]}
+        cross = False
+        idempotency = None
+        if key == "fresh" or (key == "stolen" and not self.idempotency_keys):
+            idempotency = f"idem-{handle}"
+        elif key == "stolen":
+            idempotency = self.idempotency_keys[self.counter % len(self.idempotency_keys)]
+            cross = not any(s == scope and k == idempotency for s, k in self.idempotency)
+        if idempotency is not None:
+            body["idempotencyKey"] = idempotency
+        outcome = self.call(actor, "memory_add", body, cross=cross)
+        if context.missing_ids(layer):
+            self.expect(outcome, "INVALID_INPUT", f"memory_add {layer} without its ids")
+            return
+        if not allowed:
+            self.expect(outcome, "UNAUTHORIZED", f"memory_add {layer} without the writer role")
+            return
+        if idempotency is not None and (scope, idempotency) in self.idempotency:
+            self.expect(outcome, "CONFLICT", "an idempotency key reused in its own scope for another request")
+            return
+        self.expect(outcome, None, "memory_add")
+        memory_id = outcome.body["memoryId"]
+        assert not outcome.body["deduplicated"], f"memory_add: unique content deduplicated: {outcome.body}"
+        assert memory_id not in self.memories, f"memory_add answered an existing id {memory_id}"
+        self.tokens[memory_id] = scope
+        self.memories[memory_id] = Memory(memory_id, scope, layer, secret, handle, actor)
+        if idempotency is not None:
+            self.idempotency[(scope, idempotency)] = memory_id
+            self.idempotency_keys.append(idempotency)
+
+    @rule(
+        actor=actors,
+        data=st.data(),
+        layers=st.none() | st.lists(st.sampled_from(MEMORY_LAYERS), min_size=1, max_size=3, unique=True),
+    )
+    def memory_search(self, actor: Actor, data: st.DataObject, layers: list[str] | None) -> None:
+        target = self._pick(data, list(self.memories))
+        if target is None:
+            query = "note"
+            cross = False
+        else:
+            query = self.memories[target].handle
+            cross = self.memories[target].scope not in actor.scopes
+        body: dict[str, Any] = {"query": query, "threshold": 0.0, "limit": 100}
+        if layers is not None:
+            body["layers"] = layers
+        outcome = self.call(actor, "memory_search", body, cross=cross)
+        self.expect(outcome, None, "memory_search")
+        readable = actor.context.readable_layers(layers)
+        assert outcome.body["searchedLayers"] == readable, outcome.body["searchedLayers"]
+        scopes = {actor.context.scope_key(layer) for layer in readable}
+        for result in outcome.body["results"]:
+            memory = self.memories.get(result["memoryId"])
+            assert memory is not None, f"memory_search as {actor.label} returned an unknown memory: {result}"
+            assert memory.scope in scopes, f"memory_search as {actor.label} returned {memory} outside {scopes}"
+            assert memory.alive, f"memory_search as {actor.label} returned a deleted memory: {result}"
+            assert memory.secret in result["content"], f"memory_search: content is not the model's: {result}"
+
+    @rule(actor=actors, data=st.data())
+    def memory_delete(self, actor: Actor, data: st.DataObject) -> None:
+        target = self._pick(data, list(self.memories))
+        if target is None:
+            return
+        memory = self.memories[target]
+        entitled = memory.alive and memory.scope in actor.scopes
+        cross = memory.scope not in actor.scopes
+        outcome = self.call(actor, "memory_delete", {"memoryId": target}, cross=cross)
+        if not entitled:
+            self.expect(outcome, "NOT_FOUND", f"memory_delete of {memory}")
+            fake = f"mem_{'0' * 23}{self.counter % 10}"
+            self.same_as_unknown(actor, "memory_delete", outcome, target, fake, {"memoryId": fake})
+            if memory.alive:
+                self.verify_memory(memory)
+            return
+        if memory.layer in SHARED_LAYERS and not actor.writer:
+            self.expect(outcome, "UNAUTHORIZED", "memory_delete in a shared layer without the writer role")
+        elif memory.pointer:
+            self.expect(outcome, "INVALID_INPUT", "memory_delete of a knowledge pointer")
+        else:
+            self.expect(outcome, None, "memory_delete")
+            memory.alive = False
+            return
+        self.verify_memory(memory)
+
+    def verify_memory(self, memory: Memory) -> None:
+        """Read a memory back as its owner: still there (or gone) exactly as the model says."""
+        owner = next(actor for actor in ACTORS if memory.scope in actor.scopes)
+        body = {"query": memory.handle, "layers": [memory.layer], "threshold": 0.0, "limit": 100}
+        outcome = self.call(owner, "memory_search", body)
+        self.expect(outcome, None, "memory_search (owner read-back)")
+        found = [r for r in outcome.body["results"] if r["memoryId"] == memory.memory_id]
+        if memory.alive:
+            assert found and memory.secret in found[0]["content"], (
+                f"{owner.label} no longer finds its memory {memory}: {outcome.body}"
+            )
+        else:
+            assert not found, f"deleted memory {memory} is still found by {owner.label}"
+
+    # ---------------------------------------------------- conversations
+    def _message_id(self, data: st.DataObject, actor: Actor) -> tuple[str, bool]:
+        """A fresh message id, or one already used by anyone (most often another scope's)."""
+        choice = data.draw(st.sampled_from(["fresh", "stolen", "stolen"]), label="message id")
+        if choice == "fresh" or not self.message_ids:
+            return f"msg-{self._fresh('h')}", False
+        message_id = data.draw(st.sampled_from(self.message_ids), label="stolen message id")
+        cross = any(
+            key[1] == message_id and key[0] != actor.user_scope for key in (*self.conversations, *self.executions)
+        )
+        return message_id, cross
+
+    @rule(actor=actors, data=st.data(), repeat=st.booleans())
+    def add_conversation(self, actor: Actor, data: st.DataObject, repeat: bool) -> None:
+        scope = actor.user_scope
+        message_id, cross = self._message_id(data, actor)
+        existing = self.conversations.get((scope, message_id))
+        if existing is not None and repeat:
+            body = dict(existing.body)
+            secret = existing.secret
+        else:
+            secret = self.secret(scope if existing is None else NOBODY)
+            stem = data.draw(st.sampled_from(MESSAGE_STEMS), label="stem")
+            body = {
+                "message_id": message_id,
+                "explanation": "isolation",
+                "user_input": f"{stem}? {secret} {message_id}",
+                "agent_response": f"answered {secret}",
+                "meta_data": {"handle": message_id},
+            }
+        outcome = self.call(actor, "add_conversation", body, cross=cross)
+        if existing is not None and not repeat:
+            self.expect(outcome, "CONFLICT", "add_conversation: another content under an own message_id")
+            return
+        self.expect(outcome, None, f"add_conversation (message_id of another scope: {cross})")
+        assert outcome.body["data"]["message_id"] == message_id
+        if existing is None:
+            self.conversations[(scope, message_id)] = Entry(scope, message_id, secret, body, actor)
+            self.message_ids.append(message_id)
+        if cross:
+            self._verify_foreign_entries(message_id, actor)
+
+    @rule(actor=actors, data=st.data(), repeat=st.booleans(), success=st.booleans())
+    def add_execution(self, actor: Actor, data: st.DataObject, repeat: bool, success: bool) -> None:
+        scope = actor.user_scope
+        message_id, cross = self._message_id(data, actor)
+        existing = self.executions.get((scope, message_id))
+        if existing is not None and repeat:
+            body = dict(existing.body)
+            secret = existing.secret
+        else:
+            secret = self.secret(scope if existing is None else NOBODY)
+            tool_name = f"tool-{self._fresh('th')}"
+            body = {
+                "message_id": message_id,
+                "explanation": "isolation",
+                "execution_summary": f"Ran {tool_name} for {secret}",
+                "tools_used": [tool_name, "shared_tool"],
+                "errors": [{"error_type": f"err-{tool_name}", "error_message": f"failed {secret}"}],
+                "observations": f"observed {secret}",
+                "success": success,
+                "duration_ms": 10,
+            }
+        outcome = self.call(actor, "add_execution", body, cross=cross)
+        if existing is not None and not repeat:
+            self.expect(outcome, "CONFLICT", "add_execution: another content under an own message_id")
+            return
+        self.expect(outcome, None, f"add_execution (message_id of another scope: {cross})")
+        if existing is None:
+            self.executions[(scope, message_id)] = Entry(scope, message_id, secret, body, actor)
+            self.message_ids.append(message_id)
+            self.tool_names.append(body["tools_used"][0])
+        if cross:
+            self._verify_foreign_entries(message_id, actor)
+
+    @rule(
+        actor=actors,
+        data=st.data(),
+        strategy=st.sampled_from(["hybrid", "recent", "keyword"]),
+        by_id=st.booleans(),
+    )
+    def retrieve_conversation(self, actor: Actor, data: st.DataObject, strategy: str, by_id: bool) -> None:
+        scope = actor.user_scope
+        body: dict[str, Any] = {
+            "query": data.draw(st.sampled_from(MESSAGE_STEMS), label="query"),
+            "explanation": "isolation",
+            "retrieval_strategy": strategy,
+            "max_results": 50,
+        }
+        cross = False
+        if by_id and self.message_ids:
+            message_id, cross = self._message_id(data, actor)
+            body["message_id"] = message_id
+        outcome = self.call(actor, "retrieve_conversation", body, cross=cross)
+        self.expect(outcome, None, "retrieve_conversation")
+        returned = outcome.body["data"]["conversations"]
+        for conversation in returned:
+            entry = self.conversations.get((scope, conversation["message_id"]))
+            assert entry is not None and entry.secret in conversation["user_input"], (
+                f"retrieve_conversation as {actor.label} returned {conversation}, not one of its own"
+            )
+            linked = (scope, conversation["message_id"]) in self.executions
+            assert conversation["has_execution_memory"] == linked, (
+                f"has_execution_memory for {conversation['message_id']} as {actor.label} says "
+                f"{conversation['has_execution_memory']}; the caller's own executions say {linked}"
+            )
+        if "message_id" in body:
+            expected = [body["message_id"]] if (scope, body["message_id"]) in self.conversations else []
+            assert [c["message_id"] for c in returned] == expected, f"lookup by message_id: {returned}"
+
+    @rule(
+        actor=actors,
+        data=st.data(),
+        strategy=st.sampled_from(["hybrid", "recent", "keyword"]),
+        how=st.sampled_from(["query", "message_id", "tools", "error_type"]),
+    )
+    def retrieve_execution(self, actor: Actor, data: st.DataObject, strategy: str, how: str) -> None:
+        scope = actor.user_scope
+        body: dict[str, Any] = {
+            "query": "how was it done",
+            "explanation": "isolation",
+            "retrieval_strategy": strategy,
+            "max_results": 50,
+        }
+        cross = False
+        if how == "message_id" and self.message_ids:
+            message_id, cross = self._message_id(data, actor)
+            body["message_id"] = message_id
+        elif how in ("tools", "error_type") and self.tool_names:
+            tool_name = data.draw(st.sampled_from(self.tool_names), label="tool name")
+            owners = {e.scope for e in self.executions.values() if e.body["tools_used"][0] == tool_name}
+            cross = scope not in owners
+            if how == "tools":
+                body["tools"] = [tool_name.upper()]
+            else:
+                body["error_type"] = f"err-{tool_name}"
+        outcome = self.call(actor, "retrieve_execution", body, cross=cross)
+        self.expect(outcome, None, "retrieve_execution")
+        returned = outcome.body["data"]["executions"]
+        for execution in returned:
+            entry = self.executions.get((scope, execution["message_id"]))
+            assert entry is not None and entry.secret in execution["execution_details"]["execution_summary"], (
+                f"retrieve_execution as {actor.label} returned {execution}, not one of its own"
+            )
+            linked = (scope, execution["message_id"]) in self.conversations
+            assert execution["has_conversation_memory"] == linked, (
+                f"has_conversation_memory for {execution['message_id']} as {actor.label} says "
+                f"{execution['has_conversation_memory']}; the caller's own conversations say {linked}"
+            )
+        if "message_id" in body:
+            expected = [body["message_id"]] if (scope, body["message_id"]) in self.executions else []
+            assert [e["message_id"] for e in returned] == expected, f"lookup by message_id: {returned}"
+
+    def _verify_foreign_entries(self, message_id: str, writer: Actor) -> None:
+        """Every other owner of this message_id still has exactly its own conversation and execution."""
+        for store, tool in ((self.conversations, "retrieve_conversation"), (self.executions, "retrieve_execution")):
+            for (scope, mid), entry in list(store.items()):
+                if mid == message_id and scope != writer.user_scope:
+                    self.verify_entry(entry, tool)
+
+    def verify_entry(self, entry: Entry, tool: str) -> None:
+        body = {"query": "read back", "explanation": "owner read-back", "message_id": entry.message_id}
+        outcome = self.call(entry.owner, tool, body)
+        self.expect(outcome, None, f"{tool} (owner read-back)")
+        key = "conversations" if tool == "retrieve_conversation" else "executions"
+        found = outcome.body["data"][key]
+        assert len(found) == 1 and entry.secret in json.dumps(found), (
+            f"{entry.owner.label} reads back {found}, not {entry.secret}"
+        )
+
+    # ----------------------------------------------------------- topics
+    def _topic_name(self, data: st.DataObject, actor: Actor) -> tuple[str, bool]:
+        choice = data.draw(st.sampled_from(["fresh", "stolen", "stolen", "stolen-upper"]), label="topic name")
+        if choice == "fresh" or not self.topic_names:
+            return f"topic-{self._fresh('h')}", False
+        name = data.draw(st.sampled_from(self.topic_names), label="stolen topic")
+        cross = any(key[1] == name.lower() and key[0] != actor.topic_scope for key in self.topics)
+        return (name.upper() if choice == "stolen-upper" else name), cross
+
+    @rule(actor=actors, data=st.data())
+    def memorize_new_topic(self, actor: Actor, data: st.DataObject) -> None:
+        name, cross = self._topic_name(data, actor)
+        key = (actor.topic_scope, name.lower())
+        allowed = actor.topic_writer and key not in self.topics
+        secret = self.secret(actor.topic_scope if allowed else NOBODY)
+        tag = f"tag-{self._fresh('h')}"
+        body = {
+            "topic": name,
+            "tags": [tag, "shared-tag"],
+            "summary": f"Summary {secret}",
+            "content": f"# {name}\n\nContent {secret}",
+        }
+        outcome = self.call(actor, "memorize_new_topic", body, cross=cross)
+        if not actor.topic_writer:
+            self.expect(outcome, "UNAUTHORIZED", "memorize_new_topic in a project without the writer role")
+        elif key in self.topics:
+            self.expect(outcome, "CONFLICT", "memorize_new_topic of an own existing topic")
+        else:
+            self.expect(outcome, None, f"memorize_new_topic (a name of another scope: {cross})")
+            self.topics[key] = Topic(actor.topic_scope, name, secret, tag, actor)
+            self.topic_names.append(name)
+        if cross:
+            self._verify_foreign_topics(name, actor)
+
+    @rule(actor=actors, data=st.data())
+    def recall_memory(self, actor: Actor, data: st.DataObject) -> None:
+        if not self.topic_names:
+            return
+        name, cross = self._topic_name(data, actor)
+        outcome = self.call(actor, "recall_memory", {"topic": name}, cross=cross)
+        topic = self.topics.get((actor.topic_scope, name.lower()))
+        if topic is None:
+            self.expect(outcome, "NOT_FOUND", f"recall_memory of {name!r} outside the caller's scope")
+            fake = f"topic-unknown{self.counter}"
+            self.same_as_unknown(actor, "recall_memory", outcome, name, fake, {"topic": fake})
+            return
+        self.expect(outcome, None, "recall_memory")
+        assert topic.secret in outcome.body["content"] and topic.secret in outcome.body["summary"], outcome.body
+
+    @rule(actor=actors, data=st.data())
+    def refine_memory(self, actor: Actor, data: st.DataObject) -> None:
+        if not self.topic_names:
+            return
+        name, cross = self._topic_name(data, actor)
+        key = (actor.topic_scope, name.lower())
+        topic = self.topics.get(key)
+        allowed = actor.topic_writer and topic is not None
+        secret = self.secret(actor.topic_scope if allowed else NOBODY)
+        body = {
+            "topic": name,
+            "tagsToAdd": [f"tag-{self._fresh('h')}"],
+            "newSummary": f"Refined {secret}",
+            "newContent": f"Refined content {secret}",
+        }
+        outcome = self.call(actor, "refine_memory", body, cross=cross)
+        if not actor.topic_writer:
+            self.expect(outcome, "UNAUTHORIZED", "refine_memory in a project without the writer role")
+        elif topic is None:
+            self.expect(outcome, "NOT_FOUND", f"refine_memory of {name!r} outside the caller's scope")
+            fake = f"topic-unknown{self.counter}"
+            self.same_as_unknown(actor, "refine_memory", outcome, name, fake, {**body, "topic": fake})
+        elif topic.tags >= MAX_TOPIC_TAGS:
+            self.expect(outcome, "INVALID_INPUT", "refine_memory past the tag limit")
+        else:
+            self.expect(outcome, None, "refine_memory")
+            topic.secret = secret
+            topic.tags += 1
+        if cross:
+            self._verify_foreign_topics(name, actor)
+
+    @rule(actor=actors, data=st.data())
+    def forget_memory(self, actor: Actor, data: st.DataObject) -> None:
+        if not self.topic_names:
+            return
+        name, cross = self._topic_name(data, actor)
+        key = (actor.topic_scope, name.lower())
+        outcome = self.call(actor, "forget_memory", {"topic": name}, cross=cross)
+        if not actor.topic_writer:
+            self.expect(outcome, "UNAUTHORIZED", "forget_memory in a project without the writer role")
+        elif key not in self.topics:
+            self.expect(outcome, "NOT_FOUND", f"forget_memory of {name!r} outside the caller's scope")
+            fake = f"topic-unknown{self.counter}"
+            self.same_as_unknown(actor, "forget_memory", outcome, name, fake, {"topic": fake})
+        else:
+            self.expect(outcome, None, "forget_memory")
+            del self.topics[key]
+        if cross:
+            self._verify_foreign_topics(name, actor)
+
+    @rule(actor=actors)
+    def list_memories(self, actor: Actor) -> None:
+        outcome = self.call(actor, "list_memories", {})
+        self.expect(outcome, None, "list_memories")
+        expected = sorted(t.name.lower() for (scope, _), t in self.topics.items() if scope == actor.topic_scope)
+        assert sorted(name.lower() for name in outcome.body["topics"]) == expected, (
+            f"list_memories as {actor.label}: {outcome.body['topics']}, the model says {expected}"
+        )
+
+    @rule(actor=actors, data=st.data(), how=st.sampled_from(["shared-tag", "stolen-tag", "query"]))
+    def search_memories(self, actor: Actor, data: st.DataObject, how: str) -> None:
+        own = {name for (scope, name) in self.topics if scope == actor.topic_scope}
+        cross = False
+        if how == "shared-tag" or not self.topics:
+            body: dict[str, Any] = {"tags": ["SHARED-TAG"], "limit": 100}
+        else:
+            topic = data.draw(st.sampled_from(sorted(self.topics.values(), key=lambda t: t.tag)), label="topic")
+            cross = topic.scope != actor.topic_scope
+            if how == "stolen-tag":
+                body = {"tags": [topic.tag], "limit": 100}
+            else:
+                body = {"query": f"Content {topic.name}", "limit": 100, "threshold": 0.0}
+        outcome = self.call(actor, "search_memories", body, cross=cross)
+        self.expect(outcome, None, "search_memories")
+        found = {name.lower() for name in outcome.body["topics"]}
+        assert found <= own, f"search_memories as {actor.label} found {found - own}, not its own topics"
+        if body.get("tags") == ["SHARED-TAG"]:
+            assert found == own, f"search_memories by a tag every topic has: {found}, the model says {own}"
+
+    @rule(actor=actors)
+    def memorize_general_info(self, actor: Actor) -> None:
+        secret = self.secret(actor.topic_scope if actor.topic_writer else NOBODY)
+        content = f"General knowledge {secret}"
+        outcome = self.call(actor, "memorize_general_info", {"content": content})
+        if not actor.topic_writer:
+            self.expect(outcome, "UNAUTHORIZED", "memorize_general_info in a project without the writer role")
+            self.verify_general(actor.topic_scope)
+            return
+        self.expect(outcome, None, "memorize_general_info")
+        self.general[actor.topic_scope] = content
+
+    @rule(actor=actors)
+    def recall_general_memory(self, actor: Actor) -> None:
+        outcome = self.call(actor, "recall_general_memory", {})
+        self.expect(outcome, None, "recall_general_memory")
+        self._check_general(actor, outcome)
+
+    def _check_general(self, actor: Actor, outcome: Outcome) -> None:
+        expected = self.general.get(actor.topic_scope, "")
+        assert outcome.body["content"] == expected, f"general memory as {actor.label}: {outcome.body['content']!r}"
+        for (scope, _), topic in self.topics.items():
+            if scope == actor.topic_scope:
+                assert topic.name in outcome.body["index"], f"{topic.name} missing from {outcome.body['index']}"
+
+    def verify_general(self, scope: str) -> None:
+        owner = next(actor for actor in ACTORS if actor.topic_scope == scope)
+        outcome = self.call(owner, "recall_general_memory", {})
+        self.expect(outcome, None, "recall_general_memory (owner read-back)")
+        self._check_general(owner, outcome)
+
+    def _verify_foreign_topics(self, name: str, writer: Actor) -> None:
+        for (scope, key), topic in list(self.topics.items()):
+            if key == name.lower() and scope != writer.topic_scope:
+                self.verify_topic(topic)
+
+    def verify_topic(self, topic: Topic) -> None:
+        outcome = self.call(topic.owner, "recall_memory", {"topic": topic.name})
+        self.expect(outcome, None, f"recall_memory (owner read-back of {topic.name})")
+        assert topic.secret in outcome.body["content"], f"{topic.owner.label} reads back {outcome.body}"
+
+    # -------------------------------------------------------- knowledge
+    @rule(
+        actor=actors,
+        data=st.data(),
+        layer=st.none() | st.sampled_from(KNOWLEDGE_PRECEDENCE),
+        with_query=st.booleans(),
+    )
+    def knowledge_query(self, actor: Actor, data: st.DataObject, layer: str | None, with_query: bool) -> None:
+        body: dict[str, Any] = {"limit": 100}
+        cross = False
+        if layer is not None:
+            body["layer"] = layer
+        if with_query:
+            item = data.draw(st.sampled_from(self.knowledge), label="knowledge item")
+            body |= {"query": f"Rule {item.item_id}", "threshold": 0.0}
+            cross = not self._visible(actor, item)
+        outcome = self.call(actor, "knowledge_query", body, cross=cross)
+        self.expect(outcome, None, "knowledge_query")
+        got = {(entry["id"], entry["layer"]) for entry in outcome.body["items"]}
+        if layer is None:  # the most specific copy of an id hides the others
+            allowed = {(k.item_id, k.layer) for k in self.effective_knowledge(actor).values()}
+        else:  # one layer only: nothing of another layer hides its items
+            allowed = {(k.item_id, k.layer) for k in self.knowledge if k.layer == layer and self._visible(actor, k)}
+        assert got <= allowed, f"knowledge_query as {actor.label} returned {got - allowed}"
+        if not with_query and layer is None:
+            assert got == allowed, f"knowledge_query (browse) as {actor.label}: {got}, the model says {allowed}"
+
+    @rule(actor=actors, data=st.data(), history=st.booleans())
+    def knowledge_show(self, actor: Actor, data: st.DataObject, history: bool) -> None:
+        item = data.draw(st.sampled_from(self.knowledge), label="knowledge item")
+        body = {"id": item.item_id, "includeHistory": history}
+        outcome = self.call(actor, "knowledge_show", body, cross=not self._visible(actor, item))
+        shown = self.effective_knowledge(actor).get(item.item_id)
+        if shown is None:
+            self.expect(outcome, "NOT_FOUND", f"knowledge_show of {item}")
+            fake = "policy-unknown"
+            self.same_as_unknown(actor, "knowledge_show", outcome, item.item_id, fake, {**body, "id": fake})
+            return
+        self.expect(outcome, None, "knowledge_show")
+        assert outcome.body["item"]["layer"] == shown.layer and shown.secret in outcome.body["item"]["summary"], (
+            f"knowledge_show as {actor.label} of {item.item_id}: {outcome.body['item']}, the model says {shown}"
+        )
+        if history:
+            assert [entry["message"] for entry in outcome.body["history"]] == [shown.secret], outcome.body["history"]
+
+    @rule(actor=actors, data=st.data(), by_id=st.booleans())
+    def knowledge_check(self, actor: Actor, data: st.DataObject, by_id: bool) -> None:
+        items = data.draw(st.lists(st.sampled_from(self.knowledge), min_size=1, max_size=4), label="items")
+        body: dict[str, Any] = {"dependencies": [{"name": item.dependency} for item in items]}
+        cross = any(not self._visible(actor, item) for item in items)
+        effective = self.effective_knowledge(actor)
+        if by_id:
+            body["knowledgeItemIds"] = sorted({item.item_id for item in items})
+        outcome = self.call(actor, "knowledge_check", body, cross=cross)
+        if by_id and any(item.item_id not in effective for item in items):
+            self.expect(outcome, "NOT_FOUND", "knowledge_check with ids outside the caller's layers")
+            return
+        self.expect(outcome, None, "knowledge_check")
+        wanted = {item.dependency for item in items}
+        applied = [effective[i] for i in body["knowledgeItemIds"]] if by_id else list(effective.values())
+        expected = sorted((k.item_id, k.dependency) for k in applied if k.dependency in wanted)
+        got = sorted((v["knowledgeItemId"], v["constraint"]["pattern"]) for v in outcome.body["violations"])
+        assert got == expected, f"knowledge_check as {actor.label} with {body}: {got}, the model says {expected}"
+
+    # ------------------------------------------------------------- sync
+    def _check_failures(self, actor: Actor, failures: list[dict[str, Any]]) -> None:
+        expected = sorted(path for tenant, scope, path in self.broken if scope in actor.scopes)
+        got = sorted(failure["path"] for failure in failures)
+        assert got == expected, f"sync failures shown to {actor.label}: {got}, the model says {expected}"
+
+    @rule(actor=actors, force=st.booleans(), layers=st.none() | st.just(["org", "company"]))
+    def sync_now(self, actor: Actor, force: bool, layers: list[str] | None) -> None:
+        body: dict[str, Any] = {"force": force}
+        if layers is not None:
+            body["layers"] = layers
+        outcome = self.call(actor, "sync_now", body)
+        if force and not actor.writer:
+            self.expect(outcome, "UNAUTHORIZED", "sync_now force without the writer role")
+            return
+        self.expect(outcome, None, "sync_now")
+        failures = outcome.body["failedItems"]
+        if layers is None:
+            self._check_failures(actor, failures)
+        else:  # a filtered sync reports its own layers' failures only
+            shown = {failure["path"] for failure in failures}
+            assert shown <= {path for _, scope, path in self.broken if scope in actor.scopes}, failures
+
+    @rule(actor=actors)
+    def sync_status(self, actor: Actor) -> None:
+        outcome = self.call(actor, "sync_status", {})
+        self.expect(outcome, None, "sync_status")
+        self._check_failures(actor, outcome.body["failures"])
+        assert outcome.body["failedItems"] == sum(b[0] == actor.tenant for b in self.broken), outcome.body
+
+    # -------------------------------------------- identity in the body
+    @rule(actor=actors, victim=actors, claim=st.sampled_from(sorted(CLAIM_KEYS)), data=st.data())
+    def identity_in_body(self, actor: Actor, victim: Actor, claim: str, data: st.DataObject) -> None:
+        """A body naming anyone but the caller is UNAUTHORIZED, and nothing happens as that identity."""
+        attribute = CLAIM_KEYS[claim]
+        value: Any
+        if attribute == "roles":
+            value = [] if actor.writer else [WRITER_ROLE]
+        else:
+            value = getattr(victim, attribute)
+            if value is None or value == getattr(actor, attribute):
+                value = "mallory"
+        tool, body, after = self._attack_body(data, victim)
+        outcome = self.call(actor, tool, {**body, claim: value}, cross=True)
+        self.expect(outcome, "UNAUTHORIZED", f"{tool} as {actor.label} claiming {claim}={value!r} in the body")
+        after()
+
+    def _attack_body(self, data: st.DataObject, victim: Actor) -> tuple[str, dict[str, Any], Callable[[], None]]:
+        """A valid request of some tool, aimed at the victim's data where it names any."""
+        secret = self.secret(NOBODY)
+        own_memories = [m for m in self.memories.values() if m.owner == victim and m.alive and not m.pointer]
+        own_topics = [t for t in self.topics.values() if t.owner == victim]
+        own_entries = [e for e in self.conversations.values() if e.owner == victim]
+        choices: list[tuple[str, dict[str, Any], Callable[[], None]]] = [
+            ("memory_add", {"content": f"{secret} claimed", "layer": "user"}, _noop),
+            ("memory_search", {"query": "note", "threshold": 0.0}, _noop),
+            ("add_conversation", {"explanation": "x", "user_input": secret, "agent_response": "y"}, _noop),
+            ("retrieve_execution", {"query": "q", "explanation": "x"}, _noop),
+            ("memorize_general_info", {"content": f"General {secret}"}, _noop),
+            ("memorize_new_topic", {"topic": secret, "tags": ["x"], "summary": secret, "content": secret}, _noop),
+            ("list_memories", {}, _noop),
+            ("recall_general_memory", {}, _noop),
+            ("knowledge_query", {"query": "rule"}, _noop),
+            ("sync_status", {}, _noop),
+            ("knowledge_check", {"dependencies": [{"name": self.knowledge[0].dependency}]}, _noop),
+        ]
+        if own_memories:
+            memory = own_memories[0]
+            choices.append(("memory_delete", {"memoryId": memory.memory_id}, lambda: self.verify_memory(memory)))
+        if own_topics:
+            topic = own_topics[0]
+            refine = {"topic": topic.name, "newContent": secret}
+            choices.append(("refine_memory", refine, lambda: self.verify_topic(topic)))
+            choices.append(("forget_memory", {"topic": topic.name}, lambda: self.verify_topic(topic)))
+            choices.append(("recall_memory", {"topic": topic.name}, _noop))
+        if own_entries:
+            entry = own_entries[0]
+            lookup = {"query": "q", "explanation": "x", "message_id": entry.message_id}
+            choices.append(("retrieve_conversation", lookup, lambda: self.verify_entry(entry, "retrieve_conversation")))
+        shown = self.knowledge[self.counter % len(self.knowledge)]
+        choices.append(("knowledge_show", {"id": shown.item_id}, _noop))
+        return data.draw(st.sampled_from(choices), label="attack")
+
+    # ------------------------------------------------------- read-back
+    def _verify_everything(self) -> None:
+        """Every owner still reads exactly what the model says it owns."""
+        for memory in self.memories.values():
+            if not memory.pointer:
+                self.verify_memory(memory)
+        for entry in self.conversations.values():
+            self.verify_entry(entry, "retrieve_conversation")
+        for entry in self.executions.values():
+            self.verify_entry(entry, "retrieve_execution")
+        for topic in self.topics.values():
+            self.verify_topic(topic)
+        for scope in {actor.topic_scope for actor in ACTORS}:
+            self.verify_general(scope)
+
+    @staticmethod
+    def _pick(data: st.DataObject, options: list[str]) -> str | None:
+        if not options:
+            return None
+        return data.draw(st.sampled_from(options), label="target")
+
+
+def _noop() -> None:
+    return None
+
+
+class HttpIsolationMachine(IsolationMachine):
+    """The same machine over real HTTP; the server is started once by the test and reused."""
+
+    stats = Stats()
+    base_url = ""
+
+    def make_transport(self, services: Services) -> Any:
+        return OverHttp(self.base_url)
+
+    @rule(actor=actors, victim=actors, header=st.sampled_from(["Tenant", *(name.title() for name in ID_FIELDS)]))
+    def forged_header(self, actor: Actor, victim: Actor, header: str) -> None:
+        """An identity header that tries to splice another scope key in is refused, never obeyed."""
+        value = getattr(victim, header.lower()) or "x"
+        forged = f"{value}|user|u={victim.user}"
+        headers = {**actor.headers, f"X-Mnemo-{header}": forged}
+        self.stats.operations += 1
+        self.stats.cross_scope += 1
+        outcome = self.transport.raw(headers, "memory_search", {"query": "note", "threshold": 0.0})
+        self.check_leaks(actor, "memory_search (forged header)", {}, outcome.body)
+        self.expect(outcome, "UNAUTHORIZED", f"X-Mnemo-{header}: {forged}")
