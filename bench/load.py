@@ -88,9 +88,13 @@ def free_port() -> int:
 class ServerProcess:
     """`mnemo serve` as a real subprocess on a free port; its output goes to a log file."""
 
-    def __init__(self, data_dir: Path, embedder: str = "hashing", log: Path | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, embedder: str = "hashing", log: Path | None = None, switch_interval: float | None = None
+    ) -> None:
         self.data_dir = data_dir
         self.embedder = embedder
+        #: The server interpreter's thread switch interval (sys.setswitchinterval): a small one makes races likely.
+        self.switch_interval = switch_interval
         self.log = log or data_dir.parent / f"{data_dir.name}-serve.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
@@ -104,7 +108,14 @@ class ServerProcess:
         """Start and poll /health until it answers (at most ``ready_tries`` polls, 0.1 s apart)."""
         self.port = free_port()
         env = {**os.environ, "MNEMO_EMBEDDER": self.embedder}
-        command = [sys.executable, "-m", "mnemo.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
+        command = [sys.executable, "-m", "mnemo.cli"]
+        if self.switch_interval is not None:
+            start = (
+                f"import sys; sys.setswitchinterval({self.switch_interval!r}); "
+                "from mnemo.cli import main; raise SystemExit(main())"
+            )
+            command = [sys.executable, "-c", start]
+        command += ["serve", "--host", "127.0.0.1", "--port", str(self.port)]
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 [*command, "--data-dir", str(self.data_dir)], env=env, stdout=log, stderr=subprocess.STDOUT
@@ -156,8 +167,21 @@ class Answer:
     transport_error: str | None = None
 
     @property
-    def ok(self) -> bool:
+    def succeeded(self) -> bool:
         return self.status == 200 and isinstance(self.payload, dict) and self.payload.get("success") is True
+
+    @property
+    def ok(self) -> bool:
+        """A success shaped like this tool's answer (under a concurrency fault it may be another tool's)."""
+        return self.succeeded and answer_shape_ok(self.tool, self.payload)
+
+    @property
+    def outcome(self) -> str:
+        if self.transport_error is not None:
+            return "no answer"
+        if self.succeeded:
+            return "ok" if self.ok else "another tool's answer"
+        return self.code or "non-envelope"
 
     @property
     def code(self) -> str | None:
@@ -176,6 +200,8 @@ class Answer:
             return f"HTTP {self.status} {self.code or 'non-envelope'}"
         if self.ok:
             return None
+        if self.succeeded:
+            return f"HTTP {self.status} success shaped like another tool's answer"
         envelope = isinstance(self.payload, dict) and {"success", "errorCode", "message", "details"} <= set(
             self.payload
         )
@@ -184,6 +210,24 @@ class Answer:
         if self.status < 400:
             return f"HTTP {self.status} with an error envelope"
         return None
+
+
+def answer_shape_ok(tool: str, payload: dict[str, Any]) -> bool:
+    """Whether a success answer has the fields of ``tool``'s answer (tools this benchmark calls)."""
+    data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
+    shapes: dict[str, Callable[[], bool]] = {
+        "memory_add": lambda: "memoryId" in payload and "deduplicated" in payload,
+        "memory_search": lambda: "results" in payload and "searchedLayers" in payload,
+        "memory_delete": lambda: "memoryId" in payload and "deduplicated" not in payload,
+        "add_conversation": lambda: "message_id" in data and "conversations" not in data,
+        "retrieve_conversation": lambda: "conversations" in data,
+        "recall_memory": lambda: "version" in payload and "content" in payload,
+        "refine_memory": lambda: "version" in payload and "topic" in payload and "content" not in payload,
+        "memorize_new_topic": lambda: "version" in payload and "topic" in payload and "content" not in payload,
+        "search_memories": lambda: "topics" in payload,
+    }
+    shape = shapes.get(tool)
+    return shape() if shape is not None else True
 
 
 class Client:
@@ -248,7 +292,7 @@ class Stats:
         self.requests += 1
         if answer.transport_error is None:
             self.latencies[answer.tool].append(answer.ms)
-        self.answers[answer.tool]["ok" if answer.ok else (answer.code or "non-envelope")] += 1
+        self.answers[answer.tool][answer.outcome] += 1
         failure = answer.failure
         if failure is not None:
             self.failures.append(f"{answer.tool}: {failure}: {str(answer.payload)[:200]}")
@@ -303,6 +347,8 @@ class LoadClient:
         self.refines: dict[str, int] = {}  # marker -> the version refine_memory answered
         self.conflicts = 0
         self.missed_own_reads: list[str] = []
+        self.foreign_results: list[str] = []  # other users' memories returned from this user's layer
+        self.mismatched: list[str] = []  # successes answering another request of the same tool
         self.seq = 0
 
     def run(self, barrier: threading.Barrier) -> None:
@@ -335,8 +381,13 @@ class LoadClient:
     def _search(self) -> None:
         memory = self.rng.choice(self.live)
         answer = self._call("memory_search", search_body(memory))
-        if answer.ok and memory.memory_id not in {r["memoryId"] for r in answer.payload["results"]}:
+        if not answer.ok:
+            return
+        if memory.memory_id not in {r["memoryId"] for r in answer.payload["results"]}:
             self.missed_own_reads.append(memory.token)
+        if memory.layer == "user":  # only the caller's own memories may come back from its user layer
+            own = f"tok{self.index:03d}x"
+            self.foreign_results += [r["content"] for r in answer.payload["results"] if own not in r["content"]]
 
     def _delete(self) -> None:
         memory = self.live.pop(self.rng.randrange(len(self.live)))
@@ -348,8 +399,11 @@ class LoadClient:
         message_id = f"load-{self.index:03d}-{self.seq:04d}-{self.rng.getrandbits(32):08x}"
         word = token(self.rng, self.index, self.seq)
         body = conversation_body(message_id, f"Can you check {self.rng.choice(THINGS)} for me? Ref {word}", self.rng)
-        if self._call("add_conversation", body).ok:
+        answer = self._call("add_conversation", body)
+        if answer.ok:
             self.conversations.append((message_id, body["user_input"], word))
+            if answer.payload["data"]["message_id"] != message_id:
+                self.mismatched.append(f"add_conversation {message_id} answered for {answer.payload['data']}")
 
     def _refine(self) -> None:
         recalled = self._call("recall_memory", {"topic": TOPIC})
@@ -379,9 +433,13 @@ def topic_body(topic: str, content: str) -> dict[str, Any]:
 
 
 def in_parallel(
-    items: list[Any], check: Callable[[Client, Any], bool], port: int, who: Callable[[Any], str], workers: int = 8
+    items: list[Any], check: Callable[[Client, Any], bool], port: int, who: Callable[[Any], str], workers: int = 1
 ) -> list[Any]:
-    """Run ``check`` on every item from ``workers`` threads, as the item's own caller; the items it refused."""
+    """Run ``check`` on every item from ``workers`` threads, as the item's own caller; the items it refused.
+
+    One worker by default: `mnemo serve` may answer concurrent callers with each other's requests
+    (Powertools keeps the current event on a class attribute), which would blur the checks.
+    """
     refused: list[Any] = []
     lock = threading.Lock()
 
@@ -493,6 +551,8 @@ def _load(args: argparse.Namespace, server: ServerProcess) -> int:
     refines = {marker: version for c in clients for marker, version in c.refines.items()}
     conflicts = sum(c.conflicts for c in clients)
     missed_own_reads = [t for c in clients for t in c.missed_own_reads]
+    foreign_results = [t for c in clients for t in c.foreign_results]
+    mismatched = [t for c in clients for t in c.mismatched]
     deduplicated = [t for c in clients for t in c.deduplicated]
     print(
         f"{args.clients} clients x {args.ops} operations: {stats.requests} requests in {seconds:.1f} s; verifying",
@@ -548,6 +608,10 @@ def _load(args: argparse.Namespace, server: ServerProcess) -> int:
         "deletedMemoriesFound": len(found_deleted),
         "deleted": len(deleted),
         "ownReadsMissedDuringLoad": len(missed_own_reads),
+        "otherUsersMemoriesReturned": len(foreign_results),
+        "otherUsersMemoriesSample": foreign_results[:5],
+        "answersForAnotherRequest": len(mismatched),
+        "answersForAnotherRequestSample": mismatched[:5],
         "conversationsAcknowledged": len(conversations),
         "conversationsLost": len(lost_conversations),
         "conversationsFoundOnlyAfterRetry": late_conversations,
@@ -558,6 +622,8 @@ def _load(args: argparse.Namespace, server: ServerProcess) -> int:
         and not found_deleted
         and not lost_conversations
         and not missed_own_reads
+        and not foreign_results
+        and not mismatched
         and topic_ok
         and not stats.failures
     )
@@ -582,6 +648,8 @@ def _load(args: argparse.Namespace, server: ServerProcess) -> int:
         ["acknowledged memory_add found by memory_search", f"{len(live) - len(lost_memories)}/{len(live)}"],
         ["deleted memories found", f"{len(found_deleted)}/{len(deleted)}"],
         ["own live memory missed by a search during the load", str(len(missed_own_reads))],
+        ["another user's memory returned by a user-layer search", str(len(foreign_results))],
+        ["add_conversation answered with another message_id", str(len(mismatched))],
         ["acknowledged add_conversation found by message_id and keyword",
          f"{len(conversations) - len(lost_conversations)}/{len(conversations)}"],
         ["topic version / 1 + successful refines", f"{version} / {1 + len(refines)} ({conflicts} CONFLICT)"],
@@ -632,6 +700,7 @@ class Written:
     acked: bool = False
     retried: bool = False  # acknowledged only when sent again after the restart
     memory_id: str = ""
+    retry_answer: str = ""
 
     @property
     def who(self) -> str:
@@ -734,6 +803,7 @@ def records_holding(data_dir: Path, words: Iterable[str]) -> set[str] | None:
 def retry(client: Client, write: Written) -> bool:
     """Send an unanswered write again, as its client would; False on an unexpected answer."""
     answer = client.call(write.tool, write.body)
+    write.retry_answer = f"HTTP {answer.status} {str(answer.payload)[:300]}"
     exists = write.kind == "topic" and answer.code == "CONFLICT"  # stored before the kill
     if answer.ok or exists:
         write.acked = write.retried = True
@@ -873,7 +943,7 @@ def _after_restart(data_dir: Path, server: ServerProcess, writers: list[CrashCli
         "byKind": counts,
         "answersBeforeKill": {tool: dict(c) for tool, c in stats.answers.items()},
         "failuresBeforeKill": stats.failures[:20],
-        "refusedRetries": [f"{w.tool} {w.key}" for w in refused_retries][:20],
+        "refusedRetries": [f"{w.tool} {w.key}: {w.retry_answer}" for w in refused_retries][:20],
         "passed": lost == 0
         and counts["refine"]["versionMatchesMarkers"]
         and not stats.failures
