@@ -57,6 +57,7 @@ bench: install
 	$(BIN)/python bench/knowledge_check.py
 	$(BIN)/python bench/regex_safety.py
 	$(BIN)/python bench/families_latency.py
+	$(BIN)/python bench/load.py
 
 docs: install
 	$(BIN)/mnemo docs --output docs/tools.md
