@@ -15,6 +15,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from mnemo.budget import fit_head
 from mnemo.context import RequestContext
 from mnemo.conversations.indexing import EntryFamily, Indexer, execution_keywords
 from mnemo.conversations.models import (
@@ -241,7 +242,7 @@ class ConversationService:
         else:
             query_type = "general"
         how = "lookup" if request.message_id is not None else request.retrieval_strategy
-        return RetrieveConversationOutput(
+        output = RetrieveConversationOutput(
             message=f"Found {_plural(total, 'conversation')}, returned {len(conversations)} "
             f"({how}, {_ms(started):.1f} ms)",
             data=RetrieveConversationData(
@@ -261,6 +262,8 @@ class ConversationService:
                 max_results_applied=total > len(conversations),
             ),
         )
+        output.data.conversations = self._fit(output, output.data.conversations, context)
+        return output
 
     def retrieve_execution(self, context: RequestContext, request: RetrieveExecutionInput) -> RetrieveExecutionOutput:
         started = time.perf_counter()
@@ -299,7 +302,7 @@ class ConversationService:
         else:
             query_type = "general"
         how = "lookup" if request.message_id is not None else request.retrieval_strategy
-        return RetrieveExecutionOutput(
+        output = RetrieveExecutionOutput(
             message=f"Found {_plural(total, 'execution')}, returned {len(executions)} ({how}, {_ms(started):.1f} ms)",
             data=RetrieveExecutionData(
                 query=request.query,
@@ -313,6 +316,20 @@ class ConversationService:
                 max_results_applied=total > len(executions),
             ),
         )
+        output.data.executions = self._fit(output, output.data.executions, context)
+        return output
+
+    @staticmethod
+    def _fit(
+        output: RetrieveConversationOutput | RetrieveExecutionOutput, found: list[Any], context: RequestContext
+    ) -> list[Any]:
+        """The head of the page that fits the transport's response budget; the counts and message say so."""
+        kept = fit_head(output, found, context.response_budget)
+        if len(kept) < len(found):
+            output.data.returned_count = len(kept)
+            output.data.max_results_applied = True
+            output.message += f"; {len(found) - len(kept)} left out to fit the response size limit, ask for fewer"
+        return kept
 
     # ------------------------------------------------------------ reindex
     def reindex(self) -> int:

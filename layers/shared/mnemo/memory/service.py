@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
+from mnemo.budget import fit_head
 from mnemo.context import MEMORY_LAYERS, SHARED_LAYERS, WRITER_ROLE, Layer, RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized
 from mnemo.memory.models import (
@@ -330,23 +331,12 @@ class MemoryService:
             searched_layers=layers,
             retrieval="hybrid" if query_vector is not None else "lexical",
         )
-        if context.response_budget is not None:
-            page = self._fit(output, context.response_budget)
+        page = fit_head(output, page, context.response_budget)
         has_more = offset + len(page) < output.total_count
         output.results = page
         output.has_more = has_more
         output.next_cursor = encode_cursor(offset + len(page), owner) if has_more else None
         return output
-
-    @staticmethod
-    def _fit(output: MemorySearchOutput, budget: int) -> list[MemoryResult]:
-        """The longest head of the page whose answer stays under ``budget`` bytes of JSON."""
-        reserve = 256  # the cursor and hasMore that the trimmed answer gains
-        page = list(output.results)
-        size = len(output.model_dump_json(by_alias=True)) + reserve
-        while page and size > budget:
-            size -= len(page.pop().model_dump_json(by_alias=True)) + 1
-        return page
 
     def _hydrate(self, ranked: list[tuple[int, float, str, str]], limit: int) -> tuple[list[MemoryResult], int]:
         """Read the best hits back from the records until ``limit`` results stand.

@@ -27,18 +27,23 @@ def _inline(text: str) -> str:
     return _INLINE_SYNTAX.sub(r"\\\1", " ".join(text.split()))
 
 
-def render_index(layer: str, general: str, heads: Iterable[dict[str, Any]]) -> str:
-    """The index: a title, the general section, then each topic with its tags and summary."""
+def index_entry(head: dict[str, Any]) -> str:
+    """One topic's line in the index: its name, tags and summary."""
+    tags = f" [{', '.join(_inline(tag) for tag in head['tags'])}]" if head["tags"] else ""
+    return f"- **{_inline(head['name'])}**{tags}: {_inline(head['summary'])}"
+
+
+def render_index(layer: str, general: str, heads: Iterable[dict[str, Any]], left_out: int = 0) -> str:
+    """The index: a title, the general section, then each topic with its tags and summary.
+
+    ``left_out`` topics that did not fit the answer are named by a closing line.
+    """
     lines = [_TITLES.get(layer, _TITLES["project"]), "", GENERAL_HEADER, ""]
     lines.append(general.strip() or "_Nothing recorded yet._")
     lines += ["", SPECIALIZED_HEADER, ""]
-    entries = [
-        f"- **{_inline(head['name'])}**"
-        + (f" [{', '.join(_inline(tag) for tag in head['tags'])}]" if head["tags"] else "")
-        + f": {_inline(head['summary'])}"
-        for head in heads
-    ]
-    lines += entries or ["_No topics yet._"]
+    lines += [index_entry(head) for head in heads] or ["_No topics yet._"]
+    if left_out:
+        lines.append(f"- _… {left_out} more topics left out to fit the response size limit; list_memories names them._")
     return "\n".join(lines) + "\n"
 
 

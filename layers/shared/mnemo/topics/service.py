@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from mnemo.budget import clip_text, fit_head, wire_bytes
 from mnemo.context import WRITER_ROLE, RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized, invalid_field
 from mnemo.memory.scoring import calibration_for
@@ -48,7 +49,7 @@ from mnemo.topics.models import (
     TopicWriteOutput,
 )
 from mnemo.topics.names import MAX_TAGS, has_specialized_header, tag_key, topic_key, unique_tags
-from mnemo.topics.render import render_index, render_topic
+from mnemo.topics.render import index_entry, render_index, render_topic
 
 NAMESPACE = "topics"
 GENERAL = "GENERAL"
@@ -148,26 +149,51 @@ class TopicService:
     def recall_general(self, context: RequestContext) -> RecallGeneralMemoryOutput:
         scope = self.scope(context)
         general = self._records.get(scope.partition, GENERAL)
-        content = general.data["content"] if general else ""
-        return RecallGeneralMemoryOutput(
-            content=content,
-            index=render_index(scope.layer, content, [item.data for item in self._heads(scope)]),
+        heads = [item.data for item in self._heads(scope)]
+        output = RecallGeneralMemoryOutput(
+            content=general.data["content"] if general else "",
+            index=render_index(scope.layer, general.data["content"] if general else "", heads),
             layer=scope.layer,
             version=general.version if general else 0,
             last_updated=general.data["lastUpdated"] if general else None,
         )
+        budget = context.response_budget
+        if budget is not None and wire_bytes(output) > budget:
+            self._fit_general(output, scope, heads, budget)
+        return output
+
+    @staticmethod
+    def _fit_general(output: RecallGeneralMemoryOutput, scope: Scope, heads: list[dict[str, Any]], budget: int) -> None:
+        """Leave topics out of the index from its end, then shorten the general section, until the answer fits."""
+        kept = list(heads)
+        excess = wire_bytes(output) - budget
+        while kept and excess > 0:
+            excess -= len(index_entry(kept.pop()).encode()) + 1
+        output.index = render_index(scope.layer, output.content, kept, left_out=len(heads) - len(kept))
+        excess = wire_bytes(output) - budget
+        if excess > 0:  # the general section appears twice: in content and in the index
+            output.content = clip_text(output.content, (excess + 1) // 2)
+            output.index = render_index(scope.layer, output.content, kept, left_out=len(heads) - len(kept))
 
     def list_topics(self, context: RequestContext) -> ListMemoriesOutput:
         scope = self.scope(context)
         names = [item.data["name"] for item in self._heads(scope)]
-        return ListMemoriesOutput(topics=names, text=", ".join(names) or NO_TOPICS, count=len(names), layer=scope.layer)
+        output = ListMemoriesOutput(
+            topics=names, text=", ".join(names) or NO_TOPICS, count=len(names), layer=scope.layer
+        )
+        # Each name is in the answer twice: in the list and in the text.
+        kept = fit_head(output, names, context.response_budget, weight=lambda name: 2 * wire_bytes(name) + 2)
+        if len(kept) < len(names):
+            more = f"… and {len(names) - len(kept)} more, left out to fit the response size limit"
+            output.topics, output.text = kept, ", ".join([*kept, more])
+        return output
 
     def recall(self, context: RequestContext, request: RecallMemoryInput) -> RecallMemoryOutput:
         found = self._read(self.scope(context), topic_key(request.topic))
         if found is None:
             raise _topic_missing(request.topic)
         head, body = found
-        return RecallMemoryOutput(
+        output = RecallMemoryOutput(
             title=head.data["name"],
             tags=head.data["tags"],
             summary=head.data["summary"],
@@ -177,6 +203,12 @@ class TopicService:
             version=head.version,
             markdown=render_topic(head.data, body.data["content"]),
         )
+        budget = context.response_budget
+        if budget is not None and wire_bytes(output) > budget:
+            # The content appears twice, in content and in markdown: each copy gives up half the excess.
+            output.content = clip_text(output.content, (wire_bytes(output) - budget + 1) // 2)
+            output.markdown = render_topic(head.data, output.content)
+        return output
 
     # ------------------------------------------------------------ writes
     def memorize(self, context: RequestContext, request: MemorizeNewTopicInput) -> TopicWriteOutput:
@@ -339,7 +371,7 @@ class TopicService:
         if not query:
             heads = [item.data for item in self._heads(scope) if wanted & {tag_key(t) for t in item.data["tags"]}]
             matches = [self._match(data, None) for data in heads]
-            return self._answer(matches, request.limit, "tags")
+            return self._answer(matches, request.limit, "tags", context.response_budget)
         ranked, retrieval = self._rank(scope, query, sorted(wanted))
         keys = [key for key, score in ranked if score >= request.threshold]
         found = {
@@ -352,7 +384,7 @@ class TopicService:
             for key in keys
             if key in found and (not wanted or wanted & {tag_key(t) for t in found[key]["tags"]})
         ]
-        return self._answer(matches, request.limit, retrieval)
+        return self._answer(matches, request.limit, retrieval, context.response_budget)
 
     def _rank(self, scope: Scope, query: str, tags: list[str]) -> tuple[list[tuple[str, float]], Retrieval]:
         """Topic keys by calibrated hybrid score (as memory_search scores), best first."""
@@ -392,11 +424,13 @@ class TopicService:
             score=score,
         )
 
-    @staticmethod
-    def _answer(matches: list[TopicMatch], limit: int, retrieval: Retrieval) -> SearchMemoriesOutput:
+    @classmethod
+    def _answer(
+        cls, matches: list[TopicMatch], limit: int, retrieval: Retrieval, budget: int | None = None
+    ) -> SearchMemoriesOutput:
         page = matches[:limit]
         names = [match.topic for match in page]
-        return SearchMemoriesOutput(
+        output = SearchMemoriesOutput(
             topics=names,
             results=page,
             message=f"Found {len(matches)} topic{'' if len(matches) == 1 else 's'}: {', '.join(names)}"
@@ -405,6 +439,12 @@ class TopicService:
             total_count=len(matches),
             retrieval=retrieval,
         )
+        # Each name is in the answer three times: in its result, in topics and in the message.
+        kept = fit_head(output, page, budget, weight=lambda match: wire_bytes(match) + 2 * wire_bytes(match.topic) + 2)
+        if len(kept) < len(page):
+            output = cls._answer(matches, len(kept), retrieval)
+            output.message += f"; {len(page) - len(kept)} more left out to fit the response size limit"
+        return output
 
     # ------------------------------------------------------ vector index
     @staticmethod
