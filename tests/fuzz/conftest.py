@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fuzz.fuzz_support import FUZZ_KINDS, REQUESTS, Client
+from fuzz.fuzz_support import FUZZ_KINDS, REQUESTS, SENT, Client
 
 from helpers import local_server, make_services
 
@@ -41,4 +41,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     fuzzed = sum(REQUESTS[kind] for kind in FUZZ_KINDS)
     kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(REQUESTS.items()))
     terminalreporter.write_sep("-", "fuzz")
-    terminalreporter.write_line(f"fuzz: {fuzzed} generated requests to the local server ({kinds})")
+    terminalreporter.write_line(
+        f"fuzz: {fuzzed} generated requests to the local server ({kinds}); digest {SENT.hexdigest()[:16]}"
+    )

@@ -12,6 +12,7 @@ Never a 5xx, never HTML, never a stack trace.
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import math
@@ -32,6 +33,8 @@ REQUESTS: Counter[str] = Counter()
 FUZZ_KINDS = ("positive", "negative", "mutated")
 #: The suite's normal run sends at least this many generated requests.
 MIN_FUZZ_REQUESTS = 10_000
+#: A digest of every generated request sent, in order: two runs that print the same one sent the same requests.
+SENT = hashlib.sha256()
 
 ENVELOPE_KEYS = {"success", "errorCode", "message", "details", "retryable"}
 _TRACE = re.compile(r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+")
@@ -84,6 +87,8 @@ class Client:
         kind: str,
     ) -> Reply:
         REQUESTS[kind] += 1
+        if kind in FUZZ_KINDS:
+            SENT.update(repr((method, path, sorted((headers or {}).items()), body)).encode())
         for attempt in (1, 2):
             conn = self._connection()
             try:

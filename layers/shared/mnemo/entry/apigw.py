@@ -8,6 +8,7 @@ bare 500 or a trace.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any
@@ -18,9 +19,9 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from mnemo.entry.identity import IDENTITY_CLAIMS, context_from_event, strip_identity_claims
-from mnemo.errors import MnemoError, NotFound, ProviderError, from_validation_errors
+from mnemo.errors import MnemoError, NotFound, ProviderError, from_validation_errors, invalid_field
 from mnemo.runtime import get_services
-from mnemo.tools.registry import Tool, get_tool, load_catalog
+from mnemo.tools.registry import Tool, get_tool, load_catalog, parse_json_body
 
 logger = Logger(service="mnemo")
 #: A Lambda proxy response may carry 6 MB; leave room for the proxy envelope around the body.
@@ -90,7 +91,8 @@ def resolve(resolver: APIGatewayRestResolver, event: dict[str, Any], context: An
     headers["Content-Type"] = "application/json"
     multi["Content-Type"] = ["application/json"]
     try:
-        body = _without_identity_claims(event)
+        event = _as_text(event)
+        body = _screened_body(event)
     except MnemoError as error:
         response = error_response(error)
         return {
@@ -102,18 +104,45 @@ def resolve(resolver: APIGatewayRestResolver, event: dict[str, Any], context: An
     return resolver.resolve({**event, "headers": headers, "multiValueHeaders": multi, "body": body}, context)
 
 
-def _without_identity_claims(event: dict[str, Any]) -> Any:
-    """The body with identity claims checked against the authorizer and removed (see identity.py)."""
+def _as_text(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with a base64 body (binary media types) decoded to the text it carries."""
     raw = event.get("body")
-    if not isinstance(raw, str):
-        return raw
+    if not event.get("isBase64Encoded") or not isinstance(raw, str):
+        return event
     try:
-        payload = json.loads(raw)
+        text = base64.b64decode(raw, validate=True).decode("utf-8")
     except ValueError:
-        return raw  # the resolver reports malformed JSON with the envelope
-    if not isinstance(payload, dict) or not any(key in IDENTITY_CLAIMS for key in payload):
+        raise invalid_field("body", "not base64 of UTF-8 text") from None
+    return {**event, "body": text, "isBase64Encoded": False}
+
+
+def _screened_body(event: dict[str, Any]) -> Any:
+    """The body, parsed strictly (``parse_json_body``), with identity claims checked and removed (identity.py).
+
+    A tool's arguments are one JSON object: anything else is refused here, as
+    the resolver would otherwise take the first item of an array for the body.
+    Whatever passes here the resolver parses again to the same value; an empty
+    body is left to the resolver, which reports it missing.
+    """
+    raw = event.get("body")
+    if not isinstance(raw, str) or not raw.strip():
+        return raw
+    payload = parse_json_body(raw)
+    if not isinstance(payload, dict):
+        raise invalid_field("body", f"must be a JSON object of the tool's arguments, not {_json_kind(payload)}")
+    if not any(key in IDENTITY_CLAIMS for key in payload):
         return raw
     return json.dumps(strip_identity_claims(payload, context_from_event(event)))
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a string" if isinstance(value, str) else "an array"
 
 
 def tool_handler(name: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:

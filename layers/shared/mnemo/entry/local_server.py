@@ -10,9 +10,11 @@ front door never reads them.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import uuid
 from collections.abc import Mapping
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -21,13 +23,18 @@ from urllib.parse import parse_qsl, urlsplit
 from mnemo import __version__
 from mnemo.entry.apigw import all_tools_resolver, logger, resolve
 from mnemo.entry.identity import IDENTITY_KEYS
-from mnemo.errors import InvalidInput, MnemoError, NotFound, ProviderError
+from mnemo.errors import InvalidInput, MnemoError, NotFound, ProviderError, invalid_field
 from mnemo.runtime import get_services
 from mnemo.tools.registry import load_catalog
 from mnemo.tools.schema import openapi_document, tool_listing
 
 MAX_BODY_BYTES = 1 << 20
+#: A body over MAX_BODY_BYTES is read and dropped up to this size so that the client gets to read the
+#: answer; past it the connection is closed instead.
+MAX_DRAINED_BYTES = 16 << 20
 HEADER_PREFIX = "x-mnemo-"
+_LENGTH = re.compile(r"\s*[0-9]{1,18}\s*")
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,8}")
 
 
 def authorizer_from_headers(headers: Mapping[str, str], default_roles: tuple[str, ...]) -> dict[str, str]:
@@ -98,6 +105,82 @@ class _Handler(BaseHTTPRequestHandler):
     def _error(self, error: MnemoError) -> None:
         self._json(error.status, error.envelope())
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own refusals (a line or header too long, a malformed request, an unknown method) as the
+        envelope rather than its HTML page; the connection closes after them, as http.server does."""
+        path = urlsplit(getattr(self, "path", "") or "").path
+        error: MnemoError
+        if code == HTTPStatus.NOT_IMPLEMENTED:  # a method no do_* answers (HEAD, OPTIONS, anything)
+            error = NotFound(f"No route for {self.command} {path}", {"path": path})
+        elif code == HTTPStatus.REQUEST_URI_TOO_LONG:
+            error = invalid_field("path", "the request line is longer than 65536 bytes")
+        elif code == HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE:
+            error = invalid_field("headers", f"{message or 'too large'} (at most 100 headers of 65536 bytes each)")
+        else:
+            error = invalid_field("request", message or HTTPStatus(code).phrase)
+        self.close_connection = True
+        body = json.dumps(error.envelope()).encode()
+        self.send_response(error.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Connection", "close")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _refuse(self, error: MnemoError) -> None:
+        """Answer an error on a request whose body could not be delimited: the connection cannot be reused."""
+        self.close_connection = True
+        self._error(error)
+
+    def _read_body(self) -> bytes | None:
+        """The request body; None when it could not be read and the error has been answered."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self._read_chunked()
+        lengths = set(self.headers.get_all("Content-Length") or [])
+        if len(lengths) > 1:
+            self._refuse(invalid_field("Content-Length", "given more than once with different values"))
+            return None
+        declared = lengths.pop() if lengths else ""
+        if declared.strip() and not _LENGTH.fullmatch(declared):
+            self._refuse(invalid_field("Content-Length", "must be a whole number of bytes"))
+            return None
+        length = int(declared) if declared.strip() else 0
+        if length > MAX_BODY_BYTES:
+            self._drain(length)
+            self._error(InvalidInput(f"body: larger than {MAX_BODY_BYTES} bytes", {"field": "body"}))
+            return None
+        return self.rfile.read(length) if length else b""
+
+    def _drain(self, length: int) -> None:
+        left = min(length, MAX_DRAINED_BYTES)
+        while left > 0:
+            chunk = self.rfile.read(min(left, 1 << 16))
+            if not chunk:
+                break
+            left -= len(chunk)
+        if length > MAX_DRAINED_BYTES:
+            self.close_connection = True
+
+    def _read_chunked(self) -> bytes | None:
+        """A Transfer-Encoding: chunked body, held to MAX_BODY_BYTES like any other."""
+        body = bytearray()
+        while True:
+            size_line = self.rfile.readline(1024).split(b";", 1)[0].strip()
+            if not _CHUNK_SIZE.fullmatch(size_line):
+                self._refuse(invalid_field("body", "malformed chunked transfer encoding"))
+                return None
+            size = int(size_line, 16)
+            if size == 0:
+                while self.rfile.readline(1 << 16) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return bytes(body)
+            if len(body) + size > MAX_BODY_BYTES:
+                self._refuse(InvalidInput(f"body: larger than {MAX_BODY_BYTES} bytes", {"field": "body"}))
+                return None
+            body += self.rfile.read(size)
+            self.rfile.readline(3)
+
     def do_GET(self) -> None:
         try:
             self._get()
@@ -154,12 +237,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def _post(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY_BYTES:
-            self.rfile.read(length)
-            self._error(InvalidInput(f"body: larger than {MAX_BODY_BYTES} bytes", {"field": "body"}))
+        raw = self._read_body()
+        if raw is None:
             return
-        raw = self.rfile.read(length) if length else b""
         try:
             body = raw.decode("utf-8")
         except UnicodeDecodeError:

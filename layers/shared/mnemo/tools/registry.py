@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 from pydantic import BaseModel, ValidationError
 
 from mnemo.context import RequestContext
-from mnemo.errors import NotFound, from_validation_errors
+from mnemo.errors import InvalidInput, NotFound, from_validation_errors, invalid_field
 
 if TYPE_CHECKING:
     from mnemo.runtime import Services
@@ -60,6 +62,7 @@ class Tool:
         return [(m["label"].strip(), json.loads(m["body"])) for m in _JSON_BLOCK.finditer(self.spec)]
 
     def parse(self, payload: Any) -> BaseModel:
+        check_json(payload)
         try:
             return self.request.model_validate(payload)
         except ValidationError as error:
@@ -74,6 +77,98 @@ class Tool:
 
         response = self.run(services, context, self.parse(strip_identity_claims(payload, context)))
         return response.model_dump(mode="json", by_alias=True)
+
+
+# --------------------------------------------------- what JSON may carry ---
+#: How deeply a tool's input may nest objects and arrays. Every parser and validator after this one
+#: recurses, and a body nested thousands deep would exhaust the stack of one of them.
+MAX_JSON_DEPTH = 64
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class _DuplicateKeys(dict[str, Any]):
+    """A JSON object that named some key more than once (the parser keeps the last value)."""
+
+    duplicates: list[str]
+
+
+class _TooLongInteger:
+    """An integer literal longer than Python converts (sys.get_int_max_str_digits)."""
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) == len(pairs):
+        return found
+    seen: set[str] = set()
+    marked = _DuplicateKeys(pairs)
+    marked.duplicates = [key for key, _ in pairs if key in seen or seen.add(key)]  # type: ignore[func-returns-value]
+    return marked
+
+
+def _json_integer(literal: str) -> int | _TooLongInteger:
+    limit = sys.get_int_max_str_digits()
+    return _TooLongInteger() if limit and len(literal.lstrip("-")) > limit else int(literal)
+
+
+def parse_json_body(raw: str) -> Any:
+    """A request body parsed as JSON, refusing what a lenient parser lets through (see ``check_json``).
+
+    Python's parser accepts NaN and Infinity, keeps the last of duplicate keys,
+    overflows ``1e999`` to infinity and raises other errors than ValueError on
+    deep nesting or huge integers; each of these is INVALID_INPUT here.
+    """
+    try:
+        payload = json.loads(raw, object_pairs_hook=_json_object, parse_int=_json_integer, parse_constant=float)
+    except RecursionError:
+        raise invalid_field("body", f"nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except ValueError:
+        raise from_validation_errors([{"type": "json_invalid", "loc": ("body",)}]) from None
+    check_json(payload)
+    return payload
+
+
+def check_json(payload: Any) -> None:
+    """Refuse what no tool takes though a JSON parser may produce it; INVALID_INPUT names the field.
+
+    Nesting deeper than MAX_JSON_DEPTH, a key given twice, a number that is not
+    finite (NaN, Infinity, 1e999), an integer too long to convert, and strings
+    or keys holding an unpaired UTF-16 surrogate ("\\ud800"), which no store
+    can encode as UTF-8.
+    """
+    stack: list[tuple[Any, tuple[str, ...], int]] = [(payload, (), 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth >= MAX_JSON_DEPTH:
+                field = path[0] if path and isinstance(payload, dict) else "body"
+                raise invalid_field(field, f"nested more than {MAX_JSON_DEPTH} levels deep")
+            if isinstance(value, list):
+                stack.extend((item, (*path, str(index)), depth + 1) for index, item in enumerate(value))
+                continue
+            if isinstance(value, _DuplicateKeys):
+                raise invalid_field(_dotted((*path, value.duplicates[0])), "given more than once in the same object")
+            for key, item in value.items():
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    raise _unpaired(path, "a key")
+                stack.append((item, (*path, str(key)), depth + 1))
+        elif isinstance(value, str):
+            if _SURROGATE.search(value):
+                raise _unpaired(path, "the text")
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise invalid_field(_dotted(path), "must be a finite number (JSON has no NaN or Infinity)")
+        elif isinstance(value, _TooLongInteger):
+            raise invalid_field(_dotted(path), f"an integer of more than {sys.get_int_max_str_digits()} digits")
+
+
+def _dotted(path: tuple[str, ...]) -> str:
+    return ".".join(path) or "body"
+
+
+def _unpaired(path: tuple[str, ...], where: str) -> InvalidInput:
+    return invalid_field(
+        _dotted(path), f"{where} holds an unpaired UTF-16 surrogate (\\ud800-\\udfff), which is not Unicode text"
+    )
 
 
 CATALOG: dict[str, Tool] = {}
