@@ -339,6 +339,8 @@ def test_vector_collection_and_its_policies() -> None:
         "KnowledgeQueryFunction",
         "BedrockKnowledgeFunction",
         "SearchMemoriesFunction",
+        "RetrieveConversationFunction",
+        "RetrieveExecutionFunction",
     ):
         assert rights[role(reader)] == read_only, reader
     for deleter in ("MemoryDeleteFunction", "ForgetMemoryFunction"):
@@ -352,11 +354,8 @@ def test_vector_collection_and_its_policies() -> None:
         "BedrockMemoryFunction",
         "BedrockSyncFunction",
         "McpFunction",
-        # The conversations tools re-index their scope's outbox before they answer, retrieval included.
         "AddConversationFunction",
         "AddExecutionFunction",
-        "RetrieveConversationFunction",
-        "RetrieveExecutionFunction",
         "BedrockConversationsFunction",
         "MemorizeNewTopicFunction",
         "RefineMemoryFunction",
@@ -508,13 +507,13 @@ def test_least_privilege_per_function() -> None:
         "BedrockKnowledgeFunction": {"DynamoDBReadPolicy": table},
         "BedrockSyncFunction": {"DynamoDBCrudPolicy": table},
         "McpFunction": {"DynamoDBCrudPolicy": table},
-        # Conversations: CRUD for retrieval too, which deletes the outbox markers of what it re-indexed.
+        # Conversations: adds write records with their index outbox markers; retrievals only read.
         "AddConversationFunction": {"DynamoDBCrudPolicy": table},
         "AddExecutionFunction": {"DynamoDBCrudPolicy": table},
-        "RetrieveConversationFunction": {"DynamoDBCrudPolicy": table},
-        "RetrieveExecutionFunction": {"DynamoDBCrudPolicy": table},
+        "RetrieveConversationFunction": {"DynamoDBReadPolicy": table},
+        "RetrieveExecutionFunction": {"DynamoDBReadPolicy": table},
         "BedrockConversationsFunction": {"DynamoDBCrudPolicy": table},
-        # Topics: topic writes also drain the scope's index outbox; reads and searches only read.
+        # Topics: topic writes carry their index outbox markers; reads and searches only read.
         "MemorizeGeneralInfoFunction": {"DynamoDBCrudPolicy": table},
         "MemorizeNewTopicFunction": {"DynamoDBCrudPolicy": table},
         "ListMemoriesFunction": {"DynamoDBReadPolicy": table},
@@ -591,12 +590,12 @@ TOOL_NEEDS: dict[str, tuple[str, bool, frozenset[str], frozenset[str]]] = {
     "knowledge_show": ("read", False, NONE, S3_HISTORY),
     "sync_now": ("crud", True, INDEX_WRITE, S3_CURRENT),
     "sync_status": ("read", False, NONE, NONE),
-    # mnemo/conversations/service.py: every call first re-indexes the scope's outbox (embed, upsert,
-    # delete the marker), so retrieval writes as adding does.
+    # Adds write the record with its index outbox marker, index it and clear the marker; retrievals only
+    # read (the outbox is drained by the indexer's schedule).
     "add_conversation": ("crud", True, INDEX_WRITE, NONE),
     "add_execution": ("crud", True, INDEX_WRITE, NONE),
-    "retrieve_conversation": ("crud", True, INDEX_WRITE, NONE),
-    "retrieve_execution": ("crud", True, INDEX_WRITE, NONE),
+    "retrieve_conversation": ("read", True, INDEX_READ, NONE),
+    "retrieve_execution": ("read", True, INDEX_READ, NONE),
     # mnemo/topics/service.py: the general section and reads by name never reach the index; a forget
     # deletes the topic's document (a topic memorized again meanwhile is queued, not embedded).
     "memorize_general_info": ("crud", False, NONE, NONE),
