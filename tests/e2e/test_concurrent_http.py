@@ -1,8 +1,10 @@
 """Concurrent callers of one real `mnemo serve` each get their own answer, under their own identity.
 
-The server runs with a tiny thread switch interval (sys.setswitchinterval) so that a race
-between requests shows in a couple of seconds instead of once in thousands of calls; the
-code is unchanged. Every check is on answers, never on a clock.
+Powertools keeps the request being resolved in shared state, so the API Gateway door resolves one
+request at a time (``entry/apigw.py``); without that, a concurrent request was routed and run with
+another's path, body and identity. The server runs with a tiny thread switch interval
+(sys.setswitchinterval) so that such a race shows in a couple of seconds instead of once in
+thousands of calls; the code is unchanged. Every check is on answers, never on a clock.
 """
 
 from __future__ import annotations
@@ -10,23 +12,12 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import pytest
 from load import Client, ServerProcess, identity
 
 CALLERS = 8
 ROUNDS = 30
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="mnemo serve handles each connection in its own thread but resolves every request through one "
-    "Powertools APIGatewayRestResolver, which keeps the current event on a class attribute "
-    "(BaseRouter.current_event) and the route in a shared context dict: a concurrent request is routed, "
-    "validated and run with another request's path, body and X-Mnemo-* identity. Seen: other users' memories "
-    "returned by memory_search, memory_add stored under another user, a memory_add answered with "
-    "memory_search's answer, 400s for valid bodies, 502 KeyError '_route'. Fix: serialize resolve() in "
-    "entry/local_server.py (a lock), or stop reading identity and body from Powertools' shared state.",
-)
 def test_concurrent_callers_never_get_each_others_requests(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "data", "hashing", switch_interval=1e-5).start()
     problems: list[str] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any
 
@@ -24,6 +25,10 @@ from mnemo.runtime import get_services
 from mnemo.tools.registry import Tool, get_tool, load_catalog, parse_json_body
 
 logger = Logger(service="mnemo")
+#: Powertools keeps the request being resolved in shared state (``BaseRouter.current_event`` is a class
+#: attribute, the matched route a dict on the resolver), so a process resolves one request at a time: a
+#: Lambda does anyway, and the threads of ``mnemo serve`` must not see each other's event or identity.
+_RESOLVING = threading.Lock()
 #: A Lambda proxy response may carry 6 MB; leave room for the proxy envelope around the body.
 RESPONSE_BUDGET_BYTES = 5_500_000
 
@@ -101,7 +106,8 @@ def resolve(resolver: APIGatewayRestResolver, event: dict[str, Any], context: An
             "isBase64Encoded": False,
             "multiValueHeaders": {"Content-Type": ["application/json"]},
         }
-    return resolver.resolve({**event, "headers": headers, "multiValueHeaders": multi, "body": body}, context)
+    with _RESOLVING:
+        return resolver.resolve({**event, "headers": headers, "multiValueHeaders": multi, "body": body}, context)
 
 
 def _as_text(event: dict[str, Any]) -> dict[str, Any]:
