@@ -388,6 +388,7 @@ class IsolationMachine(RuleBasedStateMachine):
         self.topics: dict[tuple[str, str], Topic] = {}
         self.topic_names: list[str] = []
         self.general: dict[str, str] = {}  # topic scope -> general section content
+        self.cursors: list[tuple[Actor, dict[str, Any], str]] = []  # (who, its memory_search, nextCursor)
         self.stats.examples += 1
 
     # --------------------------------------------------------- plumbing
@@ -472,8 +473,13 @@ class IsolationMachine(RuleBasedStateMachine):
         return chosen
 
     # ----------------------------------------------------------- memory
-    @rule(actor=actors, layer=st.sampled_from(MEMORY_LAYERS), key=st.sampled_from(["none", "fresh", "stolen"]))
-    def memory_add(self, actor: Actor, layer: str, key: str) -> None:
+    @rule(
+        actor=actors,
+        layer=st.sampled_from(MEMORY_LAYERS),
+        key=st.sampled_from(["none", "fresh", "stolen"]),
+        data=st.data(),
+    )
+    def memory_add(self, actor: Actor, layer: str, key: str, data: st.DataObject) -> None:
         context = actor.context
         allowed = context.can_read(layer) and (layer not in SHARED_LAYERS or actor.writer)
         scope = context.scope_key(layer) if allowed else NOBODY
@@ -484,7 +490,7 @@ class IsolationMachine(RuleBasedStateMachine):
         if key == "fresh" or (key == "stolen" and not self.idempotency_keys):
             idempotency = f"idem-{handle}"
         elif key == "stolen":
-            idempotency = self.idempotency_keys[self.counter % len(self.idempotency_keys)]
+            idempotency = data.draw(st.sampled_from(self.idempotency_keys), label="stolen idempotency key")
             cross = not any(s == scope and k == idempotency for s, k in self.idempotency)
         if idempotency is not None:
             body["idempotencyKey"] = idempotency
@@ -512,8 +518,13 @@ class IsolationMachine(RuleBasedStateMachine):
         actor=actors,
         data=st.data(),
         layers=st.none() | st.lists(st.sampled_from(MEMORY_LAYERS), min_size=1, max_size=3, unique=True),
+        paged=st.booleans(),
+        by_tag=st.booleans(),
     )
-    def memory_search(self, actor: Actor, data: st.DataObject, layers: list[str] | None) -> None:
+    def memory_search(
+        self, actor: Actor, data: st.DataObject, layers: list[str] | None, paged: bool, by_tag: bool
+    ) -> None:
+        """Search for someone's memory by its handle (in the text, or as a tag filter)."""
         target = self._pick(data, list(self.memories))
         if target is None:
             query = "note"
@@ -521,11 +532,18 @@ class IsolationMachine(RuleBasedStateMachine):
         else:
             query = self.memories[target].handle
             cross = self.memories[target].scope not in actor.scopes
-        body: dict[str, Any] = {"query": query, "threshold": 0.0, "limit": 100}
+        body: dict[str, Any] = {"query": query, "threshold": 0.0, "limit": 1 if paged else 100}
         if layers is not None:
             body["layers"] = layers
+        if by_tag and target is not None and not self.memories[target].pointer:
+            body["tags"] = [query.upper()]
         outcome = self.call(actor, "memory_search", body, cross=cross)
         self.expect(outcome, None, "memory_search")
+        self._check_search(actor, layers, outcome)
+        if outcome.body["hasMore"]:
+            self.cursors.append((actor, body, outcome.body["nextCursor"]))
+
+    def _check_search(self, actor: Actor, layers: list[str] | None, outcome: Outcome) -> None:
         readable = actor.context.readable_layers(layers)
         assert outcome.body["searchedLayers"] == readable, outcome.body["searchedLayers"]
         scopes = {actor.context.scope_key(layer) for layer in readable}
@@ -535,6 +553,28 @@ class IsolationMachine(RuleBasedStateMachine):
             assert memory.scope in scopes, f"memory_search as {actor.label} returned {memory} outside {scopes}"
             assert memory.alive, f"memory_search as {actor.label} returned a deleted memory: {result}"
             assert memory.secret in result["content"], f"memory_search: content is not the model's: {result}"
+
+    @rule(actor=actors, data=st.data())
+    def memory_search_with_a_stolen_cursor(self, actor: Actor, data: st.DataObject) -> None:
+        """Another caller's nextCursor, replayed with its query: refused unless the scopes are the same."""
+        if not self.cursors:
+            return
+        owner, body, cursor = data.draw(st.sampled_from(self.cursors), label="stolen cursor")
+        layers = body.get("layers")
+
+        def scopes(who: Actor) -> list[str]:
+            return sorted(who.context.scope_key(layer) for layer in who.context.readable_layers(layers))
+
+        same = scopes(owner) == scopes(actor)
+        outcome = self.call(actor, "memory_search", {**body, "cursor": cursor}, cross=not same)
+        if not scopes(actor):  # none of those layers readable: nothing is searched, the cursor is moot
+            self.expect(outcome, None, "memory_search of layers the caller cannot read")
+            assert outcome.body["results"] == [], outcome.body
+        elif not same:
+            self.expect(outcome, "INVALID_INPUT", f"memory_search with the cursor of {owner.label}")
+            return
+        self.expect(outcome, None, "memory_search with a cursor of the same scopes")
+        self._check_search(actor, layers, outcome)
 
     @rule(actor=actors, data=st.data())
     def memory_delete(self, actor: Actor, data: st.DataObject) -> None:
@@ -673,15 +713,7 @@ class IsolationMachine(RuleBasedStateMachine):
         self.expect(outcome, None, "retrieve_conversation")
         returned = outcome.body["data"]["conversations"]
         for conversation in returned:
-            entry = self.conversations.get((scope, conversation["message_id"]))
-            assert entry is not None and entry.secret in conversation["user_input"], (
-                f"retrieve_conversation as {actor.label} returned {conversation}, not one of its own"
-            )
-            linked = (scope, conversation["message_id"]) in self.executions
-            assert conversation["has_execution_memory"] == linked, (
-                f"has_execution_memory for {conversation['message_id']} as {actor.label} says "
-                f"{conversation['has_execution_memory']}; the caller's own executions say {linked}"
-            )
+            self.check_entry(actor, "conversations", conversation)
         if "message_id" in body:
             expected = [body["message_id"]] if (scope, body["message_id"]) in self.conversations else []
             assert [c["message_id"] for c in returned] == expected, f"lookup by message_id: {returned}"
@@ -716,15 +748,7 @@ class IsolationMachine(RuleBasedStateMachine):
         self.expect(outcome, None, "retrieve_execution")
         returned = outcome.body["data"]["executions"]
         for execution in returned:
-            entry = self.executions.get((scope, execution["message_id"]))
-            assert entry is not None and entry.secret in execution["execution_details"]["execution_summary"], (
-                f"retrieve_execution as {actor.label} returned {execution}, not one of its own"
-            )
-            linked = (scope, execution["message_id"]) in self.conversations
-            assert execution["has_conversation_memory"] == linked, (
-                f"has_conversation_memory for {execution['message_id']} as {actor.label} says "
-                f"{execution['has_conversation_memory']}; the caller's own conversations say {linked}"
-            )
+            self.check_entry(actor, "executions", execution)
         if "message_id" in body:
             expected = [body["message_id"]] if (scope, body["message_id"]) in self.executions else []
             assert [e["message_id"] for e in returned] == expected, f"lookup by message_id: {returned}"
@@ -736,15 +760,31 @@ class IsolationMachine(RuleBasedStateMachine):
                 if mid == message_id and scope != writer.user_scope:
                     self.verify_entry(entry, tool)
 
+    def check_entry(self, actor: Actor, kind: str, found: dict[str, Any]) -> None:
+        """A returned conversation or execution is the caller's own, linked only to the caller's own other half."""
+        scope, message_id = actor.user_scope, found["message_id"]
+        mine, other, flag = (
+            (self.conversations, self.executions, "has_execution_memory")
+            if kind == "conversations"
+            else (self.executions, self.conversations, "has_conversation_memory")
+        )
+        entry = mine.get((scope, message_id))
+        assert entry is not None and entry.secret in json.dumps(found), (
+            f"{kind} as {actor.label}: {found} is not one of the caller's own"
+        )
+        linked = (scope, message_id) in other
+        assert found[flag] == linked, (
+            f"{flag} of {message_id} as {actor.label} says {found[flag]}; the caller's own entries say {linked}"
+        )
+
     def verify_entry(self, entry: Entry, tool: str) -> None:
         body = {"query": "read back", "explanation": "owner read-back", "message_id": entry.message_id}
         outcome = self.call(entry.owner, tool, body)
         self.expect(outcome, None, f"{tool} (owner read-back)")
-        key = "conversations" if tool == "retrieve_conversation" else "executions"
-        found = outcome.body["data"][key]
-        assert len(found) == 1 and entry.secret in json.dumps(found), (
-            f"{entry.owner.label} reads back {found}, not {entry.secret}"
-        )
+        kind = "conversations" if tool == "retrieve_conversation" else "executions"
+        found = outcome.body["data"][kind]
+        assert len(found) == 1, f"{entry.owner.label} reads back {found}, not {entry.secret}"
+        self.check_entry(entry.owner, kind, found[0])
 
     # ----------------------------------------------------------- topics
     def _topic_name(self, data: st.DataObject, actor: Actor) -> tuple[str, bool]:
