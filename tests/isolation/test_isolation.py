@@ -14,11 +14,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 from isolation.machine import HttpIsolationMachine, IsolationMachine, Stats
 
-from helpers import local_server, make_services
+from helpers import ctx, local_server, make_services
+from mnemo.errors import MnemoError
+from mnemo.tools.registry import load_catalog
+
+CATALOG = load_catalog()
 
 #: Every tool that reads or writes a tenant's data (the whole catalog).
 TOOLS = {
@@ -52,7 +57,7 @@ def test_no_caller_sees_or_changes_another_scope_in_process(isolation_report: Ca
     IsolationMachine.stats = stats = Stats()
     started = time.perf_counter()
     try:
-        run_state_machine_as_test(IsolationMachine, settings=_settings(examples=150, steps=80))
+        run_state_machine_as_test(IsolationMachine, settings=_settings(examples=250, steps=100))
     finally:
         isolation_report(f"{stats.line('in process')} in {time.perf_counter() - started:.1f} s")
     _check(stats, least_cross_scope=2000)
@@ -66,7 +71,31 @@ def test_no_caller_sees_or_changes_another_scope_over_http(
     try:
         with local_server(make_services(tmp_path)) as base:
             HttpIsolationMachine.base_url = base
-            run_state_machine_as_test(HttpIsolationMachine, settings=_settings(examples=12, steps=50))
+            run_state_machine_as_test(HttpIsolationMachine, settings=_settings(examples=25, steps=60))
     finally:
         isolation_report(f"{stats.line('over HTTP')} in {time.perf_counter() - started:.1f} s")
     _check(stats, least_cross_scope=100)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="defect: memory_add keeps caller metadata source=knowledge_sync and knowledgePointer, so any caller "
+    "(a writer in a shared layer) plants a memory that others read as synced knowledge and that memory_delete "
+    "refuses for everyone",
+)
+def test_a_caller_cannot_forge_a_knowledge_pointer(tmp_path: Path) -> None:
+    """Only sync writes knowledge pointers: a caller's metadata must not make a memory pass for one."""
+    services = make_services(tmp_path)
+    writer = ctx("alice", "acme", roles=("writer",), project="p1")
+    teammate = ctx("bob", "acme", roles=("writer",), project="p1")
+    forged = {"source": "knowledge_sync", "knowledgePointer": {"sourceId": "adr-042-database-selection"}}
+    body = {"content": "New services use MySQL", "layer": "project", "metadata": forged}
+    try:
+        added = CATALOG["memory_add"].invoke(services, writer, body)
+    except MnemoError as error:  # refusing the reserved keys is one fix
+        assert error.code == "INVALID_INPUT"
+        return
+    found = CATALOG["memory_search"].invoke(services, teammate, {"query": "MySQL", "threshold": 0.0})["results"]
+    assert [r["metadata"].get("source") for r in found if r["memoryId"] == added["memoryId"]] != ["knowledge_sync"]
+    deleted = CATALOG["memory_delete"].invoke(services, teammate, {"memoryId": added["memoryId"]})
+    assert deleted["success"]
