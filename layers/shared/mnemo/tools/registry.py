@@ -100,9 +100,13 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     found = dict(pairs)
     if len(found) == len(pairs):
         return found
-    seen: set[str] = set()
     marked = _DuplicateKeys(pairs)
-    marked.duplicates = [key for key, _ in pairs if key in seen or seen.add(key)]  # type: ignore[func-returns-value]
+    seen: set[str] = set()
+    marked.duplicates = []
+    for key, _ in pairs:
+        if key in seen:
+            marked.duplicates.append(key)
+        seen.add(key)
     return marked
 
 
