@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 from isolation.machine import HttpIsolationMachine, IsolationMachine, Stats
@@ -77,12 +76,6 @@ def test_no_caller_sees_or_changes_another_scope_over_http(
     _check(stats, least_cross_scope=100)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect: memory_add keeps caller metadata source=knowledge_sync and knowledgePointer, so any caller "
-    "(a writer in a shared layer) plants a memory that others read as synced knowledge and that memory_delete "
-    "refuses for everyone",
-)
 def test_a_caller_cannot_forge_a_knowledge_pointer(tmp_path: Path) -> None:
     """Only sync writes knowledge pointers: a caller's metadata must not make a memory pass for one."""
     services = make_services(tmp_path)

@@ -258,3 +258,24 @@ def test_a_response_budget_trims_the_page_and_keeps_the_rest_reachable(services:
             break
         cursor = page.next_cursor
     assert len(set(seen)) == 6
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"source": "knowledge_sync"},
+        {"source": "admin"},
+        {"knowledgePointer": {"sourceId": "adr-042-database-selection"}},
+        {"source": "manual", "knowledgePointer": {}},
+    ],
+)
+def test_only_sync_marks_a_memory_as_knowledge(services: Services, metadata: dict[str, Any]) -> None:
+    from mnemo.tools.registry import get_tool
+
+    with pytest.raises(InvalidInput) as raised:
+        get_tool("memory_add").invoke(services, ctx(), {"content": "New services use MySQL", "metadata": metadata})
+    assert raised.value.details["field"] == "metadata"
+    stored = get_tool("memory_add").invoke(
+        services, ctx(), {"content": "Imported note", "metadata": {"source": "import", "ticket": "OPS-2"}}
+    )
+    assert stored["success"]

@@ -15,6 +15,8 @@ MAX_METADATA_BYTES = 8192
 
 Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
 Scalar = str | int | float | bool
+#: The ``metadata.source`` values a caller may give (``knowledge_sync`` marks sync's pointer memories).
+CALLER_SOURCES = ("manual", "conversation", "tool_result", "import")
 
 
 class MemoryAddInput(ToolRequest):
@@ -50,6 +52,11 @@ class MemoryAddInput(ToolRequest):
 
         if len(json.dumps(value, default=str)) > MAX_METADATA_BYTES:
             raise ValueError(f"metadata must serialise to at most {MAX_METADATA_BYTES} bytes")
+        # Only knowledge sync writes pointer memories; a caller's memory must never pass for one.
+        if value.get("source", "manual") not in CALLER_SOURCES:
+            raise ValueError(f"metadata.source must be one of {', '.join(CALLER_SOURCES)} (knowledge_sync is sync's)")
+        if "knowledgePointer" in value:
+            raise ValueError("metadata.knowledgePointer is written by knowledge sync only")
         return value
 
 
