@@ -15,24 +15,31 @@ refine of the shared topic: recall_memory for its version and content, then
 refine_memory with that expectedVersion and the content plus one unique
 marker line. A CONFLICT there is a correct answer and is counted.
 
-Afterwards, against the same server: every acknowledged memory_add is found by
-memory_search on its token, no deleted memory is found, every acknowledged
-add_conversation comes back from retrieve_conversation by message_id, and the
-topic's version is 1 + the successful refines, with every acknowledged marker
-in its content and no other. Throughput, p50/p95/p99 per tool and answers by
-errorCode are reported; a 5xx, an answer that is not the envelope, or a broken
-connection is a failure. Writes bench/results/load.json.
+Every success must be shaped like its tool's answer, a user-layer search must
+return only the caller's own memories, and add_conversation must answer for
+the message_id it was sent. Afterwards, against the same server and one caller
+at a time: every acknowledged memory_add is found by memory_search on its
+token, no deleted memory is found, every acknowledged add_conversation comes
+back from retrieve_conversation by message_id and by a keyword retrieval of its
+token, and the topic's version is 1 + the successful refines, with every
+acknowledged marker in its content and no other. Throughput, p50/p95/p99 per
+tool and answers by errorCode are reported; a 5xx, an answer that is not the
+envelope or is another tool's, or a broken connection is a failure. Writes
+bench/results/load.json (load-bge.json with --embedder bge).
 
 --crash: the same server over a fresh data directory; --clients threads write
-(memory_add, add_conversation, memorize_new_topic, and recall + refine_memory
-on one shared topic) until the server is killed with SIGKILL after
---kill-after acknowledged writes. It is restarted on the same data directory
-and every acknowledged write must be there: memories found by memory_search
-(polled a bounded number of times, in case the index outbox has to drain),
-conversations by message_id, topics by recall_memory, and every acknowledged
-refine marker in the shared topic (whose version is 1 + the markers it holds).
-Writes that got no answer may or may not be there; they are counted.
-Writes bench/results/load-crash.json.
+(memory_add with an idempotencyKey, add_conversation, memorize_new_topic, and
+recall + refine_memory on one shared topic) until the server is killed with
+SIGKILL after --kill-after acknowledged writes. It is restarted on the same
+data directory; each write that got no answer is sent again as its client
+would (the same idempotencyKey, message_id or topic; refines are not resent),
+and every acknowledged write must be there as a user finds it: memories by
+memory_search, conversations by message_id and by keyword, topics by
+recall_memory and search_memories, and every acknowledged refine marker in the
+shared topic (whose version is 1 + the markers it holds). A write not found at
+once is re-checked up to --tries times, 0.5 s apart (the server drains its
+index outbox every 15 s). Writes bench/results/load-crash.json
+(load-crash-bge.json with --embedder bge).
 
 The exit status is non-zero when a check fails or a failure was seen.
 """
@@ -603,17 +610,20 @@ def _load(args: argparse.Namespace, server: ServerProcess) -> int:
         "memoriesAcknowledged": len(live) + len(deleted) + len(deduplicated),
         "memoriesLive": len(live),
         "memoriesLost": len(lost_memories),
+        "memoriesLostSample": [f"{m.token} {m.memory_id} ({m.layer})" for m in lost_memories[:10]],
         "memoriesFoundOnlyAfterRetry": late_memories,
         "memoriesDeduplicated": len(deduplicated),
         "deletedMemoriesFound": len(found_deleted),
         "deleted": len(deleted),
         "ownReadsMissedDuringLoad": len(missed_own_reads),
+        "ownReadsMissedSample": missed_own_reads[:10],
         "otherUsersMemoriesReturned": len(foreign_results),
         "otherUsersMemoriesSample": foreign_results[:5],
         "answersForAnotherRequest": len(mismatched),
         "answersForAnotherRequestSample": mismatched[:5],
         "conversationsAcknowledged": len(conversations),
         "conversationsLost": len(lost_conversations),
+        "conversationsLostSample": [item[0] for item in lost_conversations[:10]],
         "conversationsFoundOnlyAfterRetry": late_conversations,
         "topic": topic_check,
     }
@@ -660,7 +670,7 @@ def _load(args: argparse.Namespace, server: ServerProcess) -> int:
     print(table(["check", "result"], check_rows))
     print(f"\nverification {'PASSED' if passed else 'FAILED'}")
     path = write_results(
-        "load",
+        "load" if args.embedder == "hashing" else f"load-{args.embedder}",
         {
             "embedder": args.embedder,
             "clients": args.clients,
@@ -994,7 +1004,7 @@ def run_crash(args: argparse.Namespace) -> int:
         f"({seconds:.0f} s)"
     )
     path = write_results(
-        "load-crash",
+        "load-crash" if args.embedder == "hashing" else f"load-crash-{args.embedder}",
         {"embedder": args.embedder, "clients": args.clients, "killAfter": args.kill_after, "seed": args.seed,
          "cpus": os.cpu_count(), "seconds": seconds, **report},
     )  # fmt: skip
