@@ -11,7 +11,14 @@ timestamps. Part of the requests carry X-Mnemo-* identity headers, valid and not
 Each answer is checked by ``check_answer``: a 2xx validates against the tool's
 output schema from GET /v1/tools, a 4xx is exactly the error envelope (naming
 its field for INVALID_INPUT), nothing else. Hypothesis runs derandomized, so a
-CI failure reproduces locally with the same command.
+CI failure reproduces locally with the same command on the same commit (Hypothesis
+also draws literals from the project's own source, so a code change may change the
+requests). The session summary prints a digest of every request sent: two runs
+that print the same digest sent the same requests. A failure notes the exact
+request and answer.
+
+    .venv/bin/python -m pytest tests/fuzz                      # the CI run, ~2 minutes
+    MNEMO_FUZZ_SCALE=10 .venv/bin/python -m pytest tests/fuzz  # ten times deeper
 """
 
 from __future__ import annotations
