@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from load import Answer, Client, Memory, ServerProcess, crash_scenario, found_by_search, identity, topic_body
 
 WHO = identity("crash", "window")
@@ -50,102 +51,103 @@ def _stored(data_dir: Path, words: list[str]) -> set[str]:
         connection.close()
 
 
-def _poll(checks: dict[str, Callable[[], bool]], tries: int) -> set[str]:
-    """Run every check; re-run the failing ones up to ``tries`` times, 0.5 s apart. The names still failing."""
+def _poll(checks: dict[str, Callable[[], bool]], tries: int, pause: float = 0.5) -> set[str]:
+    """Run every check; re-run the failing ones up to ``tries`` times, ``pause`` s apart. The names still failing."""
     failing = set(checks)
     for attempt in range(tries):
         failing = {name for name in failing if not checks[name]()}
         if not failing or attempt == tries - 1:
             break
-        time.sleep(0.5)
+        time.sleep(pause)
     return failing
 
 
-def test_a_write_cut_off_between_records_and_index_is_found_once_resent(tmp_path: Path) -> None:
-    """SIGKILL while three writes have committed their records but wait for the vector index.
+def _conversation_found(client: Client) -> bool:
+    body = {"query": "quillfrostarchive", "explanation": "after the crash", "retrieval_strategy": "keyword"}
+    answer = client.call("retrieve_conversation", body)
+    return answer.ok and [c["message_id"] for c in answer.payload["data"]["conversations"]] == ["msg-cut-off"]
+
+
+def _topic_found(client: Client) -> bool:
+    answer = client.call("search_memories", {"query": "marrowglintdossier", "threshold": 0})
+    return answer.ok and answer.payload["topics"][:1] == ["cut-off"]
+
+
+# The write cut off, the unique word its record holds, and how a user finds it (given the resent answer).
+CUT_OFF: dict[str, tuple[str, dict[str, Any], Callable[[Client, Answer], bool]]] = {
+    "memory_add": (
+        "zebracornledger",
+        {"content": "The zebracornledger lives in vault nine", "idempotencyKey": "k"},
+        lambda client, resent: found_by_search(client, Memory("zebracornledger", resent.payload["memoryId"], "user")),
+    ),
+    "add_conversation": (
+        "quillfrostarchive",
+        {
+            "message_id": "msg-cut-off",
+            "explanation": "crash test",
+            "user_input": "Where is the quillfrostarchive?",
+            "agent_response": "In the basement.",
+        },
+        lambda client, resent: _conversation_found(client),
+    ),
+    "memorize_new_topic": (
+        "marrowglintdossier",
+        topic_body("cut-off", "The marrowglintdossier is on shelf two."),
+        lambda client, resent: _topic_found(client),
+    ),
+}
+
+
+@pytest.mark.parametrize("tool", list(CUT_OFF))
+def test_a_write_cut_off_between_records_and_index_is_found_once_resent(tmp_path: Path, tool: str) -> None:
+    """SIGKILL while a write has committed its record but waits for the vector index.
 
     The test holds the local index's SQLite write lock (index.sqlite3 beside the records), so
-    memory_add, add_conversation and memorize_new_topic commit their records and then block on
-    their index write; the server is killed there. After the restart each is sent again: the
-    answer is what was stored (idempotency replay, repeat, or CONFLICT for the topic that
-    exists), so the client now holds an acknowledgement, and search must find each one.
+    the write commits its record (and its index outbox marker) and then blocks on its index
+    write; the server is killed there. After the restart the client sends it again: the answer
+    is what was stored (idempotency replay, an idempotent repeat, or CONFLICT for the topic
+    that exists), so the client now holds an acknowledgement, and search must find the write,
+    at the latest once the server's background drain of the outbox has run (bounded re-checks).
     """
+    word, body, found = CUT_OFF[tool]
     data_dir = tmp_path / "data"
     server = ServerProcess(data_dir, "hashing").start()
     warm = Client(server.port, WHO)
     assert warm.call("memory_add", {"content": "warm up the vector index"}).ok
     warm.close()
 
-    writes: dict[str, tuple[str, dict[str, Any]]] = {
-        "zebracornledger": (
-            "memory_add",
-            {"content": "The zebracornledger lives in vault nine", "idempotencyKey": "k"},
-        ),
-        "quillfrostarchive": (
-            "add_conversation",
-            {
-                "message_id": "msg-cut-off",
-                "explanation": "crash test",
-                "user_input": "Where is the quillfrostarchive?",
-                "agent_response": "In the basement.",
-            },
-        ),
-        "marrowglintdossier": ("memorize_new_topic", topic_body("cut-off", "The marrowglintdossier is on shelf two.")),
-    }
     lock = sqlite3.connect(data_dir / "index.sqlite3", isolation_level=None, timeout=30)
     lock.execute("BEGIN IMMEDIATE")
-    answers: dict[str, Answer] = {}
+    answers: list[Answer] = []
 
-    def send(word: str) -> None:
+    def send() -> None:
         client = Client(server.port, WHO, timeout=120)
-        answers[word] = client.call(*writes[word])
+        answers.append(client.call(tool, body))
         client.close()
 
-    threads = [threading.Thread(target=send, args=(word,)) for word in writes]
+    thread = threading.Thread(target=send)
     try:
-        for thread in threads:
-            thread.start()
-        # Bounded: the records commit within milliseconds; the index write then waits on the lock.
-        _poll({"stored": lambda: len(_stored(data_dir, list(writes))) == len(writes)}, tries=200)
-        reached = _stored(data_dir, list(writes))
+        thread.start()
+        # Bounded: the record commits within milliseconds; the index write then waits on the lock.
+        _poll({"stored": lambda: bool(_stored(data_dir, [word]))}, tries=400, pause=0.05)
+        reached = bool(_stored(data_dir, [word]))
         server.kill9()
     finally:
         lock.rollback()
         lock.close()
         server.stop()
-    for thread in threads:
-        thread.join()
-    assert reached, "no write reached the records before the kill: the window was not exercised"
+    thread.join()
+    assert reached, "the write did not reach the records before the kill: the window was not exercised"
+    assert answers and answers[0].transport_error is not None, f"the cut-off write was answered: {answers}"
 
     restarted = ServerProcess(data_dir, "hashing", log=server.log).start()
     try:
         client = Client(restarted.port, WHO)
-        resent = {word: client.call(tool, body) for word, (tool, body) in writes.items()}
-        assert resent["zebracornledger"].ok and resent["quillfrostarchive"].ok, resent
-        topic = resent["marrowglintdossier"]
-        assert topic.ok or topic.code == "CONFLICT", topic  # CONFLICT: it was stored before the kill
-        memory = Memory("zebracornledger", resent["zebracornledger"].payload["memoryId"], "user")
-
-        def conversation_found() -> bool:
-            body = {"query": "quillfrostarchive", "explanation": "after the crash", "retrieval_strategy": "keyword"}
-            answer = client.call("retrieve_conversation", body)
-            return answer.ok and [c["message_id"] for c in answer.payload["data"]["conversations"]] == ["msg-cut-off"]
-
-        def topic_found() -> bool:
-            answer = client.call("search_memories", {"query": "marrowglintdossier", "threshold": 0})
-            return answer.ok and answer.payload["topics"][:1] == ["cut-off"]
-
-        # The background drain of the index outbox may be what indexes them: bounded re-checks.
-        checks = {
-            "memory_add (memory_search)": lambda: found_by_search(client, memory),
-            "add_conversation (keyword retrieval)": conversation_found,
-            "memorize_new_topic (search_memories)": topic_found,
-        }
-        missing = _poll(checks, tries=60)
+        resent = client.call(tool, body)
+        exists = tool == "memorize_new_topic" and resent.code == "CONFLICT"  # stored before the kill
+        assert resent.ok or exists, resent
+        missing = _poll({tool: lambda: found(client, resent)}, tries=60)
         client.close()
     finally:
         restarted.stop()
-    assert not missing, (
-        f"acknowledged on resend but not searchable: {sorted(missing)}; "
-        f"records committed before the kill: {sorted(reached)}"
-    )
+    assert not missing, f"{tool} acknowledged on resend but not found by search after the restart"
