@@ -51,6 +51,7 @@ import http.client
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -525,9 +526,19 @@ def run_load(args: argparse.Namespace) -> int:
     directory = Path(tempfile.mkdtemp(prefix="mnemo-load-"))
     server = ServerProcess(directory / "data", args.embedder).start()
     try:
-        return _load(args, server)
+        status = _load(args, server)
     finally:
         server.stop()
+    return _tidy(directory, status)
+
+
+def _tidy(directory: Path, status: int) -> int:
+    """Remove the run's data directory, or keep it (with the server's log) when a check failed."""
+    if status == 0:
+        shutil.rmtree(directory, ignore_errors=True)
+    else:
+        print(f"kept the data directory and the server log for inspection: {directory}")
+    return status
 
 
 def _load(args: argparse.Namespace, server: ServerProcess) -> int:
@@ -1009,7 +1020,7 @@ def run_crash(args: argparse.Namespace) -> int:
          "cpus": os.cpu_count(), "seconds": seconds, **report},
     )  # fmt: skip
     print(f"wrote {path}")
-    return 0 if report["passed"] else 1
+    return _tidy(directory, 0 if report["passed"] else 1)
 
 
 def main() -> None:
