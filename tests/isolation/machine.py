@@ -389,6 +389,8 @@ class IsolationMachine(RuleBasedStateMachine):
         self.topic_names: list[str] = []
         self.general: dict[str, str] = {}  # topic scope -> general section content
         self.cursors: list[tuple[Actor, dict[str, Any], str]] = []  # (who, its memory_search, nextCursor)
+        #: Scopes that stored an entry of their own under another scope's generated message_id: theirs to see too.
+        self.granted: dict[str, set[str]] = {}
         self.stats.examples += 1
 
     # --------------------------------------------------------- plumbing
@@ -432,7 +434,7 @@ class IsolationMachine(RuleBasedStateMachine):
         text = json.dumps(answer)
         for token in set(TOKEN.findall(text)):
             scope = self.tokens.get(token)
-            if scope is None or scope in actor.scopes or token in sent:
+            if scope is None or scope in actor.scopes or token in sent or self.granted.get(token, set()) & actor.scopes:
                 continue
             self.stats.leaks += 1
             raise AssertionError(
@@ -642,19 +644,28 @@ class IsolationMachine(RuleBasedStateMachine):
             body = {
                 "message_id": message_id,
                 "explanation": "isolation",
-                "user_input": f"{stem}? {secret} {message_id}",
+                "user_input": f"{stem}? {secret}",
                 "agent_response": f"answered {secret}",
-                "meta_data": {"handle": message_id},
+                "meta_data": {"stem": stem},
             }
+        fresh = message_id not in self.message_ids
+        generated = fresh and data.draw(st.booleans(), label="let the service name it")
+        if generated:
+            del body["message_id"]
         outcome = self.call(actor, "add_conversation", body, cross=cross)
         if existing is not None and not repeat:
             self.expect(outcome, "CONFLICT", "add_conversation: another content under an own message_id")
             return
         self.expect(outcome, None, f"add_conversation (message_id of another scope: {cross})")
+        if generated:  # a service-made id is bound to its scope like a memory id
+            message_id = body["message_id"] = outcome.body["data"]["message_id"]
+            assert (scope, message_id) not in self.conversations, f"a generated message_id was reused: {message_id}"
+            self.tokens[message_id] = scope
         assert outcome.body["data"]["message_id"] == message_id
         if existing is None:
             self.conversations[(scope, message_id)] = Entry(scope, message_id, secret, body, actor)
             self.message_ids.append(message_id)
+            self.granted.setdefault(message_id, set()).add(scope)
         if cross:
             self._verify_foreign_entries(message_id, actor)
 
@@ -686,6 +697,7 @@ class IsolationMachine(RuleBasedStateMachine):
         self.expect(outcome, None, f"add_execution (message_id of another scope: {cross})")
         if existing is None:
             self.executions[(scope, message_id)] = Entry(scope, message_id, secret, body, actor)
+            self.granted.setdefault(message_id, set()).add(scope)
             self.message_ids.append(message_id)
             self.tool_names.append(body["tools_used"][0])
         if cross:
