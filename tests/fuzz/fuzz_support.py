@@ -175,8 +175,10 @@ def check_envelope(reply: Reply, *, allowed_fields: set[str] | None = None) -> d
         assert isinstance(named, str) and named, f"INVALID_INPUT without details.field: {body!r:.500}"
         assert named in body["message"], f"the message does not name {named!r}: {body['message']!r:.300}"
         if allowed_fields is not None:
+            # A path's first step, or a whole key the request sent (a key may itself hold a dot).
             root = named.split(".", 1)[0]
-            assert root in allowed_fields, f"details.field {named!r} names no field of the request: {body!r:.500}"
+            named_ok = root in allowed_fields or any(named.startswith(key) for key in allowed_fields if "." in key)
+            assert named_ok, f"details.field {named!r} names no field of the request: {body!r:.500}"
     return body
 
 

@@ -32,7 +32,7 @@ def decode_cursor(cursor: str | None, query_fingerprint: str) -> int:
         padded = cursor + "=" * (-len(cursor) % 4)
         data = json.loads(base64.urlsafe_b64decode(padded.encode()))
         offset, owner = int(data["o"]), str(data["f"])
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, OverflowError):
         raise invalid_field("cursor", "not a cursor this service issued") from None
     if owner != query_fingerprint or offset < 0:
         raise invalid_field("cursor", "belongs to a different query; repeat the query without it")
