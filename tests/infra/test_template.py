@@ -790,7 +790,8 @@ def _alarms(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def _metrics(alarm: dict[str, Any]) -> list[tuple[str, str, Any]]:
     """(namespace, metric, first dimension value) of a plain or metric-math alarm."""
     if "MetricName" in alarm:
-        return [(alarm["Namespace"], alarm["MetricName"], alarm["Dimensions"][0]["Value"])]
+        dimensions = alarm.get("Dimensions") or [{"Value": None}]  # a log metric filter's metric has none
+        return [(alarm["Namespace"], alarm["MetricName"], dimensions[0]["Value"])]
     return [
         (
             m["MetricStat"]["Metric"]["Namespace"],
@@ -805,7 +806,11 @@ def _metrics(alarm: dict[str, Any]) -> list[tuple[str, str, Any]]:
 def test_alarms_on_errors_throttles_and_dead_letters() -> None:
     doc = template()
     alarms = _alarms(doc)
-    watched = {(ns, metric, json.dumps(dim)) for a in alarms.values() for ns, metric, dim in _metrics(a)}
+    watched = {
+        (ns if isinstance(ns, str) else json.dumps(ns), metric, json.dumps(dim))  # a namespace may be a !Sub
+        for a in alarms.values()
+        for ns, metric, dim in _metrics(a)
+    }
     for name in functions(doc):
         ref = json.dumps({"Ref": name})
         assert ("AWS/Lambda", "Errors", ref) in watched, f"no Errors alarm for {name}"
@@ -921,3 +926,20 @@ def test_the_mcp_function_serves_slash_mcp_and_may_write_the_vector_index() -> N
     assert event["Properties"]["Path"] == "/mcp" and event["Properties"]["Method"] == "POST"
     assert (ROOT / "functions" / "mcp" / "app.py").is_file()
     assert "${McpFunctionRole.Arn}" in json.dumps(doc["Resources"])
+
+
+def test_the_index_outbox_dead_letters_raise_an_alarm() -> None:
+    """The indexer logs ``deadLetters`` (top-level JSON); a metric filter counts it and an alarm watches it."""
+    doc = template()
+    (metric_filter,) = resources_of(doc, "AWS::Logs::MetricFilter").values()
+    properties = metric_filter["Properties"]
+    assert properties["LogGroupName"] == {"Ref": "IndexerLogGroup"}
+    assert properties["FilterPattern"] == "{ $.deadLetters > 0 }"
+    (transformation,) = properties["MetricTransformations"]
+    assert transformation["MetricValue"] == "$.deadLetters"
+    alarm = _alarms(doc)["IndexOutboxDeadLettersAlarm"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == (
+        transformation["MetricNamespace"],
+        transformation["MetricName"],
+    )
+    assert alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"

@@ -219,3 +219,24 @@ def test_refines_whose_index_writes_land_out_of_order_leave_the_newest_version_i
     assert [hit.id for hit in services.index.lexical(TOPICS, "cassandra", {}, 10)] == [doc]
     assert services.index.lexical(TOPICS, "dynamodb", {}, 10) == []
     assert services.outbox.pending() == []
+
+
+def test_the_scheduled_drain_logs_the_dead_letters_for_the_alarm(
+    services: Services, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from aws_events import FakeLambdaContext
+    from mnemo.entry import indexer
+
+    def gone(texts: Sequence[str]) -> list[list[float]]:
+        raise ProviderError("model gone")
+
+    monkeypatch.setattr(services.embedder, "embed", gone)
+    call(services, ALICE, "memory_add", {"content": "The zebra gateway runs in Dublin"})
+    scheduled = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+    answers = [indexer.handler(scheduled, FakeLambdaContext()) for _ in range(MAX_ATTEMPTS)]
+    assert [answer["deadLetters"] for answer in answers] == [0] * (MAX_ATTEMPTS - 1) + [1]
+    # Powertools writes a record's extra keys as top-level JSON keys: what template.yaml's metric
+    # filter ({ $.deadLetters > 0 }) matches.
+    logged = [getattr(record, "deadLetters", None) for record in caplog.records if record.name == "mnemo-indexer"]
+    assert logged == [0] * (MAX_ATTEMPTS - 1) + [1]
+    assert caplog.records[-1].levelname == "WARNING" and "reindex --pending" in caplog.records[-1].getMessage()

@@ -313,6 +313,7 @@ def test_the_scheduled_indexer_run_drains_the_outbox(services: Services) -> None
         "indexed": 1,
         "stillPending": 0,
         "deadLettered": 0,
+        "deadLetters": 0,
         "indexedByFamily": {"memory": 1},
     }
     assert _found(services.memory, alice, "queued index down", stored.memory_id)

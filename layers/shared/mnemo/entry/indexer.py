@@ -42,14 +42,20 @@ def handle_record(record: DynamoDBRecord) -> str:
 
 
 def drain_pending() -> dict[str, Any]:
-    report = get_services().outbox.drain()
+    """Drain the index outbox; ``deadLetters`` (all of them, not only this run's) feeds an alarm."""
+    outbox = get_services().outbox
+    report = outbox.drain()
     summary = {
         "indexed": report.indexed,
         "stillPending": report.failed,
         "deadLettered": report.dead_lettered,
+        "deadLetters": len(outbox.dead_letters()),
         "indexedByFamily": report.by_family,
     }
-    logger.info("drained the index outbox", extra=summary)
+    if summary["deadLetters"]:
+        logger.warning("the index outbox holds dead letters: run `mnemo reindex --pending`", extra=summary)
+    else:
+        logger.info("drained the index outbox", extra=summary)
     return summary
 
 
