@@ -118,11 +118,25 @@ def test_the_general_memory_and_one_topic_fit_a_small_budget(services: Services)
     assert wire_bytes(general) <= budget
     assert "more topics left out" in general["index"] and general["content"].startswith("General notes.")
     assert general["content"].endswith("[… shortened to fit the response size limit]")
-    topic = call(services, budgeted(WRITER, budget), "recall_memory", {"topic": "topic-001-" + "n" * 100})
-    assert wire_bytes(topic) <= budget and topic["content"].startswith("ccc")
-    assert topic["markdown"].endswith("[… shortened to fit the response size limit]\n")
     # Without a budget (in process), nothing is shortened.
     assert len(call(services, WRITER, "recall_memory", {"topic": "topic-001-" + "n" * 100})["content"]) == 50_000
+
+
+def test_a_topic_too_long_for_the_transport_is_read_in_parts(services: Services) -> None:
+    content = "".join(f'line {n}: é日本語 ✓ "quoted"\n' for n in range(3000))  # multi-byte and escaped text
+    call(services, WRITER, "memorize_new_topic", {"topic": "long", "tags": [], "summary": "s", "content": content})
+    budget, offset, parts = 8192, 0, []
+    while True:
+        part = call(services, budgeted(WRITER, budget), "recall_memory", {"topic": "long", "offset": offset})
+        assert wire_bytes(part) <= budget and part["totalChars"] == len(content) and part["content"]
+        assert part["markdown"].startswith("# long\n") and part["content"].strip() in part["markdown"]
+        parts.append(part["content"])
+        if not part["hasMore"]:
+            assert part["nextOffset"] is None
+            break
+        assert part["nextOffset"] == offset + len(part["content"])
+        offset = part["nextOffset"]
+    assert "".join(parts) == content and len(parts) > 5
 
 
 def test_a_fifteen_megabyte_page_over_http_is_trimmed_to_the_lambda_limit_not_a_502(services: Services) -> None:

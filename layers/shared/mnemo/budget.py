@@ -45,6 +45,22 @@ def fit_head(  # noqa: UP047 (3.11 runs it too)
     return kept
 
 
+def longest_prefix(text: str, fits: Callable[[str], bool]) -> int:
+    """How many leading characters of ``text`` the answer can hold: the most for which ``fits`` is true.
+
+    A binary search (``fits`` must hold for the empty prefix and be monotone): escaping makes a
+    character's cost on the wire vary, so the answer is measured rather than estimated.
+    """
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(text[:middle]):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def clip_text(text: str, excess: int) -> str:
     """``text`` shortened by at least ``excess`` bytes of JSON, ending with a note that says so."""
     note = "\n\n[… shortened to fit the response size limit]"

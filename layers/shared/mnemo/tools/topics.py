@@ -150,7 +150,9 @@ def recall_memory(services: Services, context: RequestContext, request: RecallMe
     Returns the topic's title, tags, summary, last updated date and content, also
     as one markdown document, and its version (pass it to refine_memory as
     `expectedVersion` to refuse a concurrent change). Names compare
-    case-insensitively.
+    case-insensitively. A topic too long for the transport's answer (Bedrock's
+    is about 12 kB) comes in parts: `hasMore` is true and `nextOffset` is the
+    `offset` to ask for the rest with.
 
     **When to use:** when the index or a search points at a topic relevant to the task.
 
@@ -161,7 +163,7 @@ def recall_memory(services: Services, context: RequestContext, request: RecallMe
 
     **Returns:**
     ```json
-    {"success": true, "title": "deployment-process", "tags": ["deploy", "release", "draft"], "summary": "How a release reaches production.", "content": "# Deployment\\n\\nReleases go out through the pipeline on Tuesdays.", "lastUpdated": "2026-01-07T10:00:00Z", "createdAt": "2026-01-07T10:00:00Z", "version": 1, "markdown": "# deployment-process\\n\\n**Tags:** deploy, release, draft\\n**Last updated:** 2026-01-07T10:00:00Z\\n\\n# Deployment\\n\\nReleases go out through the pipeline on Tuesdays.\\n"}
+    {"success": true, "title": "deployment-process", "tags": ["deploy", "release", "draft"], "summary": "How a release reaches production.", "content": "# Deployment\\n\\nReleases go out through the pipeline on Tuesdays.", "lastUpdated": "2026-01-07T10:00:00Z", "createdAt": "2026-01-07T10:00:00Z", "version": 1, "markdown": "# deployment-process\\n\\n**Tags:** deploy, release, draft\\n**Last updated:** 2026-01-07T10:00:00Z\\n\\n# Deployment\\n\\nReleases go out through the pipeline on Tuesdays.\\n", "totalChars": 63, "hasMore": false, "nextOffset": null}
     ```
 
     **Errors:**

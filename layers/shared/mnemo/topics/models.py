@@ -58,6 +58,12 @@ class ListMemoriesInput(ToolRequest):
 
 class RecallMemoryInput(ToolRequest):
     topic: TopicName = _TOPIC
+    offset: int = Field(
+        0,
+        ge=0,
+        le=MAX_CONTENT_CHARS,
+        description="Where the content starts, in characters: 0, or the nextOffset of an answer with hasMore.",
+    )
 
 
 class SearchMemoriesInput(ToolRequest):
@@ -167,6 +173,11 @@ class RecallMemoryOutput(ToolResponse):
     created_at: datetime
     version: int = Field(description="Pass as expectedVersion to refine_memory to refuse a concurrent change.")
     markdown: str = Field(description="Title, tags, last updated date and content as one markdown document.")
+    total_chars: int = Field(description="Length of the whole content, in characters.")
+    has_more: bool = Field(
+        False, description="The content goes on past this answer (too long for the transport): ask with nextOffset."
+    )
+    next_offset: int | None = Field(None, description="The offset to ask for the rest of the content with.")
 
 
 class TopicMatch(WireModel):

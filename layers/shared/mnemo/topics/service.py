@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from mnemo.budget import clip_text, fit_head, wire_bytes
+from mnemo.budget import RESERVE_BYTES, clip_text, fit_head, longest_prefix, wire_bytes
 from mnemo.context import WRITER_ROLE, RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized, invalid_field
 from mnemo.memory.scoring import calibration_for
@@ -193,21 +193,32 @@ class TopicService:
         if found is None:
             raise _topic_missing(request.topic)
         head, body = found
+        content: str = body.data["content"]
+        piece = content[request.offset :]
         output = RecallMemoryOutput(
             title=head.data["name"],
             tags=head.data["tags"],
             summary=head.data["summary"],
-            content=body.data["content"],
+            content=piece,
             last_updated=head.data["lastUpdated"],
             created_at=head.data["createdAt"],
             version=head.version,
-            markdown=render_topic(head.data, body.data["content"]),
+            markdown=render_topic(head.data, piece),
+            total_chars=len(content),
         )
         budget = context.response_budget
         if budget is not None and wire_bytes(output) > budget:
-            # The content appears twice, in content and in markdown: each copy gives up half the excess.
-            output.content = clip_text(output.content, (wire_bytes(output) - budget + 1) // 2)
-            output.markdown = render_topic(head.data, output.content)
+            limit = budget - RESERVE_BYTES  # room for hasMore and nextOffset
+
+            def fits(prefix: str) -> bool:
+                shorter = output.model_copy(update={"content": prefix, "markdown": render_topic(head.data, prefix)})
+                return wire_bytes(shorter) <= limit
+
+            kept = longest_prefix(piece, fits)
+            if not kept:  # nothing of the content fits beside the title, tags and summary: no progress to offer
+                raise invalid_field("topic", f"this topic's answer cannot fit the transport's {budget} bytes")
+            output.content, output.markdown = piece[:kept], render_topic(head.data, piece[:kept])
+            output.has_more, output.next_offset = True, request.offset + kept
         return output
 
     # ------------------------------------------------------------ writes
