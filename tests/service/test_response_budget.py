@@ -105,6 +105,16 @@ def test_topic_search_and_list_fit_a_small_budget(services: Services) -> None:
         assert wire_bytes(whole) > budget >= wire_bytes(trimmed), tool
         assert "response size limit" in (trimmed.get("message") or trimmed.get("text")), tool
         assert trimmed["topics"] and len(trimmed["topics"]) < 40, tool
+    # The whole list, part by part.
+    offset, names = 0, []
+    while True:
+        part = call(services, budgeted(WRITER, budget), "list_memories", {"offset": offset})
+        assert wire_bytes(part) <= budget and part["count"] == 40 and part["topics"]
+        names += part["topics"]
+        if not part["hasMore"]:
+            break
+        offset = part["nextOffset"]
+    assert names == call(services, WRITER, "list_memories", {})["topics"] and len(names) == 40
     searched = call(services, budgeted(WRITER, budget), "search_memories", {"tags": ["deploy"], "limit": 40})
     assert searched["totalCount"] == 40 and [r["topic"] for r in searched["results"]] == searched["topics"]
     assert call(services, budgeted(WRITER, budget), "list_memories", {})["count"] == 40

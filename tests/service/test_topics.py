@@ -15,7 +15,13 @@ from mnemo.ports import Delete, IndexDoc, Item, Put, RecordStore, VectorIndex
 from mnemo.runtime import Services
 from mnemo.tools.registry import get_tool
 from mnemo.topics import service as topic_service
-from mnemo.topics.models import ForgetMemoryInput, MemorizeNewTopicInput, RefineMemoryInput, SearchMemoriesInput
+from mnemo.topics.models import (
+    ForgetMemoryInput,
+    ListMemoriesInput,
+    MemorizeNewTopicInput,
+    RefineMemoryInput,
+    SearchMemoriesInput,
+)
 from mnemo.topics.service import NAMESPACE, TopicService
 
 WRITER = ctx(project="p1", roles=("writer",))
@@ -424,7 +430,7 @@ def test_an_index_outage_never_loses_a_write_and_the_drain_heals_it(services: Se
         topics.memorize(WRITER, MemorizeNewTopicInput(topic=name, tags=[], summary="s", content=content))
     topics.forget(WRITER, ForgetMemoryInput(topic="old"))
     assert services.index.count(NAMESPACE) == 0
-    assert topics.list_topics(WRITER).topics == ["database"]  # the records have it
+    assert topics.list_topics(WRITER, ListMemoriesInput()).topics == ["database"]  # the records have it
     # Queued: the index of "database", and the removal of "old" from the index.
     assert sorted(m["ref"]["key"] for m in services.outbox.pending()) == ["database", "old"]
     index.down = False

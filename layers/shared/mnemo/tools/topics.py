@@ -119,7 +119,8 @@ def list_memories(services: Services, context: RequestContext, request: ListMemo
 
     Returns every topic name of the caller's project (of the caller's own user
     layer without a project id), sorted case-insensitively, as a list and as one
-    comma-separated text.
+    comma-separated text. A list too long for the transport's answer comes in
+    parts: `hasMore` is true and `nextOffset` is the `offset` to ask for the rest with.
 
     **When to use:** to see which topics exist before recalling or creating one.
 
@@ -130,7 +131,7 @@ def list_memories(services: Services, context: RequestContext, request: ListMemo
 
     **Returns:**
     ```json
-    {"success": true, "topics": ["deployment-process"], "text": "deployment-process", "count": 1, "layer": "project"}
+    {"success": true, "topics": ["deployment-process"], "text": "deployment-process", "count": 1, "layer": "project", "hasMore": false, "nextOffset": null}
     ```
 
     **Errors:**
@@ -138,7 +139,7 @@ def list_memories(services: Services, context: RequestContext, request: ListMemo
 
     @see mnemo.topics.service.TopicService.list_topics
     """
-    return services.topics.list_topics(context)
+    return services.topics.list_topics(context, request)
 
 
 @tool("topics")

@@ -12,6 +12,8 @@ from mnemo.models import ToolRequest, ToolResponse, WireModel
 from mnemo.topics.names import MAX_NAME_CHARS, MAX_TAG_CHARS, MAX_TAGS, check_tag, check_topic_name, unique_tags
 
 MAX_SUMMARY_CHARS = 500
+#: Topics one scope may hold (the index document lists them all).
+MAX_TOPICS = 1000
 #: Topic content and the general section; a DynamoDB item holds at most 400 KB.
 MAX_CONTENT_CHARS = 100_000
 #: The same content as JSON (non-ASCII escaped, as stores write it) may take at most this many bytes.
@@ -53,7 +55,9 @@ class RecallGeneralMemoryInput(ToolRequest):
 
 
 class ListMemoriesInput(ToolRequest):
-    pass
+    offset: int = Field(
+        0, ge=0, le=MAX_TOPICS, description="Where the list starts: 0, or the nextOffset of an answer with hasMore."
+    )
 
 
 class RecallMemoryInput(ToolRequest):
@@ -160,8 +164,12 @@ class RecallGeneralMemoryOutput(ToolResponse):
 class ListMemoriesOutput(ToolResponse):
     topics: list[str] = Field(description="Every topic name, sorted case-insensitively.")
     text: str = Field(description="The names as one comma-separated list ('No topics found' when none).")
-    count: int
+    count: int = Field(description="How many topics the scope holds.")
     layer: TopicLayer
+    has_more: bool = Field(
+        False, description="More names follow (the list did not fit the transport): ask with nextOffset."
+    )
+    next_offset: int | None = Field(None, description="The offset to ask for the rest of the list with.")
 
 
 class RecallMemoryOutput(ToolResponse):

@@ -32,8 +32,10 @@ from mnemo.memory.scoring import calibration_for
 from mnemo.outbox import GONE, IndexOutbox, Reference
 from mnemo.ports import ConditionFailed, Delete, Embedder, Filter, IndexDoc, Item, Put, RecordStore, VectorIndex
 from mnemo.topics.models import (
+    MAX_TOPICS,
     ForgetMemoryInput,
     ForgetMemoryOutput,
+    ListMemoriesInput,
     ListMemoriesOutput,
     MemorizeGeneralInfoInput,
     MemorizeGeneralInfoOutput,
@@ -55,8 +57,6 @@ NAMESPACE = "topics"
 GENERAL = "GENERAL"
 HEAD = "TOPIC#"
 BODY = "BODY#"
-#: Topics one scope may hold (the index document lists them all).
-MAX_TOPICS = 1000
 #: What is embedded of a topic: its start (Titan reads at most 50,000 characters).
 EMBED_CHARS = 8000
 CANDIDATES = 100
@@ -175,17 +175,20 @@ class TopicService:
             output.content = clip_text(output.content, (excess + 1) // 2)
             output.index = render_index(scope.layer, output.content, kept, left_out=len(heads) - len(kept))
 
-    def list_topics(self, context: RequestContext) -> ListMemoriesOutput:
+    def list_topics(self, context: RequestContext, request: ListMemoriesInput) -> ListMemoriesOutput:
         scope = self.scope(context)
-        names = [item.data["name"] for item in self._heads(scope)]
+        every = [item.data["name"] for item in self._heads(scope)]
+        names = every[request.offset :]
         output = ListMemoriesOutput(
-            topics=names, text=", ".join(names) or NO_TOPICS, count=len(names), layer=scope.layer
+            topics=names, text=", ".join(names) or NO_TOPICS, count=len(every), layer=scope.layer
         )
         # Each name is in the answer twice: in the list and in the text.
         kept = fit_head(output, names, context.response_budget, weight=lambda name: 2 * wire_bytes(name) + 2)
         if len(kept) < len(names):
-            more = f"… and {len(names) - len(kept)} more, left out to fit the response size limit"
+            following = request.offset + len(kept)
+            more = f"… and {len(names) - len(kept)} more (response size limit): ask with offset {following}"
             output.topics, output.text = kept, ", ".join([*kept, more])
+            output.has_more, output.next_offset = True, following
         return output
 
     def recall(self, context: RequestContext, request: RecallMemoryInput) -> RecallMemoryOutput:
