@@ -419,12 +419,7 @@ class LoadClient:
             self.conflicts += recalled.code == "CONFLICT"
             return
         self.seq += 1
-        marker = f"marker-{self.index:03d}-{self.seq:04d}-{self.rng.getrandbits(32):08x}"
-        body = {
-            "topic": TOPIC,
-            "newContent": f"{recalled.payload['content']}\n- {marker}",
-            "expectedVersion": recalled.payload["version"],
-        }
+        marker, body = refine_body(recalled.payload, self.index, self.seq, self.rng)
         answer = self._call("refine_memory", body)
         if answer.ok:
             self.refines[marker] = answer.payload["version"]
@@ -434,6 +429,17 @@ class LoadClient:
 
 def search_body(memory: Memory) -> dict[str, Any]:
     return {"query": memory.token, "layers": [memory.layer], "threshold": 0, "limit": 10}
+
+
+def refine_body(recalled: dict[str, Any], client: int, seq: int, rng: random.Random) -> tuple[str, dict[str, Any]]:
+    """A unique marker line, and the refine of the shared topic that appends it at the version recalled."""
+    marker = f"marker-{client:03d}-{seq:04d}-{rng.getrandbits(32):08x}"
+    body = {
+        "topic": TOPIC,
+        "newContent": f"{recalled['content']}\n- {marker}",
+        "expectedVersion": recalled["version"],
+    }
+    return marker, body
 
 
 def topic_body(topic: str, content: str) -> dict[str, Any]:
@@ -792,12 +798,7 @@ class CrashClient:
         if not recalled.ok:
             return True
         self.seq += 1
-        marker = f"marker-{self.index:03d}-{self.seq:04d}-{self.rng.getrandbits(32):08x}"
-        body = {
-            "topic": TOPIC,
-            "newContent": f"{recalled.payload['content']}\n- {marker}",
-            "expectedVersion": recalled.payload["version"],
-        }
+        marker, body = refine_body(recalled.payload, self.index, self.seq, self.rng)
         return self._send(Written("refine", self.index, marker, "refine_memory", body))
 
 

@@ -17,6 +17,8 @@ from pydantic import BaseModel
 
 #: Room kept for what a trimmed answer gains (a cursor, a note, changed counts).
 RESERVE_BYTES = 256
+#: How a text shortened to fit (with no way to read the rest) ends.
+SHORTENED = "\n\n[… shortened to fit the response size limit]"
 
 T = TypeVar("T")
 
@@ -59,12 +61,3 @@ def longest_prefix(text: str, fits: Callable[[str], bool]) -> int:
         else:
             high = middle - 1
     return low
-
-
-def clip_text(text: str, excess: int) -> str:
-    """``text`` shortened by at least ``excess`` bytes of JSON, ending with a note that says so."""
-    note = "\n\n[… shortened to fit the response size limit]"
-    room = len(text.encode()) - excess - len(note.encode()) - RESERVE_BYTES
-    if room <= 0:
-        return note.strip()
-    return text.encode()[:room].decode(errors="ignore") + note

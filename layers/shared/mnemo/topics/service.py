@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from mnemo.budget import RESERVE_BYTES, clip_text, fit_head, longest_prefix, wire_bytes
+from mnemo.budget import RESERVE_BYTES, SHORTENED, fit_head, longest_prefix, wire_bytes
 from mnemo.context import WRITER_ROLE, RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized, invalid_field
 from mnemo.memory.scoring import calibration_for
@@ -169,11 +169,21 @@ class TopicService:
         excess = wire_bytes(output) - budget
         while kept and excess > 0:
             excess -= len(index_entry(kept.pop()).encode()) + 1
-        output.index = render_index(scope.layer, output.content, kept, left_out=len(heads) - len(kept))
-        excess = wire_bytes(output) - budget
-        if excess > 0:  # the general section appears twice: in content and in the index
-            output.content = clip_text(output.content, (excess + 1) // 2)
-            output.index = render_index(scope.layer, output.content, kept, left_out=len(heads) - len(kept))
+        left_out = len(heads) - len(kept)
+        output.index = render_index(scope.layer, output.content, kept, left_out=left_out)
+        if wire_bytes(output) <= budget:
+            return
+        general = output.content  # it appears twice: in content and in the index
+
+        def shortened(prefix: str) -> RecallGeneralMemoryOutput:
+            content = prefix + SHORTENED
+            return output.model_copy(
+                update={"content": content, "index": render_index(scope.layer, content, kept, left_out=left_out)}
+            )
+
+        chars = longest_prefix(general, lambda prefix: wire_bytes(shortened(prefix)) <= budget)
+        final = shortened(general[:chars])
+        output.content, output.index = final.content, final.index
 
     def list_topics(self, context: RequestContext, request: ListMemoriesInput) -> ListMemoriesOutput:
         scope = self.scope(context)
