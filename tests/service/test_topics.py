@@ -343,7 +343,7 @@ def test_forget_removes_the_topic_from_list_index_and_search(services: Services)
 
 def test_forgetting_an_unknown_topic_is_not_found_and_clears_its_remains(services: Services) -> None:
     scope = TopicService.scope(WRITER)
-    services.outbox.queue("topics", {"scope": scope.key, "layer": "project", "key": "ghost"})
+    services.records.write([services.outbox.marker("topics", {"scope": scope.key, "layer": "project", "key": "ghost"})])
     doc_id = TopicService.doc_id(scope.key, "ghost")
     services.index.upsert(NAMESPACE, [IndexDoc(doc_id, services.embedder.embed(["x"])[0], "x", {"scope": [scope.key]})])
     error = error_of(lambda: call(services, WRITER, "forget_memory", {"topic": "Ghost"}))

@@ -115,10 +115,6 @@ class IndexOutbox:
         data = {"family": family, "ref": dict(ref), "attempts": 0, "queuedAt": _now()}
         return Put(Item(_shard(sk), sk, data, version=_fresh_version()))
 
-    def queue(self, family: str, ref: Reference) -> None:
-        """Queue a record on its own (when its write could not carry the marker)."""
-        self._records.write([self.marker(family, ref)])
-
     def settle(self, marker: Put, family: IndexedFamily, first: Callable[[], str] | None = None) -> bool:
         """Index the record a just-written marker names, check it, and clear the marker.
 
