@@ -26,6 +26,8 @@ class MnemoError(Exception):
     """A failure a client may see. Anything else is reported as PROVIDER_ERROR."""
 
     code = "PROVIDER_ERROR"
+    #: Whether the same call may succeed later; None: as the code says (RETRYABLE).
+    retryable: bool | None = None
 
     def __init__(self, message: str, details: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)
@@ -42,7 +44,7 @@ class MnemoError(Exception):
             "errorCode": self.code,
             "message": self.message,
             "details": self.details,
-            "retryable": self.code in RETRYABLE,
+            "retryable": self.code in RETRYABLE if self.retryable is None else self.retryable,
         }
 
 
@@ -60,6 +62,12 @@ class NotFound(MnemoError):
 
 class Conflict(MnemoError):
     code = "CONFLICT"
+
+
+class BudgetExceeded(Conflict):
+    """A write or pin that would take a pinned total past its budget: the caller must free space first."""
+
+    retryable = False
 
 
 class RateLimited(MnemoError):

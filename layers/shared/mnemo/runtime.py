@@ -15,6 +15,11 @@ from mnemo.ports import BlobStore, Embedder, EventPublisher, RecordStore, Vector
 from mnemo.settings import Settings
 
 if TYPE_CHECKING:
+    from mnemo.assets.expansion import Expander
+    from mnemo.assets.index import BlockIndex
+    from mnemo.assets.pinning import Pinning
+    from mnemo.assets.service import FileService
+    from mnemo.assets.store import FileStore
     from mnemo.conversations.service import ConversationService
     from mnemo.knowledge.repository import KnowledgeRepository
     from mnemo.knowledge.service import KnowledgeService
@@ -94,7 +99,7 @@ class Services:
         return IndexOutbox(self.records, self._indexed_families)
 
     def _indexed_families(self) -> dict[str, IndexedFamily]:
-        families: list[IndexedFamily] = [self.memory, *self.conversations.families, self.topics]
+        families: list[IndexedFamily] = [self.memory, *self.conversations.families, self.topics, self.block_index]
         return {family.family: family for family in families}
 
     @cached_property
@@ -139,6 +144,44 @@ class Services:
         from mnemo.topics.service import TopicService
 
         return TopicService(self.records, self.index, self.embedder, self.outbox)
+
+    @cached_property
+    def file_store(self) -> FileStore:
+        from mnemo.assets.store import FileStore
+
+        return FileStore(self.records, lambda: self.blobs)
+
+    @cached_property
+    def block_index(self) -> BlockIndex:
+        from mnemo.assets.index import BlockIndex
+
+        return BlockIndex(self.records, self.file_store, self.index, self.embedder)
+
+    @cached_property
+    def pinning(self) -> Pinning:
+        from mnemo.assets.pinning import Pinning
+
+        return Pinning(self.records, self.file_store, self.settings.block_budget_tokens)
+
+    @cached_property
+    def files(self) -> FileService:
+        from mnemo.assets.service import FileService
+
+        return FileService(
+            self.records,
+            self.file_store,
+            self.block_index,
+            self.pinning,
+            self.outbox,
+            lambda: self.topics,
+            lambda: self.knowledge,
+        )
+
+    @cached_property
+    def expander(self) -> Expander:
+        from mnemo.assets.expansion import Expander
+
+        return Expander(self.files)
 
 
 _services: Services | None = None

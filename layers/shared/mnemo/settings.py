@@ -22,6 +22,7 @@ the embedded default, so ``mnemo serve`` runs on a laptop with no cloud at all.
 | MNEMO_AWS_REGION | region for every AWS client (else AWS_REGION) | |
 | MNEMO_AWS_ENDPOINT | one endpoint for every AWS client (a moto server) | |
 | MNEMO_SYNC_STALE_AFTER_SECONDS | sync_status is unhealthy when the last sync is older | 86400 |
+| MNEMO_BLOCK_BUDGET_TOKENS | the most tokens one agent may keep pinned (blocks and skills) | 100000 |
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class Settings(BaseModel):
     dedupe_similarity: float = Field(0.95, ge=0.0, le=1.0)
     #: sync_status reports unhealthy when the last sync is older than this.
     sync_stale_after_seconds: float = Field(86400.0, gt=0)
+    #: The most tokens (mnemo.assets.tokens) one agent may keep pinned.
+    block_budget_tokens: int = Field(100_000, ge=1, le=10_000_000)
     #: Roles granted to a local-server caller that sends no X-Mnemo-Roles header.
     default_local_roles: tuple[str, ...] = ("writer",)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from mnemo.errors import InvalidInput
 from mnemo.ports import Blob, BlobVersion
 
-_SEGMENT = re.compile(r"^[A-Za-z0-9._@+=,-]+$")
+_SEGMENT = re.compile(r"^[A-Za-z0-9._@+=,~%-]+$")
 
 
 def _check_key(key: str) -> list[str]:

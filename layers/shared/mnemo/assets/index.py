@@ -1,0 +1,110 @@
+"""StoredAssets in the vector index (namespace ``blocks``), so their content can be searched.
+
+Each write of a block or skill carries an index outbox marker (``mnemo.outbox``)
+in its transaction; the index is brought in line right after, or by the next
+drain. The index only finds files: every hit is read back from its head, so a
+deleted or moved-on file is never answered from a stale entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+
+from mnemo.assets.store import HEAD, FileStore, Location
+from mnemo.errors import MnemoError
+from mnemo.memory.scoring import calibration_for
+from mnemo.outbox import GONE, Reference
+from mnemo.ports import Embedder, Hit, IndexDoc, RecordStore, VectorIndex
+
+NAMESPACE = "blocks"
+#: What is embedded of a file: its start (Titan reads at most 50,000 characters).
+EMBED_CHARS = 8000
+CANDIDATES = 100
+
+
+def doc_id(pk: str, name: str) -> str:
+    return "blk_" + hashlib.sha256(f"{pk}\n{name}".encode()).hexdigest()[:40]
+
+
+class BlockIndex:
+    #: The outbox family.
+    family = NAMESPACE
+
+    def __init__(self, records: RecordStore, store: FileStore, index: VectorIndex, embedder: Embedder) -> None:
+        self._records = records
+        self._store = store
+        self._index = index
+        self._embedder = embedder
+
+    @staticmethod
+    def reference(pk: str, name: str) -> Reference:
+        return {"pk": pk, "name": name}
+
+    def version_token(self, ref: Reference) -> str:
+        head = self._store.head(Location(ref["pk"]), ref["name"])
+        return str(head.version) if head is not None else GONE
+
+    def upsert(self, pk: str, name: str, content: str, version: int) -> Callable[[], str]:
+        """The first index write of a file just written at ``version``, for ``IndexOutbox.settle``."""
+
+        def write() -> str:
+            text = f"{name}\n{content}"
+            vector = self._embedder.embed([text[:EMBED_CHARS]])[0]
+            kind = name.split("/", 1)[0]
+            scope = pk.split("|", 1)[1]
+            self._index.upsert(
+                NAMESPACE,
+                [IndexDoc(doc_id(pk, name), vector, text, {"scope": [scope], "name": [name], "kind": [kind]})],
+            )
+            return str(version)
+
+        return write
+
+    def remove(self, pk: str, name: str) -> Callable[[], str]:
+        def write() -> str:
+            self._index.delete(NAMESPACE, [doc_id(pk, name)])
+            return GONE
+
+        return write
+
+    def sync_reference(self, ref: Reference) -> str:
+        where = Location(ref["pk"])
+        head = self._store.head(where, ref["name"])
+        if head is None:
+            return self.remove(ref["pk"], ref["name"])()
+        content, _ = self._store.content(where, head)
+        return self.upsert(ref["pk"], ref["name"], content, head.version)()
+
+    def reindex(self) -> int:
+        """Rebuild the namespace from the records (maintenance: scans the table)."""
+        self._index.clear(NAMESPACE)
+        total = 0
+        for item in self._records.scan("ASSET|"):
+            if item.sk.startswith(HEAD) and not item.data.get("deleted"):
+                self.sync_reference(self.reference(item.pk, item.sk.removeprefix(HEAD)))
+                total += 1
+        return total
+
+    def search(self, scopes: Sequence[str], query: str) -> tuple[list[tuple[Hit, float]], bool]:
+        """Hits in ``scopes`` by the calibrated hybrid score memory_search uses, best first; and whether
+        the embedder answered (else lexical only)."""
+        flt = {"scope": list(scopes)}
+        try:
+            vector: Sequence[float] | None = self._embedder.embed([query])[0]
+        except MnemoError:
+            vector = None
+        dense_hits = self._index.knn(NAMESPACE, vector, flt, CANDIDATES) if vector is not None else []
+        lexical_hits = self._index.lexical(NAMESPACE, query, flt, CANDIDATES)
+        dense = {hit.id: hit.score for hit in dense_hits}
+        lexical = {hit.id: hit.score for hit in lexical_hits}
+        hits = {hit.id: hit for hit in (*dense_hits, *lexical_hits)}
+        calibration = calibration_for(self._embedder.name)
+        floor = min(dense.values()) if dense else None
+        scored = [
+            (hit, round(calibration.score(dense.get(hit.id, floor), lexical.get(hit.id, 0.0)), 4))
+            for hit in hits.values()
+            if set(hit.keywords.get("scope", [])) & set(scopes)
+        ]
+        scored.sort(key=lambda pair: (-pair[1], pair[0].id))
+        return scored, vector is not None

@@ -1,0 +1,527 @@
+"""The file tools' rules: one set of operations, routed by the path's scheme (seed 004).
+
+StoredAssets (``mnemo://``) and workspace files share ``FileStore``'s
+versioned layout; topic notes go through the topic service and knowledge
+items through the knowledge service, so every rule of theirs (roles, names,
+sizes) holds here too. Pinning and the budget are ``mnemo.assets.pinning``'s.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mnemo.assets.index import BlockIndex
+from mnemo.assets.models import (
+    MAX_CONTENT_CHARS,
+    FileDeleteInput,
+    FileDeleteOutput,
+    FileEditInput,
+    FileEntry,
+    FileListInput,
+    FileListOutput,
+    FileMatch,
+    FileReadInput,
+    FileReadOutput,
+    FileSearchInput,
+    FileSearchOutput,
+    FileWriteInput,
+    FileWriteOutput,
+    Reference,
+)
+from mnemo.assets.paths import FilePath, parse_path
+from mnemo.assets.pinning import Pinning
+from mnemo.assets.references import mentions
+from mnemo.assets.scopes import (
+    ASSET_PREFIX,
+    asset_location,
+    display_uri,
+    own_layer,
+    workspace_location,
+)
+from mnemo.assets.store import HEAD, FileStore, Location, check_storable
+from mnemo.assets.tokens import count_tokens
+from mnemo.budget import RESERVE_BYTES, fit_head, wire_bytes
+from mnemo.context import RequestContext
+from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, invalid_field
+from mnemo.outbox import IndexOutbox
+from mnemo.ports import ConditionFailed, Delete, Item, Put, RecordStore
+
+if TYPE_CHECKING:
+    from mnemo.knowledge.service import KnowledgeService
+    from mnemo.topics.service import TopicService
+
+#: How a topic's or knowledge item's errors name fields, and what the file tools call them.
+_RENAMED = {"topic": "path", "id": "path", "newContent": "content", "content": "content"}
+
+
+def _renamed(error: MnemoError) -> MnemoError:
+    field = error.details.get("field")
+    if isinstance(field, str) and field in _RENAMED:
+        error.details["field"] = _RENAMED[field]
+    return error
+
+
+def _missing(path: FilePath) -> NotFound:
+    return NotFound(f"No file at {path.uri}", {"field": "path", "path": path.uri})
+
+
+def _stale(path: FilePath, current: int, expected: int) -> Conflict:
+    where = "does not exist" if current == 0 else f"is at version {current}"
+    return Conflict(
+        f"{path.uri} {where}, not at version {expected}; read it again and retry",
+        {"field": "expectedVersion", "currentVersion": current, "path": path.uri},
+    )
+
+
+def _raced(path: FilePath) -> Conflict:
+    return Conflict(
+        f"{path.uri} changed while it was being written; read it again and retry",
+        {"field": "path", "path": path.uri},
+    )
+
+
+def _read_only(path: FilePath) -> InvalidInput:
+    return invalid_field(
+        "path",
+        f"{path.uri} is read-only: knowledge changes through its repository (mnemo knowledge push), "
+        "never through the file tools",
+    )
+
+
+def _lines(content: str) -> list[str]:
+    return content.splitlines(keepends=True)
+
+
+class FileService:
+    def __init__(
+        self,
+        records: RecordStore,
+        store: FileStore,
+        blocks: BlockIndex,
+        pinning: Pinning,
+        outbox: IndexOutbox,
+        topics: Callable[[], TopicService],
+        knowledge: Callable[[], KnowledgeService],
+    ) -> None:
+        self._records = records
+        self._store = store
+        self._blocks = blocks
+        self._pinning = pinning
+        self._outbox = outbox
+        self._topics = topics
+        self._knowledge = knowledge
+
+    # ------------------------------------------------------------- where
+    def _location(self, context: RequestContext, path: FilePath, *, write: bool = False) -> Location:
+        if path.store == "asset":
+            return asset_location(context, path, write=write)
+        return workspace_location(context, write=write)
+
+    # -------------------------------------------------------------- read
+    def read_text(self, context: RequestContext, path: FilePath, version: int | None = None) -> dict[str, Any]:
+        """A file's whole text with its version, kind and date: what reads and expansions start from."""
+        if path.store == "topic":
+            if version is not None:
+                raise invalid_field("version", "topic notes keep no earlier versions to read")
+            from mnemo.topics.models import RecallMemoryInput
+
+            unbounded = context.model_copy(update={"response_budget": None})
+            try:
+                topic = self._topics().recall(unbounded, RecallMemoryInput(topic=path.name))
+            except MnemoError as error:
+                raise _renamed(error) from None
+            return {"content": topic.content, "version": topic.version, "lastUpdated": topic.last_updated}
+        if path.store == "knowledge":
+            if version is not None:
+                raise invalid_field("version", "read a knowledge item's history with knowledge_show")
+            from mnemo.knowledge.models import KnowledgeShowInput
+
+            try:
+                shown = self._knowledge().show(context, KnowledgeShowInput(id=path.name, include_constraints=False))
+            except MnemoError as error:
+                raise _renamed(error) from None
+            assert shown.item is not None
+            return {"content": shown.item.content, "version": None, "lastUpdated": shown.item.updated_at or None}
+        where = self._location(context, path)
+        head = self._store.head(where, path.name)
+        if head is None:
+            raise _missing(path)
+        content, entry = self._store.content(where, head, version)
+        return {
+            "content": content,
+            "version": version or head.version,
+            "lastUpdated": entry.get("lastUpdated") or entry.get("at"),
+            "pk": where.pk,
+        }
+
+    def read(self, context: RequestContext, request: FileReadInput) -> FileReadOutput:
+        path = parse_path(request.path)
+        found = self.read_text(context, path, request.version)
+        content: str = found["content"]
+        lines = _lines(content)
+        if request.offset > len(lines):
+            raise invalid_field("offset", f"the file has {len(lines)} lines", totalLines=len(lines))
+        page = lines[request.offset : request.offset + request.limit]
+        pinned = None
+        if path.store == "asset":
+            pinned = self._pinning.is_pinned(context, found["pk"], path.name)
+        output = FileReadOutput(
+            path=path.uri,
+            kind=path.kind,
+            content="".join(page),
+            version=found["version"],
+            total_lines=len(lines),
+            offset=request.offset,
+            returned_lines=len(page),
+            tokens=count_tokens(content),
+            last_updated=found["lastUpdated"],
+            pinned=pinned,
+            references=self._references(context, content),
+        )
+        following = request.offset + len(page)
+        if following < len(lines):
+            output.has_more, output.next_offset = True, following
+        budget = context.response_budget
+        if budget is not None and wire_bytes(output) > budget:
+            kept = fit_head(output, page, budget - RESERVE_BYTES, weight=lambda line: wire_bytes(line) - 2)
+            if not kept:
+                raise invalid_field("limit", f"line {request.offset} alone does not fit the transport's {budget} bytes")
+            output.content, output.returned_lines = "".join(kept), len(kept)
+            output.has_more, output.next_offset = True, request.offset + len(kept)
+        return output
+
+    def _references(self, context: RequestContext, content: str) -> list[Reference]:
+        """The paths ``content`` mentions, and whether each names a file the caller can read."""
+        found = []
+        for mention in mentions(content):
+            try:
+                path = parse_path(mention)
+            except InvalidInput:
+                continue
+            found.append(Reference(path=path.uri, kind=path.kind, exists=self.exists(context, path)))
+        return found
+
+    def exists(self, context: RequestContext, path: FilePath) -> bool:
+        try:
+            if path.store in ("topic", "knowledge"):
+                self.read_text(context, path)
+                return True
+            return self._store.head(self._location(context, path), path.name) is not None
+        except MnemoError:
+            return False
+
+    # ------------------------------------------------------------- write
+    def write(self, context: RequestContext, request: FileWriteInput) -> FileWriteOutput:
+        path = parse_path(request.path)
+        if path.store == "knowledge":
+            raise _read_only(path)
+        if path.store == "topic":
+            return self._write_topic(context, path, request.content, request.expected_version)
+        where = self._location(context, path, write=True)
+        current = self._store.raw_head(where, path.name)
+        live = current if current is not None and not current.data.get("deleted") else None
+        now = live.version if live else 0
+        if request.expected_version is not None and request.expected_version != now:
+            raise _stale(path, now, request.expected_version)
+        return self._commit(context, path, where, current, request.content)
+
+    def edit(self, context: RequestContext, request: FileEditInput) -> FileWriteOutput:
+        path = parse_path(request.path)
+        if path.store == "knowledge":
+            raise _read_only(path)
+        found = self.read_text(context, path)
+        if request.expected_version is not None and request.expected_version != found["version"]:
+            raise _stale(path, found["version"], request.expected_version)
+        content: str = found["content"]
+        count = content.count(request.old)
+        if count == 0:
+            raise NotFound(
+                f"`old` does not occur in {path.uri}; read the file and copy the text exactly",
+                {"field": "old", "occurrences": 0, "path": path.uri},
+            )
+        if count > 1 and not request.replace_all:
+            raise Conflict(
+                f"`old` occurs {count} times in {path.uri}; give more surrounding text to pick one, or set replaceAll",
+                {"field": "old", "occurrences": count, "path": path.uri},
+            )
+        changed = (
+            content.replace(request.old, request.new)
+            if request.replace_all
+            else content.replace(request.old, request.new, 1)
+        )
+        if len(changed) > MAX_CONTENT_CHARS:
+            raise invalid_field(
+                "new", f"the edited file would have {len(changed)} characters, at most {MAX_CONTENT_CHARS}"
+            )
+        if path.store == "topic":
+            output = self._write_topic(context, path, changed, found["version"])
+        else:
+            where = self._location(context, path, write=True)
+            head = self._store.raw_head(where, path.name)
+            if head is None or head.version != found["version"] or head.data.get("deleted"):
+                raise _raced(path)
+            output = self._commit(context, path, where, head, changed)
+        output.replacements = count if request.replace_all else 1
+        output.message = (
+            f"{path.uri} edited ({output.replacements} replacement{'s' if output.replacements > 1 else ''})"
+        )
+        return output
+
+    def _commit(
+        self, context: RequestContext, path: FilePath, where: Location, current: Item | None, content: str
+    ) -> FileWriteOutput:
+        """Write ``content`` as the next version after ``current`` (the head as read), all or nothing."""
+        tokens = count_tokens(content)
+        live = current is not None and not current.data.get("deleted")
+        pin_ops: list[Put | Delete] = []
+        mine = None
+        if path.store == "asset":
+            check_storable(content, "content")
+            old_tokens = int(current.data.get("tokens", 0)) if current is not None and live else 0
+            pin_ops, mine = self._pinning.for_write(context, where, path, old_tokens, tokens)
+        operations, head = self._store.write_ops(where, path.name, current, content, tokens=tokens, by=context.user)
+        marker = None
+        if path.store == "asset":
+            marker = self._outbox.marker(self._blocks.family, self._blocks.reference(where.pk, path.name))
+            operations += [*pin_ops, marker]
+        try:
+            self._store.write(operations)
+        except ConditionFailed:
+            raise _raced(path) from None
+        if marker is not None:
+            self._outbox.settle(
+                marker, self._blocks, first=self._blocks.upsert(where.pk, path.name, content, head.version)
+            )
+        created = not live
+        return FileWriteOutput(
+            message=f"{path.uri} {'created' if created else 'written'} (version {head.version})",
+            path=path.uri,
+            kind=path.kind,
+            version=head.version,
+            created=created,
+            tokens=tokens,
+            bytes=head.data["bytes"],
+            pinned=mine.pinned if mine else None,
+            pinned_tokens=mine.total if mine else None,
+            budget_tokens=self._pinning.limit if path.store == "asset" else None,
+        )
+
+    def _write_topic(
+        self, context: RequestContext, path: FilePath, content: str, expected: int | None
+    ) -> FileWriteOutput:
+        """A topic note written as a file: refined when it exists, else memorized with a summary from its
+        first line."""
+        from pydantic import ValidationError
+
+        from mnemo.topics.models import MemorizeNewTopicInput, RecallMemoryInput, RefineMemoryInput
+
+        topics = self._topics()
+        unbounded = context.model_copy(update={"response_budget": None})
+        try:
+            try:
+                existing = topics.recall(unbounded, RecallMemoryInput(topic=path.name))
+            except NotFound:
+                existing = None
+            now = existing.version if existing else 0
+            if expected is not None and expected != now:
+                raise _stale(path, now, expected)
+            if existing is not None:
+                request = RefineMemoryInput.model_validate(
+                    {"topic": path.name, "newContent": content, "expectedVersion": existing.version}
+                )
+                written = topics.refine(context, request)
+            else:
+                first = next((line.strip(" #\t") for line in content.splitlines() if line.strip(" #\t")), "")
+                created = MemorizeNewTopicInput.model_validate(
+                    {"topic": path.name, "tags": [], "summary": first[:200] or path.name, "content": content}
+                )
+                written = topics.memorize(context, created)
+        except ValidationError as error:
+            problem = error.errors(include_url=False)[0]
+            raise invalid_field("content", str(problem.get("msg", "invalid"))) from None
+        except MnemoError as error:
+            raise _renamed(error) from None
+        return FileWriteOutput(
+            message=f"{path.uri} {'written' if existing else 'created'} (version {written.version})",
+            path=path.uri,
+            kind="topic",
+            version=written.version,
+            created=existing is None,
+            tokens=count_tokens(content),
+            bytes=len(content.encode()),
+        )
+
+    # ------------------------------------------------------------ delete
+    def delete(self, context: RequestContext, request: FileDeleteInput) -> FileDeleteOutput:
+        path = parse_path(request.path)
+        if path.store == "knowledge":
+            raise _read_only(path)
+        if path.store == "topic":
+            return self._delete_topic(context, path, request.expected_version)
+        where = self._location(context, path, write=True)
+        head = self._store.head(where, path.name)
+        if head is None:
+            raise _missing(path)
+        if request.expected_version is not None and request.expected_version != head.version:
+            raise _stale(path, head.version, request.expected_version)
+        operations, tombstone = self._store.delete_ops(where, head, by=context.user)
+        unpinned = 0
+        marker = None
+        if path.store == "asset":
+            pin_ops, unpinned = self._pinning.for_delete(where, path.name)
+            marker = self._outbox.marker(self._blocks.family, self._blocks.reference(where.pk, path.name))
+            operations += [*pin_ops, marker]
+        try:
+            self._store.write(operations)
+        except ConditionFailed:
+            raise _raced(path) from None
+        if marker is not None:
+            self._outbox.settle(marker, self._blocks, first=self._blocks.remove(where.pk, path.name))
+        self._store.after_delete(where, path.name)
+        return FileDeleteOutput(
+            message=f"{path.uri} deleted" + (f" and unpinned from {unpinned} context(s)" if unpinned else ""),
+            path=path.uri,
+            kind=path.kind,
+            version=tombstone.version,
+            unpinned_for=unpinned,
+        )
+
+    def _delete_topic(self, context: RequestContext, path: FilePath, expected: int | None) -> FileDeleteOutput:
+        from mnemo.topics.models import ForgetMemoryInput
+
+        try:
+            if expected is not None:
+                now = self.read_text(context, path)["version"]
+                if now != expected:
+                    raise _stale(path, now, expected)
+            self._topics().forget(context, ForgetMemoryInput(topic=path.name))
+        except MnemoError as error:
+            raise _renamed(error) from None
+        return FileDeleteOutput(message=f"{path.uri} deleted", path=path.uri, kind="topic", version=0)
+
+    # -------------------------------------------------------------- list
+    def list_files(self, context: RequestContext, request: FileListInput) -> FileListOutput:
+        path = parse_path(request.path, folder=True)
+        fingerprint = path.uri
+        after = _decode_cursor(request.cursor, fingerprint)
+        if path.store in ("topic", "knowledge"):
+            names = self._names(context, path)
+            start = 0 if after is None else next((n + 1 for n, name in enumerate(names) if name == after), len(names))
+            page = names[start : start + request.limit]
+            entries = [FileEntry(path=f"{path.store}://{name}", kind=path.store) for name in page]
+            more = start + len(page) < len(names)
+        else:
+            where = self._location(context, path)
+            prefix = path.name if path.name == "" or path.name.endswith("/") else path.name + "/"
+            items, more = self._store.heads(where, prefix, after, request.limit)
+            pinned = self._pinning.pinned_names(context, where.pk) if path.store == "asset" else set()
+            entries = [self._entry(context, path, where, item, pinned) for item in items]
+            page = [item.data["name"] for item in items]
+        output = FileListOutput(path=path.uri, entries=entries, count=len(entries))
+        kept = fit_head(output, entries, context.response_budget, weight=lambda entry: wire_bytes(entry) + 1)
+        if len(kept) < len(entries):
+            output.entries, output.count, more = kept, len(kept), True
+            page = page[: len(kept)]
+        if more and page:
+            output.has_more, output.next_cursor = True, _encode_cursor(page[-1], fingerprint)
+        return output
+
+    def _names(self, context: RequestContext, path: FilePath) -> list[str]:
+        try:
+            if path.store == "topic":
+                from mnemo.topics.service import TopicService
+
+                scope = TopicService.scope(context)
+                heads = self._records.query(scope.partition, "TOPIC#", limit=2000)
+                return [item.data["name"] for item in heads]
+            from mnemo.knowledge.models import KnowledgeQueryInput
+
+            found = self._knowledge().query(context, KnowledgeQueryInput(limit=100))
+            return [item.id for item in found.items]
+        except MnemoError as error:
+            raise _renamed(error) from None
+
+    @staticmethod
+    def _entry(context: RequestContext, path: FilePath, where: Location, item: Item, pinned: set[str]) -> FileEntry:
+        name = item.data["name"]
+        if path.store == "asset":
+            shown = display_uri(context, where.pk, name) if path.owner == "" else f"mnemo://{path.owner}/{name}"
+            kind = "skill" if name.startswith("skills/") else "block"
+        else:
+            shown, kind = name, "workspace"
+        return FileEntry(
+            path=shown,
+            kind=kind,
+            version=item.version,
+            tokens=item.data["tokens"],
+            bytes=item.data["bytes"],
+            last_updated=item.data["lastUpdated"],
+            pinned=(name in pinned) if path.store == "asset" else None,
+            sha256=item.data.get("sha256"),
+        )
+
+    # ------------------------------------------------------------ search
+    def search(self, context: RequestContext, request: FileSearchInput) -> FileSearchOutput:
+        scopes: dict[str, None] = {}
+        for layer in (own_layer(context), "user", "project"):
+            if context.can_read(layer):
+                scopes.setdefault(context.scope_key(layer), None)
+        ranked, dense = self._blocks.search(list(scopes), request.query)
+        ranked = [(hit, score) for hit, score in ranked if score >= request.threshold]
+        keys = []
+        for hit, _ in ranked:
+            name = (hit.keywords.get("name") or [""])[0]
+            scope = (hit.keywords.get("scope") or [""])[0]
+            keys.append((ASSET_PREFIX + scope, HEAD + name))
+        heads = {(item.pk, item.sk): item for item in self._records.batch_get(keys) if not item.data.get("deleted")}
+        pinned = self._pinning.pinned_keys(context)
+        matches = []
+        for (_, score), key in zip(ranked, keys, strict=True):
+            head = heads.get(key)
+            if head is None:
+                continue
+            name = head.data["name"]
+            matches.append(
+                FileMatch(
+                    path=display_uri(context, head.pk, name),
+                    kind="skill" if name.startswith("skills/") else "block",
+                    score=score,
+                    snippet=head.data.get("preview", ""),
+                    version=head.version,
+                    tokens=head.data["tokens"],
+                    pinned=(head.pk, name) in pinned,
+                )
+            )
+        page = matches[: request.limit]
+        output = FileSearchOutput(
+            results=page,
+            total_count=len(matches),
+            retrieval="hybrid" if dense else "lexical",
+            message=f"Found {len(matches)} file{'' if len(matches) == 1 else 's'}" if matches else "No files found",
+        )
+        kept = fit_head(output, page, context.response_budget, weight=lambda match: wire_bytes(match) + 1)
+        if len(kept) < len(page):
+            output.results = kept
+            output.message += f"; {len(page) - len(kept)} more left out to fit the response size limit"
+        return output
+
+
+def _encode_cursor(after: str, fingerprint: str) -> str:
+    raw = json.dumps({"a": after, "f": fingerprint}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str | None, fingerprint: str) -> str | None:
+    if not cursor:
+        return None
+    try:
+        data = json.loads(base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode()))
+        after, owner = data["a"], data["f"]
+    except (ValueError, KeyError, TypeError):
+        raise invalid_field("cursor", "not a cursor this service issued") from None
+    if not isinstance(after, str) or owner != fingerprint:
+        raise invalid_field("cursor", "belongs to a different listing; list again without it")
+    return after
