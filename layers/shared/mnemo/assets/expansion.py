@@ -58,8 +58,15 @@ class Expander:
         expansions: list[Expansion] = []
         cursor = 0
         size = 0
+        missing: list[str] = []
         for marker in markers(request.text):
-            path, found = self._resolve(context, marker)
+            try:
+                path, found = self._resolve(context, marker)
+            except NotFound:
+                if request.on_missing == "error":
+                    raise
+                missing.append(marker.text)
+                continue
             content = str(found["content"])
             version = found["version"]
             attributes = f'path="{path.uri}"' + (f' version="{version}"' if version is not None else "")
@@ -90,7 +97,11 @@ class Expander:
         if request.offset > len(whole):
             raise invalid_field("offset", f"the expanded text has {len(whole)} characters", totalChars=len(whole))
         output = ExpandPromptOutput(
-            text=whole[request.offset :], expansions=expansions, tokens=count_tokens(whole), total_chars=len(whole)
+            text=whole[request.offset :],
+            expansions=expansions,
+            missing=missing,
+            tokens=count_tokens(whole),
+            total_chars=len(whole),
         )
         budget = context.response_budget
         if budget is not None and wire_bytes(output) > budget:

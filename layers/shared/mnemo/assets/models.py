@@ -113,6 +113,11 @@ class ExpandPromptInput(ToolRequest):
     offset: int = Field(
         0, ge=0, le=MAX_EXPANDED_CHARS, description="Where the answer's text starts: 0, or an answer's nextOffset."
     )
+    on_missing: Literal["error", "keep"] = Field(
+        "error",
+        description="A marker naming nothing you can read: 'error' (NOT_FOUND) or 'keep' it as written "
+        "and list it in `missing`.",
+    )
 
 
 # ----------------------------------------------------------------- outputs ---
@@ -224,6 +229,10 @@ class PinnedContextOutput(ToolResponse):
     count: int
     total_tokens: int
     budget_tokens: int
+    inactive: int = Field(
+        0,
+        description="Pinned files of a project this request is not in: not shown, still counted in your budget.",
+    )
     total_chars: int
     has_more: bool = False
     next_offset: int | None = None
@@ -241,6 +250,7 @@ class Expansion(WireModel):
 class ExpandPromptOutput(ToolResponse):
     text: str
     expansions: list[Expansion]
+    missing: list[str] = Field(default_factory=list, description="Markers kept as written (onMissing 'keep').")
     tokens: int
     total_chars: int
     has_more: bool = False

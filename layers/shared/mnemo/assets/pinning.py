@@ -15,7 +15,7 @@ from mnemo.assets.models import (
 )
 from mnemo.assets.paths import FilePath, parse_path
 from mnemo.assets.pins import MAX_PINNERS, MAX_PINS, PinSet, budget_exceeded, read_pin_sets
-from mnemo.assets.scopes import asset_location, display_uri, pinner_key
+from mnemo.assets.scopes import ASSET_PREFIX, asset_location, display_uri, pinner_key
 from mnemo.assets.store import HEAD, PINNERS, FileStore, Location
 from mnemo.budget import RESERVE_BYTES, longest_prefix, wire_bytes
 from mnemo.context import RequestContext
@@ -253,13 +253,21 @@ class Pinning:
     def context(self, context: RequestContext, request: PinnedContextInput) -> PinnedContextOutput:
         """The pinned files, in order, each wrapped in a <block> tag: ready for a system prompt."""
         mine = self._mine(context)
+        # A pin of a project's file shows only while the request is in that project: a pinned context never
+        # carries one project's files into another's work.
+        readable = {
+            ASSET_PREFIX + context.scope_key(layer) for layer in ("agent", "user", "project") if context.can_read(layer)
+        }
+        shown_pins = [pin for pin in mine.pins if pin["pk"] in readable]
         heads = {
             (item.pk, item.sk.removeprefix(HEAD)): item
-            for item in self._records.batch_get([(pin["pk"], HEAD + pin["name"]) for pin in mine.pins])
+            for item in self._records.batch_get([(pin["pk"], HEAD + pin["name"]) for pin in shown_pins])
             if not item.data.get("deleted")
         }
         parts, blocks = [], []
         for position, pin in enumerate(mine.pins):
+            if pin["pk"] not in readable:
+                continue
             head = heads.get((pin["pk"], pin["name"]))
             if head is None:
                 continue
@@ -279,6 +287,7 @@ class Pinning:
             count=len(blocks),
             total_tokens=sum(block.tokens for block in blocks),
             budget_tokens=self.limit,
+            inactive=len(mine.pins) - len(shown_pins),
             total_chars=len(whole),
         )
         budget = context.response_budget

@@ -25,8 +25,8 @@ def own_layer(context: RequestContext) -> str:
     if context.user is not None:
         return "user"
     raise InvalidInput(
-        "path: StoredAssets need a user id (and, for an agent's own, an agent id) in the request context",
-        {"field": "path", "missingIds": ["user"]},
+        "user: StoredAssets need a user id (and, for an agent's own, an agent id) in the request context",
+        {"field": "user", "missingIds": ["user"]},
     )
 
 
@@ -39,8 +39,8 @@ def asset_layer(context: RequestContext, owner: str) -> str:
     missing = context.missing_ids(layer)
     if missing:
         raise InvalidInput(
-            f"path: mnemo://{owner}/ needs a {missing[0]} id in the request context",
-            {"field": "path", "missingIds": missing},
+            f"{missing[0]}: mnemo://{owner}/ needs a {missing[0]} id in the request context",
+            {"field": missing[0], "missingIds": missing},
         )
     return layer
 
@@ -66,8 +66,8 @@ def workspace_layer(context: RequestContext) -> str:
     if context.user is not None:
         return "user"
     raise InvalidInput(
-        "path: the workspace needs a project id (or, for a personal one, a user id) in the request context",
-        {"field": "path", "missingIds": ["project", "user"]},
+        "project: the workspace needs a project id (or, for a personal one, a user id) in the request context",
+        {"field": "project", "missingIds": ["project", "user"]},
     )
 
 

@@ -186,7 +186,9 @@ class FileService:
             output.has_more, output.next_offset = True, following
         budget = context.response_budget
         if budget is not None and wire_bytes(output) > budget:
-            kept = fit_head(output, page, budget - RESERVE_BYTES, weight=lambda line: wire_bytes(line) - 2)
+            # A line costs its escaped text inside the content string: its own JSON less the two quotes,
+            # and fit_head counts a comma per item besides.
+            kept = fit_head(output, page, budget - RESERVE_BYTES, weight=lambda line: wire_bytes(line) - 3)
             if not kept:
                 raise invalid_field("limit", f"line {request.offset} alone does not fit the transport's {budget} bytes")
             output.content, output.returned_lines = "".join(kept), len(kept)

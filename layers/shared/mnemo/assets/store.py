@@ -171,7 +171,8 @@ class FileStore:
         blob = self._blobs().get(where.blob_key(name), entry["blobVersion"])
         if blob is None:
             raise NotFound(f"the content of '{name}' version {wanted} is missing", {"field": "path"})
-        return blob.content.decode(), entry
+        # Written as UTF-8 by file_write; a blob changed behind the service's back must not fail the read.
+        return blob.content.decode(errors="replace"), entry
 
     # ------------------------------------------------------------ writes
     def write_ops(

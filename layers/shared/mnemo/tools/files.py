@@ -259,6 +259,8 @@ def pinned_context(services: Services, context: RequestContext, request: PinnedC
 
     Each file comes wrapped in `<block path="..." tokens="..." version="...">`,
     separated by blank lines; `totalTokens` is their sum against `budgetTokens`.
+    A pinned file of a project shows only while you work in that project
+    (`inactive` counts the others, which still take budget).
     A context too long for the transport's answer comes in parts: `hasMore` is
     true and `nextOffset` is the `offset` to ask for the rest with.
 
@@ -292,9 +294,13 @@ def expand_prompt(services: Services, context: RequestContext, request: ExpandPr
     skill of that name if there is no block); `@path` is any path the file tools
     take: `@src/auth.c`, `@mnemo://project/blocks/x.md`, `@topic://deploy`,
     `@knowledge://ADR-042`. Each becomes `<file path="..." version="...">` with
-    the content; expanded content is not expanded again. A marker starts a word,
-    so `alice@example.com` is left alone. The expanded text may take at most
-    `maxChars`.
+    the content; expanded content is not expanded again. A marker starts a word
+    (`alice@example.com` is left alone), `@path` must look like a path (hold a
+    `/` or a `.`, so `@here` stays text), and code spans and fenced blocks are
+    left as they are. A marker naming nothing you can read is NOT_FOUND, or, with
+    `onMissing` "keep", left as written and listed in `missing`. The expanded
+    text may take at most `maxChars`; a longer one comes in parts (`hasMore`,
+    `nextOffset`) when the transport's answer is full.
 
     **When to use:** before sending a user's prompt that refers to files by marker.
 
