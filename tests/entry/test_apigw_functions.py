@@ -166,3 +166,36 @@ def test_identity_claims_are_refused_on_every_in_process_door(services: Services
         get_tool("memory_search").invoke(services, ctx(), {"query": "x", "user_id": "bob"})
     assert raised.value.details["field"] == "user_id"
     assert get_tool("memory_search").invoke(services, ctx(), {"query": "x", "user_id": "alice"})["success"]
+
+
+def test_the_file_tools_through_their_own_lambdas(services: Services) -> None:
+    """Each file tool's Lambda: a block written, appended to, pinned, loaded, expanded, searched, unpinned and deleted,
+    beside a workspace file; a path that escapes its scope is refused naming `path`."""
+    block = "mnemo:///blocks/decisions.md"
+    status, written = invoke("file_write", {"path": block, "content": "# Decisions\n[END]\n"})
+    assert status == 200 and written["created"] and written["version"] == 1
+    status, edited = invoke("file_edit", {"path": block, "old": "[END]", "new": "- Orders live in PostgreSQL.\n[END]"})
+    assert status == 200 and edited["version"] == 2 and edited["replacements"] == 1
+    status, source = invoke("file_write", {"path": "src/auth.py", "content": "def login():\n    pass\n"})
+    assert status == 200 and source["kind"] == "workspace"
+    status, read = invoke("file_read", {"path": "src/auth.py", "offset": 1})
+    assert status == 200 and read["content"] == "    pass\n" and read["totalLines"] == 2
+    status, listed = invoke("file_list", {"path": "mnemo:///blocks/"})
+    assert status == 200 and [entry["path"] for entry in listed["entries"]] == [block]
+    status, pinned = invoke("block_pin", {"path": block})
+    assert status == 200 and pinned["pinned"] and pinned["budgetTokens"] == services.settings.block_budget_tokens
+    status, loaded = invoke("pinned_context", {})
+    assert status == 200 and "Orders live in PostgreSQL" in loaded["context"] and loaded["count"] == 1
+    status, expanded = invoke("expand_prompt", {"text": "Follow @@decisions in @src/auth.py."})
+    assert status == 200 and [e["path"] for e in expanded["expansions"]] == [block, "src/auth.py"]
+    status, found = invoke("file_search", {"query": "orders PostgreSQL", "threshold": 0})
+    assert status == 200 and found["results"][0]["path"] == block
+    status, unpinned = invoke("block_unpin", {"path": block})
+    assert status == 200 and unpinned["changed"] and unpinned["pinnedCount"] == 0
+    for path in (block, "src/auth.py"):
+        status, deleted = invoke("file_delete", {"path": path})
+        assert status == 200 and deleted["path"] == path
+    status, envelope = invoke("file_read", {"path": block})
+    assert status == 404 and envelope["errorCode"] == "NOT_FOUND"
+    status, envelope = invoke("file_write", {"path": "../etc/passwd", "content": "x"})
+    assert status == 400 and envelope["details"]["field"] == "path"

@@ -757,3 +757,31 @@ def test_knowledge_and_sync_action_groups(services: Services) -> None:
     assert api_body(call(query, knowledge), query, 200)["items"][0]["id"] == "adr-042-database-selection"
     missing = function_event("knowledge_show", [prop("id", "adr-999")], engineer, group="mnemo-knowledge")
     envelope(function_body(call(missing, knowledge), missing, "REPROMPT"), "NOT_FOUND")
+
+
+def test_files_action_group_checks_the_block_budget(tmp_path: Path) -> None:
+    """Through the files group: a pinned block that would grow past the budget is a CONFLICT the model can act on
+    (REPROMPT); unpinned, the same write goes through."""
+    from mnemo.runtime import set_services
+    from mnemo.settings import Settings
+
+    set_services(Services(Settings(data_dir=tmp_path, embedder="hashing", block_budget_tokens=40)))  # type: ignore[arg-type]
+    try:
+        files = load_function("files").handler
+        path = "mnemo:///blocks/notes.md"
+
+        def run(function: str, *properties: dict[str, Any], state: str | None = None) -> dict[str, Any]:
+            event = function_event(function, list(properties), group="mnemo-files")
+            return function_body(call(event, files), event, state)
+
+        assert run("file_write", prop("path", path), prop("content", "Short note."))["created"] is True
+        assert run("block_pin", prop("path", path))["budgetTokens"] == 40
+        grown = prop("content", "A much longer note " * 20)
+        over = envelope(run("file_write", prop("path", path), grown, state="REPROMPT"), "CONFLICT")
+        assert over["details"]["reason"] == "BLOCK_BUDGET_EXCEEDED" and over["details"]["limit"] == 40
+        assert run("block_unpin", prop("path", path))["changed"] is True
+        assert run("file_write", prop("path", path), grown)["version"] == 2
+        event = openapi_event("pinned_context", [], group="mnemo-files")
+        assert api_body(call(event, files), event, 200)["count"] == 0
+    finally:
+        set_services(None)

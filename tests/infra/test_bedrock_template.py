@@ -63,6 +63,7 @@ def test_one_action_group_function_per_family(family: str) -> None:
 # ones for a Serverless collection), and whether the collection lets the role write documents.
 _S3_BUCKET = {"GetAtt": "KnowledgeBucket.Arn"}
 _S3_OBJECTS = {"Sub": "${KnowledgeBucket.Arn}/*"}
+_S3_WORKSPACE = {"Sub": "${KnowledgeBucket.Arn}/workspace/*"}
 FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "memory": (
         "DynamoDBCrudPolicy",
@@ -101,6 +102,17 @@ FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool]] = {
         {"EmbedWithTitan": "bedrock:InvokeModel", "VectorIndexReadWrite": "aoss:APIAccessAll"},
         True,
     ),
+    # Blocks are written to and deleted from the index; workspace files are objects under workspace/ only,
+    # read at the version their head names, put as new versions, deleted with a delete marker.
+    "files": (
+        "DynamoDBCrudPolicy",
+        {
+            "WorkspaceObjects": ["s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject"],
+            "EmbedWithTitan": "bedrock:InvokeModel",
+            "VectorIndexReadWrite": "aoss:APIAccessAll",
+        },
+        True,
+    ),
 }
 
 
@@ -125,6 +137,8 @@ def test_the_function_reaches_what_its_tools_need(family: str) -> None:
     if "KnowledgeBucketList" in by_sid:
         assert by_sid["KnowledgeBucketList"]["Resource"] == _S3_BUCKET
         assert by_sid["KnowledgeObjectRead"]["Resource"] == _S3_OBJECTS
+    if "WorkspaceObjects" in by_sid:
+        assert by_sid["WorkspaceObjects"]["Resource"] == _S3_WORKSPACE
     # The collection's data-access policy names the role in one statement, which writes or only reads.
     policy = doc["Resources"]["VectorCollectionAccessPolicy"]["Properties"]["Policy"]["Sub"][1]
     role = f"${{{_function_id(family)}Role.Arn}}"

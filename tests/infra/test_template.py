@@ -18,6 +18,7 @@ import pytest
 import yaml
 from aws_fixtures import CloudFormationLoader
 
+from mnemo.assets.scopes import WORKSPACE_ROOT
 from mnemo.knowledge.documents import ROOT as KNOWLEDGE_ROOT
 from mnemo.settings import Settings
 from mnemo.sync.service import LOCK_RENEW_SECONDS, LOCK_SECONDS
@@ -341,9 +342,10 @@ def test_vector_collection_and_its_policies() -> None:
         "SearchMemoriesFunction",
         "RetrieveConversationFunction",
         "RetrieveExecutionFunction",
+        "FileSearchFunction",
     ):
         assert rights[role(reader)] == read_only, reader
-    for deleter in ("MemoryDeleteFunction", "ForgetMemoryFunction"):
+    for deleter in ("MemoryDeleteFunction", "ForgetMemoryFunction", "FileDeleteFunction"):
         assert "aoss:WriteDocument" in rights[role(deleter)], deleter
         assert "aoss:CreateIndex" not in rights[role(deleter)], deleter
     for writer in (
@@ -360,6 +362,9 @@ def test_vector_collection_and_its_policies() -> None:
         "MemorizeNewTopicFunction",
         "RefineMemoryFunction",
         "BedrockTopicsFunction",
+        "FileWriteFunction",
+        "FileEditFunction",
+        "BedrockFilesFunction",
     ):
         assert {"aoss:WriteDocument", "aoss:CreateIndex"} <= rights[role(writer)], writer
     # Functions whose tools never touch the index are no principal of the collection.
@@ -371,6 +376,12 @@ def test_vector_collection_and_its_policies() -> None:
         "ListMemoriesFunction",
         "RecallMemoryFunction",
         "RecallGeneralMemoryFunction",
+        "FileReadFunction",
+        "FileListFunction",
+        "BlockPinFunction",
+        "PinnedContextFunction",
+        "ExpandPromptFunction",
+        "BlockUnpinFunction",
     ):
         assert role(outsider) not in rights, outsider
     for principal, granted in rights.items():
@@ -443,6 +454,7 @@ def _templates(resource: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# Reads only: a workspace file is read at the object version its head names (s3:GetObjectVersion).
 READ_ONLY_ACTIONS = {
     "bedrock:InvokeModel",
     "aoss:APIAccessAll",
@@ -468,6 +480,11 @@ READ_ONLY_ACTIONS = {
         "recall_memory",
         "recall_general_memory",
         "search_memories",
+        "file_read",
+        "file_list",
+        "file_search",
+        "pinned_context",
+        "expand_prompt",
     ],
 )
 def test_read_only_tools_get_read_only_policies(tool: str) -> None:
@@ -523,6 +540,19 @@ def test_least_privilege_per_function() -> None:
         "RecallGeneralMemoryFunction": {"DynamoDBReadPolicy": table},
         "ForgetMemoryFunction": {"DynamoDBCrudPolicy": table},
         "BedrockTopicsFunction": {"DynamoDBCrudPolicy": table},
+        # Files: writes, deletes and pins change heads, history, content chunks, pins and outbox markers;
+        # reads, lists, searches, the pinned context and expansions only read.
+        "FileWriteFunction": {"DynamoDBCrudPolicy": table},
+        "FileEditFunction": {"DynamoDBCrudPolicy": table},
+        "FileReadFunction": {"DynamoDBReadPolicy": table},
+        "FileListFunction": {"DynamoDBReadPolicy": table},
+        "FileSearchFunction": {"DynamoDBReadPolicy": table},
+        "BlockPinFunction": {"DynamoDBCrudPolicy": table},
+        "PinnedContextFunction": {"DynamoDBReadPolicy": table},
+        "ExpandPromptFunction": {"DynamoDBReadPolicy": table},
+        "BlockUnpinFunction": {"DynamoDBCrudPolicy": table},
+        "FileDeleteFunction": {"DynamoDBCrudPolicy": table},
+        "BedrockFilesFunction": {"DynamoDBCrudPolicy": table},
     }
     assert {name: _templates(r) for name, r in functions(doc).items()} == expected_templates
     statements = _statements(doc, parameters(doc))
@@ -565,23 +595,38 @@ def test_least_privilege_per_function() -> None:
         "SearchMemoriesFunction",
         "RefineMemoryFunction",
         "BedrockTopicsFunction",
+        "FileWriteFunction",
+        "FileEditFunction",
+        "FileSearchFunction",
+        "BedrockFilesFunction",
     }
-    # knowledge_check, knowledge_show, sync_status, list_memories, recall_memory, recall_general_memory
-    # and memorize_general_info reach the records table alone.
-    assert reaches_index == embeds | {"MemoryDeleteFunction", "ForgetMemoryFunction"}
+    # knowledge_check, knowledge_show, sync_status, list_memories, recall_memory, recall_general_memory,
+    # memorize_general_info, file_read, file_list, block_pin, block_unpin, pinned_context and expand_prompt
+    # never reach the index.
+    assert reaches_index == embeds | {"MemoryDeleteFunction", "ForgetMemoryFunction", "FileDeleteFunction"}
 
 
 # What each catalog tool needs at run time (mnemo/*/service.py and the adapters they use): the
 # records table, Titan, the vector index (as the es:ESHttp* methods its requests use on an existing
-# domain) and the knowledge bucket (the S3 actions of mnemo/adapters/aws/s3_blobs.py it calls).
+# domain) and the knowledge bucket (the S3 actions of mnemo/adapters/aws/s3_blobs.py it calls, each
+# with what it is granted on: the bucket, every object, or the workspace files' objects only).
 INDEX_READ = frozenset({"es:ESHttpGet", "es:ESHttpHead", "es:ESHttpPost"})
 INDEX_DELETE = INDEX_READ | {"es:ESHttpDelete"}
 INDEX_WRITE = INDEX_DELETE | {"es:ESHttpPut"}
-S3_CURRENT = frozenset({"s3:ListBucket", "s3:GetObject"})  # sync lists the files and reads each
-S3_HISTORY = frozenset({"s3:ListBucketVersions", "s3:GetObjectVersion"})  # knowledge_show's history
-NONE: frozenset[str] = frozenset()
+BUCKET = "bucket"
+OBJECTS = "${KnowledgeBucket.Arn}/*"
+WORKSPACE = "${KnowledgeBucket.Arn}/" + WORKSPACE_ROOT + "*"  # mnemo.assets.scopes: every workspace's objects
+S3_CURRENT = frozenset({("s3:ListBucket", BUCKET), ("s3:GetObject", OBJECTS)})  # sync lists the files, reads each
+S3_HISTORY = frozenset({("s3:ListBucketVersions", BUCKET), ("s3:GetObjectVersion", OBJECTS)})  # knowledge_show
+# A workspace file's head (in the table) names its object version: a read gets that version, a write puts a new
+# one, a delete adds a delete marker (DeleteObject without a version id; the bucket keeps the versions). The file
+# tools never list the bucket, and reach no object outside workspace/.
+WS_READ = frozenset({("s3:GetObjectVersion", WORKSPACE)})
+WS_WRITE = frozenset({("s3:PutObject", WORKSPACE)})
+WS_DELETE = frozenset({("s3:DeleteObject", WORKSPACE)})
+NONE: frozenset[Any] = frozenset()
 # tool: (records, embeds, index, s3)
-TOOL_NEEDS: dict[str, tuple[str, bool, frozenset[str], frozenset[str]]] = {
+TOOL_NEEDS: dict[str, tuple[str, bool, frozenset[str], frozenset[tuple[str, str]]]] = {
     "memory_add": ("crud", True, INDEX_WRITE, NONE),
     "memory_search": ("read", True, INDEX_READ, NONE),
     "memory_delete": ("crud", False, INDEX_DELETE, NONE),
@@ -606,6 +651,31 @@ TOOL_NEEDS: dict[str, tuple[str, bool, frozenset[str], frozenset[str]]] = {
     "refine_memory": ("crud", True, INDEX_WRITE, NONE),
     "recall_general_memory": ("read", False, NONE, NONE),
     "forget_memory": ("crud", False, INDEX_DELETE, NONE),
+    # mnemo/assets/service.py routes each path by scheme: a StoredAsset (mnemo://) is records plus the `blocks`
+    # namespace (written and deleted with an outbox marker), a workspace file a head in the records naming an
+    # object version under workspace/, topic:// the topic service (what memorize_new_topic, refine_memory,
+    # recall_memory and forget_memory need), knowledge:// KnowledgeService.show without history (records only).
+    # file_write: a block is embedded and indexed; a workspace file is put; a topic is memorized or refined.
+    "file_write": ("crud", True, INDEX_WRITE, WS_WRITE),
+    # file_edit reads the file (a workspace file's object version) and writes it back as file_write does.
+    "file_edit": ("crud", True, INDEX_WRITE, WS_READ | WS_WRITE),
+    # file_read: a block's chunks, a workspace object version, a topic or a knowledge item; its references are
+    # checked against heads, topics and knowledge items, all in the records.
+    "file_read": ("read", False, NONE, WS_READ),
+    # file_list lists heads (a workspace's too: no bucket listing), topic heads and the knowledge catalog (browsed).
+    "file_list": ("read", False, NONE, NONE),
+    # file_search embeds the query, searches the `blocks` namespace and reads the hits' heads back.
+    "file_search": ("read", True, INDEX_READ, NONE),
+    # block_pin and block_unpin rewrite the caller's pin set and the file's pinner list, in the records only.
+    "block_pin": ("crud", False, NONE, NONE),
+    # pinned_context reads the pin set and the pinned blocks' heads and chunks.
+    "pinned_context": ("read", False, NONE, NONE),
+    # expand_prompt reads each marker's file as file_read does.
+    "expand_prompt": ("read", False, NONE, WS_READ),
+    "block_unpin": ("crud", False, NONE, NONE),
+    # file_delete removes a block's index document and its pins, adds a workspace object's delete marker, or
+    # forgets a topic as forget_memory does (no Titan: a block written again meanwhile is queued, not embedded).
+    "file_delete": ("crud", False, INDEX_DELETE, WS_DELETE),
 }
 EXISTING_DOMAIN = {"ExistingOpenSearchEndpoint": "https://x.es.amazonaws.com", "ExistingOpenSearchDomainName": "x"}
 
@@ -625,6 +695,16 @@ def _served_tools(doc: dict[str, Any]) -> dict[str, set[str]]:
     return served
 
 
+def _s3_grants(statement: dict[str, Any]) -> set[tuple[str, str]]:
+    """(action, what it is granted on) of a statement's S3 actions: BUCKET or the object ARN pattern."""
+    actions = [a for a in _actions(statement) if a.startswith("s3:")]
+    if not actions:
+        return set()
+    resource = statement["Resource"]
+    where = BUCKET if resource == {"GetAtt": "KnowledgeBucket.Arn"} else resource["Sub"]
+    return {(action, where) for action in actions}
+
+
 def test_each_function_gets_exactly_what_its_tools_need() -> None:
     doc = template()
     assert set(TOOL_NEEDS) == set(load_catalog()), "state what each new tool needs in TOOL_NEEDS"
@@ -639,7 +719,7 @@ def test_each_function_gets_exactly_what_its_tools_need() -> None:
             "crud" if "DynamoDBCrudPolicy" in templates else "read",
             "bedrock:InvokeModel" in actions,
             {a for a in actions if a.startswith("es:")},
-            {a for a in actions if a.startswith("s3:")},
+            {grant for statement in statements.get(name, []) for grant in _s3_grants(statement)},
         )
         expected = (
             "crud" if any(records == "crud" for records, *_ in needs) else "read",
@@ -677,6 +757,8 @@ def test_knowledge_sync_runs_on_a_schedule_and_on_knowledge_bucket_events() -> N
         },
     }
     assert "EventBusName" not in rule  # S3 sends its events to the default bus
+    # Workspace files (the file tools') live under a root of their own: writing one never triggers a sync.
+    assert not WORKSPACE_ROOT.startswith(f"{KNOWLEDGE_ROOT}/") and not KNOWLEDGE_ROOT.startswith(WORKSPACE_ROOT)
     queue_arn = {"GetAtt": "KnowledgeSyncDeadLetterQueue.Arn"}
     for event in (schedule, rule):
         assert event["DeadLetterConfig"] == {"Arn": queue_arn}
@@ -714,16 +796,26 @@ def test_knowledge_sync_runs_on_a_schedule_and_on_knowledge_bucket_events() -> N
 
 
 def test_s3_rights_are_read_only_and_scoped_to_the_knowledge_bucket() -> None:
+    """Knowledge files are only read; only workspace files (the file tools') are written, under their root."""
     doc = template()
     bucket_actions = {"s3:ListBucket", "s3:ListBucketVersions"}
     object_actions = {"s3:GetObject", "s3:GetObjectVersion"}
+    workspace_actions = {"s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject"}
+    workspace = {"Sub": "${KnowledgeBucket.Arn}/" + WORKSPACE_ROOT + "*"}
+    assert WORKSPACE_ROOT == "workspace/"
     granted: dict[str, set[str]] = {}
+    in_workspace: dict[str, set[str]] = {}
     for name, statements in _statements(doc, parameters(doc)).items():
         for statement in statements:
             actions = set(_actions(statement))
             if not any(a.startswith("s3:") for a in actions):
                 continue
             assert statement["Effect"] == "Allow" and "Condition" not in statement, name
+            if statement["Resource"] == workspace:
+                assert statement["Sid"] == "WorkspaceObjects", name
+                assert actions <= workspace_actions, (name, actions)
+                in_workspace.setdefault(name, set()).update(actions)
+                continue
             if actions <= bucket_actions:
                 assert statement["Resource"] == {"GetAtt": "KnowledgeBucket.Arn"}, name
             else:
@@ -739,6 +831,15 @@ def test_s3_rights_are_read_only_and_scoped_to_the_knowledge_bucket() -> None:
         "BedrockKnowledgeFunction",
         "BedrockSyncFunction",
         "McpFunction",
+    }
+    assert in_workspace == {
+        "FileWriteFunction": {"s3:PutObject"},
+        "FileEditFunction": {"s3:GetObjectVersion", "s3:PutObject"},
+        "FileReadFunction": {"s3:GetObjectVersion"},
+        "ExpandPromptFunction": {"s3:GetObjectVersion"},
+        "FileDeleteFunction": {"s3:DeleteObject"},
+        "BedrockFilesFunction": workspace_actions,
+        "McpFunction": workspace_actions,
     }
 
 
@@ -873,6 +974,26 @@ def test_every_function_gets_the_aws_adapters_from_settings() -> None:
     assert titan["Default"] == "1024" and titan["AllowedValues"] == ["256", "512", "1024"]
     assert choose(doc, env["MNEMO_TITAN_MODEL_ID"], params) == {"FindInMap": ["Titan", "Model", "Id"]}
     assert doc["Mappings"]["Titan"]["Model"]["Id"] == TITAN_V2
+
+
+def test_the_block_budget_is_a_parameter_given_to_the_functions_that_check_it() -> None:
+    """MNEMO_BLOCK_BUDGET_TOKENS (mnemo/assets/pinning.py) reaches every function running a tool that checks or
+    reports the pinned budget; the parameter's default and bounds are the setting's."""
+    doc = template()
+    parameter = doc["Parameters"]["BlockBudgetTokens"]
+    field = Settings.model_fields["block_budget_tokens"]
+    assert parameter["Type"] == "Number" and parameter["Default"] == field.default == 100_000
+    bounds = {type(m).__name__: m for m in field.metadata}
+    assert parameter["MinValue"] == bounds["Ge"].ge and parameter["MaxValue"] == bounds["Le"].le
+    assert Settings.from_env({"MNEMO_BLOCK_BUDGET_TOKENS": "250"}).block_budget_tokens == 250
+    assert "MNEMO_BLOCK_BUDGET_TOKENS" not in doc["Globals"]["Function"]["Environment"]["Variables"]
+    budgeted = {"file_write", "file_edit", "block_pin", "block_unpin", "pinned_context"}
+    for name, tools in _served_tools(doc).items():
+        env = doc["Resources"][name]["Properties"].get("Environment", {}).get("Variables", {})
+        if tools & budgeted:
+            assert env.get("MNEMO_BLOCK_BUDGET_TOKENS") == {"Ref": "BlockBudgetTokens"}, name
+        else:
+            assert "MNEMO_BLOCK_BUDGET_TOKENS" not in env, name
 
 
 def test_observability() -> None:
