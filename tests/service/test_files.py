@@ -1,0 +1,805 @@
+"""The file tools' core (seed 004) in process, on both adapter sets: the embedded one (SQLite and a local
+directory) and DynamoDB + S3 on a serial moto server, their tables built from template.yaml.
+
+Calls go through the tools (``Tool.invoke``), so identity handling and the camelCase wire shape are part
+of what is tested. Token numbers come from ``words(n)``: n short words separated by single spaces, which
+the documented counter charges n tokens (tests/unit/test_tokens.py pins that rule down).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_fixtures import REGION, create_records_table, dynamodb_settings, shared_moto_server
+
+from helpers import ctx, drained
+from knowledge_helpers import push_tree
+from mnemo.adapters.aws.bootstrap import ensure_bucket
+from mnemo.assets.pins import PIN_SET, PINS_PREFIX
+from mnemo.assets.scopes import ASSET_PREFIX, pinner_key
+from mnemo.assets.store import CONTENT, HEAD, PINNERS
+from mnemo.assets.tokens import count_tokens
+from mnemo.budget import wire_bytes
+from mnemo.context import RequestContext
+from mnemo.errors import MnemoError
+from mnemo.runtime import Services, set_services
+from mnemo.settings import Settings
+from mnemo.sync.models import SyncNowInput
+from mnemo.tools.registry import get_tool
+
+BOT = ctx(agent="bot")  # alice's agent "bot" in tenant acme
+WRITER = ctx(agent="bot", project="p1", roles=("writer",))
+READER = ctx(user="bob", agent="helper", project="p1")
+BLOCK = "mnemo:///blocks/decisions.md"
+SHARED = "mnemo://project/blocks/shared.md"
+
+_names = itertools.count()
+Build = Callable[..., Services]
+
+
+# ------------------------------------------------------------------ stacks ---
+@pytest.fixture(params=["embedded", "aws"])
+def stack(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Build]:
+    """A builder of stacks on one adapter set: ``stack(budget)`` a fresh one, ``stack(budget, like=s)`` the
+    same data as ``s`` seen with another block budget."""
+    kind = request.param
+    tables: list[str] = []
+    if kind == "aws":
+        for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+        monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+    def build(budget: int = 100_000, like: Services | None = None) -> Services:
+        number = next(_names)
+        if like is not None:
+            built = Services(like.settings.model_copy(update={"block_budget_tokens": budget}))
+        elif kind == "embedded":
+            built = Services(Settings(data_dir=tmp_path / f"s{number}", embedder="hashing", block_budget_tokens=budget))
+        else:
+            server = shared_moto_server()
+            table, bucket = f"files-records-{number}", f"files-blobs-{number}"
+            create_records_table(server.client("dynamodb"), table, stream=False)
+            assert ensure_bucket(server.client("s3"), bucket, REGION) is True
+            tables.append(table)
+            settings = dynamodb_settings(
+                server, table, tmp_path / f"s{number}", blobs="s3", blob_bucket=bucket, block_budget_tokens=budget
+            )
+            built = Services(settings)
+        set_services(built)
+        return built
+
+    try:
+        yield build
+    finally:
+        set_services(None)
+        for table in tables:
+            shared_moto_server().client("dynamodb").delete_table(TableName=table)
+
+
+@pytest.fixture
+def embedded(tmp_path: Path) -> Iterator[Build]:
+    def build(budget: int = 100_000, like: Services | None = None) -> Services:
+        if like is not None:
+            built = Services(like.settings.model_copy(update={"block_budget_tokens": budget}))
+        else:
+            built = Services(
+                Settings(data_dir=tmp_path / f"e{next(_names)}", embedder="hashing", block_budget_tokens=budget)
+            )
+        set_services(built)
+        return built
+
+    yield build
+    set_services(None)
+
+
+# ----------------------------------------------------------------- helpers ---
+def call(services: Services, context: RequestContext, tool: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return get_tool(tool).invoke(services, context, payload)
+
+
+def error_of(run: Callable[[], Any]) -> MnemoError:
+    with pytest.raises(MnemoError) as raised:
+        run()
+    return raised.value
+
+
+def failed(services: Services, context: RequestContext, tool: str, payload: dict[str, Any]) -> MnemoError:
+    return error_of(lambda: call(services, context, tool, payload))
+
+
+def words(n: int, word: str = "word") -> str:
+    return " ".join([word] * n)
+
+
+def write(services: Services, path: str, content: str, context: RequestContext = BOT, **extra: Any) -> dict[str, Any]:
+    return call(services, context, "file_write", {"path": path, "content": content, **extra})
+
+
+def read(services: Services, path: str, context: RequestContext = BOT, **extra: Any) -> dict[str, Any]:
+    return call(services, context, "file_read", {"path": path, **extra})
+
+
+def pin(services: Services, path: str, context: RequestContext = BOT, **extra: Any) -> dict[str, Any]:
+    return call(services, context, "block_pin", {"path": path, **extra})
+
+
+def pinned(services: Services, context: RequestContext = BOT, **extra: Any) -> dict[str, Any]:
+    return call(services, context, "pinned_context", extra)
+
+
+def pin_record(services: Services, context: RequestContext) -> Any:
+    return services.records.get(PINS_PREFIX + pinner_key(context), PIN_SET)
+
+
+def asset_pk(context: RequestContext, layer: str) -> str:
+    return ASSET_PREFIX + context.scope_key(layer)
+
+
+def real_pinned_total(services: Services, context: RequestContext) -> tuple[int, int]:
+    """(the pin set's recorded total, the sum of the pinned files' real tokens as their heads say)."""
+    record = pin_record(services, context)
+    if record is None:
+        return 0, 0
+    real = 0
+    for entry in record.data["pins"]:
+        head = services.records.get(entry["pk"], HEAD + entry["name"])
+        real += int(head.data["tokens"]) if head is not None and not head.data.get("deleted") else 0
+        assert head is None or head.data.get("deleted") or int(entry["tokens"]) == int(head.data["tokens"])
+    return int(record.data["total"]), real
+
+
+# --------------------------------------------------------------------- read ---
+def test_read_pages_by_lines_with_total_has_more_and_next_offset(stack: Build) -> None:
+    services = stack()
+    lines = [f"line {n}\n" for n in range(10)]
+    write(services, BLOCK, "".join(lines) + "tail without newline")
+    whole = read(services, BLOCK)
+    assert whole["totalLines"] == 11 and whole["returnedLines"] == 11 and whole["hasMore"] is False
+    assert whole["nextOffset"] is None and whole["content"] == "".join(lines) + "tail without newline"
+    page = read(services, BLOCK, offset=2, limit=3)
+    assert page["content"] == "line 2\nline 3\nline 4\n"
+    assert (page["offset"], page["returnedLines"], page["totalLines"]) == (2, 3, 11)
+    assert page["hasMore"] is True and page["nextOffset"] == 5
+    assert page["tokens"] == whole["tokens"] == count_tokens(whole["content"])
+    parts, offset = [], 0
+    while True:
+        answer = read(services, BLOCK, offset=offset, limit=4)
+        parts.append(answer["content"])
+        if not answer["hasMore"]:
+            break
+        offset = answer["nextOffset"]
+    assert "".join(parts) == whole["content"] and len(parts) == 3
+    last = read(services, BLOCK, offset=10, limit=5)
+    assert last["content"] == "tail without newline" and last["hasMore"] is False and last["nextOffset"] is None
+    at_end = read(services, BLOCK, offset=11)
+    assert at_end["content"] == "" and at_end["returnedLines"] == 0 and at_end["hasMore"] is False
+    past = failed(services, BOT, "file_read", {"path": BLOCK, "offset": 12})
+    assert past.code == "INVALID_INPUT" and past.details["field"] == "offset" and past.details["totalLines"] == 11
+
+
+def test_read_of_a_missing_file_is_not_found_naming_path(stack: Build) -> None:
+    services = stack()
+    for path in (BLOCK, "src/none.py", "mnemo://user/skills/none.md"):
+        error = failed(services, WRITER, "file_read", {"path": path})
+        assert error.code == "NOT_FOUND" and error.details["field"] == "path", path
+
+
+def test_empty_and_crlf_files_read_back_as_written(stack: Build) -> None:
+    services = stack()
+    assert write(services, BLOCK, "")["tokens"] == 0
+    empty = read(services, BLOCK)
+    assert (empty["content"], empty["totalLines"], empty["hasMore"]) == ("", 0, False)
+    write(services, "notes/crlf.txt", "a\r\nb\r\n", WRITER)
+    answer = read(services, "notes/crlf.txt", WRITER, offset=1)
+    assert answer["content"] == "b\r\n" and answer["totalLines"] == 2
+
+
+# --------------------------------------------------------------------- edit ---
+def test_edit_needs_old_exactly_once_or_replace_all(stack: Build) -> None:
+    services = stack()
+    write(services, BLOCK, "# Decisions\n\n- one\n- two\n[END]\n")
+    missing = failed(services, BOT, "file_edit", {"path": BLOCK, "old": "- three", "new": "x"})
+    assert missing.code == "NOT_FOUND" and missing.details["field"] == "old" and missing.details["occurrences"] == 0
+    twice = failed(services, BOT, "file_edit", {"path": BLOCK, "old": "\n- ", "new": "\n* "})
+    assert twice.code == "CONFLICT" and twice.details["field"] == "old" and twice.details["occurrences"] == 2
+    unchanged = read(services, BLOCK)
+    assert unchanged["version"] == 1 and unchanged["content"] == "# Decisions\n\n- one\n- two\n[END]\n"
+    appended = call(services, BOT, "file_edit", {"path": BLOCK, "old": "[END]", "new": "- three\n[END]"})
+    assert appended["version"] == 2 and appended["replacements"] == 1 and appended["created"] is False
+    assert appended["tokens"] == count_tokens("# Decisions\n\n- one\n- two\n- three\n[END]\n")
+    every = call(services, BOT, "file_edit", {"path": BLOCK, "old": "\n- ", "new": "\n* ", "replaceAll": True})
+    assert every["replacements"] == 3 and every["version"] == 3 and "3 replacements" in every["message"]
+    assert read(services, BLOCK)["content"] == "# Decisions\n\n* one\n* two\n* three\n[END]\n"
+    gone = failed(services, BOT, "file_edit", {"path": "mnemo:///blocks/none.md", "old": "a", "new": "b"})
+    assert gone.code == "NOT_FOUND" and gone.details["field"] == "path"
+
+
+def test_edit_works_on_workspace_files_too(stack: Build) -> None:
+    services = stack()
+    write(services, "src/auth.py", "def login():\n    return False\n", WRITER)
+    edited = call(services, WRITER, "file_edit", {"path": "src/auth.py", "old": "False", "new": "True"})
+    assert edited["kind"] == "workspace" and edited["version"] == 2
+    assert read(services, "src/auth.py", WRITER)["content"] == "def login():\n    return True\n"
+    twice = failed(services, WRITER, "file_edit", {"path": "src/auth.py", "old": "e", "new": "E"})
+    assert twice.code == "CONFLICT" and twice.details["occurrences"] == 3  # d-e-f, r-e-turn, Tru-e
+
+
+# ----------------------------------------------------------- expectedVersion ---
+@pytest.mark.parametrize("path", [BLOCK, "src/app.py", SHARED])
+def test_expected_version_refuses_a_stale_write_edit_or_delete(stack: Build, path: str) -> None:
+    services = stack()
+    created = write(services, path, "v1 [END]", WRITER, expectedVersion=0)
+    assert created["created"] is True and created["version"] == 1
+    again = failed(services, WRITER, "file_write", {"path": path, "content": "other", "expectedVersion": 0})
+    assert again.code == "CONFLICT" and again.details["field"] == "expectedVersion"
+    assert again.details["currentVersion"] == 1
+    assert write(services, path, "v2 [END]", WRITER, expectedVersion=1)["version"] == 2
+    for tool, extra in (
+        ("file_write", {"content": "stale"}),
+        ("file_edit", {"old": "[END]", "new": "stale [END]"}),
+        ("file_delete", {}),
+    ):
+        stale = failed(services, WRITER, tool, {"path": path, "expectedVersion": 1, **extra})
+        assert stale.code == "CONFLICT" and stale.details["field"] == "expectedVersion", tool
+        assert stale.details["currentVersion"] == 2
+    assert read(services, path, WRITER)["content"] == "v2 [END]" and read(services, path, WRITER)["version"] == 2
+    edited = call(services, WRITER, "file_edit", {"path": path, "old": "[END]", "new": "x [END]", "expectedVersion": 2})
+    assert edited["version"] == 3
+    assert call(services, WRITER, "file_delete", {"path": path, "expectedVersion": 3})["version"] == 4
+
+
+def test_expected_version_zero_on_a_never_written_file_creates_it(stack: Build) -> None:
+    services = stack()
+    stale = failed(services, BOT, "file_write", {"path": BLOCK, "content": "x", "expectedVersion": 3})
+    assert stale.code == "CONFLICT" and stale.details["currentVersion"] == 0
+    assert services.records.get(asset_pk(BOT, "agent"), HEAD + "blocks/decisions.md") is None
+
+
+# ------------------------------------------------------------------ history ---
+def test_version_reads_earlier_versions_and_a_block_keeps_the_last_20(stack: Build) -> None:
+    services = stack()
+    for n in range(1, 23):
+        assert write(services, BLOCK, f"content {n}\n")["version"] == n
+    for n in (3, 10, 21, 22):
+        answer = read(services, BLOCK, version=n)
+        assert answer["content"] == f"content {n}\n" and answer["version"] == n
+    for n in (1, 2):
+        gone = failed(services, BOT, "file_read", {"path": BLOCK, "version": n})
+        assert gone.code == "NOT_FOUND" and gone.details["field"] == "version", n
+    beyond = failed(services, BOT, "file_read", {"path": BLOCK, "version": 23})
+    assert beyond.code == "NOT_FOUND" and beyond.details["field"] == "version"
+    kept = services.records.query(asset_pk(BOT, "agent"), CONTENT + "blocks/decisions.md#", limit=100)
+    assert sorted({int(item.sk.split("#")[2]) for item in kept}) == list(range(3, 23))
+
+
+def test_a_workspace_file_keeps_every_version(stack: Build) -> None:
+    services = stack()
+    for n in range(1, 23):
+        write(services, "docs/api.md", f"api {n}\n", WRITER)
+    assert read(services, "docs/api.md", WRITER, version=1)["content"] == "api 1\n"
+    assert read(services, "docs/api.md", WRITER, version=22)["content"] == "api 22\n"
+
+
+@pytest.mark.parametrize("path", [BLOCK, "src/app.py"])
+def test_delete_then_recreate_continues_versions(stack: Build, path: str) -> None:
+    services = stack()
+    write(services, path, "first", WRITER)
+    write(services, path, "second", WRITER)
+    deleted = call(services, WRITER, "file_delete", {"path": path})
+    assert deleted["version"] == 3 and deleted["unpinnedFor"] == 0
+    assert failed(services, WRITER, "file_read", {"path": path}).code == "NOT_FOUND"
+    assert failed(services, WRITER, "file_delete", {"path": path}).code == "NOT_FOUND"
+    edit = failed(services, WRITER, "file_edit", {"path": path, "old": "second", "new": "x"})
+    assert edit.code == "NOT_FOUND"
+    assert path not in [entry["path"] for entry in call(services, WRITER, "file_list", {"path": ""})["entries"]]
+    recreated = write(services, path, "third", WRITER, expectedVersion=0)
+    assert recreated["version"] == 4 and recreated["created"] is True
+    assert read(services, path, WRITER)["content"] == "third"
+    assert read(services, path, WRITER, version=2)["content"] == "second"
+    tombstone = failed(services, WRITER, "file_read", {"path": path, "version": 3})
+    assert tombstone.code == "NOT_FOUND"
+
+
+# ------------------------------------------------------------------- budget ---
+def test_pin_over_budget_fails_before_anything_is_written(stack: Build) -> None:
+    services = stack(100)
+    for name, size in (("a", 60), ("b", 30), ("c", 50)):
+        assert write(services, f"mnemo:///blocks/{name}.md", words(size))["tokens"] == size
+    assert pin(services, "mnemo:///blocks/a.md")["pinnedTokens"] == 60
+    assert pin(services, "mnemo:///blocks/b.md")["pinnedTokens"] == 90
+    before = pin_record(services, BOT)
+    error = failed(services, BOT, "block_pin", {"path": "mnemo:///blocks/c.md"})
+    assert error.code == "CONFLICT" and error.details["reason"] == "BLOCK_BUDGET_EXCEEDED"
+    assert {key: error.details[key] for key in ("current", "limit", "size", "wouldBe", "yours")} == {
+        "current": 90,
+        "limit": 100,
+        "size": 50,
+        "wouldBe": 140,
+        "yours": True,
+    }
+    assert "unpin" in error.details["advice"] and error.retryable is False
+    after = pin_record(services, BOT)
+    assert (after.version, after.data) == (before.version, before.data)
+    listed = services.records.get(asset_pk(BOT, "agent"), PINNERS + "blocks/c.md")
+    assert listed is None or listed.data["pinnedBy"] == []
+    context = pinned(services)
+    assert context["totalTokens"] == 90 and [b["path"] for b in context["blocks"]] == [
+        "mnemo:///blocks/a.md",
+        "mnemo:///blocks/b.md",
+    ]
+
+
+@pytest.mark.parametrize("tool", ["file_write", "file_edit"])
+def test_growing_a_pinned_block_over_budget_fails_before_anything_is_written(stack: Build, tool: str) -> None:
+    services = stack(100)
+    assert write(services, "mnemo:///blocks/a.md", words(59) + " end")["tokens"] == 60
+    write(services, "mnemo:///blocks/b.md", words(30))
+    pin(services, "mnemo:///blocks/a.md")
+    pin(services, "mnemo:///blocks/b.md")
+    head_before = services.records.get(asset_pk(BOT, "agent"), HEAD + "blocks/a.md")
+    pins_before = pin_record(services, BOT)
+    payload: dict[str, Any] = (
+        {"path": "mnemo:///blocks/a.md", "content": words(71)}
+        if tool == "file_write"
+        else {"path": "mnemo:///blocks/a.md", "old": "end", "new": words(12)}
+    )
+    error = failed(services, BOT, tool, payload)
+    assert error.code == "CONFLICT" and error.details["reason"] == "BLOCK_BUDGET_EXCEEDED"
+    assert (error.details["current"], error.details["limit"], error.details["size"]) == (90, 100, 71)
+    assert error.details["wouldBe"] == 101 and error.details["yours"] is True and error.details["advice"]
+    assert error.details["path"] == "mnemo:///blocks/a.md"
+    head_after = services.records.get(asset_pk(BOT, "agent"), HEAD + "blocks/a.md")
+    assert (head_after.version, head_after.data) == (head_before.version, head_before.data)
+    assert read(services, "mnemo:///blocks/a.md")["content"] == words(59) + " end"
+    assert failed(services, BOT, "file_read", {"path": "mnemo:///blocks/a.md", "version": 2}).code == "NOT_FOUND"
+    assert pin_record(services, BOT).data == pins_before.data
+    # unpin one, and the very same write passes
+    unpinned = call(services, BOT, "block_unpin", {"path": "mnemo:///blocks/b.md"})
+    assert unpinned["changed"] is True and unpinned["pinnedTokens"] == 60
+    retried = call(services, BOT, tool, payload)
+    assert retried["version"] == 2 and retried["pinned"] is True and retried["pinnedTokens"] == 71
+    assert retried["budgetTokens"] == 100
+    assert pinned(services)["totalTokens"] == 71 == real_pinned_total(services, BOT)[1]
+
+
+def test_a_shrinking_write_passes_even_over_budget(stack: Build) -> None:
+    roomy = stack(200)
+    write(roomy, "mnemo:///blocks/a.md", words(60))
+    write(roomy, "mnemo:///blocks/b.md", words(30))
+    pin(roomy, "mnemo:///blocks/a.md")
+    pin(roomy, "mnemo:///blocks/b.md")
+    tight = stack(50, like=roomy)  # the budget setting lowered: 90 pinned against 50
+    shrunk = write(tight, "mnemo:///blocks/a.md", words(59))
+    assert shrunk["pinnedTokens"] == 89 and shrunk["budgetTokens"] == 50 and shrunk["version"] == 2
+    same = write(tight, "mnemo:///blocks/a.md", words(59, "other"))
+    assert same["tokens"] == 59 and same["version"] == 3  # not growing: passes
+    grow = failed(tight, BOT, "file_write", {"path": "mnemo:///blocks/b.md", "content": words(31)})
+    assert grow.details["reason"] == "BLOCK_BUDGET_EXCEEDED" and grow.details["current"] == 89
+    assert (grow.details["limit"], grow.details["wouldBe"]) == (50, 90)
+    call(tight, BOT, "block_unpin", {"path": "mnemo:///blocks/a.md"})
+    assert write(tight, "mnemo:///blocks/b.md", words(31))["pinnedTokens"] == 31
+    assert real_pinned_total(tight, BOT) == (31, 31)
+
+
+def test_an_unpinned_block_grows_freely_and_a_pin_then_checks_its_size(stack: Build) -> None:
+    services = stack(100)
+    assert write(services, BLOCK, words(500))["pinned"] is False
+    error = failed(services, BOT, "block_pin", {"path": BLOCK})
+    assert (error.details["current"], error.details["size"], error.details["wouldBe"]) == (0, 500, 500)
+
+
+def test_a_project_block_pinned_by_two_agents_checks_both_budgets(stack: Build) -> None:
+    services = stack(100)
+    other = ctx(user="bob", agent="b", project="p1")
+    write(services, SHARED, words(20), WRITER)
+    write(services, "mnemo:///blocks/own.md", words(70), other)
+    pin(services, "mnemo:///blocks/own.md", other)
+    assert pin(services, SHARED, other)["pinnedTokens"] == 90
+    assert pin(services, SHARED, WRITER)["pinnedTokens"] == 20
+    error = failed(services, WRITER, "file_write", {"path": SHARED, "content": words(40)})
+    assert error.code == "CONFLICT" and error.details["reason"] == "BLOCK_BUDGET_EXCEEDED"
+    assert error.details["yours"] is False and (error.details["current"], error.details["wouldBe"]) == (90, 110)
+    assert error.details["size"] == 40 and error.details["limit"] == 100
+    assert read(services, SHARED, WRITER)["content"] == words(20)
+    assert pinned(services, other)["totalTokens"] == 90 and pinned(services, WRITER)["totalTokens"] == 20
+    grown = write(services, SHARED, words(25), WRITER)
+    assert grown["pinnedTokens"] == 25 and grown["pinned"] is True
+    assert pinned(services, other)["totalTokens"] == 95
+    assert real_pinned_total(services, other) == (95, 95)
+    deleted = call(services, WRITER, "file_delete", {"path": SHARED})
+    assert deleted["unpinnedFor"] == 2
+    assert pinned(services, WRITER)["count"] == 0 and pinned(services, WRITER)["totalTokens"] == 0
+    left = pinned(services, other)
+    assert left["count"] == 1 and left["totalTokens"] == 70
+    assert real_pinned_total(services, other) == (70, 70) and real_pinned_total(services, WRITER) == (0, 0)
+    assert services.records.get(asset_pk(WRITER, "project"), PINNERS + "blocks/shared.md") is None
+
+
+# ----------------------------------------------------------- pinned context ---
+def test_pinned_context_order_positions_moves_and_totals(stack: Build) -> None:
+    services = stack()
+    contents = {"x": "# X\nfirst block\n", "y": "# Y\nsecond", "z": "# Z\n\nthird block here\n\n"}
+    for name, content in contents.items():
+        write(services, f"mnemo:///blocks/{name}.md", content)
+        pin(services, f"mnemo:///blocks/{name}.md")
+    moved = pin(services, "mnemo:///blocks/z.md", position=0)
+    assert moved["changed"] is True and moved["position"] == 0 and "moved" in moved["message"]
+    again = pin(services, "mnemo:///blocks/y.md")
+    assert again["changed"] is False and again["position"] == 2 and again["pinnedCount"] == 3
+    answer = pinned(services)
+    order = ["z", "x", "y"]
+    assert [block["path"] for block in answer["blocks"]] == [f"mnemo:///blocks/{n}.md" for n in order]
+    assert [block["position"] for block in answer["blocks"]] == [0, 1, 2]
+    tokens = {name: count_tokens(content) for name, content in contents.items()}
+    assert [block["tokens"] for block in answer["blocks"]] == [tokens[n] for n in order]
+    assert answer["totalTokens"] == sum(tokens.values()) and answer["count"] == 3
+    expected = "\n\n".join(
+        f'<block path="mnemo:///blocks/{n}.md" tokens="{tokens[n]}" version="1">\n'
+        + contents[n].rstrip("\n")
+        + "\n</block>"
+        for n in order
+    )
+    assert answer["context"] == expected and answer["totalChars"] == len(expected) and answer["hasMore"] is False
+    call(services, BOT, "block_unpin", {"path": "mnemo:///blocks/x.md"})
+    again_unpin = call(services, BOT, "block_unpin", {"path": "mnemo:///blocks/x.md"})
+    assert again_unpin["changed"] is False and again_unpin["pinnedCount"] == 2
+    after = pinned(services)
+    assert [block["path"] for block in after["blocks"]] == ["mnemo:///blocks/z.md", "mnemo:///blocks/y.md"]
+    assert after["totalTokens"] == tokens["z"] + tokens["y"]
+    last = pin(services, "mnemo:///blocks/x.md", position=99)
+    assert last["position"] == 2
+    assert read(services, "mnemo:///blocks/x.md")["pinned"] is True
+    listed = call(services, BOT, "file_list", {"path": "mnemo:///blocks/"})["entries"]
+    assert [entry["pinned"] for entry in listed] == [True, True, True]
+
+
+def test_pinning_is_for_stored_assets_only_and_needs_the_file(stack: Build) -> None:
+    services = stack()
+    write(services, "src/a.py", "x", WRITER)
+    workspace = failed(services, WRITER, "block_pin", {"path": "src/a.py"})
+    assert workspace.code == "INVALID_INPUT" and workspace.details["field"] == "path"
+    assert failed(services, WRITER, "block_pin", {"path": "topic://deploy"}).code == "INVALID_INPUT"
+    missing = failed(services, WRITER, "block_pin", {"path": BLOCK})
+    assert missing.code == "NOT_FOUND" and missing.details["field"] == "path"
+    assert pin_record(services, WRITER) is None
+
+
+def test_a_project_pin_shows_only_inside_that_project(stack: Build) -> None:
+    services = stack()
+    write(services, SHARED, words(5), WRITER)
+    pin(services, SHARED, WRITER)
+    elsewhere = pinned(services, ctx(agent="bot", project="p2"))
+    assert elsewhere["count"] == 0 and elsewhere["inactive"] == 1 and "shared" not in elsewhere["context"]
+    assert pinned(services, WRITER)["count"] == 1
+
+
+# -------------------------------------------------------------------- topics ---
+def test_topic_paths_map_onto_the_topic_service(stack: Build) -> None:
+    services = stack()
+    path = "topic://deployment-process"
+    created = write(services, path, "# How we deploy\n\nBlue green on Tuesdays.\n", WRITER)
+    assert created["kind"] == "topic" and created["created"] is True and created["version"] == 1
+    recalled = call(services, WRITER, "recall_memory", {"topic": "deployment-process"})
+    assert recalled["summary"] == "How we deploy" and recalled["content"].startswith("# How we deploy")
+    assert recalled["version"] == 1
+    refined = write(services, path, "# How we deploy\n\nBlue green on Thursdays.\n", WRITER, expectedVersion=1)
+    assert refined["version"] == 2 and refined["created"] is False
+    stale = failed(services, WRITER, "file_write", {"path": path, "content": "x", "expectedVersion": 1})
+    assert stale.code == "CONFLICT" and stale.details["field"] == "expectedVersion"
+    edited = call(services, WRITER, "file_edit", {"path": path, "old": "Thursdays", "new": "Fridays"})
+    assert edited["version"] == 3 and edited["replacements"] == 1
+    recalled = call(services, WRITER, "recall_memory", {"topic": "deployment-process"})
+    assert "Fridays" in recalled["content"] and recalled["version"] == 3 and recalled["summary"] == "How we deploy"
+    missing_old = failed(services, WRITER, "file_edit", {"path": path, "old": "Mondays", "new": "x"})
+    assert missing_old.code == "NOT_FOUND" and missing_old.details["field"] == "old"
+    listed = call(services, WRITER, "file_list", {"path": "topic://"})
+    assert [entry["path"] for entry in listed["entries"]] == [path]
+    denied = failed(services, READER, "file_write", {"path": path, "content": "x"})
+    assert denied.code == "UNAUTHORIZED"
+    stale_delete = failed(services, WRITER, "file_delete", {"path": path, "expectedVersion": 2})
+    assert stale_delete.code == "CONFLICT" and stale_delete.details["field"] == "expectedVersion"
+    call(services, WRITER, "file_delete", {"path": path})
+    assert failed(services, WRITER, "recall_memory", {"topic": "deployment-process"}).code == "NOT_FOUND"
+    again = failed(services, WRITER, "file_delete", {"path": path})
+    assert again.code == "NOT_FOUND" and again.details["field"] == "path"
+    bad = failed(services, WRITER, "file_write", {"path": "topic://a/b", "content": "x"})
+    assert bad.code == "INVALID_INPUT" and bad.details["field"] == "path"
+
+
+@pytest.mark.xfail(strict=True, reason="core bug: file_read of a topic:// path fails (lastUpdated is a datetime)")
+def test_topic_paths_read_like_files(embedded: Build) -> None:
+    services = embedded()
+    write(services, "topic://deploy", "# How we deploy\nBlue green.\n", WRITER)
+    answer = read(services, "topic://deploy", WRITER)
+    assert answer["content"] == "# How we deploy\nBlue green.\n" and answer["kind"] == "topic"
+    assert answer["version"] == 1 and answer["totalLines"] == 2
+
+
+def test_topic_paths_expand_in_prompts(stack: Build) -> None:
+    services = stack()
+    write(services, "topic://deploy", "# How we deploy\nBlue green.\n", WRITER)
+    expanded = call(services, WRITER, "expand_prompt", {"text": "Follow @topic://deploy."})
+    assert expanded["text"] == 'Follow <file path="topic://deploy" version="1">\n# How we deploy\nBlue green.\n</file>.'
+    assert expanded["expansions"][0]["kind"] == "topic"
+
+
+# ----------------------------------------------------------------- knowledge ---
+ENGINEER = ctx(org="engineering", team="payments", project="checkout-api", agent="bot", roles=("writer",))
+ADR = "knowledge://adr-042-database-selection"
+
+
+def test_knowledge_paths_are_readable_and_never_writable(stack: Build) -> None:
+    services = stack()
+    assert push_tree(services, ENGINEER.tenant) > 0
+    services.sync.sync(ENGINEER.tenant, SyncNowInput())
+    answer = read(services, ADR, ENGINEER)
+    assert answer["kind"] == "knowledge" and "PostgreSQL" in answer["content"] and answer["version"] is None
+    assert answer["totalLines"] == len(answer["content"].splitlines())
+    listed = [entry["path"] for entry in call(services, ENGINEER, "file_list", {"path": "knowledge://"})["entries"]]
+    assert ADR in listed
+    expanded = call(services, ENGINEER, "expand_prompt", {"text": f"Respect @{ADR} please"})
+    assert "PostgreSQL" in expanded["text"] and expanded["expansions"][0]["path"] == ADR
+    for tool, extra in (
+        ("file_write", {"content": "hijacked"}),
+        ("file_edit", {"old": "PostgreSQL", "new": "MongoDB"}),
+        ("file_delete", {}),
+    ):
+        error = failed(services, ENGINEER, tool, {"path": ADR, **extra})
+        assert error.code == "INVALID_INPUT" and error.details["field"] == "path", tool
+    assert read(services, ADR, ENGINEER)["content"] == answer["content"]
+    missing = failed(services, ENGINEER, "file_read", {"path": "knowledge://no-such-item"})
+    assert missing.code == "NOT_FOUND" and missing.details["field"] == "path"
+    stranger = failed(services, ctx(tenant="globex", org="engineering", agent="bot"), "file_read", {"path": ADR})
+    assert stranger.code == "NOT_FOUND"
+
+
+# ----------------------------------------------------------------- isolation ---
+OWNER = ctx(agent="bot", project="p1", roles=("writer",))
+STRANGERS = {
+    "another tenant": ctx(tenant="globex", agent="bot", project="p1", roles=("writer",)),
+    "another user": ctx(user="bob", agent="bot", project="p2", roles=("writer",)),
+    "another agent of the same user": ctx(agent="other", project="p2", roles=("writer",)),
+}
+
+
+@pytest.mark.parametrize("who", sorted(STRANGERS))
+def test_others_cannot_reach_each_others_blocks_files_or_pins(stack: Build, who: str) -> None:
+    services = stack()
+    stranger = STRANGERS[who]
+    write(services, "mnemo:///blocks/secret.md", "zanzibar ferries leave at dawn\n", OWNER)
+    write(services, "mnemo:///skills/secret.md", "zanzibar skill\n", OWNER)
+    write(services, "src/secret.py", "ZANZIBAR = 1\n", OWNER)
+    pin(services, "mnemo:///blocks/secret.md", OWNER)
+    for path in ("mnemo:///blocks/secret.md", "mnemo://agent/blocks/secret.md", "mnemo://user/blocks/secret.md"):
+        assert failed(services, stranger, "file_read", {"path": path}).code == "NOT_FOUND", path
+        assert failed(services, stranger, "block_pin", {"path": path}).code == "NOT_FOUND", path
+        assert failed(services, stranger, "file_delete", {"path": path}).code == "NOT_FOUND", path
+    assert failed(services, stranger, "file_read", {"path": "src/secret.py"}).code == "NOT_FOUND"
+    for folder in ("mnemo:///", "mnemo:///blocks/", "mnemo://user/", ""):
+        assert call(services, stranger, "file_list", {"path": folder})["entries"] == [], folder
+    assert call(services, stranger, "file_search", {"query": "zanzibar ferries", "threshold": 0})["results"] == []
+    for text in ("@@secret", "@src/secret.py", "@mnemo:///blocks/secret.md"):
+        error = failed(services, stranger, "expand_prompt", {"text": text})
+        assert error.code == "NOT_FOUND" and error.details["marker"] == text
+    context = pinned(services, stranger)
+    assert context["count"] == 0 and context["totalTokens"] == 0 and context["inactive"] == 0
+    assert call(services, stranger, "block_unpin", {"path": "mnemo:///blocks/secret.md"})["changed"] is False
+    # the owner still has all of it: the checks above could have failed
+    assert read(services, "mnemo:///blocks/secret.md", OWNER)["pinned"] is True
+    assert pinned(services, OWNER)["count"] == 1
+    found = call(services, OWNER, "file_search", {"query": "zanzibar ferries", "threshold": 0})["results"]
+    assert found[0]["path"] == "mnemo:///blocks/secret.md"
+
+
+def test_a_personal_workspace_is_the_users_own(stack: Build) -> None:
+    services = stack()
+    alice, bob = ctx(), ctx(user="bob")
+    write(services, "notes/todo.md", "alice's list", alice)
+    assert failed(services, bob, "file_read", {"path": "notes/todo.md"}).code == "NOT_FOUND"
+    assert call(services, bob, "file_list", {"path": ""})["entries"] == []
+    assert failed(services, ctx(project="p1"), "file_read", {"path": "notes/todo.md"}).code == "NOT_FOUND"
+    assert read(services, "notes/todo.md", ctx(agent="any"))["content"] == "alice's list"
+
+
+def test_agents_of_one_user_share_the_user_layer_only(stack: Build) -> None:
+    services = stack()
+    first, second = ctx(agent="one"), ctx(agent="two")
+    write(services, "mnemo://user/skills/ddd.md", "shared skill", first)
+    write(services, "mnemo:///skills/ddd.md", "first's own skill", first)
+    assert read(services, "mnemo://user/skills/ddd.md", second)["content"] == "shared skill"
+    assert failed(services, second, "file_read", {"path": "mnemo:///skills/ddd.md"}).code == "NOT_FOUND"
+    assert read(services, "mnemo:///skills/ddd.md", ctx())["content"] == "shared skill"  # no agent: the user's
+
+
+def test_project_files_need_the_writer_role_to_change(stack: Build) -> None:
+    services = stack()
+    write(services, SHARED, "shared [END]", WRITER)
+    write(services, "src/app.py", "app [END]", WRITER)
+    for path in (SHARED, "src/app.py", "mnemo://project/skills/new.md", "src/new.py"):
+        for tool, extra in (
+            ("file_write", {"content": "x"}),
+            ("file_edit", {"old": "[END]", "new": "x"}),
+            ("file_delete", {}),
+        ):
+            if tool != "file_write" and "new" in path:
+                continue
+            error = failed(services, READER, tool, {"path": path, **extra})
+            assert error.code == "UNAUTHORIZED", (path, tool, error)
+    assert read(services, SHARED, READER)["content"] == "shared [END]"
+    assert read(services, "src/app.py", READER)["content"] == "app [END]"
+    assert pin(services, SHARED, READER)["pinned"] is True  # reading (and pinning) needs no role
+    assert read(services, SHARED, WRITER)["version"] == 1
+
+
+def test_missing_ids_are_invalid_input_naming_them(stack: Build) -> None:
+    services = stack()
+    anonymous = ctx(user=None)
+    error = failed(services, anonymous, "file_write", {"path": BLOCK, "content": "x"})
+    assert error.code == "INVALID_INPUT" and error.details["field"] == "user"
+    error = failed(services, anonymous, "file_write", {"path": "src/a.py", "content": "x"})
+    assert error.code == "INVALID_INPUT" and error.details["field"] == "project"
+    error = failed(services, ctx(), "file_read", {"path": SHARED})
+    assert error.code == "INVALID_INPUT" and error.details["field"] == "project"
+    assert failed(services, anonymous, "pinned_context", {}).details["field"] == "user"
+
+
+# ----------------------------------------------------------- response budget ---
+def budgeted(context: RequestContext, budget: int = 4096) -> RequestContext:
+    return context.model_copy(update={"response_budget": budget})
+
+
+def test_file_read_fits_the_response_budget_and_the_parts_reassemble(embedded: Build) -> None:
+    services = embedded()
+    content = "".join(f"line {n:04d} " + ("é" if n % 3 else "x") * 60 + "\n" for n in range(300))
+    write(services, "docs/big.md", content, WRITER)
+    small = budgeted(WRITER)
+    parts, offset, answers = [], 0, 0
+    while True:
+        answer = read(services, "docs/big.md", small, offset=offset)
+        assert wire_bytes(answer) <= 4096 and answer["totalLines"] == 300
+        answers += 1
+        parts.append(answer["content"])
+        assert answer["returnedLines"] == answer["content"].count("\n")
+        if not answer["hasMore"]:
+            break
+        assert answer["nextOffset"] == offset + answer["returnedLines"]
+        offset = answer["nextOffset"]
+    assert "".join(parts) == content and answers > 5
+
+
+def test_pinned_context_fits_the_response_budget_and_the_parts_reassemble(embedded: Build) -> None:
+    services = embedded()
+    for n in range(3):
+        write(services, f"mnemo:///blocks/b{n}.md", f"# Block {n}\n" + "ü → data " * 400)
+        pin(services, f"mnemo:///blocks/b{n}.md")
+    whole = pinned(services)["context"]
+    parts, offset = [], 0
+    while True:
+        answer = pinned(services, budgeted(BOT), offset=offset)
+        assert wire_bytes(answer) <= 4096 and answer["totalChars"] == len(whole) and answer["count"] == 3
+        parts.append(answer["context"])
+        if not answer["hasMore"]:
+            break
+        offset = answer["nextOffset"]
+    assert "".join(parts) == whole and len(parts) > 3
+
+
+def test_expand_prompt_fits_the_response_budget_and_the_parts_reassemble(embedded: Build) -> None:
+    services = embedded()
+    write(services, "mnemo:///blocks/a.md", "A: " + '"quoted" \\ ' * 500)
+    write(services, "src/b.py", "print('b')\n" * 300, WRITER)
+    text = "Use @@a and @src/b.py, then answer."
+    whole = call(services, WRITER, "expand_prompt", {"text": text})
+    assert whole["hasMore"] is False and whole["text"].endswith("</file>, then answer.")
+    parts, offset = [], 0
+    while True:
+        answer = call(services, budgeted(WRITER), "expand_prompt", {"text": text, "offset": offset})
+        assert wire_bytes(answer) <= 4096 and answer["totalChars"] == len(whole["text"])
+        parts.append(answer["text"])
+        if not answer["hasMore"]:
+            break
+        offset = answer["nextOffset"]
+    assert "".join(parts) == whole["text"] and len(parts) >= 3
+
+
+def test_file_list_fits_the_response_budget_and_the_pages_reassemble(embedded: Build) -> None:
+    services = embedded()
+    names = sorted(f"src/module_{n:03d}/file_{'ß' * 20}_{n}.py" for n in range(60))
+    for name in names:
+        write(services, name, f"# {name}\n", WRITER)
+    everything = call(services, WRITER, "file_list", {"path": "src/", "limit": 1000})
+    assert [entry["path"] for entry in everything["entries"]] == names and everything["hasMore"] is False
+    seen, cursor, pages = [], None, 0
+    while True:
+        payload: dict[str, Any] = {"path": "src/"} | ({"cursor": cursor} if cursor else {})
+        answer = call(services, budgeted(WRITER), "file_list", payload)
+        assert wire_bytes(answer) <= 4096 and answer["count"] == len(answer["entries"]) > 0
+        seen += [entry["path"] for entry in answer["entries"]]
+        pages += 1
+        if not answer["hasMore"]:
+            assert answer["nextCursor"] is None
+            break
+        cursor = answer["nextCursor"]
+    assert seen == names and pages > 3
+    by_limit, cursor = [], None
+    while True:
+        answer = call(
+            services, WRITER, "file_list", {"path": "src/", "limit": 7} | ({"cursor": cursor} if cursor else {})
+        )
+        by_limit += [entry["path"] for entry in answer["entries"]]
+        if not answer["hasMore"]:
+            break
+        cursor = answer["nextCursor"]
+    assert by_limit == names
+    foreign = failed(services, WRITER, "file_list", {"path": "docs/", "cursor": cursor or "x"})
+    assert foreign.code == "INVALID_INPUT" and foreign.details["field"] == "cursor"
+
+
+# ------------------------------------------------------------ search, index ---
+def test_file_search_finds_a_block_by_content_and_not_another_scopes(stack: Build) -> None:
+    services = stack()
+    write(services, "mnemo:///blocks/ferries.md", "The zanzibar ferries leave at dawn from the north pier.\n")
+    write(services, "mnemo:///blocks/other.md", "Completely unrelated text about accounting ledgers.\n")
+    write(services, "mnemo:///blocks/ferries.md", "Zanzibar ferries", ctx(user="bob"))
+    found = call(services, BOT, "file_search", {"query": "zanzibar ferries dawn"})
+    assert found["results"][0]["path"] == "mnemo:///blocks/ferries.md" and found["results"][0]["kind"] == "block"
+    assert found["results"][0]["snippet"].startswith("The zanzibar ferries")
+    assert all(result["path"].startswith("mnemo:///") for result in found["results"])
+    assert found["totalCount"] == len(found["results"])
+    bob = call(services, ctx(user="bob"), "file_search", {"query": "zanzibar ferries dawn", "threshold": 0})
+    assert [result["snippet"] for result in bob["results"]] == ["Zanzibar ferries"]
+    call(services, BOT, "file_delete", {"path": "mnemo:///blocks/ferries.md"})
+    gone = call(services, BOT, "file_search", {"query": "zanzibar ferries dawn", "threshold": 0})
+    assert "mnemo:///blocks/ferries.md" not in [result["path"] for result in gone["results"]]
+
+
+def test_reindex_rebuilds_the_blocks_namespace_after_clearing_it(stack: Build) -> None:
+    services = stack()
+    write(services, "mnemo:///blocks/ferries.md", "The zanzibar ferries leave at dawn.\n")
+    write(services, SHARED, "zanzibar harbour rules for the project\n", WRITER)
+    write(services, "mnemo:///blocks/gone.md", "zanzibar deleted note\n")
+    call(services, BOT, "file_delete", {"path": "mnemo:///blocks/gone.md"})
+
+    def paths() -> set[str]:
+        answer = call(services, WRITER, "file_search", {"query": "zanzibar", "threshold": 0})
+        return {result["path"] for result in answer["results"]}
+
+    assert paths() == {"mnemo:///blocks/ferries.md", "mnemo://project/blocks/shared.md"}
+    services.index.clear("blocks")
+    assert paths() == set()
+    assert services.block_index.reindex() == 2
+    assert paths() == {"mnemo:///blocks/ferries.md", "mnemo://project/blocks/shared.md"}
+
+
+def test_a_write_whose_indexing_fails_still_succeeds_and_a_drain_indexes_it(
+    stack: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services = stack()
+
+    def down(*args: Any, **kwargs: Any) -> None:
+        raise ConnectionError("index down")
+
+    def found(text: str) -> list[str]:
+        answer = call(services, BOT, "file_search", {"query": text, "threshold": 0})
+        return [result["path"] for result in answer["results"]]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(services.index, "upsert", down)
+        written = write(services, BLOCK, "The zanzibar gateway runs in Dublin.\n")
+        assert written["version"] == 1
+    assert read(services, BLOCK)["content"] == "The zanzibar gateway runs in Dublin.\n"
+    assert [marker["family"] for marker in services.outbox.pending()] == ["blocks"]
+    assert found("zanzibar gateway") == []
+    assert drained(services.outbox) == (1, 0)
+    assert found("zanzibar gateway") == [BLOCK] and services.outbox.pending() == []
+    with monkeypatch.context() as patch:
+        patch.setattr(services.index, "delete", down)
+        call(services, BOT, "file_delete", {"path": BLOCK})
+    assert [marker["family"] for marker in services.outbox.pending()] == ["blocks"]
+    assert drained(services.outbox) == (1, 0)
+    assert services.index.lexical("blocks", "zanzibar", {"scope": [BOT.scope_key("agent")]}, 10) == []
