@@ -558,6 +558,30 @@ def test_knowledge_paths_are_readable_and_never_writable(stack: Build) -> None:
     assert stranger.code == "NOT_FOUND"
 
 
+@pytest.mark.xfail(strict=True, reason="core bug: file_list knowledge:// stops at 100 items and says hasMore false")
+def test_file_list_of_knowledge_pages_past_the_first_hundred_items(embedded: Build, tmp_path: Path) -> None:
+    from knowledge_helpers import doc
+
+    services = embedded()
+    root = tmp_path / "many"
+    (root / "company").mkdir(parents=True)
+    for n in range(105):
+        (root / "company" / f"policy-{n:03d}.md").write_bytes(doc(f"policy-{n:03d}"))
+    assert push_tree(services, "acme", root=root) == 105
+    services.sync.sync("acme", SyncNowInput())
+    seen, cursor = [], None
+    while True:
+        answer = call(
+            services, BOT, "file_list", {"path": "knowledge://", "limit": 40} | ({"cursor": cursor} if cursor else {})
+        )
+        seen += [entry["path"] for entry in answer["entries"]]
+        if not answer["hasMore"]:
+            break
+        cursor = answer["nextCursor"]
+    assert len(seen) == len(set(seen)) and "knowledge://policy-000" in seen
+    assert sorted(seen) == [f"knowledge://policy-{n:03d}" for n in range(105)]
+
+
 # ----------------------------------------------------------------- isolation ---
 OWNER = ctx(agent="bot", project="p1", roles=("writer",))
 STRANGERS = {
@@ -646,6 +670,64 @@ def test_missing_ids_are_invalid_input_naming_them(stack: Build) -> None:
     error = failed(services, ctx(), "file_read", {"path": SHARED})
     assert error.code == "INVALID_INPUT" and error.details["field"] == "project"
     assert failed(services, anonymous, "pinned_context", {}).details["field"] == "user"
+    error = failed(services, ctx(), "file_write", {"path": "mnemo://agent/blocks/x.md", "content": "x"})
+    assert error.code == "INVALID_INPUT" and error.details["field"] == "agent"
+
+
+# ----------------------------------------------------------------- expansion ---
+def test_expand_prompt_markers_code_recursion_missing_and_max_chars(stack: Build) -> None:
+    services = stack()
+    write(services, "mnemo:///blocks/a.md", "A mentions @@b and @src/b.py\n", WRITER)
+    write(services, "mnemo:///skills/b.md", "skill B", WRITER)
+    write(services, "src/b.py", "print('b')\n", WRITER)
+    answer = call(services, WRITER, "expand_prompt", {"text": "Use @@a, @@b and @src/b.py. Mail alice@example.com"})
+    assert answer["text"] == (
+        'Use <file path="mnemo:///blocks/a.md" version="1">\nA mentions @@b and @src/b.py\n</file>, '
+        '<file path="mnemo:///skills/b.md" version="1">\nskill B\n</file> and '
+        '<file path="src/b.py" version="1">\nprint(\'b\')\n</file>. Mail alice@example.com'
+    )
+    assert [e["marker"] for e in answer["expansions"]] == ["@@a", "@@b", "@src/b.py"]
+    assert [e["kind"] for e in answer["expansions"]] == ["block", "skill", "workspace"]
+    assert answer["totalChars"] == len(answer["text"]) and answer["tokens"] == count_tokens(answer["text"])
+    code = "Keep `@@a` and\n```\n@src/b.py\n```\nand @here as they are"
+    assert call(services, WRITER, "expand_prompt", {"text": code})["text"] == code
+    missing = failed(services, WRITER, "expand_prompt", {"text": "Use @@nothing"})
+    assert missing.code == "NOT_FOUND" and missing.details["marker"] == "@@nothing"
+    assert "mnemo:///blocks/nothing.md" in missing.details["tried"]
+    kept = call(services, WRITER, "expand_prompt", {"text": "Use @@nothing and @@a", "onMissing": "keep"})
+    assert kept["missing"] == ["@@nothing"] and kept["text"].startswith("Use @@nothing and <file")
+    too_long = failed(services, WRITER, "expand_prompt", {"text": "Use @@a", "maxChars": 30})
+    assert too_long.code == "INVALID_INPUT" and too_long.details["field"] == "maxChars"
+    assert too_long.details["chars"] > 30
+    bad = failed(services, WRITER, "expand_prompt", {"text": "Read @../etc/passwd now"})
+    assert bad.code == "INVALID_INPUT" and bad.details["field"] == "text"
+
+
+def test_read_lists_the_references_a_file_mentions(stack: Build) -> None:
+    services = stack()
+    write(services, "mnemo:///blocks/b.md", "B", WRITER)
+    write(services, "mnemo:///blocks/r.md", "See mnemo:///blocks/b.md, src/db/schema.sql and topic://nope.", WRITER)
+    references = read(services, "mnemo:///blocks/r.md", WRITER)["references"]
+    assert references == [
+        {"path": "mnemo:///blocks/b.md", "kind": "block", "exists": True},
+        {"path": "src/db/schema.sql", "kind": "workspace", "exists": False},
+        {"path": "topic://nope", "kind": "topic", "exists": False},
+    ]
+    write(services, "src/db/schema.sql", "CREATE TABLE orders ();", WRITER)
+    assert read(services, "mnemo:///blocks/r.md", WRITER)["references"][1]["exists"] is True
+    other = read(services, "mnemo:///blocks/r.md", WRITER.model_copy(update={"project": "p9"}))
+    assert other["references"][1]["exists"] is False  # another project's workspace
+
+
+def test_at_most_200_files_are_pinned(embedded: Build) -> None:
+    services = embedded()
+    for n in range(200):
+        write(services, f"mnemo:///blocks/p{n:03d}.md", "x")
+        pin(services, f"mnemo:///blocks/p{n:03d}.md")
+    write(services, "mnemo:///blocks/one-more.md", "x")
+    error = failed(services, BOT, "block_pin", {"path": "mnemo:///blocks/one-more.md"})
+    assert error.code == "INVALID_INPUT" and error.details["field"] == "path"
+    assert pinned(services)["count"] == 200
 
 
 # ----------------------------------------------------------- response budget ---
