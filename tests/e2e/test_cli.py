@@ -60,3 +60,50 @@ def test_call_with_bad_input_prints_the_envelope_and_fails(tmp_path: Path) -> No
     assert done.returncode == 1 and json.loads(done.stdout)["details"]["field"] == "body"
     done = run("call", "nope", "{}", env=env)
     assert done.returncode == 1 and json.loads(done.stdout)["errorCode"] == "NOT_FOUND"
+
+
+def _drop_blocks_index(data_dir: Path) -> None:
+    import sqlite3
+
+    with sqlite3.connect(data_dir / "index.sqlite3") as index:
+        index.execute("DELETE FROM vectors WHERE namespace = 'blocks'")
+
+
+def _found_blocks(env: dict[str, str]) -> list[str]:
+    done = run("call", "file_search", '{"query": "blue green deploy canary", "threshold": 0}', env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [match["path"] for match in json.loads(done.stdout)["results"]]
+
+
+def test_reindex_restores_a_deleted_blocks_index(tmp_path: Path) -> None:
+    env = {"MNEMO_DATA_DIR": str(tmp_path), "MNEMO_EMBEDDER": "hashing", "MNEMO_USER": "dana"}
+    body = {"path": "mnemo:///blocks/runbook.md", "content": "Deploys are blue green with a canary first.\n"}
+    written = run("call", "file_write", json.dumps(body), env=env)
+    assert written.returncode == 0, written.stdout
+    assert _found_blocks(env) == ["mnemo:///blocks/runbook.md"]
+    _drop_blocks_index(tmp_path)
+    assert _found_blocks(env) == []
+    reindexed = run("reindex", env=env)
+    assert reindexed.returncode == 0, reindexed.stderr
+    assert reindexed.stdout.strip().endswith(", 1 blocks and skills"), reindexed.stdout
+    assert _found_blocks(env) == ["mnemo:///blocks/runbook.md"]
+
+
+def test_reindex_pending_drains_the_blocks_family(tmp_path: Path) -> None:
+    """A block whose index write never happened (its outbox marker still queued) is indexed by --pending."""
+    from mnemo.assets.index import BlockIndex
+    from mnemo.runtime import Services
+    from mnemo.settings import Settings
+
+    env = {"MNEMO_DATA_DIR": str(tmp_path), "MNEMO_EMBEDDER": "hashing", "MNEMO_USER": "dana"}
+    body = {"path": "mnemo:///blocks/runbook.md", "content": "Deploys are blue green with a canary first.\n"}
+    assert run("call", "file_write", json.dumps(body), env=env).returncode == 0
+    _drop_blocks_index(tmp_path)
+    services = Services(Settings(data_dir=tmp_path, embedder="hashing"))
+    (head,) = [item for item in services.records.scan("ASSET|") if item.sk.startswith("F#")]
+    services.records.write([services.outbox.marker("blocks", BlockIndex.reference(head.pk, head.data["name"]))])
+    assert _found_blocks(env) == []
+    drained = run("reindex", "--pending", env=env)
+    assert drained.returncode == 0, drained.stdout + drained.stderr
+    assert drained.stdout.startswith("indexed 1 blocks; 0 still pending"), drained.stdout
+    assert _found_blocks(env) == ["mnemo:///blocks/runbook.md"]

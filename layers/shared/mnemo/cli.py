@@ -213,7 +213,11 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     count = services.memory.reindex()
     topics = services.topics.reindex()
     conversations = services.conversations.reindex()
-    print(f"reindexed {count} memories, {topics} topics, {conversations} conversation and execution records")
+    blocks = services.block_index.reindex()
+    print(
+        f"reindexed {count} memories, {topics} topics, {conversations} conversation and execution records, "
+        f"{blocks} blocks and skills"
+    )
     return 0
 
 
@@ -261,7 +265,10 @@ def build_parser() -> argparse.ArgumentParser:
     docs.add_argument("--output", "-o", default="docs/tools.md")
     docs.set_defaults(run=cmd_docs)
 
-    reindex = commands.add_parser("reindex", help="rebuild the vector index from the records")
+    reindex = commands.add_parser(
+        "reindex",
+        help="rebuild the vector index from the records (memories, topics, conversations, blocks and skills)",
+    )
     reindex.add_argument("--data-dir", type=Path)
     reindex.add_argument("--pending", action="store_true", help="only index what failed to index earlier")
     reindex.add_argument(
@@ -269,9 +276,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reindex.set_defaults(run=cmd_reindex)
 
-    from mnemo.cli_knowledge import add_commands
+    from mnemo import cli_knowledge, cli_workspace
 
-    add_commands(commands)
+    cli_knowledge.add_commands(commands)
+    cli_workspace.add_commands(commands)
     return parser
 
 
