@@ -265,11 +265,11 @@ def test_the_head_decides_the_workspace_version_after_a_lost_race(aws: Aws) -> N
             call(services, "file_write", {"path": path, "content": "winner\n"})
         return real_put(blob_key, content, metadata)
 
-    blobs.put = put  # type: ignore[method-assign]
+    setattr(blobs, "put", put)  # noqa: B010 (an instance attribute over the method, removed after)
     try:
         lost = failed(services, "file_write", {"path": path, "content": "loser\n"})
     finally:
-        del blobs.put
+        delattr(blobs, "put")
     assert lost.code == "CONFLICT"
     s3 = aws.server.client("s3")
     assert s3.get_object(Bucket=aws.bucket, Key=key)["Body"].read() == b"loser\n"  # S3's latest is the loser's

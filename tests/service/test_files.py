@@ -342,6 +342,7 @@ def test_growing_a_pinned_block_over_budget_fails_before_anything_is_written(sta
     pin(services, "mnemo:///blocks/a.md")
     pin(services, "mnemo:///blocks/b.md")
     head_before = services.records.get(asset_pk(BOT, "agent"), HEAD + "blocks/a.md")
+    assert head_before is not None
     pins_before = pin_record(services, BOT)
     payload: dict[str, Any] = (
         {"path": "mnemo:///blocks/a.md", "content": words(71)}
@@ -354,6 +355,7 @@ def test_growing_a_pinned_block_over_budget_fails_before_anything_is_written(sta
     assert error.details["wouldBe"] == 101 and error.details["yours"] is True and error.details["advice"]
     assert error.details["path"] == "mnemo:///blocks/a.md"
     head_after = services.records.get(asset_pk(BOT, "agent"), HEAD + "blocks/a.md")
+    assert head_after is not None
     assert (head_after.version, head_after.data) == (head_before.version, head_before.data)
     assert read(services, "mnemo:///blocks/a.md")["content"] == words(59) + " end"
     assert failed(services, BOT, "file_read", {"path": "mnemo:///blocks/a.md", "version": 2}).code == "NOT_FOUND"

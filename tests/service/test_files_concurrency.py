@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -190,13 +191,15 @@ def test_concurrent_pins_and_growing_writes_keep_every_pin_total_true(services: 
         path = f"mnemo://project/blocks/r{round_}.md"
         call(services, WRITER, "file_write", {"path": path, "content": words(10)})
         results = race(
-            lambda path=path: call(services, WRITER, "block_pin", {"path": path}),
-            lambda path=path: call(services, other, "block_pin", {"path": path}),
-            lambda path=path, round_=round_: call(
-                services, WRITER, "file_write", {"path": path, "content": words(20 + round_)}
-            ),
-            lambda path=path, round_=round_: call(
-                services, WRITER, "file_edit", {"path": path, "old": "word", "new": "word word", "replaceAll": True}
+            partial(call, services, WRITER, "block_pin", {"path": path}),
+            partial(call, services, other, "block_pin", {"path": path}),
+            partial(call, services, WRITER, "file_write", {"path": path, "content": words(20 + round_)}),
+            partial(
+                call,
+                services,
+                WRITER,
+                "file_edit",
+                {"path": path, "old": "word", "new": "word word", "replaceAll": True},
             ),
         )
         assert wins(results)
@@ -213,7 +216,7 @@ def test_one_agent_pinning_two_blocks_at_once_keeps_its_set_whole(services: Serv
         paths = [f"mnemo:///blocks/p{round_}-{n}.md" for n in range(THREADS)]
         for n, path in enumerate(paths):
             call(services, BOT, "file_write", {"path": path, "content": words(n + 1)})
-        results = race(*((lambda path=path: call(services, BOT, "block_pin", {"path": path})) for path in paths))
+        results = race(*(partial(call, services, BOT, "block_pin", {"path": path}) for path in paths))
         assert wins(results)
         recorded, real, keys = pin_totals(services, BOT)
         assert recorded == real
@@ -237,13 +240,13 @@ def _pin_then_delete_before_commit(services: Services, path: str) -> Any:
             call(services, BOT, "file_delete", {"path": path})
         return found
 
-    store.head = head  # type: ignore[method-assign]
+    setattr(store, "head", head)  # noqa: B010 (an instance attribute over the method, removed after)
     try:
         return call(services, BOT, "block_pin", {"path": path})
     except MnemoError as error:
         return error
     finally:
-        del store.head
+        delattr(store, "head")
 
 
 def test_a_pin_racing_a_delete_never_leaves_a_ghost_pin(services: Services) -> None:
@@ -263,8 +266,8 @@ def test_a_delete_racing_pins_and_writes_leaves_no_pinner_behind(services: Servi
         call(services, WRITER, "file_write", {"path": path, "content": words(10)})
         call(services, other, "block_pin", {"path": path})
         race(
-            lambda path=path: call(services, WRITER, "file_delete", {"path": path}),
-            lambda path=path: call(services, WRITER, "file_write", {"path": path, "content": words(12)}),
-            lambda path=path: call(services, WRITER, "block_unpin", {"path": path}),
+            partial(call, services, WRITER, "file_delete", {"path": path}),
+            partial(call, services, WRITER, "file_write", {"path": path, "content": words(12)}),
+            partial(call, services, WRITER, "block_unpin", {"path": path}),
         )
         assert_pins_consistent(services, WRITER, other)
