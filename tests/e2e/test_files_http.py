@@ -239,7 +239,6 @@ def test_a_growing_edit_of_a_pinned_block_is_refused_before_anything_is_written(
     assert shrunk["version"] == 2 and shrunk["pinned"] is True and shrunk["pinnedTokens"] == shrunk["tokens"]
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: file_edit's budget error names `content`, not a field of file_edit")
 def test_a_budget_refused_edit_names_a_field_of_file_edit(server: Server, tenant: str) -> None:
     me = who(tenant, agent="coder")
     ok(server.url, "file_write", {"path": LARGE, "content": LARGE_SMALL}, me)
@@ -373,7 +372,6 @@ def test_workspace_topic_expand_and_pinned_context(server: Server, tenant: str) 
     assert status == 400 and read_only["details"]["field"] == "path"
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: file_read of a topic:// path is a 502 (lastUpdated is a datetime)")
 def test_a_topic_note_reads_back_through_file_read(server: Server, tenant: str) -> None:
     me = who(tenant, project="checkout")
     note = "# Deployment\n\nBlue green on Tuesdays.\n"

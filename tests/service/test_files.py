@@ -513,7 +513,6 @@ def test_topic_paths_map_onto_the_topic_service(stack: Build) -> None:
     assert bad.code == "INVALID_INPUT" and bad.details["field"] == "path"
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: file_read of a topic:// path fails (lastUpdated is a datetime)")
 def test_topic_paths_read_like_files(embedded: Build) -> None:
     services = embedded()
     write(services, "topic://deploy", "# How we deploy\nBlue green.\n", WRITER)
@@ -560,7 +559,6 @@ def test_knowledge_paths_are_readable_and_never_writable(stack: Build) -> None:
     assert stranger.code == "NOT_FOUND"
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: file_list knowledge:// stops at 100 items and says hasMore false")
 def test_file_list_of_knowledge_pages_past_the_first_hundred_items(embedded: Build, tmp_path: Path) -> None:
     from knowledge_helpers import doc
 
@@ -773,11 +771,6 @@ def test_pinned_context_fits_the_response_budget_and_the_parts_reassemble(embedd
     assert "".join(parts) == whole and len(parts) > 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: every part of pinned_context repeats the whole blocks list; with many pinned files no part "
-    "fits a small budget and the answer is INVALID_INPUT naming offset",
-)
 def test_pinned_context_of_many_pinned_files_still_comes_in_parts(embedded: Build) -> None:
     services = embedded()
     for n in range(60):

@@ -233,7 +233,6 @@ def test_over_long_paths_and_segments_are_refused() -> None:
     refused("mnemo:///blocks/" + "x" * MAX_PATH_CHARS)
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: invisible letters such as U+3164 HANGUL FILLER pass as a name")
 @pytest.mark.parametrize("invisible", ["\u3164", "\uffa0", "\u115f", "\u2800"])
 def test_invisible_letters_are_refused(invisible: str) -> None:
     refused(f"docs/a{invisible}b.md")
@@ -332,9 +331,6 @@ def test_no_accepted_workspace_name_leaves_its_prefix_or_shares_a_key(first: str
             assert not key.startswith(workspace_location(elsewhere).blob_prefix or "")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="core bug: a project or user id '..' (a valid identity) makes a blob prefix the store refuses"
-)
 @pytest.mark.parametrize("identity", [{"project": ".."}, {"project": "."}, {"user": "..", "project": None}])
 def test_a_dot_identity_still_has_a_workspace(services: Services, identity: dict[str, Any]) -> None:
     writer = ctx(**({"project": None} | identity), roles=("writer",))

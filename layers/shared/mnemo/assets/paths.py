@@ -39,6 +39,9 @@ MAX_SEGMENT_BYTES = 255
 _SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*):")
 _FORBIDDEN_CHARS = frozenset('\\#%:?*"<>|')
 _FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+#: Letters and spaces that show nothing (Hangul fillers, the Braille blank, Khmer vowels inherent), and
+#: every space but the ASCII one: a name that looks like another must not be a different file.
+_INVISIBLE = frozenset("\u115f\u1160\u17b4\u17b5\u180e\u2800\u3164\uffa0")
 _KNOWLEDGE_ID = re.compile(r"^[A-Za-z0-9._@+=,\-]{1,128}$")
 
 
@@ -70,6 +73,11 @@ class FilePath:
         return self.store
 
 
+def _hidden_category(char: str) -> bool:
+    category = unicodedata.category(char)
+    return category in _FORBIDDEN_CATEGORIES or (category == "Zs" and char != " ")
+
+
 def _bad(field: str, problem: str, value: str) -> InvalidInput:
     return invalid_field(field, problem, path=value[:200])
 
@@ -82,9 +90,7 @@ def _check_segments(name: str, field: str, raw: str, *, folder: bool) -> str:
     for segment in segments:
         if segment in ("", ".", ".."):
             raise _bad(field, "a path segment is empty, '.' or '..'; paths cannot leave their scope", raw)
-        bad = next(
-            (c for c in segment if c in _FORBIDDEN_CHARS or unicodedata.category(c) in _FORBIDDEN_CATEGORIES), None
-        )
+        bad = next((c for c in segment if c in _FORBIDDEN_CHARS or c in _INVISIBLE or _hidden_category(c)), None)
         if bad is not None:
             shown = bad if bad.isprintable() else f"U+{ord(bad):04X}"
             raise _bad(field, f"'{shown}' is not allowed in a path (nothing in a path is decoded)", raw)

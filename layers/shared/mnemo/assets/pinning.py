@@ -60,7 +60,14 @@ class Pinning:
 
     # -------------------------------------------------- writes and deletes
     def for_write(
-        self, context: RequestContext, where: Location, path: FilePath, old_tokens: int, new_tokens: int
+        self,
+        context: RequestContext,
+        where: Location,
+        path: FilePath,
+        old_tokens: int,
+        new_tokens: int,
+        *,
+        field: str = "content",
     ) -> tuple[list[Put | Delete], Mine]:
         """What a write of a StoredAsset adds to its transaction, or the budget error of a pinner.
 
@@ -87,7 +94,7 @@ class Pinning:
             total = pins.total - old_tokens + new_tokens
             if new_tokens > old_tokens and total > self.limit:
                 raise budget_exceeded(
-                    field="content",
+                    field=field,
                     path=path.uri,
                     current=pins.total,
                     limit=self.limit,
@@ -292,13 +299,22 @@ class Pinning:
         )
         budget = context.response_budget
         if budget is not None and wire_bytes(output) > budget:
+            # A part lists only the files it shows some of, so that many pins never crowd the text out.
+            spans, start = [], 0
+            for part in parts:
+                spans.append((start, start + len(part)))
+                start += len(part) + 2
+
+            def part_of(prefix: str) -> PinnedContextOutput:
+                end = request.offset + len(prefix)
+                shown = [block for block, (a, b) in zip(blocks, spans, strict=True) if a < end and b > request.offset]
+                return output.model_copy(update={"context": prefix, "blocks": shown})
+
             limit = budget - RESERVE_BYTES
-            kept = longest_prefix(
-                piece, lambda prefix: wire_bytes(output.model_copy(update={"context": prefix})) <= limit
-            )
+            kept = longest_prefix(piece, lambda prefix: wire_bytes(part_of(prefix)) <= limit)
             if not kept:
-                raise invalid_field(
-                    "offset", f"the list of pinned files alone does not fit the transport's {budget} bytes"
-                )
-            output.context, output.has_more, output.next_offset = piece[:kept], True, request.offset + kept
+                raise invalid_field("offset", f"no part of the pinned context fits the transport's {budget} bytes")
+            output.context, output.blocks = piece[:kept], part_of(piece[:kept]).blocks
+            if kept < len(piece):
+                output.has_more, output.next_offset = True, request.offset + kept
         return output

@@ -63,7 +63,8 @@ def read_pin_sets(records: RecordStore, pinners: list[str]) -> dict[str, PinSet]
 
 
 def _k(tokens: int) -> str:
-    return f"{tokens / 1000:.1f}k".replace(".0k", "k")
+    """95000 as "95k", 1234 as "1,234": the seed's short form, never rounding a small number away."""
+    return f"{tokens / 1000:.1f}k".replace(".0k", "k") if tokens >= 10_000 else f"{tokens:,}"
 
 
 def budget_exceeded(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from mnemo.assets.index import BlockIndex
@@ -48,6 +49,7 @@ from mnemo.context import RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, invalid_field
 from mnemo.outbox import IndexOutbox
 from mnemo.ports import ConditionFailed, Delete, Item, Put, RecordStore
+from mnemo.topics.models import MAX_TOPICS
 
 if TYPE_CHECKING:
     from mnemo.knowledge.service import KnowledgeService
@@ -133,7 +135,12 @@ class FileService:
                 topic = self._topics().recall(unbounded, RecallMemoryInput(topic=path.name))
             except MnemoError as error:
                 raise _renamed(error) from None
-            return {"content": topic.content, "version": topic.version, "lastUpdated": topic.last_updated}
+            updated = topic.last_updated
+            return {
+                "content": topic.content,
+                "version": topic.version,
+                "lastUpdated": updated.isoformat().replace("+00:00", "Z") if isinstance(updated, datetime) else updated,
+            }
         if path.store == "knowledge":
             if version is not None:
                 raise invalid_field("version", "read a knowledge item's history with knowledge_show")
@@ -234,6 +241,8 @@ class FileService:
         path = parse_path(request.path)
         if path.store == "knowledge":
             raise _read_only(path)
+        if path.store != "topic":
+            self._location(context, path, write=True)  # a reader learns it may not write before anything else
         found = self.read_text(context, path)
         if request.expected_version is not None and request.expected_version != found["version"]:
             raise _stale(path, found["version"], request.expected_version)
@@ -265,7 +274,7 @@ class FileService:
             head = self._store.raw_head(where, path.name)
             if head is None or head.version != found["version"] or head.data.get("deleted"):
                 raise _raced(path)
-            output = self._commit(context, path, where, head, changed)
+            output = self._commit(context, path, where, head, changed, field="new")
         output.replacements = count if request.replace_all else 1
         output.message = (
             f"{path.uri} edited ({output.replacements} replacement{'s' if output.replacements > 1 else ''})"
@@ -273,7 +282,14 @@ class FileService:
         return output
 
     def _commit(
-        self, context: RequestContext, path: FilePath, where: Location, current: Item | None, content: str
+        self,
+        context: RequestContext,
+        path: FilePath,
+        where: Location,
+        current: Item | None,
+        content: str,
+        *,
+        field: str = "content",
     ) -> FileWriteOutput:
         """Write ``content`` as the next version after ``current`` (the head as read), all or nothing."""
         tokens = count_tokens(content)
@@ -281,9 +297,9 @@ class FileService:
         pin_ops: list[Put | Delete] = []
         mine = None
         if path.store == "asset":
-            check_storable(content, "content")
+            check_storable(content, field)
             old_tokens = int(current.data.get("tokens", 0)) if current is not None and live else 0
-            pin_ops, mine = self._pinning.for_write(context, where, path, old_tokens, tokens)
+            pin_ops, mine = self._pinning.for_write(context, where, path, old_tokens, tokens, field=field)
         operations, head = self._store.write_ops(where, path.name, current, content, tokens=tokens, by=context.user)
         marker = None
         if path.store == "asset":
@@ -437,12 +453,9 @@ class FileService:
                 from mnemo.topics.service import TopicService
 
                 scope = TopicService.scope(context)
-                heads = self._records.query(scope.partition, "TOPIC#", limit=2000)
+                heads = self._records.query(scope.partition, "TOPIC#", limit=MAX_TOPICS + 1)
                 return [item.data["name"] for item in heads]
-            from mnemo.knowledge.models import KnowledgeQueryInput
-
-            found = self._knowledge().query(context, KnowledgeQueryInput(limit=100))
-            return [item.id for item in found.items]
+            return self._knowledge().ids(context)
         except MnemoError as error:
             raise _renamed(error) from None
 

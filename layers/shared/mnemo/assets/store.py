@@ -115,7 +115,13 @@ class Location:
 
 def blob_prefix(*parts: str) -> str:
     """A blob folder made of ids (which may hold '/' or ':'): each quoted, so none reaches another's folder."""
-    return "".join(quote(part, safe="") + "/" for part in parts)
+    return "".join(_segment(part) + "/" for part in parts)
+
+
+def _segment(part: str) -> str:
+    """One key segment: quoted, and never '.' or '..' (which ids may be, and key checks refuse)."""
+    quoted = quote(part, safe="")
+    return quoted.replace(".", "%2E") if quoted.strip(".") == "" else quoted
 
 
 class FileStore:

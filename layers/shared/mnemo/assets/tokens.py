@@ -27,7 +27,7 @@ import re
 
 #: ASCII letters one token covers on average in English and code identifiers.
 WORD_CHARS = 6
-_PIECE = re.compile(r"[A-Za-z]+|[0-9]+| (?=[A-Za-z0-9])|\s+|[!-/:-@\[-`{-~]+|[^\x00-\x7f]")
+_PIECE = re.compile(r"(?P<glue> (?=[A-Za-z0-9]))|[A-Za-z]+|[0-9]+|\s+|[!-/:-@\[-`{-~]+|[^\x00-\x7f]")
 _WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3040-\u30ff]")
 
 
@@ -42,7 +42,7 @@ def count_tokens(text: str) -> int:
                 halves += 2 * math.ceil(len(piece) / WORD_CHARS)
             elif first.isdigit():
                 halves += 2 * math.ceil(len(piece) / 3)
-            elif piece == " ":
+            elif match.lastgroup == "glue":
                 continue
             elif first.isspace():
                 halves += 2 * math.ceil(len(piece) / 4)

@@ -78,6 +78,13 @@ class KnowledgeService:
         items = [_summary(data, round(score, 4) if request.query else None) for _, score, data in ordered]
         return KnowledgeQueryOutput(items=items[: request.limit], total_count=len(items), searched_layers=layers)
 
+    def ids(self, context: RequestContext) -> list[str]:
+        """The id of every item the caller can read, whatever its status, sorted (for file_list)."""
+        found: set[str] = set()
+        for layer in visible_layers(context):
+            found.update(record.data["item"]["id"] for record in self._catalog.in_layer(context.scope_key(layer)))
+        return sorted(found)
+
     @staticmethod
     def _matches(data: dict[str, Any], request: KnowledgeQueryInput) -> bool:
         item = data["item"]

@@ -262,7 +262,8 @@ def pinned_context(services: Services, context: RequestContext, request: PinnedC
     A pinned file of a project shows only while you work in that project
     (`inactive` counts the others, which still take budget).
     A context too long for the transport's answer comes in parts: `hasMore` is
-    true and `nextOffset` is the `offset` to ask for the rest with.
+    true and `nextOffset` is the `offset` to ask for the rest with; a part's
+    `blocks` lists the files it shows some of.
 
     **When to use:** at the start of a session or turn, to load what is pinned.
 
