@@ -62,7 +62,7 @@ def test_one_action_group_function_per_family(family: str) -> None:
 # the records table's policy template, the inline statements by Sid with their actions (the index
 # ones for a Serverless collection), and whether the collection lets the role write documents.
 _S3_BUCKET = {"GetAtt": "KnowledgeBucket.Arn"}
-_S3_OBJECTS = {"Sub": "${KnowledgeBucket.Arn}/*"}
+_S3_OBJECTS = {"Sub": "${KnowledgeBucket.Arn}/knowledge/*"}
 _S3_WORKSPACE = {"Sub": "${KnowledgeBucket.Arn}/workspace/*"}
 FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "memory": (

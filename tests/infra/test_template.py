@@ -614,7 +614,7 @@ INDEX_READ = frozenset({"es:ESHttpGet", "es:ESHttpHead", "es:ESHttpPost"})
 INDEX_DELETE = INDEX_READ | {"es:ESHttpDelete"}
 INDEX_WRITE = INDEX_DELETE | {"es:ESHttpPut"}
 BUCKET = "bucket"
-OBJECTS = "${KnowledgeBucket.Arn}/*"
+OBJECTS = "${KnowledgeBucket.Arn}/" + KNOWLEDGE_ROOT + "/*"  # knowledge readers reach no workspace file
 WORKSPACE = "${KnowledgeBucket.Arn}/" + WORKSPACE_ROOT + "*"  # mnemo.assets.scopes: every workspace's objects
 S3_CURRENT = frozenset({("s3:ListBucket", BUCKET), ("s3:GetObject", OBJECTS)})  # sync lists the files, reads each
 S3_HISTORY = frozenset({("s3:ListBucketVersions", BUCKET), ("s3:GetObjectVersion", OBJECTS)})  # knowledge_show
@@ -820,7 +820,7 @@ def test_s3_rights_are_read_only_and_scoped_to_the_knowledge_bucket() -> None:
                 assert statement["Resource"] == {"GetAtt": "KnowledgeBucket.Arn"}, name
             else:
                 assert actions <= object_actions, (name, actions)
-                assert statement["Resource"] == {"Sub": "${KnowledgeBucket.Arn}/*"}, name
+                assert statement["Resource"] == {"Sub": "${KnowledgeBucket.Arn}/knowledge/*"}, name
             granted.setdefault(name, set()).update(actions)
     assert granted["KnowledgeSyncFunction"] == {"s3:ListBucket", "s3:GetObject"}
     assert granted["KnowledgeShowFunction"] == {"s3:ListBucketVersions", "s3:GetObjectVersion"}
