@@ -153,8 +153,9 @@ class FileService:
             assert shown.item is not None
             return {"content": shown.item.content, "version": None, "lastUpdated": shown.item.updated_at or None}
         where = self._location(context, path)
-        head = self._store.head(where, path.name)
-        if head is None:
+        # An earlier version stays readable after a delete: the history outlives the file.
+        head = self._store.head(where, path.name) if version is None else self._store.raw_head(where, path.name)
+        if head is None or (version is not None and version >= head.version and head.data.get("deleted")):
             raise _missing(path)
         content, entry = self._store.content(where, head, version)
         return {

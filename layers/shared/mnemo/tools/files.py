@@ -145,8 +145,10 @@ def file_read(services: Services, context: RequestContext, request: FileReadInpu
     ```
 
     **Errors:**
-    - NOT_FOUND: no such file, or no such earlier version (kept: the last 20 of a block).
-    - INVALID_INPUT: a bad path; `offset` past the end; ids the scope needs are missing.
+    - NOT_FOUND: no such file, or no such earlier version (kept: the last 20 of a
+      block; a deleted file's earlier versions stay readable).
+    - INVALID_INPUT: a bad path; `offset` past the end; ids the scope needs are
+      missing; one line alone longer than the transport's answer (details name `limit`).
 
     @see mnemo.assets.service.FileService.read
     """
