@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from helpers import http_request, make_services
 from mnemo.context import MEMORY_LAYERS, SHARED_LAYERS, WRITER_ROLE, RequestContext
@@ -228,6 +228,17 @@ class Topic:
     tags: int = 2
 
 
+@dataclass
+class StoredFile:  # a StoredAsset (store "asset") or a workspace file (store "ws")
+    store: str
+    scope: str
+    name: str
+    secrets: list[str]  # in the order the content holds them
+    version: int
+    owner: Actor  # the last writer: it reads the file back
+    alive: bool = True
+
+
 @dataclass(frozen=True)
 class Knowledge:
     tenant: str
@@ -344,6 +355,11 @@ def knowledge_template() -> Template:
 
 # ---------------------------------------------------------------- machine
 
+#: Where a file tool's path points: the caller's own blocks, its user's, its project's, or the workspace.
+FILE_TARGETS = ("own", "user", "project", "workspace")
+#: Every caller writes the same few names: most paths are someone else's too.
+FILE_NAMES = ("a.md", "b.md", "c.md")
+FILE_MARKERS = ("block", "workspace", "user", "project")
 MESSAGE_STEMS = ("deploy the cache", "rotate the keys", "weather in Paris", "release notes")
 CLAIM_KEYS: dict[str, str] = {
     "user_id": "user",
@@ -391,6 +407,10 @@ class IsolationMachine(RuleBasedStateMachine):
         self.cursors: list[tuple[Actor, dict[str, Any], str]] = []  # (who, its memory_search, nextCursor)
         #: Scopes that stored an entry of their own under another scope's generated message_id: theirs to see too.
         self.granted: dict[str, set[str]] = {}
+        self.files: dict[tuple[str, str, str], StoredFile] = {}  # (store, scope, name)
+        self.pins: dict[str, list[tuple[str, str]]] = {}  # pinner scope -> (scope, name) in context order
+        self.list_cursors: list[tuple[Actor, str, str]] = []  # (who, the folder listed, nextCursor)
+        self.pinners: dict[str, Actor] = {}  # pinner scope -> a caller that pinned as it
         self.stats.examples += 1
 
     # --------------------------------------------------------- plumbing
@@ -1061,6 +1081,374 @@ class IsolationMachine(RuleBasedStateMachine):
         self._check_failures(actor, outcome.body["failures"])
         assert outcome.body["failedItems"] == sum(b[0] == actor.tenant for b in self.broken), outcome.body
 
+    # ------------------------------------------------------------ files
+    def _file_target(self, actor: Actor, target: str) -> tuple[str, str, str | None]:
+        """(path prefix, store, scope) of a target as this caller names it; scope None when ids are missing."""
+        context = actor.context
+        if target == "workspace":
+            return "docs/", "ws", context.scope_key("project" if actor.project is not None else "user")
+        if target == "own":
+            return "mnemo:///blocks/", "asset", context.scope_key("agent" if actor.agent is not None else "user")
+        if target == "user":
+            return "mnemo://user/blocks/", "asset", context.scope_key("user")
+        return "mnemo://project/blocks/", "asset", (context.scope_key("project") if actor.project else None)
+
+    def _file_writable(self, actor: Actor, store: str, scope: str) -> bool:
+        """Changing a project's files (its blocks or its workspace) needs the writer role."""
+        return actor.writer or "|project|" not in scope
+
+    def _file_cross(self, store: str, scope: str | None, name: str) -> bool:
+        return any(key[0] == store and key[2] == name and key[1] != scope for key in self.files)
+
+    def _asset_path(self, actor: Actor, scope: str, name: str) -> str:
+        """How the caller is shown a StoredAsset of ``scope`` (display_uri's rule)."""
+        context = actor.context
+        own = context.scope_key("agent" if actor.agent is not None else "user")
+        if scope == own:
+            return f"mnemo:///blocks/{name}"
+        for layer in ("user", "agent", "project"):
+            if context.can_read(layer) and scope == context.scope_key(layer):
+                return f"mnemo://{layer}/blocks/{name}"
+        raise AssertionError(f"{actor.label} cannot name a file of {scope}")
+
+    def _pinner(self, actor: Actor) -> str:
+        return actor.context.scope_key("agent" if actor.agent is not None else "user")
+
+    def _aim(
+        self, data: st.DataObject, actor: Actor, where: str, name: str, *, assets: bool = False
+    ) -> tuple[Actor, str, str]:
+        """Mostly a path someone holds: as its owner names it, called by its owner or by anyone (a stolen path)."""
+        live = [f for f in self.files.values() if f.alive and (f.store == "asset" or not assets)]
+        how = data.draw(st.sampled_from(["drawn", "stolen", "owner", "owner"]), label="aim")
+        if how == "drawn" or not live:
+            return actor, where, name
+        file = data.draw(st.sampled_from(live), label="file")
+        return (file.owner if how == "owner" else actor), self._where_of(file), file.name
+
+    def _holder(self, data: st.DataObject, actor: Actor) -> Actor:
+        """Half the time someone who holds files or pins (so that answers have something in them to check)."""
+        holders = [f.owner for f in self.files.values() if f.alive] + list(self.pinners.values())
+        if not holders:
+            return actor
+        chosen: Actor = data.draw(st.sampled_from([actor, *holders]), label="holder")
+        return chosen
+
+    def _where_of(self, file: StoredFile) -> str:
+        if file.store == "ws":
+            return "workspace"
+        for where in ("own", "user", "project"):
+            if self._file_target(file.owner, where)[2] == file.scope:
+                return where
+        raise AssertionError(f"{file.owner.label} cannot name {file}")
+
+    @rule(actor=actors, where=st.sampled_from(FILE_TARGETS), name=st.sampled_from(FILE_NAMES), data=st.data())
+    def file_write(self, actor: Actor, where: str, name: str, data: st.DataObject) -> None:
+        self._write_file(*self._aim(data, actor, where, name))
+
+    @initialize(owners=st.lists(actors, min_size=2, max_size=4, unique=True), name=st.sampled_from(FILE_NAMES))
+    def some_files(self, owners: list[Actor], name: str) -> None:
+        """Every example starts with a few callers' files, a pinned block each, under one shared name."""
+        for owner in owners:
+            for where in FILE_TARGETS:
+                self._write_file(owner, where, name)
+            self._pin_block(owner, "own", name)
+
+    def _write_file(self, actor: Actor, where: str, name: str) -> None:
+        prefix, store, scope = self._file_target(actor, where)
+        allowed = scope is not None and self._file_writable(actor, store, scope)
+        secret = self.secret(scope if allowed and scope is not None else NOBODY)
+        content = f"# {name}\n{secret}\n[END]\n"
+        outcome = self.call(
+            actor, "file_write", {"path": prefix + name, "content": content}, cross=self._file_cross(store, scope, name)
+        )
+        if scope is None:
+            self.expect(outcome, "INVALID_INPUT", f"file_write {prefix}{name} without a project id")
+            assert outcome.body["details"]["field"] == "project", outcome.body
+            return
+        if not allowed:
+            self.expect(outcome, "UNAUTHORIZED", f"file_write {prefix}{name} without the writer role")
+            self._verify_file((store, scope, name))
+            return
+        self.expect(outcome, None, f"file_write {prefix}{name}")
+        known = self.files.get((store, scope, name))
+        version = (known.version if known else 0) + 1
+        assert outcome.body["version"] == version, f"file_write as {actor.label}: {outcome.body}, model v{version}"
+        assert outcome.body["created"] is not (known is not None and known.alive), outcome.body
+        if known is None:
+            self.files[(store, scope, name)] = StoredFile(store, scope, name, [secret], version, actor)
+        else:
+            known.secrets, known.version, known.alive, known.owner = [secret], version, True, actor
+
+    @rule(actor=actors, where=st.sampled_from(FILE_TARGETS), name=st.sampled_from(FILE_NAMES), data=st.data())
+    def file_edit(self, actor: Actor, where: str, name: str, data: st.DataObject) -> None:
+        """Append a secret before the end marker; ``old`` is sometimes a secret of another scope's file."""
+        actor, where, name = self._aim(data, actor, where, name)
+        prefix, store, scope = self._file_target(actor, where)
+        known = self.files.get((store, scope, name)) if scope is not None else None
+        live = known is not None and known.alive
+        others = [f for f in self.files.values() if f.alive and (f.store, f.scope) != (store, scope)]
+        stolen = bool(others) and data.draw(st.sampled_from([False, False, True]), label="stolen old")
+        old = data.draw(st.sampled_from(others), label="file").secrets[-1] if stolen else "[END]"
+        allowed = live and self._file_writable(actor, store, scope or "") and (not stolen)
+        secret = self.secret(scope if allowed and scope is not None else NOBODY)
+        body = {"path": prefix + name, "old": old, "new": f"{secret}\n[END]" if not stolen else secret}
+        outcome = self.call(actor, "file_edit", body, cross=stolen or self._file_cross(store, scope, name))
+        if scope is None:
+            self.expect(outcome, "INVALID_INPUT", "file_edit without a project id")
+        elif not live:
+            self.expect(outcome, "NOT_FOUND", f"file_edit of {prefix}{name}, absent in {scope}")
+            assert outcome.body["details"]["field"] == "path", outcome.body
+        elif stolen:
+            self.expect(outcome, "NOT_FOUND", "file_edit with another scope's text as old")
+            assert outcome.body["details"]["field"] == "old", outcome.body
+        elif not self._file_writable(actor, store, scope):
+            self.expect(outcome, "UNAUTHORIZED", "file_edit without the writer role")
+        else:
+            self.expect(outcome, None, "file_edit")
+            assert known is not None
+            known.version += 1
+            known.secrets.append(secret)
+            assert outcome.body["version"] == known.version and outcome.body["replacements"] == 1, outcome.body
+        for file in others if stolen else ():
+            self._verify_file((file.store, file.scope, file.name))
+
+    @rule(actor=actors, where=st.sampled_from(FILE_TARGETS), name=st.sampled_from(FILE_NAMES), data=st.data())
+    def file_read(self, actor: Actor, where: str, name: str, data: st.DataObject) -> None:
+        actor, where, name = self._aim(data, actor, where, name)
+        prefix, store, scope = self._file_target(actor, where)
+        outcome = self.call(actor, "file_read", {"path": prefix + name}, cross=self._file_cross(store, scope, name))
+        if scope is None:
+            self.expect(outcome, "INVALID_INPUT", "file_read without a project id")
+            return
+        known = self.files.get((store, scope, name))
+        if known is None or not known.alive:
+            self.expect(outcome, "NOT_FOUND", f"file_read of {prefix}{name}, absent in {scope}")
+            fake = f"unknown{self.counter}.md"
+            self.same_as_unknown(actor, "file_read", outcome, name, fake, {"path": prefix + fake})
+            return
+        self.expect(outcome, None, "file_read")
+        self._check_file(actor, known, outcome.body)
+
+    def _check_file(self, actor: Actor, known: StoredFile, body: dict[str, Any]) -> None:
+        assert body["version"] == known.version, f"{actor.label} reads {body}, the model says {known}"
+        assert [s for s in TOKEN.findall(body["content"]) if s.startswith("sec")] == known.secrets, (
+            f"{actor.label} reads {body['content']!r}, the model says {known}"
+        )
+
+    def _verify_file(self, key: tuple[str, str, str]) -> None:
+        known = self.files.get(key)
+        if known is None:
+            return
+        store, scope, name = key
+        owner = known.owner
+        prefix = "docs/" if store == "ws" else self._asset_path(owner, scope, name).removesuffix(name)
+        outcome = self.call(owner, "file_read", {"path": prefix + name})
+        if not known.alive:
+            self.expect(outcome, "NOT_FOUND", f"file_read (owner read-back of deleted {prefix}{name})")
+            return
+        self.expect(outcome, None, f"file_read (owner read-back of {prefix}{name})")
+        self._check_file(owner, known, outcome.body)
+
+    @rule(actor=actors, where=st.sampled_from(FILE_TARGETS), name=st.sampled_from(FILE_NAMES), data=st.data())
+    def file_delete(self, actor: Actor, where: str, name: str, data: st.DataObject) -> None:
+        actor, where, name = self._aim(data, actor, where, name)
+        prefix, store, scope = self._file_target(actor, where)
+        outcome = self.call(actor, "file_delete", {"path": prefix + name}, cross=self._file_cross(store, scope, name))
+        if scope is None:
+            self.expect(outcome, "INVALID_INPUT", "file_delete without a project id")
+            return
+        known = self.files.get((store, scope, name))
+        if not self._file_writable(actor, store, scope):
+            self.expect(outcome, "UNAUTHORIZED", "file_delete without the writer role")
+        elif known is None or not known.alive:
+            self.expect(outcome, "NOT_FOUND", f"file_delete of {prefix}{name}, absent in {scope}")
+        else:
+            self.expect(outcome, None, "file_delete")
+            known.alive = False
+            known.version += 1
+            holders = [p for p, pins in self.pins.items() if store == "asset" and (scope, name) in pins]
+            assert outcome.body["unpinnedFor"] == len(holders), f"{outcome.body}, pinned by {holders}"
+            for pinner in holders:
+                self.pins[pinner].remove((scope, name))
+        for key in [k for k in self.files if k[2] == name and k[1] != scope]:
+            self._verify_file(key)
+
+    @rule(
+        actor=actors,
+        folder=st.sampled_from(["", "docs/", "mnemo:///blocks/", "mnemo:///", "mnemo://user/", "mnemo://project/"]),
+        limit=st.sampled_from([1, 2, 100]),
+        data=st.data(),
+    )
+    def file_list(self, actor: Actor, folder: str, limit: int, data: st.DataObject) -> None:
+        actor = self._holder(data, actor)
+        outcome = self.call(actor, "file_list", {"path": folder, "limit": limit})
+        if folder == "mnemo://project/" and actor.project is None:
+            self.expect(outcome, "INVALID_INPUT", "file_list of the project's blocks without a project id")
+            return
+        self.expect(outcome, None, f"file_list {folder!r}")
+        expected = self._listing(actor, folder)
+        got = [entry["path"] for entry in outcome.body["entries"]]
+        assert got == expected[: len(got)] and (len(got) == len(expected) or outcome.body["hasMore"]), (
+            f"file_list {folder!r} as {actor.label}: {got}, the model says {expected}"
+        )
+        if outcome.body["hasMore"]:
+            self.list_cursors.append((actor, folder, outcome.body["nextCursor"]))
+
+    def _listing(self, actor: Actor, folder: str) -> list[str]:
+        if folder in ("", "docs/"):
+            _, _, scope = self._file_target(actor, "workspace")
+            return sorted(
+                f"docs/{f.name}" for f in self.files.values() if f.store == "ws" and f.scope == scope and f.alive
+            )
+        target = {"mnemo://user/": "user", "mnemo://project/": "project"}.get(folder, "own")
+        _, _, scope = self._file_target(actor, target)
+        shown = "mnemo:///" if target == "own" else folder
+        return sorted(
+            f"{shown}blocks/{f.name}"
+            for f in self.files.values()
+            if f.store == "asset" and f.scope == scope and f.alive
+        )
+
+    @rule(actor=actors, data=st.data())
+    def file_list_with_a_stolen_cursor(self, actor: Actor, data: st.DataObject) -> None:
+        """Another caller's nextCursor: it pages the caller's own listing, never the owner's."""
+        if not self.list_cursors:
+            return
+        owner, folder, cursor = data.draw(st.sampled_from(self.list_cursors), label="stolen cursor")
+        outcome = self.call(actor, "file_list", {"path": folder, "cursor": cursor}, cross=owner != actor)
+        if folder == "mnemo://project/" and actor.project is None:
+            self.expect(outcome, "INVALID_INPUT", "file_list of the project's blocks without a project id")
+            return
+        self.expect(outcome, None, "file_list with a cursor")
+        own = self._listing(actor, folder)
+        got = [entry["path"] for entry in outcome.body["entries"]]
+        assert set(got) <= set(own), f"file_list with {owner.label}'s cursor as {actor.label}: {got}, own {own}"
+
+    @rule(actor=actors, data=st.data())
+    def file_search(self, actor: Actor, data: st.DataObject) -> None:
+        actor = self._holder(data, actor)
+        live = [f for f in self.files.values() if f.alive and f.store == "asset"]
+        target = data.draw(st.sampled_from(live), label="file") if live else None
+        query = target.secrets[-1] if target else "note"
+        searchable = {
+            actor.context.scope_key(layer) for layer in ("agent", "user", "project") if actor.context.can_read(layer)
+        }
+        cross = target is not None and target.scope not in searchable
+        outcome = self.call(actor, "file_search", {"query": query, "threshold": 0.0, "limit": 50}, cross=cross)
+        self.expect(outcome, None, "file_search")
+        for result in outcome.body["results"]:
+            owner = next(
+                (
+                    f
+                    for f in live
+                    if f.scope in searchable and self._asset_path(actor, f.scope, f.name) == result["path"]
+                ),
+                None,
+            )
+            assert owner is not None, f"file_search as {actor.label} found {result}, not a file it may read"
+            assert result["version"] == owner.version, f"{result} vs {owner}"
+
+    @rule(
+        actor=actors,
+        where=st.sampled_from(["own", "user", "project"]),
+        name=st.sampled_from(FILE_NAMES),
+        data=st.data(),
+    )
+    def block_pin(self, actor: Actor, where: str, name: str, data: st.DataObject) -> None:
+        self._pin_block(*self._aim(data, actor, where, name, assets=True))
+
+    def _pin_block(self, actor: Actor, where: str, name: str) -> None:
+        prefix, _, scope = self._file_target(actor, where)
+        outcome = self.call(actor, "block_pin", {"path": prefix + name}, cross=self._file_cross("asset", scope, name))
+        if scope is None:
+            self.expect(outcome, "INVALID_INPUT", "block_pin without a project id")
+            return
+        known = self.files.get(("asset", scope, name))
+        if known is None or not known.alive:
+            self.expect(outcome, "NOT_FOUND", f"block_pin of {prefix}{name}, absent in {scope}")
+            fake = f"unknown{self.counter}.md"
+            self.same_as_unknown(actor, "block_pin", outcome, name, fake, {"path": prefix + fake})
+            return
+        self.expect(outcome, None, "block_pin")
+        pins = self.pins.setdefault(self._pinner(actor), [])
+        assert outcome.body["changed"] is ((scope, name) not in pins), f"{outcome.body}, the model has {pins}"
+        if (scope, name) not in pins:
+            pins.append((scope, name))
+            self.pinners[self._pinner(actor)] = actor
+
+    @rule(
+        actor=actors,
+        where=st.sampled_from(["own", "user", "project"]),
+        name=st.sampled_from(FILE_NAMES),
+        data=st.data(),
+    )
+    def block_unpin(self, actor: Actor, where: str, name: str, data: st.DataObject) -> None:
+        actor, where, name = self._aim(data, actor, where, name, assets=True)
+        prefix, _, scope = self._file_target(actor, where)
+        outcome = self.call(actor, "block_unpin", {"path": prefix + name}, cross=self._file_cross("asset", scope, name))
+        if scope is None:
+            self.expect(outcome, "INVALID_INPUT", "block_unpin without a project id")
+            return
+        self.expect(outcome, None, "block_unpin")
+        pins = self.pins.setdefault(self._pinner(actor), [])
+        assert outcome.body["changed"] is ((scope, name) in pins), f"{outcome.body}, the model has {pins}"
+        if (scope, name) in pins:
+            pins.remove((scope, name))
+        for key in [k for k in self.files if k[2] == name and k[1] != scope]:
+            self._verify_file(key)
+
+    @rule(actor=actors, data=st.data())
+    def pinned_context(self, actor: Actor, data: st.DataObject) -> None:
+        actor = self._holder(data, actor)
+        outcome = self.call(actor, "pinned_context", {})
+        self.expect(outcome, None, "pinned_context")
+        readable = {
+            actor.context.scope_key(layer) for layer in ("agent", "user", "project") if actor.context.can_read(layer)
+        }
+        pins = self.pins.get(self._pinner(actor), [])
+        shown = [(scope, name) for scope, name in pins if scope in readable]
+        expected = [self._asset_path(actor, scope, name) for scope, name in shown]
+        got = [block["path"] for block in outcome.body["blocks"]]
+        assert got == expected, f"pinned_context as {actor.label}: {got}, the model says {expected}"
+        assert outcome.body["inactive"] == len(pins) - len(shown), outcome.body
+        for scope, name in shown:
+            for secret in self.files[("asset", scope, name)].secrets:
+                assert secret in outcome.body["context"], f"pinned_context lacks {secret}: {outcome.body}"
+
+    @rule(
+        actor=actors,
+        names=st.lists(st.tuples(st.sampled_from(FILE_MARKERS), st.sampled_from(FILE_NAMES)), min_size=1, max_size=4),
+        data=st.data(),
+    )
+    def expand_prompt(self, actor: Actor, names: list[tuple[str, str]], data: st.DataObject) -> None:
+        actor = self._holder(data, actor)
+        markers = []
+        expected: list[str | None] = []  # each marker's path when the model has it, else None
+        for kind, name in names:
+            if kind == "project" and actor.project is None:
+                continue
+            marker, target = {
+                "block": (f"@@{name}", "own"),
+                "workspace": (f"@docs/{name}", "workspace"),
+                "user": (f"@mnemo://user/blocks/{name}", "user"),
+                "project": (f"@mnemo://project/blocks/{name}", "project"),
+            }[kind]
+            prefix, store, scope = self._file_target(actor, target)
+            known = self.files.get((store, scope, name)) if scope is not None else None
+            markers.append(marker)
+            expected.append(prefix + name if known is not None and known.alive else None)
+        if not markers:
+            return
+        cross = any(self._file_cross("asset", None, name) for _, name in names)
+        text = "Follow " + " and ".join(markers) + " please."
+        outcome = self.call(actor, "expand_prompt", {"text": text, "onMissing": "keep"}, cross=cross)
+        self.expect(outcome, None, "expand_prompt")
+        got = [expansion["path"] for expansion in outcome.body["expansions"]]
+        assert got == [path for path in expected if path is not None], (
+            f"expand_prompt as {actor.label} of {markers}: {got}, the model says {expected}"
+        )
+        assert outcome.body["missing"] == [m for m, path in zip(markers, expected, strict=True) if path is None]
+
     # -------------------------------------------- identity in the body
     @rule(actor=actors, victim=actors, claim=st.sampled_from(sorted(CLAIM_KEYS)), data=st.data())
     def identity_in_body(self, actor: Actor, victim: Actor, claim: str, data: st.DataObject) -> None:
@@ -1096,7 +1484,24 @@ class IsolationMachine(RuleBasedStateMachine):
             ("knowledge_query", {"query": "rule"}, _noop),
             ("sync_status", {}, _noop),
             ("knowledge_check", {"dependencies": [{"name": self.knowledge[0].dependency}]}, _noop),
+            ("file_write", {"path": "mnemo:///blocks/a.md", "content": f"{secret} claimed"}, _noop),
+            ("file_write", {"path": "docs/a.md", "content": f"{secret} claimed"}, _noop),
+            ("file_read", {"path": "mnemo:///blocks/a.md"}, _noop),
+            ("file_list", {"path": "mnemo:///"}, _noop),
+            ("file_search", {"query": "claimed", "threshold": 0.0}, _noop),
+            ("pinned_context", {}, _noop),
+            ("expand_prompt", {"text": "@@a.md @docs/a.md", "onMissing": "keep"}, _noop),
         ]
+        own_files = [f for f in self.files.values() if f.owner == victim and f.alive]
+        if own_files:
+            file = own_files[0]
+            key = (file.store, file.scope, file.name)
+            path = "docs/" + file.name if file.store == "ws" else self._asset_path(victim, file.scope, file.name)
+            choices.append(("file_edit", {"path": path, "old": "[END]", "new": secret}, lambda: self._verify_file(key)))
+            choices.append(("file_delete", {"path": path}, lambda: self._verify_file(key)))
+            if file.store == "asset":
+                choices.append(("block_pin", {"path": path}, _noop))
+                choices.append(("block_unpin", {"path": path}, _noop))
         if own_memories:
             memory = own_memories[0]
             choices.append(("memory_delete", {"memoryId": memory.memory_id}, lambda: self.verify_memory(memory)))
@@ -1128,6 +1533,8 @@ class IsolationMachine(RuleBasedStateMachine):
             self.verify_topic(topic)
         for scope in {actor.topic_scope for actor in ACTORS}:
             self.verify_general(scope)
+        for key in list(self.files):
+            self._verify_file(key)
 
     @staticmethod
     def _pick(data: st.DataObject, options: list[str]) -> str | None:

@@ -31,6 +31,8 @@ TOOLS = {
     *("memorize_new_topic", "refine_memory", "recall_memory", "list_memories", "search_memories"),
     *("forget_memory", "memorize_general_info", "recall_general_memory"),
     *("knowledge_query", "knowledge_show", "knowledge_check", "sync_now", "sync_status"),
+    *("file_write", "file_edit", "file_read", "file_list", "file_search", "file_delete"),
+    *("block_pin", "block_unpin", "pinned_context", "expand_prompt"),
 }
 
 
