@@ -438,3 +438,63 @@ def test_path_traversal_in_the_tool_name(client: Client, path: str) -> None:
 @pytest.mark.parametrize("path", ["/v1/tools/..%2f..", "/v1/../etc/passwd", "/docs/../../README.md", "/%00"])
 def test_path_traversal_on_get(client: Client, path: str) -> None:
     refused(client.request("GET", path, None, kind="hostile"), code="NOT_FOUND")
+
+
+# ------------------------------------------------------------- file paths ---
+HOSTILE_FILE_PATHS = [
+    "../x",
+    "docs/../../x",
+    "/etc/passwd",
+    "~/.ssh/id_rsa",
+    "..%2f..%2fetc%2fpasswd",
+    "%2e%2e/x",
+    "docs/./x",
+    "docs//x",
+    "..\\..\\x",
+    "C:\\Windows\\win.ini",
+    "\\\\server\\share\\x",
+    "file:///etc/passwd",
+    "s3://bucket/x",
+    "http://169.254.169.254/latest/meta-data",
+    "mnemo:/blocks/x",
+    "mnemo:///blocks/../../x",
+    "mnemo:///../blocks/x",
+    "mnemo:///etc/passwd",
+    "mnemo://other-tenant/blocks/x",
+    "mnemo://t=acme|user|u=bob/blocks/x",
+    "mnemo:///blocks/x%00",
+    "knowledge://../../x",
+    "topic://../x",
+    "docs/\u0000x",
+    "docs/\u202ex",
+    "docs/\u200bx",
+    "\ufeffdocs/x",
+    "docs/x\u2028",
+    "docs/\ud800",
+    "a/" * 600 + "x",
+]
+FILE_TOOLS_BY_PATH = [
+    ("file_read", {}),
+    ("file_write", {"content": "x"}),
+    ("file_edit", {"old": "a", "new": "b"}),
+    ("file_delete", {}),
+    ("block_pin", {}),
+    ("block_unpin", {}),
+    ("file_list", {}),
+]
+
+
+@pytest.mark.parametrize("path", HOSTILE_FILE_PATHS, ids=repr)
+@pytest.mark.parametrize(("tool", "extra"), FILE_TOOLS_BY_PATH, ids=[tool for tool, _ in FILE_TOOLS_BY_PATH])
+def test_hostile_file_paths(client: Client, tool: str, extra: dict[str, Any], path: str) -> None:
+    refused(post(client, tool, json.dumps({"path": path, **extra})), field="path")
+
+
+@pytest.mark.parametrize("marker", ["@../x", "@/etc/passwd", "@@../../x", "@mnemo:///blocks/../x", "@s3://b/x"])
+def test_hostile_expand_prompt_markers(client: Client, marker: str) -> None:
+    refused(post(client, "expand_prompt", json.dumps({"text": f"see {marker} now"})), field="text")
+
+
+@pytest.mark.parametrize("cursor", ["!!!", _b64({"a": "x"}), _b64({"a": 1, "f": "mnemo:///"}), _b64([]), "\u0000"])
+def test_forged_file_list_cursors(client: Client, cursor: str) -> None:
+    refused(post(client, "file_list", json.dumps({"path": "mnemo:///", "cursor": cursor})), field="cursor")
