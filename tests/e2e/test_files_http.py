@@ -585,3 +585,25 @@ def test_a_project_block_is_shared_and_its_pins_show_only_inside_the_project(ser
     assert elsewhere["blocks"] == [] and elsewhere["inactive"] == 1 and "Snake" not in elsewhere["context"]
     status, denied = call(url, "file_write", {"path": shared, "content": "x"}, {**bob, "roles": "reader"})
     assert status == 403 and denied["errorCode"] == "UNAUTHORIZED"
+
+
+def test_growing_a_shared_block_is_checked_against_every_pinners_budget(server: Server, tenant: str) -> None:
+    url = server.url
+    alice = who(tenant, agent="coder", project="checkout")
+    bob = who(tenant, "bob", agent="reviewer", project="checkout")
+    shared = "mnemo://project/blocks/conventions.md"
+    small = ok(url, "file_write", {"path": shared, "content": LARGE_SMALL}, alice)["tokens"]
+    assert ok(url, "block_pin", {"path": shared}, bob)["pinnedTokens"] == small
+    status, refused = call(url, "file_write", {"path": shared, "content": LARGE_BIG * 2}, alice)
+    assert status == 409 and refused["retryable"] is False, refused
+    details = refused["details"]
+    assert (details["reason"], details["yours"], details["current"], details["limit"]) == (
+        "BLOCK_BUDGET_EXCEEDED",
+        False,
+        small,
+        BUDGET,
+    )
+    assert details["wouldBe"] == details["size"] > BUDGET and "unpin" in details["advice"]
+    assert ok(url, "file_read", {"path": shared}, bob)["version"] == 1
+    ok(url, "block_unpin", {"path": shared}, bob)
+    assert ok(url, "file_write", {"path": shared, "content": LARGE_BIG * 2}, alice)["version"] == 2
