@@ -1195,14 +1195,14 @@ class IsolationMachine(RuleBasedStateMachine):
         outcome = self.call(actor, "file_edit", body, cross=stolen or self._file_cross(store, scope, name))
         if scope is None:
             self.expect(outcome, "INVALID_INPUT", "file_edit without a project id")
+        elif not self._file_writable(actor, store, scope):  # a reader learns it may not write before anything else
+            self.expect(outcome, "UNAUTHORIZED", "file_edit without the writer role")
         elif not live:
             self.expect(outcome, "NOT_FOUND", f"file_edit of {prefix}{name}, absent in {scope}")
             assert outcome.body["details"]["field"] == "path", outcome.body
         elif stolen:
             self.expect(outcome, "NOT_FOUND", "file_edit with another scope's text as old")
             assert outcome.body["details"]["field"] == "old", outcome.body
-        elif not self._file_writable(actor, store, scope):
-            self.expect(outcome, "UNAUTHORIZED", "file_edit without the writer role")
         else:
             self.expect(outcome, None, "file_edit")
             assert known is not None
