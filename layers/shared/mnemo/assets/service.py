@@ -412,14 +412,14 @@ class FileService:
         from mnemo.topics.models import ForgetMemoryInput
 
         try:
-            if expected is not None:
-                now = self.read_text(context, path)["version"]
-                if now != expected:
-                    raise _stale(path, now, expected)
+            now = self.read_text(context, path)["version"]
+            if expected is not None and now != expected:
+                raise _stale(path, now, expected)
             self._topics().forget(context, ForgetMemoryInput(topic=path.name))
         except MnemoError as error:
             raise _renamed(error) from None
-        return FileDeleteOutput(message=f"{path.uri} deleted", path=path.uri, kind="topic", version=0)
+        # A forgotten topic keeps no tombstone: the answer names the version that was forgotten.
+        return FileDeleteOutput(message=f"{path.uri} deleted", path=path.uri, kind="topic", version=now)
 
     # -------------------------------------------------------------- list
     def list_files(self, context: RequestContext, request: FileListInput) -> FileListOutput:
