@@ -99,17 +99,18 @@ ACCENTED = [
 class Rule:
     """The constants of tokens.py's rule; the defaults reproduce count_tokens exactly."""
 
-    word_chars: int = 6
+    word_chars: int = 11
     digit_chars: int = 3
-    space_chars: int = 4
-    punct_chars: int = 2
+    space_chars: int = 15
+    punct_chars: int = 4
     #: Half tokens per CJK, kana, hangul or emoji character, and per other non-ASCII character.
     wide_halves: int = 2
-    other_halves: int = 1
+    other_halves: int = 2
 
 
 _PIECE = estimate_module._PIECE
-_WIDE = estimate_module._WIDE
+#: CJK, kana, hangul and fullwidth forms: the rule charges them like any non-ASCII character, the fit apart.
+_WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3040-\u30ff]")
 
 
 @dataclass(frozen=True)

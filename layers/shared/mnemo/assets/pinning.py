@@ -271,14 +271,17 @@ class Pinning:
             for item in self._records.batch_get([(pin["pk"], HEAD + pin["name"]) for pin in shown_pins])
             if not item.data.get("deleted")
         }
+        texts = self._store.chunked_contents(
+            [(head.pk, name, head.version, int(head.data["chunks"])) for (_, name), head in heads.items()]
+        )
         parts, blocks = [], []
         for position, pin in enumerate(mine.pins):
             if pin["pk"] not in readable:
                 continue
             head = heads.get((pin["pk"], pin["name"]))
-            if head is None:
+            content = texts.get((pin["pk"], pin["name"]))
+            if head is None or content is None:  # deleted, or rewritten between the two reads: the next call has it
                 continue
-            content, _ = self._store.content(Location(pin["pk"]), head)
             shown = display_uri(context, pin["pk"], pin["name"])
             tokens = int(head.data["tokens"])
             parts.append(_block_tag(shown, tokens, head.version) + content.rstrip("\n") + "\n</block>")

@@ -63,8 +63,8 @@ def read_pin_sets(records: RecordStore, pinners: list[str]) -> dict[str, PinSet]
 
 
 def _k(tokens: int) -> str:
-    """95000 as "95k", 1234 as "1,234": the seed's short form, never rounding a small number away."""
-    return f"{tokens / 1000:.1f}k".replace(".0k", "k") if tokens >= 10_000 else f"{tokens:,}"
+    """Exact, with thousands separators: a rounded figure could read 99,990 as the whole 100k."""
+    return f"{tokens:,}"
 
 
 def budget_exceeded(
@@ -79,7 +79,7 @@ def budget_exceeded(
         else "Write a shorter version, or ask that agent to unpin it."
     )
     return BudgetExceeded(
-        f"Block budget exceeded: {_k(current)}/{_k(limit)} tokens. This would use {_k(size)} tokens. "
+        f"Block budget exceeded: {_k(current)}/{_k(limit)} tokens pinned. This would use {_k(size)} tokens. "
         f"{whose} would hold {_k(would_be)}. {advice}",
         {
             "field": field,

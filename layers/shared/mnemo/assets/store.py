@@ -167,18 +167,35 @@ class FileStore:
             entry = found.data
         wanted = version or head.version
         if where.blob_prefix is None:
-            parts = self._records.query(where.pk, f"{CONTENT}{name}#{_version_key(wanted)}#", limit=1000)
-            if len(parts) != entry["chunks"]:
+            text = self.chunked_contents([(where.pk, name, wanted, int(entry["chunks"]))]).get((where.pk, name))
+            if text is None:
                 raise NotFound(
                     f"version {wanted} of '{name}' is no longer kept (the last {KEEP_VERSIONS} are)",
                     {"field": "version", "currentVersion": head.version},
                 )
-            return "".join(part.data["text"] for part in parts), entry
+            return text, entry
         blob = self._blobs().get(where.blob_key(name), entry["blobVersion"])
         if blob is None:
             raise NotFound(f"the content of '{name}' version {wanted} is missing", {"field": "path"})
         # Written as UTF-8 by file_write; a blob changed behind the service's back must not fail the read.
         return blob.content.decode(errors="replace"), entry
+
+    def chunked_contents(self, wanted: Sequence[tuple[str, str, int, int]]) -> dict[tuple[str, str], str]:
+        """The text of StoredAssets, each ``(pk, name, version, chunks)``, in batched reads (one round trip
+        per 100 chunks, not one per file); a version whose chunks are gone (pruned) is left out."""
+        keys = [
+            (pk, f"{CONTENT}{name}#{_version_key(version)}#{n:03d}")
+            for pk, name, version, chunks in wanted
+            for n in range(chunks)
+        ]
+        found = {(item.pk, item.sk): item.data["text"] for item in self._records.batch_get(keys)}
+        texts = {}
+        for pk, name, version, chunks in wanted:
+            prefix = f"{CONTENT}{name}#{_version_key(version)}#"
+            parts = [found.get((pk, f"{prefix}{n:03d}")) for n in range(chunks)]
+            if all(part is not None for part in parts):
+                texts[(pk, name)] = "".join(part for part in parts if part is not None)
+        return texts
 
     # ------------------------------------------------------------ writes
     def write_ops(

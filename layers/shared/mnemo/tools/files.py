@@ -61,7 +61,7 @@ def file_write(services: Services, context: RequestContext, request: FileWriteIn
 
     **Returns:**
     ```json
-    {"success": true, "message": "mnemo:///blocks/decisions.md created (version 1)", "path": "mnemo:///blocks/decisions.md", "kind": "block", "version": 1, "created": true, "tokens": 14, "bytes": 47, "replacements": null, "pinned": false, "pinnedTokens": 0, "budgetTokens": 100000}
+    {"success": true, "message": "mnemo:///blocks/decisions.md created (version 1)", "path": "mnemo:///blocks/decisions.md", "kind": "block", "version": 1, "created": true, "tokens": 15, "bytes": 51, "replacements": null, "pinned": false, "pinnedTokens": 0, "budgetTokens": 100000}
     ```
 
     **Errors:**
@@ -102,7 +102,7 @@ def file_edit(services: Services, context: RequestContext, request: FileEditInpu
 
     **Returns:**
     ```json
-    {"success": true, "message": "mnemo:///blocks/decisions.md edited (1 replacement)", "path": "mnemo:///blocks/decisions.md", "kind": "block", "version": 2, "created": false, "tokens": 21, "bytes": 78, "replacements": 1, "pinned": false, "pinnedTokens": 0, "budgetTokens": 100000}
+    {"success": true, "message": "mnemo:///blocks/decisions.md edited (1 replacement)", "path": "mnemo:///blocks/decisions.md", "kind": "block", "version": 2, "created": false, "tokens": 23, "bytes": 82, "replacements": 1, "pinned": false, "pinnedTokens": 0, "budgetTokens": 100000}
     ```
 
     **Errors:**
@@ -141,7 +141,7 @@ def file_read(services: Services, context: RequestContext, request: FileReadInpu
 
     **Returns:**
     ```json
-    {"success": true, "path": "mnemo:///blocks/decisions.md", "kind": "block", "content": "# Decisions\\n\\n- Orders live in PostgreSQL 16.\\n- Releases go out on Tuesdays.\\n[END]\\n", "version": 2, "totalLines": 5, "offset": 0, "returnedLines": 5, "hasMore": false, "nextOffset": null, "tokens": 21, "lastUpdated": "2026-01-07T10:00:00Z", "pinned": false, "references": []}
+    {"success": true, "path": "mnemo:///blocks/decisions.md", "kind": "block", "content": "# Decisions\\n\\n- Orders live in PostgreSQL 16.\\n- Releases go out on Tuesdays.\\n[END]\\n", "version": 2, "totalLines": 5, "offset": 0, "returnedLines": 5, "hasMore": false, "nextOffset": null, "tokens": 23, "lastUpdated": "2026-01-07T10:00:00Z", "pinned": false, "references": []}
     ```
 
     **Errors:**
@@ -175,7 +175,7 @@ def file_list(services: Services, context: RequestContext, request: FileListInpu
 
     **Returns:**
     ```json
-    {"success": true, "path": "mnemo:///blocks/", "entries": [{"path": "mnemo:///blocks/decisions.md", "kind": "block", "version": 2, "tokens": 21, "bytes": 78, "lastUpdated": "2026-01-07T10:00:00Z", "pinned": false}], "count": 1, "hasMore": false, "nextCursor": null}
+    {"success": true, "path": "mnemo:///blocks/", "entries": [{"path": "mnemo:///blocks/decisions.md", "kind": "block", "version": 2, "tokens": 23, "bytes": 82, "lastUpdated": "2026-01-07T10:00:00Z", "pinned": false, "sha256": "92d34d1ba5e6051333fe3ce5981f80b70d5553f532e8d81891840464f0d11687"}], "count": 1, "hasMore": false, "nextCursor": null}
     ```
 
     **Errors:**
@@ -206,7 +206,7 @@ def file_search(services: Services, context: RequestContext, request: FileSearch
 
     **Returns:**
     ```json
-    {"success": true, "results": [{"path": "mnemo:///blocks/decisions.md", "kind": "block", "score": 0.71, "snippet": "# Decisions\\n\\n- Orders live in PostgreSQL 16.", "version": 2, "tokens": 21, "pinned": false}], "totalCount": 1, "retrieval": "hybrid", "message": "Found 1 file"}
+    {"success": true, "results": [{"path": "mnemo:///blocks/decisions.md", "kind": "block", "score": 0.71, "snippet": "# Decisions\\n\\n- Orders live in PostgreSQL 16.", "version": 2, "tokens": 23, "pinned": false}], "totalCount": 1, "retrieval": "hybrid", "message": "Found 1 file"}
     ```
 
     **Errors:**
@@ -239,7 +239,7 @@ def block_pin(services: Services, context: RequestContext, request: BlockPinInpu
 
     **Returns:**
     ```json
-    {"success": true, "message": "mnemo:///blocks/decisions.md pinned", "path": "mnemo:///blocks/decisions.md", "pinned": true, "changed": true, "position": 0, "tokens": 21, "pinnedTokens": 21, "budgetTokens": 100000, "pinnedCount": 1}
+    {"success": true, "message": "mnemo:///blocks/decisions.md pinned", "path": "mnemo:///blocks/decisions.md", "pinned": true, "changed": true, "position": 0, "tokens": 23, "pinnedTokens": 23, "budgetTokens": 100000, "pinnedCount": 1}
     ```
 
     **Errors:**
@@ -276,7 +276,7 @@ def pinned_context(services: Services, context: RequestContext, request: PinnedC
 
     **Returns:**
     ```json
-    {"success": true, "context": "<block path=\\"mnemo:///blocks/decisions.md\\" tokens=\\"21\\" version=\\"2\\">\\n# Decisions\\n\\n- Orders live in PostgreSQL 16.\\n- Releases go out on Tuesdays.\\n[END]\\n</block>", "blocks": [{"path": "mnemo:///blocks/decisions.md", "kind": "block", "position": 0, "tokens": 21, "version": 2}], "count": 1, "totalTokens": 21, "budgetTokens": 100000, "totalChars": 147, "hasMore": false, "nextOffset": null}
+    {"success": true, "context": "<block path=\\"mnemo:///blocks/decisions.md\\" tokens=\\"23\\" version=\\"2\\">\\n# Decisions\\n\\n- Orders live in PostgreSQL 16.\\n- Releases go out on Tuesdays.\\n[END]\\n</block>", "blocks": [{"path": "mnemo:///blocks/decisions.md", "kind": "block", "position": 0, "tokens": 23, "version": 2}], "count": 1, "totalTokens": 23, "budgetTokens": 100000, "inactive": 0, "totalChars": 158, "hasMore": false, "nextOffset": null}
     ```
 
     **Errors:**
@@ -314,7 +314,7 @@ def expand_prompt(services: Services, context: RequestContext, request: ExpandPr
 
     **Returns:**
     ```json
-    {"success": true, "text": "Add the orders endpoint following <file path=\\"mnemo:///blocks/decisions.md\\" version=\\"2\\">\\n# Decisions\\n\\n- Orders live in PostgreSQL 16.\\n- Releases go out on Tuesdays.\\n[END]\\n</file>.", "expansions": [{"marker": "@@decisions", "path": "mnemo:///blocks/decisions.md", "kind": "block", "version": 2, "tokens": 21, "chars": 78}], "tokens": 33, "totalChars": 180, "hasMore": false, "nextOffset": null}
+    {"success": true, "text": "Add the orders endpoint following <file path=\\"mnemo:///blocks/decisions.md\\" version=\\"2\\">\\n# Decisions\\n\\n- Orders live in PostgreSQL 16.\\n- Releases go out on Tuesdays.\\n[END]\\n</file>.", "expansions": [{"marker": "@@decisions", "path": "mnemo:///blocks/decisions.md", "kind": "block", "version": 2, "tokens": 23, "chars": 82}], "missing": [], "tokens": 49, "totalChars": 179, "hasMore": false, "nextOffset": null}
     ```
 
     **Errors:**
@@ -346,7 +346,7 @@ def block_unpin(services: Services, context: RequestContext, request: BlockUnpin
 
     **Returns:**
     ```json
-    {"success": true, "message": "mnemo:///blocks/decisions.md unpinned", "path": "mnemo:///blocks/decisions.md", "pinned": false, "changed": true, "position": null, "tokens": 21, "pinnedTokens": 0, "budgetTokens": 100000, "pinnedCount": 0}
+    {"success": true, "message": "mnemo:///blocks/decisions.md unpinned", "path": "mnemo:///blocks/decisions.md", "pinned": false, "changed": true, "position": null, "tokens": 23, "pinnedTokens": 0, "budgetTokens": 100000, "pinnedCount": 0}
     ```
 
     **Errors:**
