@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -14,6 +20,36 @@ from mnemo.settings import Settings
 
 def make_services(data_dir: Path, embedder: str = "hashing") -> Services:
     return Services(Settings(data_dir=data_dir, embedder=embedder))  # type: ignore[arg-type]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def serve_process(
+    data_dir: Path, env: Mapping[str, str], args: Sequence[str] = ()
+) -> tuple[subprocess.Popen[str], str]:
+    """`mnemo serve` as a child process (the real command, on a free port), once it answers /health."""
+    import pytest
+
+    port = free_port()
+    command = [sys.executable, "-m", "mnemo.cli", "serve", "--port", str(port), "--data-dir", str(data_dir), *args]
+    process = subprocess.Popen(
+        command, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(f"{url}/health", timeout=1)
+            return process, url
+        except OSError:
+            if process.poll() is not None:
+                break
+            time.sleep(0.1)
+    process.kill()
+    pytest.fail(f"mnemo serve did not start: {process.communicate()[0]}")
 
 
 def ctx(user: str | None = "alice", tenant: str = "acme", roles: tuple[str, ...] = (), **ids: str) -> RequestContext:

@@ -9,13 +9,8 @@ budget is small (MNEMO_BLOCK_BUDGET_TOKENS), and every expected number is comput
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +20,7 @@ import pytest
 from aws_fixtures import SerialMotoServer
 from jsonschema import Draft202012Validator
 
-from helpers import http_request
+from helpers import http_request, serve_process
 from mnemo.tools.registry import get_tool
 from mnemo.tools.schema import output_schema
 
@@ -50,30 +45,9 @@ LARGE_BIG = "# Large doc\n\n" + " ".join(f"word{n % 10}" for n in range(170)) + 
 
 
 # ------------------------------------------------------------------ servers ---
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _serve(data_dir: Path, extra_env: dict[str, str], extra_args: list[str]) -> tuple[subprocess.Popen[str], str]:
-    port = _free_port()
-    env = {**os.environ, "MNEMO_EMBEDDER": "hashing", "MNEMO_BLOCK_BUDGET_TOKENS": str(BUDGET), **extra_env}
-    command = [sys.executable, "-m", "mnemo.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)]
-    process = subprocess.Popen(
-        [*command, *extra_args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(f"{url}/health", timeout=1)
-            return process, url
-        except OSError:
-            if process.poll() is not None:
-                break
-            time.sleep(0.1)
-    process.kill()
-    pytest.fail(f"mnemo serve did not start: {process.communicate()[0]}")
+    env = {"MNEMO_EMBEDDER": "hashing", "MNEMO_BLOCK_BUDGET_TOKENS": str(BUDGET), **extra_env}
+    return serve_process(data_dir, env, extra_args)
 
 
 @dataclass
@@ -380,9 +354,9 @@ def test_a_topic_note_reads_back_through_file_read(server: Server, tenant: str) 
     assert (read["content"], read["kind"], read["version"]) == (note, "topic", 1)
 
 
+@pytest.mark.parametrize("server", ["moto"], indirect=True)  # what it looks at exists on the AWS adapters only
 def test_on_aws_blocks_are_dynamodb_items_and_workspace_files_s3_objects(server: Server, tenant: str) -> None:
-    if server.moto is None:
-        pytest.skip("the AWS adapters only")
+    assert server.moto is not None
     me = who(tenant, agent="coder", project="checkout")
     ok(server.url, "file_write", {"path": DECISIONS, "content": FIRST}, me)
     ok(server.url, "file_write", {"path": "docs/api.md", "content": API_DOC}, me)

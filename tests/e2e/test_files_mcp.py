@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -28,7 +24,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from helpers import local_server
+from helpers import local_server, serve_process
 from mnemo.runtime import Services
 from mnemo.settings import Settings
 
@@ -74,35 +70,15 @@ async def http_session(url: str, identity: dict[str, str]) -> AsyncIterator[Clie
         yield session
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def moto_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str], SerialMotoServer]]:
     """`mnemo serve --aws-endpoint` on a moto server (which creates the table and bucket): its URL, and the
     environment that points `mnemo mcp` at the same DynamoDB table and S3 bucket."""
     moto = SerialMotoServer()
     aws = {"MNEMO_RECORDS_TABLE": TABLE, "MNEMO_BLOB_BUCKET": BUCKET, "AWS_REGION": REGION}
-    port = _free_port()
-    env = {**os.environ, "MNEMO_EMBEDDER": "hashing", "MNEMO_BLOCK_BUDGET_TOKENS": str(BUDGET), **aws}
+    env = {"MNEMO_EMBEDDER": "hashing", "MNEMO_BLOCK_BUDGET_TOKENS": str(BUDGET), **aws}
     data_dir = tmp_path_factory.mktemp("files-mcp-moto")
-    command = [sys.executable, "-m", "mnemo.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)]
-    process = subprocess.Popen(
-        [*command, "--aws-endpoint", moto.url], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(f"{url}/health", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        process.kill()
-        pytest.fail(f"mnemo serve did not start: {process.communicate()[0]}")
+    process, url = serve_process(data_dir, env, ["--aws-endpoint", moto.url])
     stdio_env = {
         **aws,
         "MNEMO_RECORDS": "dynamodb",

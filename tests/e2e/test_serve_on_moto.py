@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,11 +14,7 @@ from typing import Any
 import pytest
 from aws_fixtures import SerialMotoServer
 
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from helpers import serve_process
 
 
 @pytest.fixture(scope="module")
@@ -32,23 +26,8 @@ def moto() -> Iterator[SerialMotoServer]:
 
 @pytest.fixture(scope="module")
 def mnemo_url(moto: SerialMotoServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = _free_port()
-    env = {**os.environ, "MNEMO_EMBEDDER": "hashing", "MNEMO_RECORDS_TABLE": "records-e2e", "AWS_REGION": "eu-west-1"}
-    data_dir = tmp_path_factory.mktemp("serve")
-    command = [sys.executable, "-m", "mnemo.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)]
-    process = subprocess.Popen(
-        [*command, "--aws-endpoint", moto.url], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(f"{url}/health", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        process.kill()
-        pytest.fail(f"mnemo serve did not start: {process.communicate()[0]}")
+    env = {"MNEMO_EMBEDDER": "hashing", "MNEMO_RECORDS_TABLE": "records-e2e", "AWS_REGION": "eu-west-1"}
+    process, url = serve_process(tmp_path_factory.mktemp("serve"), env, ["--aws-endpoint", moto.url])
     yield url
     process.terminate()
     process.wait(timeout=10)

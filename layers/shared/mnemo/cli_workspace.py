@@ -366,7 +366,7 @@ def _pull_one(services: Services, context: RequestContext, base: Path, prefix: s
     existing = target.read_bytes() if target.is_file() else None
     if existing is not None and entry.sha256 is not None and _sha256(existing) == entry.sha256:
         return False
-    content: str = services.files.read_text(context, parse_path(entry.path))["content"]
+    content: str = services.files.read_text(context, parse_path(entry.path)).content
     data = content.encode("utf-8")
     if existing == data:
         return False

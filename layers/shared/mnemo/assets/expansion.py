@@ -20,7 +20,7 @@ from mnemo.context import RequestContext
 from mnemo.errors import InvalidInput, NotFound, invalid_field
 
 if TYPE_CHECKING:
-    from mnemo.assets.service import FileService
+    from mnemo.assets.service import FileService, FileText
 
 
 def _candidates(marker: Marker) -> list[str]:
@@ -35,7 +35,7 @@ class Expander:
     def __init__(self, files: FileService) -> None:
         self._files = files
 
-    def _resolve(self, context: RequestContext, marker: Marker) -> tuple[FilePath, dict[str, object]]:
+    def _resolve(self, context: RequestContext, marker: Marker) -> tuple[FilePath, FileText]:
         tried = []
         for candidate in _candidates(marker):
             try:
@@ -67,8 +67,7 @@ class Expander:
                     raise
                 missing.append(marker.text)
                 continue
-            content = str(found["content"])
-            version = found["version"]
+            content, version = found.content, found.version
             attributes = f'path="{path.uri}"' + (f' version="{version}"' if version is not None else "")
             block = f"<file {attributes}>\n{content.rstrip(chr(10))}\n</file>"
             pieces += [request.text[cursor : marker.start], block]

@@ -12,15 +12,13 @@ import hashlib
 from collections.abc import Callable, Sequence
 
 from mnemo.assets.store import HEAD, FileStore, Location
-from mnemo.errors import MnemoError
-from mnemo.memory.scoring import calibration_for
+from mnemo.hybrid import hybrid_hits
 from mnemo.outbox import GONE, Reference
 from mnemo.ports import Embedder, Hit, IndexDoc, RecordStore, VectorIndex
 
 NAMESPACE = "blocks"
 #: What is embedded of a file: its start (Titan reads at most 50,000 characters).
 EMBED_CHARS = 8000
-CANDIDATES = 100
 
 
 def doc_id(pk: str, name: str) -> str:
@@ -89,22 +87,5 @@ class BlockIndex:
     def search(self, scopes: Sequence[str], query: str) -> tuple[list[tuple[Hit, float]], bool]:
         """Hits in ``scopes`` by the calibrated hybrid score memory_search uses, best first; and whether
         the embedder answered (else lexical only)."""
-        flt = {"scope": list(scopes)}
-        try:
-            vector: Sequence[float] | None = self._embedder.embed([query])[0]
-        except MnemoError:
-            vector = None
-        dense_hits = self._index.knn(NAMESPACE, vector, flt, CANDIDATES) if vector is not None else []
-        lexical_hits = self._index.lexical(NAMESPACE, query, flt, CANDIDATES)
-        dense = {hit.id: hit.score for hit in dense_hits}
-        lexical = {hit.id: hit.score for hit in lexical_hits}
-        hits = {hit.id: hit for hit in (*dense_hits, *lexical_hits)}
-        calibration = calibration_for(self._embedder.name)
-        floor = min(dense.values()) if dense else None
-        scored = [
-            (hit, round(calibration.score(dense.get(hit.id, floor), lexical.get(hit.id, 0.0)), 4))
-            for hit in hits.values()
-            if set(hit.keywords.get("scope", [])) & set(scopes)
-        ]
-        scored.sort(key=lambda pair: (-pair[1], pair[0].id))
-        return scored, vector is not None
+        hits, dense = hybrid_hits(self._index, self._embedder, NAMESPACE, query, {"scope": list(scopes)})
+        return [(hit, score) for hit, score in hits if set(hit.keywords.get("scope", [])) & set(scopes)], dense

@@ -4,6 +4,7 @@ pinned_context), and the budget check every write of a pinned file passes first.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from mnemo.assets.models import (
     BlockPinInput,
@@ -14,7 +15,7 @@ from mnemo.assets.models import (
     PinnedContextOutput,
 )
 from mnemo.assets.paths import FilePath, parse_path
-from mnemo.assets.pins import MAX_PINNERS, MAX_PINS, PinSet, budget_exceeded, read_pin_sets
+from mnemo.assets.pins import MAX_PINNERS, MAX_PINS, PinSet, budget_exceeded, read_pin_sets, total_of
 from mnemo.assets.scopes import ASSET_PREFIX, asset_location, display_uri, pinner_key
 from mnemo.assets.store import HEAD, PINNERS, FileStore, Location
 from mnemo.budget import RESERVE_BYTES, longest_prefix, wire_bytes
@@ -58,6 +59,12 @@ class Pinning:
     def _pinners(self, where: Location, name: str) -> Item | None:
         return self._records.get(where.pk, PINNERS + name)
 
+    @staticmethod
+    def _pinners_put(where: Location, name: str, listed: Item | None, pinners: list[str]) -> Put:
+        """The file's pinner list at its next version, on condition that it is still the one read."""
+        version = listed.version if listed else 0
+        return Put(Item(where.pk, PINNERS + name, {"pinnedBy": pinners}, version + 1), expect=version or "absent")
+
     # -------------------------------------------------- writes and deletes
     def for_write(
         self,
@@ -77,12 +84,7 @@ class Pinning:
         """
         listed = self._pinners(where, path.name)
         pinners: list[str] = list(listed.data["pinnedBy"]) if listed else []
-        operations: list[Put | Delete] = [
-            Put(
-                Item(where.pk, PINNERS + path.name, {"pinnedBy": pinners}, (listed.version if listed else 0) + 1),
-                expect=listed.version if listed else "absent",
-            )
-        ]
+        operations: list[Put | Delete] = [self._pinners_put(where, path.name, listed, pinners)]
         me = pinner_key(context)
         mine = Mine(False, 0)
         for pinner, pins in read_pin_sets(self._records, [*pinners, me]).items():
@@ -168,21 +170,7 @@ class Pinning:
         pins = list(mine.pins)
         at = len(pins) if request.position is None else min(request.position, len(pins))
         pins.insert(at, entry)
-        self._apply(
-            [
-                mine.put(pins),
-                Put(
-                    Item(
-                        where.pk,
-                        PINNERS + path.name,
-                        {"pinnedBy": [*pinners, mine.pinner]},
-                        (listed.version if listed else 0) + 1,
-                    ),
-                    expect=listed.version if listed else "absent",
-                ),
-            ],
-            path,
-        )
+        self._apply([mine.put(pins), self._pinners_put(where, path.name, listed, [*pinners, mine.pinner])], path)
         return self._answer(f"{shown} pinned", shown, pins, at, tokens)
 
     def unpin(self, context: RequestContext, request: BlockUnpinInput) -> BlockPinOutput:
@@ -194,37 +182,15 @@ class Pinning:
         if position is None:
             head = self._store.head(where, path.name)
             tokens = int(head.data["tokens"]) if head else 0
-            return BlockPinOutput(
-                message=f"{shown} was not pinned",
-                path=shown,
-                pinned=False,
-                changed=False,
-                tokens=tokens,
-                pinned_tokens=mine.total,
-                budget_tokens=self.limit,
-                pinned_count=len(mine.pins),
-            )
+            return self._answer(f"{shown} was not pinned", shown, mine.pins, None, tokens, changed=False)
         tokens = int(mine.pins[position]["tokens"])
         pins = [pin for n, pin in enumerate(mine.pins) if n != position]
         operations: list[Put | Delete] = [mine.put(pins)]
         if listed is not None:
             others = [pinner for pinner in listed.data["pinnedBy"] if pinner != mine.pinner]
-            operations.append(
-                Put(
-                    Item(where.pk, PINNERS + path.name, {"pinnedBy": others}, listed.version + 1), expect=listed.version
-                )
-            )
+            operations.append(self._pinners_put(where, path.name, listed, others))
         self._apply(operations, path)
-        return BlockPinOutput(
-            message=f"{shown} unpinned",
-            path=shown,
-            pinned=False,
-            changed=True,
-            tokens=tokens,
-            pinned_tokens=sum(int(pin["tokens"]) for pin in pins),
-            budget_tokens=self.limit,
-            pinned_count=len(pins),
-        )
+        return self._answer(f"{shown} unpinned", shown, pins, None, tokens)
 
     def _apply(self, operations: list[Put | Delete], path: FilePath) -> None:
         try:
@@ -238,20 +204,21 @@ class Pinning:
         self,
         message: str,
         shown: str,
-        pins: list[dict[str, object]],
-        position: int,
+        pins: list[dict[str, Any]],
+        position: int | None,
         tokens: int,
         *,
         changed: bool = True,
     ) -> BlockPinOutput:
+        """The answer of a pin (``position``: where the file now is) or an unpin (``position`` None)."""
         return BlockPinOutput(
             message=message,
             path=shown,
-            pinned=True,
+            pinned=position is not None,
             changed=changed,
             position=position,
             tokens=tokens,
-            pinned_tokens=sum(int(str(pin["tokens"])) for pin in pins),
+            pinned_tokens=total_of(pins),
             budget_tokens=self.limit,
             pinned_count=len(pins),
         )

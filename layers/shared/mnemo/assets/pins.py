@@ -26,6 +26,10 @@ MAX_PINS = 200
 MAX_PINNERS = 40
 
 
+def total_of(pins: list[dict[str, Any]]) -> int:
+    return sum(int(pin["tokens"]) for pin in pins)
+
+
 @dataclass
 class PinSet:
     """One pinner's pins as read: ``{"pk", "name", "tokens"}`` each, in context order."""
@@ -36,13 +40,13 @@ class PinSet:
 
     @property
     def total(self) -> int:
-        return sum(int(pin["tokens"]) for pin in self.pins)
+        return total_of(self.pins)
 
     def position(self, pk: str, name: str) -> int | None:
         return next((n for n, pin in enumerate(self.pins) if pin["pk"] == pk and pin["name"] == name), None)
 
     def put(self, pins: list[dict[str, Any]]) -> Put:
-        data = {"pins": pins, "total": sum(int(pin["tokens"]) for pin in pins)}
+        data = {"pins": pins, "total": total_of(pins)}
         return Put(
             Item(PINS_PREFIX + self.pinner, PIN_SET, data, version=self.version + 1),
             expect=self.version or "absent",

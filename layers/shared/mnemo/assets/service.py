@@ -8,11 +8,9 @@ sizes) holds here too. Pinning and the budget are ``mnemo.assets.pinning``'s.
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Callable
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mnemo.assets.index import BlockIndex
 from mnemo.assets.models import (
@@ -49,7 +47,7 @@ from mnemo.context import RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, invalid_field
 from mnemo.outbox import IndexOutbox
 from mnemo.ports import ConditionFailed, Delete, Item, Put, RecordStore
-from mnemo.topics.models import MAX_TOPICS
+from mnemo.tools.paging import decode_after, encode_after
 
 if TYPE_CHECKING:
     from mnemo.knowledge.service import KnowledgeService
@@ -93,6 +91,16 @@ def _read_only(path: FilePath) -> InvalidInput:
     )
 
 
+@dataclass(frozen=True)
+class FileText:
+    """A file's whole text as read, whatever its store; ``pk`` is the partition of a record-store file."""
+
+    content: str
+    version: int | None
+    last_updated: str | None
+    pk: str | None = None
+
+
 def _lines(content: str) -> list[str]:
     return content.splitlines(keepends=True)
 
@@ -123,7 +131,7 @@ class FileService:
         return workspace_location(context, write=write)
 
     # -------------------------------------------------------------- read
-    def read_text(self, context: RequestContext, path: FilePath, version: int | None = None) -> dict[str, Any]:
+    def read_text(self, context: RequestContext, path: FilePath, version: int | None = None) -> FileText:
         """A file's whole text with its version, kind and date: what reads and expansions start from."""
         if path.store == "topic":
             if version is not None:
@@ -135,12 +143,7 @@ class FileService:
                 topic = self._topics().recall(unbounded, RecallMemoryInput(topic=path.name))
             except MnemoError as error:
                 raise _renamed(error) from None
-            updated = topic.last_updated
-            return {
-                "content": topic.content,
-                "version": topic.version,
-                "lastUpdated": updated.isoformat().replace("+00:00", "Z") if isinstance(updated, datetime) else updated,
-            }
+            return FileText(topic.content, topic.version, topic.last_updated.isoformat().replace("+00:00", "Z"))
         if path.store == "knowledge":
             if version is not None:
                 raise invalid_field("version", "read a knowledge item's history with knowledge_show")
@@ -151,41 +154,36 @@ class FileService:
             except MnemoError as error:
                 raise _renamed(error) from None
             assert shown.item is not None
-            return {"content": shown.item.content, "version": None, "lastUpdated": shown.item.updated_at or None}
+            return FileText(shown.item.content, None, shown.item.updated_at or None)
         where = self._location(context, path)
         # An earlier version stays readable after a delete: the history outlives the file.
         head = self._store.head(where, path.name) if version is None else self._store.raw_head(where, path.name)
         if head is None or (version is not None and version >= head.version and head.data.get("deleted")):
             raise _missing(path)
         content, entry = self._store.content(where, head, version)
-        return {
-            "content": content,
-            "version": version or head.version,
-            "lastUpdated": entry.get("lastUpdated") or entry.get("at"),
-            "pk": where.pk,
-        }
+        return FileText(content, version or head.version, entry.get("lastUpdated") or entry.get("at"), where.pk)
 
     def read(self, context: RequestContext, request: FileReadInput) -> FileReadOutput:
         path = parse_path(request.path)
         found = self.read_text(context, path, request.version)
-        content: str = found["content"]
+        content = found.content
         lines = _lines(content)
         if request.offset > len(lines):
             raise invalid_field("offset", f"the file has {len(lines)} lines", totalLines=len(lines))
         page = lines[request.offset : request.offset + request.limit]
         pinned = None
         if path.store == "asset":
-            pinned = self._pinning.is_pinned(context, found["pk"], path.name)
+            pinned = self._pinning.is_pinned(context, str(found.pk), path.name)
         output = FileReadOutput(
             path=path.uri,
             kind=path.kind,
             content="".join(page),
-            version=found["version"],
+            version=found.version,
             total_lines=len(lines),
             offset=request.offset,
             returned_lines=len(page),
             tokens=count_tokens(content),
-            last_updated=found["lastUpdated"],
+            last_updated=found.last_updated,
             pinned=pinned,
             references=self._references(context, content),
         )
@@ -204,24 +202,42 @@ class FileService:
         return output
 
     def _references(self, context: RequestContext, content: str) -> list[Reference]:
-        """The paths ``content`` mentions, and whether each names a file the caller can read."""
-        found = []
+        """The paths ``content`` mentions, and whether each names a file the caller can read.
+
+        Files of the record stores are looked up in one batched read; a topic or knowledge item
+        through its own service, so that its visibility rules decide.
+        """
+        paths: list[FilePath] = []
         for mention in mentions(content):
             try:
-                path = parse_path(mention)
+                paths.append(parse_path(mention))
             except InvalidInput:
                 continue
-            found.append(Reference(path=path.uri, kind=path.kind, exists=self.exists(context, path)))
-        return found
+        keys: dict[int, tuple[str, str]] = {}
+        for n, path in enumerate(paths):
+            if path.store in ("asset", "workspace"):
+                try:
+                    keys[n] = (self._location(context, path).pk, HEAD + path.name)
+                except MnemoError:  # a scope the caller has no ids for: nothing there to read
+                    continue
+        live = {
+            (item.pk, item.sk) for item in self._records.batch_get(list(keys.values())) if not item.data.get("deleted")
+        }
+        return [
+            Reference(
+                path=path.uri,
+                kind=path.kind,
+                exists=keys.get(n) in live if path.store in ("asset", "workspace") else self._readable(context, path),
+            )
+            for n, path in enumerate(paths)
+        ]
 
-    def exists(self, context: RequestContext, path: FilePath) -> bool:
+    def _readable(self, context: RequestContext, path: FilePath) -> bool:
         try:
-            if path.store in ("topic", "knowledge"):
-                self.read_text(context, path)
-                return True
-            return self._store.head(self._location(context, path), path.name) is not None
+            self.read_text(context, path)
         except MnemoError:
             return False
+        return True
 
     # ------------------------------------------------------------- write
     def write(self, context: RequestContext, request: FileWriteInput) -> FileWriteOutput:
@@ -242,12 +258,18 @@ class FileService:
         path = parse_path(request.path)
         if path.store == "knowledge":
             raise _read_only(path)
-        if path.store != "topic":
-            self._location(context, path, write=True)  # a reader learns it may not write before anything else
-        found = self.read_text(context, path)
-        if request.expected_version is not None and request.expected_version != found["version"]:
-            raise _stale(path, found["version"], request.expected_version)
-        content: str = found["content"]
+        where, head = None, None
+        if path.store == "topic":
+            found = self.read_text(context, path)
+            content, version = found.content, int(found.version or 0)
+        else:
+            where = self._location(context, path, write=True)  # a reader learns it may not write, first
+            head = self._store.head(where, path.name)
+            if head is None:
+                raise _missing(path)
+            content, version = self._store.content(where, head)[0], head.version
+        if request.expected_version is not None and request.expected_version != version:
+            raise _stale(path, version, request.expected_version)
         count = content.count(request.old)
         if count == 0:
             raise NotFound(
@@ -268,13 +290,9 @@ class FileService:
             raise invalid_field(
                 "new", f"the edited file would have {len(changed)} characters, at most {MAX_CONTENT_CHARS}"
             )
-        if path.store == "topic":
-            output = self._write_topic(context, path, changed, found["version"])
-        else:
-            where = self._location(context, path, write=True)
-            head = self._store.raw_head(where, path.name)
-            if head is None or head.version != found["version"] or head.data.get("deleted"):
-                raise _raced(path)
+        if where is None:
+            output = self._write_topic(context, path, changed, version)
+        else:  # the write expects the head read above: a change made since is a CONFLICT
             output = self._commit(context, path, where, head, changed, field="new")
         output.replacements = count if request.replace_all else 1
         output.message = (
@@ -302,18 +320,9 @@ class FileService:
             old_tokens = int(current.data.get("tokens", 0)) if current is not None and live else 0
             pin_ops, mine = self._pinning.for_write(context, where, path, old_tokens, tokens, field=field)
         operations, head = self._store.write_ops(where, path.name, current, content, tokens=tokens, by=context.user)
-        marker = None
-        if path.store == "asset":
-            marker = self._outbox.marker(self._blocks.family, self._blocks.reference(where.pk, path.name))
-            operations += [*pin_ops, marker]
-        try:
-            self._store.write(operations)
-        except ConditionFailed:
-            raise _raced(path) from None
-        if marker is not None:
-            self._outbox.settle(
-                marker, self._blocks, first=self._blocks.upsert(where.pk, path.name, content, head.version)
-            )
+        self._apply(
+            path, where, [*operations, *pin_ops], self._blocks.upsert(where.pk, path.name, content, head.version)
+        )
         created = not live
         return FileWriteOutput(
             message=f"{path.uri} {'created' if created else 'written'} (version {head.version})",
@@ -327,6 +336,17 @@ class FileService:
             pinned_tokens=mine.total if mine else None,
             budget_tokens=self._pinning.limit if path.store == "asset" else None,
         )
+
+    def _apply(self, path: FilePath, where: Location, operations: list[Put | Delete], first: Callable[[], str]) -> None:
+        """Write all or nothing; a StoredAsset's write carries its index outbox marker, and ``first`` indexes it."""
+        marker = self._outbox.marker(self._blocks.family, self._blocks.reference(where.pk, path.name))
+        asset = path.store == "asset"
+        try:
+            self._store.write([*operations, marker] if asset else operations)
+        except ConditionFailed:
+            raise _raced(path) from None
+        if asset:
+            self._outbox.settle(marker, self._blocks, first=first)
 
     def _write_topic(
         self, context: RequestContext, path: FilePath, content: str, expected: int | None
@@ -388,17 +408,10 @@ class FileService:
             raise _stale(path, head.version, request.expected_version)
         operations, tombstone = self._store.delete_ops(where, head, by=context.user)
         unpinned = 0
-        marker = None
         if path.store == "asset":
             pin_ops, unpinned = self._pinning.for_delete(where, path.name)
-            marker = self._outbox.marker(self._blocks.family, self._blocks.reference(where.pk, path.name))
-            operations += [*pin_ops, marker]
-        try:
-            self._store.write(operations)
-        except ConditionFailed:
-            raise _raced(path) from None
-        if marker is not None:
-            self._outbox.settle(marker, self._blocks, first=self._blocks.remove(where.pk, path.name))
+            operations += pin_ops
+        self._apply(path, where, operations, self._blocks.remove(where.pk, path.name))
         self._store.after_delete(where, path.name)
         return FileDeleteOutput(
             message=f"{path.uri} deleted" + (f" and unpinned from {unpinned} context(s)" if unpinned else ""),
@@ -412,7 +425,7 @@ class FileService:
         from mnemo.topics.models import ForgetMemoryInput
 
         try:
-            now = self.read_text(context, path)["version"]
+            now = int(self.read_text(context, path).version or 0)
             if expected is not None and now != expected:
                 raise _stale(path, now, expected)
             self._topics().forget(context, ForgetMemoryInput(topic=path.name))
@@ -425,7 +438,7 @@ class FileService:
     def list_files(self, context: RequestContext, request: FileListInput) -> FileListOutput:
         path = parse_path(request.path, folder=True)
         fingerprint = path.uri
-        after = _decode_cursor(request.cursor, fingerprint)
+        after = decode_after(request.cursor, fingerprint)
         if path.store in ("topic", "knowledge"):
             names = self._names(context, path)
             start = 0 if after is None else next((n + 1 for n, name in enumerate(names) if name == after), len(names))
@@ -445,17 +458,16 @@ class FileService:
             output.entries, output.count, more = kept, len(kept), True
             page = page[: len(kept)]
         if more and page:
-            output.has_more, output.next_cursor = True, _encode_cursor(page[-1], fingerprint)
+            output.has_more, output.next_cursor = True, encode_after(page[-1], fingerprint)
         return output
 
     def _names(self, context: RequestContext, path: FilePath) -> list[str]:
         try:
             if path.store == "topic":
-                from mnemo.topics.service import TopicService
+                from mnemo.topics.models import ListMemoriesInput
 
-                scope = TopicService.scope(context)
-                heads = self._records.query(scope.partition, "TOPIC#", limit=MAX_TOPICS + 1)
-                return [item.data["name"] for item in heads]
+                unbounded = context.model_copy(update={"response_budget": None})
+                return self._topics().list_topics(unbounded, ListMemoriesInput()).topics
             return self._knowledge().ids(context)
         except MnemoError as error:
             raise _renamed(error) from None
@@ -523,21 +535,3 @@ class FileService:
             output.results = kept
             output.message += f"; {len(page) - len(kept)} more left out to fit the response size limit"
         return output
-
-
-def _encode_cursor(after: str, fingerprint: str) -> str:
-    raw = json.dumps({"a": after, "f": fingerprint}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str | None, fingerprint: str) -> str | None:
-    if not cursor:
-        return None
-    try:
-        data = json.loads(base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode()))
-        after, owner = data["a"], data["f"]
-    except (ValueError, KeyError, TypeError):
-        raise invalid_field("cursor", "not a cursor this service issued") from None
-    if not isinstance(after, str) or owner != fingerprint:
-        raise invalid_field("cursor", "belongs to a different listing; list again without it")
-    return after

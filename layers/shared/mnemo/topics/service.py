@@ -27,8 +27,8 @@ from typing import Any, Literal
 
 from mnemo.budget import RESERVE_BYTES, SHORTENED, fit_head, longest_prefix, wire_bytes
 from mnemo.context import WRITER_ROLE, RequestContext
-from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized, invalid_field
-from mnemo.memory.scoring import calibration_for
+from mnemo.errors import Conflict, InvalidInput, NotFound, Unauthorized, invalid_field
+from mnemo.hybrid import hybrid_hits
 from mnemo.outbox import GONE, IndexOutbox, Reference
 from mnemo.ports import ConditionFailed, Delete, Embedder, Filter, IndexDoc, Item, Put, RecordStore, VectorIndex
 from mnemo.topics.models import (
@@ -59,7 +59,6 @@ HEAD = "TOPIC#"
 BODY = "BODY#"
 #: What is embedded of a topic: its start (Titan reads at most 50,000 characters).
 EMBED_CHARS = 8000
-CANDIDATES = 100
 NO_TOPICS = "No topics found"
 Retrieval = Literal["tags", "hybrid", "lexical"]
 
@@ -415,28 +414,14 @@ class TopicService:
         flt: Filter = {"scope": [scope.key]}
         if tags:
             flt["tags"] = tags
-        try:
-            vector: Sequence[float] | None = self._embedder.embed([query])[0]
-        except MnemoError:
-            vector = None
-        dense_hits = self._index.knn(NAMESPACE, vector, flt, CANDIDATES) if vector is not None else []
-        lexical_hits = self._index.lexical(NAMESPACE, query, flt, CANDIDATES)
-        dense = {hit.id: hit.score for hit in dense_hits}
-        lexical = {hit.id: hit.score for hit in lexical_hits}
-        key_of = {
-            hit.id: (hit.keywords.get("topic") or [""])[0]
-            for hit in (*dense_hits, *lexical_hits)
-            if hit.keywords.get("scope") == [scope.key]
-        }
-        calibration = calibration_for(self._embedder.name)
-        floor = min(dense.values()) if dense else None
+        hits, dense = hybrid_hits(self._index, self._embedder, NAMESPACE, query, flt)
         scored = {
-            key: round(calibration.score(dense.get(doc_id, floor), lexical.get(doc_id, 0.0)), 4)
-            for doc_id, key in key_of.items()
-            if key
+            key: score
+            for hit, score in hits
+            if hit.keywords.get("scope") == [scope.key] and (key := (hit.keywords.get("topic") or [""])[0])
         }
         ranked = sorted(scored.items(), key=lambda pair: (-pair[1], pair[0]))
-        return ranked, "hybrid" if vector is not None else "lexical"
+        return ranked, "hybrid" if dense else "lexical"
 
     @staticmethod
     def _match(data: dict[str, Any], score: float | None) -> TopicMatch:
