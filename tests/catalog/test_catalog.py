@@ -60,11 +60,14 @@ def test_docstring_usage_examples_run_for_real(services: Services) -> None:
     push_tree(services, context.tenant)
     services.sync.sync(context.tenant, SyncNowInput(layers=["org"]))
     last_memory_id: str | None = None
+    last_fact_id: str | None = None
     for tool in TOOLS:
         payload = dict(tool.examples())["Usage"]
         returns = dict(tool.examples())["Returns"]
         if "memoryId" in payload and last_memory_id:
             payload = {**payload, "memoryId": last_memory_id}
+        if "factId" in payload and last_fact_id:
+            payload = {**payload, "factId": last_fact_id}
         try:
             result = tool.invoke(services, context, payload)
         except MnemoError as error:  # only an error the spec documents is acceptable
@@ -73,6 +76,7 @@ def test_docstring_usage_examples_run_for_real(services: Services) -> None:
         Draft202012Validator(output_schema(tool)).validate(result)
         assert set(returns) <= set(result), f"{tool.name} answers without {set(returns) - set(result)}"
         last_memory_id = result.get("memoryId", last_memory_id)
+        last_fact_id = result.get("factId", last_fact_id)
         if tool.name == "memory_search":
             assert result["results"], "the search example should find the memory the add example stored"
         if tool.name == "memory_delete":
@@ -85,6 +89,12 @@ def test_docstring_usage_examples_run_for_real(services: Services) -> None:
             assert result["item"]["title"] == returns["item"]["title"] and result["history"]
         if tool.name == "sync_now":
             assert result["result"]["added"] > 0 and result["result"]["failures"] == 0
+        if tool.name == "graph_search":
+            assert result["facts"][0]["object"] == "Acme", "asOf 2025 should find the fact the link example added"
+        if tool.name == "invalidate_memory_link":
+            assert result["fact"]["status"] == "invalid" and result["alreadyInvalid"] is False
+        if tool.name == "delete_memory_object":
+            assert result["deleted"] is False and result["confirmationToken"], "the example is a preview"
         if tool.name == "sync_status":
             assert result["healthy"] is True and result["stats"]["totalSyncs"] == 2
 

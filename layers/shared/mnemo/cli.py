@@ -214,9 +214,10 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     topics = services.topics.reindex()
     conversations = services.conversations.reindex()
     blocks = services.block_index.reindex()
+    graph = services.graph.reindex()
     print(
         f"reindexed {count} memories, {topics} topics, {conversations} conversation and execution records, "
-        f"{blocks} blocks and skills"
+        f"{blocks} blocks and skills, {graph} graph entities and facts"
     )
     return 0
 

@@ -180,3 +180,25 @@ class EventPublisher(Protocol):
     def publish(self, events: Sequence[Event]) -> None:
         """Deliver every event or raise ProviderError; never drop silently."""
         ...
+
+
+# -------------------------------------------------------------- extractor ---
+@dataclass
+class ExtractionTool:
+    """The one tool a model is made to call: its answer is the tool's input, shaped by ``schema``."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+
+
+class Extractor(Protocol):
+    """A language model that reads text and answers by calling one tool (structured output)."""
+
+    #: Names the provider and model, for answers and logs.
+    name: str
+
+    def extract(self, system: str, prompt: str, tool: ExtractionTool) -> dict[str, Any]:
+        """The model's tool input; ProviderError (or RateLimited, Timeout) when the model fails or does not
+        call the tool."""
+        ...

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from mnemo.memory.service import MemoryService
 from mnemo.outbox import IndexedFamily, IndexOutbox
-from mnemo.ports import BlobStore, Embedder, EventPublisher, RecordStore, VectorIndex
+from mnemo.ports import BlobStore, Embedder, EventPublisher, Extractor, RecordStore, VectorIndex
 from mnemo.settings import Settings
 
 if TYPE_CHECKING:
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from mnemo.assets.service import FileService
     from mnemo.assets.store import FileStore
     from mnemo.conversations.service import ConversationService
+    from mnemo.graph.extraction import GraphBuilder
+    from mnemo.graph.service import GraphService
     from mnemo.knowledge.repository import KnowledgeRepository
     from mnemo.knowledge.service import KnowledgeService
     from mnemo.sync.service import SyncService
@@ -99,7 +101,13 @@ class Services:
         return IndexOutbox(self.records, self._indexed_families)
 
     def _indexed_families(self) -> dict[str, IndexedFamily]:
-        families: list[IndexedFamily] = [self.memory, *self.conversations.families, self.topics, self.block_index]
+        families: list[IndexedFamily] = [
+            self.memory,
+            *self.conversations.families,
+            self.topics,
+            self.block_index,
+            self.graph,
+        ]
         return {family.family: family for family in families}
 
     @cached_property
@@ -182,6 +190,60 @@ class Services:
         from mnemo.assets.expansion import Expander
 
         return Expander(self.files)
+
+    @cached_property
+    def graph(self) -> GraphService:
+        from mnemo.graph.service import GraphService
+
+        return GraphService(self.records, self.index, self.embedder, self.outbox)
+
+    @cached_property
+    def extractor(self) -> Extractor:
+        kind = self.settings.extractor_kind
+        if kind == "bedrock":
+            from mnemo.adapters.aws.bedrock_extractor import BedrockExtractor
+
+            return BedrockExtractor(self._bedrock_for_extraction, self.settings.extractor_model_id)
+        if kind == "openai" and self.settings.openai_base_url:
+            from mnemo.adapters.local.openai_extractor import OpenAICompatibleExtractor
+
+            return OpenAICompatibleExtractor(
+                self.settings.openai_base_url,
+                self.settings.openai_model,
+                self.settings.openai_api_key,
+                timeout=self.settings.extractor_timeout_seconds,
+            )
+        from mnemo.graph.extraction import UnconfiguredExtractor
+
+        return UnconfiguredExtractor()
+
+    def _bedrock_for_extraction(self) -> Any:
+        # A model call runs far longer than an embedding: its own client, with the extraction timeout.
+        import boto3
+        from botocore.config import Config
+
+        config = Config(
+            retries={"max_attempts": 3, "mode": "standard"},
+            connect_timeout=3,
+            read_timeout=self.settings.extractor_timeout_seconds,
+        )
+        return boto3.session.Session().client(
+            "bedrock-runtime",
+            region_name=self.settings.aws_region,
+            endpoint_url=self.settings.aws_endpoint,
+            config=config,
+        )
+
+    @cached_property
+    def graph_builder(self) -> GraphBuilder:
+        from mnemo.graph.extraction import GraphBuilder
+
+        return GraphBuilder(
+            self.graph,
+            self.extractor,
+            max_calls=self.settings.extractor_max_calls,
+            chunk_chars=self.settings.extractor_chunk_chars,
+        )
 
 
 _services: Services | None = None

@@ -23,6 +23,14 @@ the embedded default, so ``mnemo serve`` runs on a laptop with no cloud at all.
 | MNEMO_AWS_ENDPOINT | one endpoint for every AWS client (a moto server) | |
 | MNEMO_SYNC_STALE_AFTER_SECONDS | sync_status is unhealthy when the last sync is older | 86400 |
 | MNEMO_BLOCK_BUDGET_TOKENS | the most tokens one agent may keep pinned (blocks and skills) | 100000 |
+| MNEMO_EXTRACTOR | build_memory_from_text's model: none, bedrock or openai | openai with a base URL, else none |
+| MNEMO_EXTRACTOR_MODEL_ID | Bedrock model id (Converse with tool use) | amazon.nova-lite-v1:0 |
+| MNEMO_OPENAI_BASE_URL | an OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1 | |
+| MNEMO_OPENAI_MODEL | the model that server should use | |
+| MNEMO_OPENAI_API_KEY | its bearer token, if it needs one | |
+| MNEMO_EXTRACTOR_MAX_CALLS | model calls one build_memory_from_text may make | 4 |
+| MNEMO_EXTRACTOR_CHUNK_CHARS | characters of text per model call | 12000 |
+| MNEMO_EXTRACTOR_TIMEOUT_SECONDS | how long one model call may take | 60 |
 """
 
 from __future__ import annotations
@@ -62,6 +70,15 @@ class Settings(BaseModel):
     sync_stale_after_seconds: float = Field(86400.0, gt=0)
     #: The most tokens (mnemo.assets.tokens) one agent may keep pinned.
     block_budget_tokens: int = Field(100_000, ge=1, le=10_000_000)
+    #: build_memory_from_text's model (None: openai when openai_base_url is set, else none).
+    extractor: Literal["none", "bedrock", "openai"] | None = None
+    extractor_model_id: str = "amazon.nova-lite-v1:0"
+    openai_base_url: str | None = None
+    openai_model: str = "default"
+    openai_api_key: str | None = None
+    extractor_max_calls: int = Field(4, ge=1, le=20)
+    extractor_chunk_chars: int = Field(12_000, ge=500, le=100_000)
+    extractor_timeout_seconds: float = Field(60.0, gt=0, le=900)
     #: Roles granted to a local-server caller that sends no X-Mnemo-Roles header.
     default_local_roles: tuple[str, ...] = ("writer",)
 
@@ -87,6 +104,12 @@ class Settings(BaseModel):
         if "aws_region" not in values and (env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")):
             values["aws_region"] = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
         return cls.model_validate(values)
+
+    @property
+    def extractor_kind(self) -> Literal["none", "bedrock", "openai"]:
+        if self.extractor is not None:
+            return self.extractor
+        return "openai" if self.openai_base_url else "none"
 
     @property
     def sqlite_path(self) -> Path:

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from mnemo.context import Layer
+from mnemo.graph.models import GraphContext
 from mnemo.models import ToolRequest, ToolResponse, UtcDateTime, WireModel
 
 MAX_CONTENT_CHARS = 8000
@@ -87,6 +88,9 @@ class MemorySearchInput(ToolRequest):
     cursor: str | None = Field(
         None, max_length=512, description="The nextCursor of a previous answer, to get the following page."
     )
+    include_graph: bool = Field(
+        False, description="Also answer the memory graph's entities and current facts that match the query."
+    )
 
     @model_validator(mode="after")
     def _merge_filter(self) -> MemorySearchInput:
@@ -118,6 +122,7 @@ class MemorySearchOutput(ToolResponse):
     )
     has_more: bool = Field(False, description="True when more results follow; pass nextCursor to get them.")
     next_cursor: str | None = Field(None, description="Cursor of the next page, when hasMore.")
+    graph: GraphContext | None = Field(None, description="With includeGraph: related entities and facts.")
 
 
 class MemoryDeleteInput(ToolRequest):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mnemo.budget import fit_head
 from mnemo.context import RequestContext
 from mnemo.memory.models import (
     MemoryAddInput,
@@ -68,6 +69,9 @@ def memory_search(services: Services, context: RequestContext, request: MemorySe
     0-1 score; results below `threshold` are dropped. Results are ordered by layer
     precedence (agent > user > session > project > team > org > company), then score.
     Only layers whose ids the caller has are searched; `searchedLayers` says which.
+    With `includeGraph`, the answer also carries `graph`: the memory graph's
+    entities the query finds, with their current facts, and the facts it finds
+    itself (at most 20), so one call gives the memories and their context.
 
     **When to use:** before answering anything that may depend on what was said or
     decided before.
@@ -87,8 +91,15 @@ def memory_search(services: Services, context: RequestContext, request: MemorySe
       unknown layer.
 
     @see mnemo.memory.service.MemoryService.search
+    @see mnemo.graph.service.GraphService.context_for
     """
-    return services.memory.search(context, request)
+    output = services.memory.search(context, request)
+    if request.include_graph:
+        output.graph = services.graph.context_for(context, request.query, request.layers)
+        budget = context.response_budget
+        if budget is not None:
+            output.graph.facts = fit_head(output, output.graph.facts, budget)
+    return output
 
 
 @tool("memory")

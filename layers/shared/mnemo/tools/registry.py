@@ -177,7 +177,7 @@ def _unpaired(path: tuple[str, ...], where: str) -> InvalidInput:
 
 CATALOG: dict[str, Tool] = {}
 #: The family modules, in the order the catalog (and everything generated from it) lists them.
-FAMILIES = ("memory", "knowledge", "sync", "conversations", "topics", "files")
+FAMILIES = ("memory", "knowledge", "sync", "conversations", "topics", "files", "graph")
 
 
 def tool(family: str) -> Callable[[ToolFunction], ToolFunction]:

@@ -1,0 +1,90 @@
+"""Extractor on any OpenAI-compatible chat completions endpoint (a local model server, or a hosted one).
+
+``POST {base_url}/chat/completions`` with ``{model, messages, tools: [{type:
+"function", function: {name, description, parameters}}], tool_choice: {type:
+"function", function: {name}}, temperature: 0}``; the answer is
+``choices[0].message.tool_calls[0].function.arguments``, a JSON string. A
+server that ignores tools but answers JSON in ``content`` is accepted too.
+Only the standard library is used, so nothing is installed for it.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+from mnemo.errors import ProviderError, RateLimited, Timeout
+from mnemo.ports import ExtractionTool
+
+
+class OpenAICompatibleExtractor:
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 60.0) -> None:
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.api_key = api_key
+        self.timeout = timeout
+        self.name = f"openai-compatible:{model}"
+
+    def request(self, system: str, prompt: str, tool: ExtractionTool) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {"name": tool.name, "description": tool.description, "parameters": tool.schema},
+                }
+            ],
+            "tool_choice": {"type": "function", "function": {"name": tool.name}},
+            "temperature": 0,
+        }
+
+    def extract(self, system: str, prompt: str, tool: ExtractionTool) -> dict[str, Any]:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        body = json.dumps(self.request(system, prompt, tool)).encode()
+        call = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        details = {"service": "extractor", "url": self.url}
+        try:
+            with urllib.request.urlopen(call, timeout=self.timeout) as response:
+                payload = json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            if error.code == 429:
+                raise RateLimited("The extraction model is throttling requests", details) from error
+            raise ProviderError(
+                f"The extraction model answered HTTP {error.code}", {**details, "status": error.code}
+            ) from error
+        except TimeoutError as error:
+            raise Timeout(f"The extraction model did not answer within {self.timeout:g} s", details) from error
+        except (urllib.error.URLError, OSError, ValueError) as error:
+            raise ProviderError(f"The extraction model is unreachable: {error}", details) from error
+        return self._tool_input(payload, tool, details)
+
+    @staticmethod
+    def _tool_input(payload: Any, tool: ExtractionTool, details: dict[str, Any]) -> dict[str, Any]:
+        try:
+            message = payload["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            raise ProviderError("The extraction model's answer has no choices[0].message", details) from None
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            if function.get("name") == tool.name:
+                return OpenAICompatibleExtractor._object(function.get("arguments"), details)
+        if message.get("content"):
+            return OpenAICompatibleExtractor._object(message["content"], details)
+        raise ProviderError(f"The extraction model answered without calling {tool.name}", details)
+
+    @staticmethod
+    def _object(arguments: Any, details: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(arguments, dict):
+            return arguments
+        try:
+            value = json.loads(str(arguments).strip().removeprefix("```json").removesuffix("```"))
+        except ValueError:
+            raise ProviderError("The extraction model's arguments are not JSON", details) from None
+        if not isinstance(value, dict):
+            raise ProviderError("The extraction model's arguments are not a JSON object", details)
+        return value

@@ -1,0 +1,1 @@
+"""The memory graph: entities and bi-temporal facts (seed 001)."""

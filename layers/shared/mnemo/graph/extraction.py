@@ -1,0 +1,226 @@
+"""build_memory_from_text: a model extracts entities and facts, and each fact is added as add_memory_link adds it.
+
+The model answers by calling one tool whose input is ``EXTRACTION_SCHEMA``
+(checked with jsonschema before anything is written). Calls are bounded: the
+text is cut at paragraph ends into at most ``max_calls`` pieces of at most
+``chunk_chars`` characters, and a longer text is refused before any call.
+Facts are added one by one through ``GraphService.add_link``, so the same
+fact twice is stored once and an exclusive fact invalidates the one it replaces.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from pydantic import ValidationError
+
+from mnemo.context import RequestContext
+from mnemo.errors import InvalidInput, ProviderError, invalid_field
+from mnemo.graph.models import (
+    AddMemoryLinkInput,
+    BuildMemoryFromTextInput,
+    BuildMemoryFromTextOutput,
+    FactSource,
+    Relationship,
+)
+from mnemo.graph.names import name_key, predicate_key
+from mnemo.graph.service import GraphService
+from mnemo.graph.temporal import now, stamp
+from mnemo.ports import ExtractionTool, Extractor
+
+logger = logging.getLogger(__name__)
+
+EXTRACTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "entities": {
+            "type": "array",
+            "maxItems": 50,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "The name as the text uses it."},
+                    "type": {"type": "string", "description": "person, organization, project, technology, ..."},
+                    "summary": {"type": "string", "description": "One sentence about it, from the text."},
+                },
+                "required": ["name", "type"],
+            },
+        },
+        "facts": {
+            "type": "array",
+            "maxItems": 100,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "subject": {"type": "string"},
+                    "predicate": {"type": "string", "description": "snake_case relation, e.g. works_at, uses"},
+                    "object": {"type": "string"},
+                    "text": {"type": "string", "description": "The fact as one self-contained sentence."},
+                    "validAt": {"type": "string", "description": "ISO 8601 time it became true, if the text says."},
+                    "exclusive": {
+                        "type": "boolean",
+                        "description": "True when the subject can hold this relation with one object at a time "
+                        "(lives_in, works_at, uses_database), so the new fact replaces an older one.",
+                    },
+                },
+                "required": ["subject", "predicate", "object", "text"],
+            },
+        },
+    },
+    "required": ["entities", "facts"],
+}
+
+TOOL = ExtractionTool(
+    name="record_knowledge_graph",
+    description="Record the entities and the facts between them that the text states.",
+    schema=EXTRACTION_SCHEMA,
+)
+
+SYSTEM = (
+    "You extract a knowledge graph from text for an AI agent's long-term memory. Record the entities the text "
+    "names (people, organizations, projects, technologies, places, concepts) and the facts it states between "
+    "them as subject-predicate-object with a self-contained sentence. Use the names as written; resolve "
+    "pronouns with the context. Only facts the text states: no guesses. Give validAt when the text dates a "
+    "fact; resolve relative dates against the reference time. Mark exclusive the relations a subject holds with "
+    "one object at a time."
+)
+
+
+def _chunks(text: str, size: int) -> list[str]:
+    """Pieces of at most ``size`` characters, cut at paragraph, then line, then word ends where possible."""
+    pieces: list[str] = []
+    rest = text.strip()
+    while len(rest) > size:
+        window = rest[:size]
+        cut = max(window.rfind("\n\n"), window.rfind("\n"), window.rfind(" "))
+        cut = cut if cut > size // 2 else size
+        pieces.append(rest[:cut].strip())
+        rest = rest[cut:].strip()
+    if rest:
+        pieces.append(rest)
+    return pieces
+
+
+class UnconfiguredExtractor:
+    """What build_memory_from_text meets when no model is configured: a clear error saying how to set one."""
+
+    name = "none"
+
+    def extract(self, system: str, prompt: str, tool: ExtractionTool) -> dict[str, Any]:
+        error = ProviderError(
+            "build_memory_from_text needs a language model and none is configured. On AWS set MNEMO_EXTRACTOR=bedrock "
+            "and MNEMO_EXTRACTOR_MODEL_ID (the template's ExtractorModelId); locally set MNEMO_OPENAI_BASE_URL "
+            "(and MNEMO_OPENAI_MODEL) to any OpenAI-compatible server. add_memory_link needs no model.",
+            {"service": "extractor", "configured": False, "settings": ["MNEMO_EXTRACTOR", "MNEMO_OPENAI_BASE_URL"]},
+        )
+        error.retryable = False  # the same call fails until someone configures a model
+        raise error
+
+
+class GraphBuilder:
+    def __init__(self, graph: GraphService, extractor: Extractor, *, max_calls: int = 4, chunk_chars: int = 12_000):
+        self._graph = graph
+        self._extractor = extractor
+        self._max_calls = max_calls
+        self._chunk_chars = chunk_chars
+
+    def build(self, context: RequestContext, request: BuildMemoryFromTextInput) -> BuildMemoryFromTextOutput:
+        if not request.dry_run:
+            self._graph.writable_scope(context, request.layer)  # refuse before paying for any model call
+        pieces = _chunks(request.content, self._chunk_chars)
+        if len(pieces) > self._max_calls:
+            raise invalid_field(
+                "content",
+                f"needs {len(pieces)} model calls of {self._chunk_chars} characters; the limit is {self._max_calls}: "
+                "send a shorter text or split it",
+                limit=self._max_calls * self._chunk_chars,
+            )
+        reference = stamp(request.reference_time or now())
+        extractions = [self._extract(piece, request.previous_messages, reference) for piece in pieces]
+        return self._save(context, request, extractions)
+
+    def _extract(self, piece: str, previous: str | None, reference: str) -> dict[str, Any]:
+        prompt = f"Reference time: {reference}\n"
+        if previous:
+            prompt += f"\nContext (earlier messages):\n{previous}\n"
+        prompt += f"\nText:\n{piece}"
+        answer = self._extractor.extract(SYSTEM, prompt, TOOL)
+        problems = sorted(Draft202012Validator(EXTRACTION_SCHEMA).iter_errors(answer), key=lambda e: list(e.path))
+        if problems:
+            where = "/".join(str(part) for part in problems[0].absolute_path) or "(root)"
+            raise ProviderError(
+                f"The model's extraction does not match the schema at {where}: {problems[0].message}; retry",
+                {"service": "extractor", "model": self._extractor.name, "path": where},
+            )
+        return answer
+
+    def _save(
+        self, context: RequestContext, request: BuildMemoryFromTextInput, extractions: list[dict[str, Any]]
+    ) -> BuildMemoryFromTextOutput:
+        types: dict[str, str] = {}
+        names: dict[str, str] = {}
+        for extraction in extractions:
+            for entity in extraction["entities"]:
+                if entity["name"].strip():
+                    names.setdefault(name_key(entity["name"]), entity["name"].strip())
+                    types.setdefault(name_key(entity["name"]), entity["type"])
+        relationships: list[Relationship] = []
+        invalidated: list[str] = []
+        source = request.source or FactSource(kind="extraction")
+        for extraction in extractions:
+            for fact in extraction["facts"]:
+                for end in (fact["subject"], fact["object"]):
+                    names.setdefault(name_key(end), end.strip())
+                relationship = Relationship(
+                    **{"from": fact["subject"]}, to=fact["object"], relation=predicate_key(fact["predicate"])
+                )
+                if not request.dry_run:
+                    added = self._add(context, request, fact, types, source)
+                    if added is None:
+                        continue
+                    relationship.fact_id, relationship.created = added.fact_id, added.created
+                    invalidated += added.invalidated
+                relationships.append(relationship)
+        entities = [name for name in names.values() if name]
+        verb = "Found" if request.dry_run else "Added"
+        return BuildMemoryFromTextOutput(
+            summary=f"{verb} {len(entities)} entities and {len(relationships)} relationships"
+            + (" (dry run: nothing saved)" if request.dry_run else " to the knowledge graph"),
+            entities=entities,
+            relationships=relationships,
+            invalidated=invalidated,
+            model_calls=len(extractions),
+            dry_run=request.dry_run,
+        )
+
+    def _add(
+        self,
+        context: RequestContext,
+        request: BuildMemoryFromTextInput,
+        fact: dict[str, Any],
+        types: dict[str, str],
+        source: FactSource,
+    ) -> Any:
+        try:
+            link = AddMemoryLinkInput(
+                subject=fact["subject"],
+                predicate=fact["predicate"],
+                object=fact["object"],
+                text=fact["text"] or None,
+                subject_type=types.get(name_key(fact["subject"]), "")[:64] or None,
+                object_type=types.get(name_key(fact["object"]), "")[:64] or None,
+                layer=request.layer,
+                valid_at=fact.get("validAt") or None,
+                exclusive=bool(fact.get("exclusive")),
+                source=source,
+            )
+        except ValidationError as error:  # one malformed fact from the model does not lose the others
+            logger.warning("skipped an extracted fact that is not valid: %s", error.errors(include_url=False)[:1])
+            return None
+        try:
+            return self._graph.add_link(context, link)
+        except InvalidInput as error:
+            logger.warning("skipped an extracted fact: %s", error.message)
+            return None

@@ -1,0 +1,127 @@
+"""The memory graph's records: an adjacency list in one partition per scope, read by key and prefix only.
+
+======================================  =========================================================
+sk (partition ``GRAPH|{scope}``)        holds
+======================================  =========================================================
+``ENT#{entityId}``                      an entity ``{name, type, summary, aliases, ...}``
+``NAME#{key of a name or alias}``       ``{entityId}``: names are unique within a scope
+``FACT#{factId}``                       a fact ``{subjectId, predicate, objectId, text, times...}``
+``EDGE#{entityId}#{predicate}#{factId}``  one per end of a fact, with what traversal needs
+``LINK#{subject}#{predicate}#{object}``   ``{factId}`` of the open fact of that triple
+======================================  =========================================================
+
+An entity's facts are one prefix query (``EDGE#{entityId}#``), its facts with
+one predicate a longer one, so nothing on a request path scans. A fact and its
+two edges are always written in one transaction at the same version; ``LINK``
+makes adding the same open fact twice (even concurrently) store it once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from mnemo.graph.names import name_key
+from mnemo.ports import Delete, Item, Put, RecordStore
+
+PARTITION = "GRAPH|"
+ENTITY = "ENT#"
+NAME = "NAME#"
+FACT = "FACT#"
+EDGE = "EDGE#"
+LINK = "LINK#"
+#: The most edges of one entity a request reads (a hub beyond it answers hasMore).
+MAX_EDGES = 2000
+
+
+def partition(scope: str) -> str:
+    return PARTITION + scope
+
+
+def edge_sk(entity_id: str, predicate: str, fact_id: str) -> str:
+    return f"{EDGE}{entity_id}#{predicate}#{fact_id}"
+
+
+def link_sk(subject_id: str, predicate: str, object_id: str) -> str:
+    return f"{LINK}{subject_id}#{predicate}#{object_id}"
+
+
+def edge_data(fact: dict[str, Any], entity_id: str) -> dict[str, Any]:
+    """What an edge copies of its fact: enough to filter by time and walk to the other end."""
+    outgoing = fact["subjectId"] == entity_id
+    return {
+        "factId": fact["factId"],
+        "direction": "out" if outgoing else "in",
+        "otherId": fact["objectId"] if outgoing else fact["subjectId"],
+        "predicate": fact["predicate"],
+        "validAt": fact["validAt"],
+        "invalidAt": fact.get("invalidAt"),
+        "createdAt": fact["createdAt"],
+        "expiredAt": fact.get("expiredAt"),
+    }
+
+
+class GraphStore:
+    def __init__(self, records: RecordStore) -> None:
+        self.records = records
+
+    # -------------------------------------------------------------- reads
+    def entity(self, pk: str, entity_id: str) -> Item | None:
+        """A live entity (one being deleted counts as gone)."""
+        item = self.records.get(pk, ENTITY + entity_id)
+        return None if item is None or item.data.get("deleting") else item
+
+    def entity_by_name(self, pk: str, name: str) -> Item | None:
+        pointer = self.records.get(pk, NAME + name_key(name))
+        return self.entity(pk, pointer.data["entityId"]) if pointer is not None else None
+
+    def entities(self, pk: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        keys = [(pk, ENTITY + entity_id) for entity_id in dict.fromkeys(ids)]
+        return {
+            item.data["entityId"]: {**item.data, "version": item.version}
+            for item in self.records.batch_get(keys)
+            if not item.data.get("deleting")
+        }
+
+    def fact(self, pk: str, fact_id: str) -> Item | None:
+        return self.records.get(pk, FACT + fact_id)
+
+    def facts(self, pk: str, ids: Iterable[str]) -> list[Item]:
+        return self.records.batch_get([(pk, FACT + fact_id) for fact_id in dict.fromkeys(ids)])
+
+    def edges(self, pk: str, entity_id: str, predicate: str = "", limit: int = MAX_EDGES) -> list[Item]:
+        prefix = f"{EDGE}{entity_id}#" + (f"{predicate}#" if predicate else "")
+        return self.records.query(pk, prefix, limit=limit)
+
+    def link(self, pk: str, subject_id: str, predicate: str, object_id: str) -> Item | None:
+        return self.records.get(pk, link_sk(subject_id, predicate, object_id))
+
+    # ------------------------------------------------------------- writes
+    @staticmethod
+    def fact_puts(pk: str, fact: dict[str, Any], version: int, expect: int | None) -> list[Put | Delete]:
+        """The fact and its two edges at ``version`` (``expect``: the version they are at, None when new)."""
+        condition: Any = "absent" if expect is None else expect
+        puts: list[Put | Delete] = [Put(Item(pk, FACT + fact["factId"], fact, version=version), expect=condition)]
+        ends = dict.fromkeys([fact["subjectId"], fact["objectId"]])  # a self-loop has one edge
+        for entity_id in ends:
+            sk = edge_sk(entity_id, fact["predicate"], fact["factId"])
+            puts.append(Put(Item(pk, sk, edge_data(fact, entity_id), version=version), expect=condition))
+        return puts
+
+    @staticmethod
+    def fact_deletes(pk: str, fact: Item) -> list[Put | Delete]:
+        data = fact.data
+        deletes: list[Put | Delete] = [Delete(pk, fact.sk, expect=fact.version)]
+        for entity_id in dict.fromkeys([data["subjectId"], data["objectId"]]):
+            deletes.append(Delete(pk, edge_sk(entity_id, data["predicate"], data["factId"])))
+        return deletes
+
+    def link_release(self, pk: str, facts: Sequence[dict[str, Any]]) -> list[Put | Delete]:
+        """Deletes of the LINK records that point at these facts (they no longer hold, or are gone)."""
+        keys = [(pk, link_sk(f["subjectId"], f["predicate"], f["objectId"])) for f in facts]
+        ids = {fact["factId"] for fact in facts}
+        return [
+            Delete(item.pk, item.sk, expect=item.version)
+            for item in self.records.batch_get(keys)
+            if item.data["factId"] in ids
+        ]
