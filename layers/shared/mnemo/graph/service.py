@@ -394,7 +394,8 @@ class GraphService:
             neighbours=neighbours,
             as_of=moment_time,
         )
-        kept_facts = fit_head(output, output.facts, context.response_budget)
+        # The entity's own facts come first: they are fitted as if there were no neighbours.
+        kept_facts = fit_head(output.model_copy(update={"neighbours": []}), output.facts, context.response_budget)
         if len(kept_facts) < len(output.facts):
             output.facts, output.neighbours = kept_facts, []
             has_more = True
