@@ -24,6 +24,7 @@ from mnemo.context import SHARED_LAYERS, WRITER_ROLE, Layer, RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized, invalid_field
 from mnemo.graph.models import (
     MAX_ALIASES,
+    MAX_INVALIDATES,
     AddMemoryLinkInput,
     AddMemoryLinkOutput,
     DeleteMemoryObjectInput,
@@ -47,7 +48,7 @@ from mnemo.graph.models import (
     UpdateMemoryObjectOutput,
 )
 from mnemo.graph.names import DEFAULT_TYPE, fact_sentence, name_key, predicate_key, type_key
-from mnemo.graph.store import ENTITY, FACT, NAME, PARTITION, GraphStore, link_sk, partition
+from mnemo.graph.store import ENTITY, FACT, NAME, PARTITION, GraphStore, exclusive_sk, link_sk, partition
 from mnemo.graph.temporal import now, stamp, status_at
 from mnemo.hybrid import hybrid_hits
 from mnemo.outbox import GONE, IndexOutbox, Reference
@@ -232,7 +233,7 @@ class GraphService:
             writes += object_writes
         predicate = predicate_key(request.predicate)
         valid_at = stamp(request.valid_at) if request.valid_at else at
-        invalid_at = stamp(request.invalid_at) if request.invalid_at else None
+        invalid_at = requested_end = stamp(request.invalid_at) if request.invalid_at else None
 
         same = self._same_fact(pk, subject, obj, predicate, valid_at, invalid_at, request)
         if same is not None:
@@ -240,6 +241,7 @@ class GraphService:
             return self._add_answer(view, subject, obj, created=False, invalidated=[])
 
         fact_id = _new_id("fct")
+        guard = self._exclusive_guard(pk, subject, predicate, fact_id) if request.exclusive else []
         contradicted = self._contradicted(pk, subject, obj, predicate, request)
         closed: list[dict[str, Any]] = []
         for old in contradicted:
@@ -252,6 +254,19 @@ class GraphService:
             elif invalid_at is None or invalid_at > old["validAt"]:
                 # The old fact began later: the new one is history that ended when the old one began.
                 invalid_at = old["validAt"]
+        if len(closed) > MAX_INVALIDATES:  # each is four writes of the one all-or-nothing write
+            raise invalid_field(
+                "exclusive" if request.exclusive else "invalidates",
+                f"this fact would end {len(closed)} open facts, more than {MAX_INVALIDATES} at once; "
+                "invalidate some of them first",
+                limit=MAX_INVALIDATES,
+            )
+        if invalid_at != requested_end:
+            # Stored as history (a later fact holds already): the same history may be stored from a retry.
+            same = self._same_fact(pk, subject, obj, predicate, valid_at, invalid_at, request)
+            if same is not None:
+                view = self._fact_views(pk, [same], at)[0]
+                return self._add_answer(view, subject, obj, created=False, invalidated=[])
         fact = {
             "factId": fact_id,
             "subjectId": subject["entityId"],
@@ -271,7 +286,7 @@ class GraphService:
             "subjectName": subject["name"],
             "objectName": obj["name"],
         }
-        writes += self._store.fact_puts(pk, fact, 1, None)
+        writes += self._store.fact_puts(pk, fact, 1, None) + guard
         if invalid_at is None:
             link = Item(pk, link_sk(subject["entityId"], predicate, obj["entityId"]), {"factId": fact_id})
             writes.append(Put(link, expect="absent"))
@@ -285,6 +300,16 @@ class GraphService:
         self._index_now(pending)
         view = self._fact_views(pk, [fact], at)[0]
         return self._add_answer(view, subject, obj, created=True, invalidated=[old["factId"] for old in closed])
+
+    def _exclusive_guard(self, pk: str, subject: dict[str, Any], predicate: str, fact_id: str) -> list[Put | Delete]:
+        """The write that makes exclusive adds of one subject and predicate take turns: read before the subject's
+        facts are, it fails (and the add reads again) if another exclusive add wrote meanwhile."""
+        sk = exclusive_sk(subject["entityId"], predicate)
+        current = None if subject["created"] else self._records.get(pk, sk)
+        data = {"subjectId": subject["entityId"], "predicate": predicate, "factId": fact_id}
+        if current is None:
+            return [Put(Item(pk, sk, data), expect="absent")]
+        return [Put(Item(pk, sk, data, version=current.version + 1), expect=current.version)]
 
     @staticmethod
     def _stored(unit: dict[str, Any]) -> dict[str, Any]:
@@ -627,7 +652,8 @@ class GraphService:
             self._settle_all(markers)
             erased += len(facts)
         marker = self._marker(pk, ENTITY + entity_id)
-        self._records.write([Delete(pk, ENTITY + entity_id), marker])
+        guards = [Delete(pk, guard.sk) for guard in self._store.exclusive_guards(pk, entity_id)]
+        self._records.write([Delete(pk, ENTITY + entity_id), *guards, marker])
         self._settle_all([marker])
         return erased
 

@@ -8,12 +8,16 @@ sk (partition ``GRAPH|{scope}``)        holds
 ``FACT#{factId}``                       a fact ``{subjectId, predicate, objectId, text, times...}``
 ``EDGE#{entityId}#{predicate}#{factId}``  one per end of a fact, with what traversal needs
 ``LINK#{subject}#{predicate}#{object}``   ``{factId}`` of the open fact of that triple
+``EXCL#{subject}#{predicate}``            ``{factId}`` of the last exclusive add: its version
+                                        serialises exclusive adds of one subject and predicate
 ======================================  =========================================================
 
 An entity's facts are one prefix query (``EDGE#{entityId}#``), its facts with
 one predicate a longer one, so nothing on a request path scans. A fact and its
 two edges are always written in one transaction at the same version; ``LINK``
-makes adding the same open fact twice (even concurrently) store it once.
+makes adding the same open fact twice (even concurrently) store it once; ``EXCL``
+makes two concurrent exclusive adds of one subject and predicate take turns, so
+the second sees (and ends) the first one's fact.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ NAME = "NAME#"
 FACT = "FACT#"
 EDGE = "EDGE#"
 LINK = "LINK#"
+EXCLUSIVE = "EXCL#"
 #: The most edges of one entity a request reads (a hub beyond it answers hasMore).
 MAX_EDGES = 2000
 
@@ -44,6 +49,10 @@ def edge_sk(entity_id: str, predicate: str, fact_id: str) -> str:
 
 def link_sk(subject_id: str, predicate: str, object_id: str) -> str:
     return f"{LINK}{subject_id}#{predicate}#{object_id}"
+
+
+def exclusive_sk(subject_id: str, predicate: str) -> str:
+    return f"{EXCLUSIVE}{subject_id}#{predicate}"
 
 
 def edge_data(fact: dict[str, Any], entity_id: str) -> dict[str, Any]:
@@ -95,6 +104,9 @@ class GraphStore:
 
     def link(self, pk: str, subject_id: str, predicate: str, object_id: str) -> Item | None:
         return self.records.get(pk, link_sk(subject_id, predicate, object_id))
+
+    def exclusive_guards(self, pk: str, entity_id: str) -> list[Item]:
+        return self.records.query(pk, f"{EXCLUSIVE}{entity_id}#", limit=MAX_EDGES)
 
     # ------------------------------------------------------------- writes
     @staticmethod
