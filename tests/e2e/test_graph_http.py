@@ -555,7 +555,6 @@ def test_other_users_and_tenants_cannot_reach_alices_graph(server: Server, tenan
     alice = who(tenant)
     first = ok(url, "add_memory_link", ACME, alice)
     fact_id, alice_id, acme_id = first["factId"], first["subject"]["entityId"], first["object"]["entityId"]
-    entity_token = ok(url, "delete_memory_object", {"entityId": alice_id}, alice)["confirmationToken"]
     fact_token = ok(url, "delete_memory_object", {"factId": fact_id}, alice)["confirmationToken"]
     secret = "sec-graph-0042"
     ok(url, "update_memory_object", {"name": "Alice", "summary": f"Holds {secret}."}, alice)
@@ -636,16 +635,17 @@ def test_identity_headers_cannot_splice_into_another_scope(
     url, alice = server.url, who(tenant)
     fact_id = ok(url, "add_memory_link", ACME, alice)["factId"]
     identity = {**alice, **{key: value.replace("TENANT", tenant) for key, value in spliced.items()}}
-    for tool in GRAPH_TOOLS:
-        body: dict[str, Any] = {
-            "add_memory_link": {**GLOBEX, "invalidates": [fact_id]},
-            "get_memory_object": {"name": "Alice"},
-            "update_memory_object": {"name": "Alice", "summary": "x"},
-            "graph_search": {"query": "Alice", "threshold": 0},
-            "invalidate_memory_link": {"factId": fact_id},
-            "delete_memory_object": {"factId": fact_id},
-            "build_memory_from_text": {"content": "Alice works at Globex."},
-        }[tool]
+    bodies: dict[str, dict[str, Any]] = {
+        "add_memory_link": {**GLOBEX, "invalidates": [fact_id]},
+        "get_memory_object": {"name": "Alice"},
+        "update_memory_object": {"name": "Alice", "summary": "x"},
+        "graph_search": {"query": "Alice", "threshold": 0},
+        "invalidate_memory_link": {"factId": fact_id},
+        "delete_memory_object": {"factId": fact_id},
+        "build_memory_from_text": {"content": "Alice works at Globex."},
+    }
+    assert set(bodies) == set(GRAPH_TOOLS)
+    for tool, body in bodies.items():
         status, answer = call(url, tool, body, identity)
         assert status in (400, 401, 403), f"{tool} as {identity}: HTTP {status} {answer}"
         assert "Acme" not in json.dumps(answer)
