@@ -201,11 +201,6 @@ def test_bedrock_errors_become_mnemo_errors(
     assert error.value.details == {"service": "Bedrock", "awsCode": aws_code}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: Bedrock's ModelTimeoutException (the model took too long) maps to PROVIDER_ERROR, while the "
-    "build_memory_from_text spec answers TIMEOUT when the model takes too long",
-)
 def test_bedrock_model_timeout_is_a_timeout(bedrock: tuple[BedrockExtractor, Stubber]) -> None:
     extractor, stubber = bedrock
     stubber.add_client_error("converse", service_error_code="ModelTimeoutException", http_status_code=408)
@@ -552,12 +547,6 @@ FIRST_PARAGRAPH = "Orion " + "and more " * 40 + "Vega."
 SECOND_PARAGRAPH = "Sirius " + "also " * 60 + "Rigel."
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: mnemo.graph.extraction._chunks takes max(rfind('\\n\\n'), rfind('\\n'), rfind(' ')), so it "
-    "always cuts at the last space of the window; the paragraph end it documents preferring is never chosen "
-    "and a paragraph (and the facts in it) is split between model calls",
-)
 def test_a_long_text_is_cut_at_paragraph_ends(tmp_path: Path, fake_model: FakeModel) -> None:
     two_pieces = f"{FIRST_PARAGRAPH}\n\n{SECOND_PARAGRAPH}"
     assert CHUNK < len(two_pieces) <= CHUNK * MAX_CALLS and len(FIRST_PARAGRAPH) > CHUNK // 2

@@ -501,11 +501,6 @@ def test_a_selector_mistake_says_which_fields_to_give(
     assert set(fields) <= words, answer["message"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: add_memory_link's invalidAt-before-validAt check is a model validator, so the envelope names "
-    "'body' instead of 'invalidAt' (invalidate_memory_link names 'invalidAt' for the same mistake)",
-)
 def test_add_memory_link_with_invalid_at_before_valid_at_names_invalid_at(server: Server, tenant: str) -> None:
     body = {**ACME, "invalidAt": "2024-01-01T00:00:00Z"}
     answer = fails(server.url, "add_memory_link", body, who(tenant), 400, "INVALID_INPUT")

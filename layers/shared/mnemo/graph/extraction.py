@@ -93,9 +93,11 @@ def _chunks(text: str, size: int) -> list[str]:
     pieces: list[str] = []
     rest = text.strip()
     while len(rest) > size:
-        window = rest[:size]
-        cut = max(window.rfind("\n\n"), window.rfind("\n"), window.rfind(" "))
-        cut = cut if cut > size // 2 else size
+        window = rest[: size + 1]  # a boundary right after the last character still counts
+        cut = next(
+            (at for at in (window.rfind(mark) for mark in ("\n\n", "\n", " ")) if at > size // 2),
+            size,
+        )
         pieces.append(rest[:cut].strip())
         rest = rest[cut:].strip()
     if rest:

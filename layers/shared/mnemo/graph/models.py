@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
 from mnemo.context import Layer
 from mnemo.models import ToolRequest, ToolResponse, UtcDateTime, WireModel
@@ -112,11 +112,13 @@ class AddMemoryLinkInput(ToolRequest):
 
     _text = field_validator("text")(_not_blank)
 
-    @model_validator(mode="after")
-    def _ordered(self) -> AddMemoryLinkInput:
-        if self.valid_at and self.invalid_at and self.invalid_at <= self.valid_at:
-            raise ValueError("invalidAt must be after validAt")
-        return self
+    @field_validator("invalid_at")
+    @classmethod
+    def _after_valid_at(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        valid_at = info.data.get("valid_at")
+        if value is not None and valid_at is not None and value <= valid_at:
+            raise ValueError("must be after validAt")
+        return value
 
 
 class AddMemoryLinkOutput(ToolResponse):

@@ -11,6 +11,8 @@ _THROTTLING = {
     "TooManyRequestsException",
     "SlowDown",
 }
+#: A service answering that the work itself ran out of time (Bedrock: the model took too long).
+_TIMEOUTS = {"ModelTimeoutException", "RequestTimeout", "RequestTimeoutException"}
 
 
 def provider_error(service: str, error: Exception) -> MnemoError:
@@ -20,6 +22,8 @@ def provider_error(service: str, error: Exception) -> MnemoError:
         code = error.response.get("Error", {}).get("Code", "Unknown")
         if code in _THROTTLING:
             return RateLimited(f"{service} is throttling requests", {"service": service, "awsCode": code})
+        if code in _TIMEOUTS:
+            return Timeout(f"{service} took too long to answer", {"service": service, "awsCode": code})
         return ProviderError(f"{service} failed", {"service": service, "awsCode": code})
     if isinstance(error, ConnectTimeoutError | ReadTimeoutError):
         return Timeout(f"{service} timed out", {"service": service})
