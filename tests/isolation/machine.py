@@ -29,7 +29,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -194,7 +194,7 @@ class OverHttp:
 
 MAX_TOPIC_TAGS = 20
 NOBODY = "<nobody>"  # the scope of content whose write was refused: no one may ever see it
-TOKEN = re.compile(r"sec\d{6}|mem_[0-9a-fk][0-9a-f]{23}|msg_[0-9a-f]{24}")
+TOKEN = re.compile(r"sec\d{6}|mem_[0-9a-fk][0-9a-f]{23}|msg_[0-9a-f]{24}|(?:ent|fct)_[0-9a-f]{24}")
 
 
 @dataclass
@@ -237,6 +237,30 @@ class StoredFile:  # a StoredAsset (store "asset") or a workspace file (store "w
     version: int
     owner: Actor  # the last writer: it reads the file back
     alive: bool = True
+
+
+@dataclass(eq=False)
+class GraphEntity:
+    entity_id: str
+    scope: str
+    layer: str
+    name: str
+    secret: str | None  # the secret its summary holds, once updated
+    owner: Actor  # its creator: it reads the entity back
+    alive: bool = True
+
+
+@dataclass(eq=False)
+class GraphFact:
+    fact_id: str
+    scope: str
+    layer: str
+    secret: str  # in its text
+    subject: GraphEntity
+    object: GraphEntity
+    owner: Actor
+    alive: bool = True
+    invalid: bool = False
 
 
 @dataclass(frozen=True)
@@ -360,6 +384,10 @@ FILE_TARGETS = ("own", "user", "project", "workspace")
 #: Every caller writes the same few names: most paths are someone else's too.
 FILE_NAMES = ("a.md", "b.md", "c.md")
 FILE_MARKERS = ("block", "workspace", "user", "project")
+#: The graph's layers the machine writes, and a few names every caller uses (two spellings of one name).
+GRAPH_LAYERS = ("user", "agent", "session", "project", "org")
+GRAPH_NAMES = ("Alice", "alice", "Acme", "Zed")
+GRAPH_PREDICATES = ("works_at", "knows")
 MESSAGE_STEMS = ("deploy the cache", "rotate the keys", "weather in Paris", "release notes")
 CLAIM_KEYS: dict[str, str] = {
     "user_id": "user",
@@ -411,6 +439,11 @@ class IsolationMachine(RuleBasedStateMachine):
         self.pins: dict[str, list[tuple[str, str]]] = {}  # pinner scope -> (scope, name) in context order
         self.list_cursors: list[tuple[Actor, str, str]] = []  # (who, the folder listed, nextCursor)
         self.pinners: dict[str, Actor] = {}  # pinner scope -> a caller that pinned as it
+        self.entities: dict[tuple[str, str], GraphEntity] = {}  # (scope, folded name) -> the entity it names
+        self.graph_entities: list[GraphEntity] = []  # every entity ever made, deleted ones too
+        self.graph_facts: dict[str, GraphFact] = {}
+        self.open_links: dict[tuple[str, str, str, str], str] = {}  # (scope, subject, predicate, object) -> fact
+        self.delete_tokens: list[str] = []
         self.stats.examples += 1
 
     # --------------------------------------------------------- plumbing
@@ -555,6 +588,8 @@ class IsolationMachine(RuleBasedStateMachine):
             query = self.memories[target].handle
             cross = self.memories[target].scope not in actor.scopes
         body: dict[str, Any] = {"query": query, "threshold": 0.0, "limit": 1 if paged else 100}
+        if not paged:
+            body["includeGraph"] = True  # the graph's part of the answer is checked for leaks too
         if layers is not None:
             body["layers"] = layers
         if by_tag and target is not None and not self.memories[target].pointer:
@@ -1449,6 +1484,320 @@ class IsolationMachine(RuleBasedStateMachine):
         )
         assert outcome.body["missing"] == [m for m, path in zip(markers, expected, strict=True) if path is None]
 
+    # ------------------------------------------------------------ graph
+    def _graph_entity_at(self, actor: Actor, name: str) -> GraphEntity | None:
+        """The entity a name finds for this caller: the most specific readable layer that has it."""
+        for layer in actor.context.readable_layers():
+            found = self.entities.get((actor.context.scope_key(layer), name.casefold()))
+            if found is not None and found.alive:
+                return found
+        return None
+
+    def _graph_name_cross(self, actor: Actor, name: str) -> bool:
+        return any(
+            e.alive and key[1] == name.casefold() and e.scope not in actor.scopes for key, e in self.entities.items()
+        )
+
+    @rule(
+        actor=actors,
+        layer=st.sampled_from(GRAPH_LAYERS),
+        subject=st.sampled_from(GRAPH_NAMES),
+        obj=st.sampled_from(GRAPH_NAMES),
+        predicate=st.sampled_from(GRAPH_PREDICATES),
+        steal=st.booleans(),
+        data=st.data(),
+    )
+    def add_memory_link(
+        self, actor: Actor, layer: str, subject: str, obj: str, predicate: str, steal: bool, data: st.DataObject
+    ) -> None:
+        """A fact between two shared names; sometimes `invalidates` names another scope's fact."""
+        scope = actor.context.scope_key(layer) if actor.context.can_read(layer) else None
+        foreign = [f for f in self.graph_facts.values() if f.scope != scope]
+        victim = data.draw(st.sampled_from(foreign), label="stolen fact") if steal and foreign else None
+        self._add_link(actor, layer, subject, obj, predicate, victim)
+
+    @initialize(owners=st.lists(actors, min_size=2, max_size=4, unique=True), name=st.sampled_from(GRAPH_NAMES))
+    def some_links(self, owners: list[Actor], name: str) -> None:
+        """Every example starts with a few callers' facts, in their user and project layers, about one name."""
+        for owner in owners:
+            for layer in ("user", "project"):
+                self._add_link(owner, layer, name, "Acme" if name.casefold() != "acme" else "Zed", "works_at")
+
+    def _add_link(
+        self, actor: Actor, layer: str, subject: str, obj: str, predicate: str, victim: GraphFact | None = None
+    ) -> None:
+        context = actor.context
+        allowed = context.can_write(layer)
+        scope = context.scope_key(layer) if context.can_read(layer) else None
+        secret = self.secret(scope if allowed and scope is not None else NOBODY)
+        body: dict[str, Any] = {
+            "subject": subject,
+            "predicate": predicate,
+            "object": obj,
+            "layer": layer,
+            "text": f"{subject} {predicate} {obj}: {secret}",
+        }
+        stolen = victim is not None
+        foreign = [victim] if victim is not None else []
+        if victim is not None:
+            body["invalidates"] = [victim.fact_id]
+        cross = stolen or self._graph_name_cross(actor, subject) or self._graph_name_cross(actor, obj)
+        outcome = self.call(actor, "add_memory_link", body, cross=cross)
+        if scope is None:
+            self.expect(outcome, "INVALID_INPUT", f"add_memory_link {layer} without its ids")
+            assert outcome.body["details"]["field"] == "layer", outcome.body
+            return
+        if not allowed:
+            self.expect(outcome, "UNAUTHORIZED", f"add_memory_link {layer} without the writer role")
+            return
+        triple = (scope, subject.casefold(), predicate, obj.casefold())
+        existing = self.open_links.get(triple)
+        if existing is not None:
+            self.expect(outcome, None, "add_memory_link of a fact already open")
+            assert outcome.body["created"] is False and outcome.body["factId"] == existing, outcome.body
+            return
+        if stolen:
+            self.expect(outcome, "NOT_FOUND", "add_memory_link invalidating another scope's fact")
+            assert outcome.body["details"]["field"] == "invalidates", outcome.body
+            for fact in foreign:
+                if fact.fact_id in body["invalidates"]:
+                    self._verify_graph_fact(fact)
+            return
+        self.expect(outcome, None, "add_memory_link")
+        assert outcome.body["created"] is True, outcome.body
+        ends: list[GraphEntity] = []
+        for name, ref in ((subject, outcome.body["subject"]), (obj, outcome.body["object"])):
+            if ends and name.casefold() == subject.casefold():  # a self-loop: one entity
+                assert ref["entityId"] == ends[0].entity_id, outcome.body
+                ends.append(ends[0])
+                continue
+            known = self.entities.get((scope, name.casefold()))
+            if known is not None and known.alive:
+                assert ref["entityId"] == known.entity_id and not ref["created"], (outcome.body, known)
+            else:
+                assert ref["created"] and ref["entityId"] not in self.tokens, (outcome.body, known)
+                known = GraphEntity(ref["entityId"], scope, layer, name, None, actor)
+                self.entities[(scope, name.casefold())] = known
+                self.graph_entities.append(known)
+                self.tokens[known.entity_id] = scope
+            ends.append(known)
+        fact_id = outcome.body["factId"]
+        assert fact_id not in self.graph_facts, outcome.body
+        self.tokens[fact_id] = scope
+        self.graph_facts[fact_id] = GraphFact(fact_id, scope, layer, secret, ends[0], ends[1], actor)
+        self.open_links[triple] = fact_id
+
+    def _graph_target(self, data: st.DataObject, actor: Actor) -> tuple[dict[str, Any], GraphEntity | None, bool]:
+        """A selector for an entity someone made (by id, or by name), what the caller should find, and whether
+        it reaches into another scope."""
+        known = self.graph_entities
+        if not known:
+            name = data.draw(st.sampled_from(GRAPH_NAMES), label="name")
+            return {"name": name}, self._graph_entity_at(actor, name), False
+        entity = data.draw(st.sampled_from(known), label="entity")
+        if data.draw(st.booleans(), label="by id"):
+            visible = entity.alive and entity.scope in actor.scopes
+            return {"entityId": entity.entity_id}, entity if visible else None, entity.scope not in actor.scopes
+        return (
+            {"name": entity.name},
+            self._graph_entity_at(actor, entity.name),
+            self._graph_name_cross(actor, entity.name),
+        )
+
+    @rule(actor=actors, data=st.data(), history=st.booleans(), depth=st.sampled_from([0, 1, 3]))
+    def get_memory_object(self, actor: Actor, data: st.DataObject, history: bool, depth: int) -> None:
+        selector, expected, cross = self._graph_target(data, actor)
+        body = {**selector, "includeHistory": history, "depth": depth, "limit": 200}
+        outcome = self.call(actor, "get_memory_object", body, cross=cross)
+        if expected is None:
+            self.expect(outcome, "NOT_FOUND", f"get_memory_object {selector}")
+            self._same_as_unknown_entity(actor, "get_memory_object", outcome, selector, {"depth": depth})
+            return
+        self.expect(outcome, None, f"get_memory_object {selector}")
+        assert outcome.body["entity"]["entityId"] == expected.entity_id, (outcome.body["entity"], expected)
+        self._check_graph_entity(actor, expected, outcome.body)
+
+    def _check_graph_entity(self, actor: Actor, expected: GraphEntity, body: dict[str, Any]) -> None:
+        entity = body["entity"]
+        if expected.secret is not None:
+            assert expected.secret in entity["summary"], (entity, expected)
+        for fact in body["facts"]:
+            known = self.graph_facts.get(fact["factId"])
+            assert known is not None and known.alive and known.scope == expected.scope, (fact, known)
+            assert known.secret in fact["text"], (fact, known)
+        for neighbour in body["neighbours"]:
+            assert self.tokens.get(neighbour["entityId"]) == expected.scope, (neighbour, expected)
+
+    def _same_as_unknown_entity(
+        self, actor: Actor, tool: str, stolen: Outcome, selector: dict[str, Any], extra: dict[str, Any]
+    ) -> None:
+        if "entityId" in selector:
+            fake = f"ent_{'0' * 23}{self.counter % 10}"
+            self.same_as_unknown(actor, tool, stolen, selector["entityId"], fake, {"entityId": fake, **extra})
+        else:
+            fake = f"Nobody{self.counter}"
+            self.same_as_unknown(actor, tool, stolen, json.dumps(selector["name"])[1:-1], fake, {"name": fake, **extra})
+
+    @rule(actor=actors, data=st.data())
+    def update_memory_object(self, actor: Actor, data: st.DataObject) -> None:
+        selector, expected, cross = self._graph_target(data, actor)
+        scope = expected.scope if expected is not None else NOBODY
+        allowed = expected is not None and actor.context.can_write(expected.layer)
+        secret = self.secret(scope if allowed else NOBODY)
+        body: dict[str, Any] = {**selector, "summary": f"About {secret}."}
+        outcome = self.call(actor, "update_memory_object", body, cross=cross)
+        if expected is None:
+            self.expect(outcome, "NOT_FOUND", f"update_memory_object {selector}")
+            self._same_as_unknown_entity(actor, "update_memory_object", outcome, selector, {"summary": "x"})
+        elif not allowed:
+            self.expect(outcome, "UNAUTHORIZED", f"update_memory_object {selector} without the writer role")
+        else:
+            self.expect(outcome, None, f"update_memory_object {selector}")
+            assert outcome.body["entity"]["entityId"] == expected.entity_id, outcome.body
+            expected.secret = secret
+            return
+        for entity in self.graph_entities:
+            if (
+                entity.alive
+                and entity.scope not in actor.scopes
+                and (selector.get("entityId") == entity.entity_id or selector.get("name") == entity.name)
+            ):
+                self._verify_graph_entity(entity)
+
+    @rule(actor=actors, data=st.data())
+    def invalidate_memory_link(self, actor: Actor, data: st.DataObject) -> None:
+        if not self.graph_facts:
+            return
+        fact = data.draw(st.sampled_from(list(self.graph_facts.values())), label="fact")
+        visible = fact.alive and fact.scope in actor.scopes
+        secret = self.secret(fact.scope if visible else NOBODY)
+        body = {"factId": fact.fact_id, "reason": f"Ended {secret}"}
+        outcome = self.call(actor, "invalidate_memory_link", body, cross=fact.scope not in actor.scopes)
+        if not visible:
+            self.expect(outcome, "NOT_FOUND", f"invalidate_memory_link of {fact.fact_id}")
+            fake = f"fct_{'0' * 23}{self.counter % 10}"
+            self.same_as_unknown(
+                actor, "invalidate_memory_link", outcome, fact.fact_id, fake, {"factId": fake, "reason": body["reason"]}
+            )
+            self._verify_graph_fact(fact)
+            return
+        if not actor.context.can_write(fact.layer):
+            self.expect(outcome, "UNAUTHORIZED", "invalidate_memory_link without the writer role")
+            return
+        self.expect(outcome, None, "invalidate_memory_link")
+        assert outcome.body["alreadyInvalid"] is fact.invalid, (outcome.body, fact)
+        fact.invalid = True
+        for triple, fact_id in list(self.open_links.items()):
+            if fact_id == fact.fact_id:
+                del self.open_links[triple]
+
+    @rule(actor=actors, data=st.data(), of_fact=st.booleans(), token=st.sampled_from(["own", "own", "stolen"]))
+    def delete_memory_object(self, actor: Actor, data: st.DataObject, of_fact: bool, token: str) -> None:
+        """A preview, then (with its own token or another object's) the deletion."""
+        if of_fact and self.graph_facts:
+            fact = data.draw(st.sampled_from(list(self.graph_facts.values())), label="fact")
+            selector: dict[str, Any] = {"factId": fact.fact_id}
+            visible, layer, cross = (
+                fact.alive and fact.scope in actor.scopes,
+                fact.layer,
+                fact.scope not in actor.scopes,
+            )
+            entity = None
+        else:
+            selector, entity, cross = self._graph_target(data, actor)
+            visible, layer, fact = entity is not None, entity.layer if entity else "user", None
+        outcome = self.call(actor, "delete_memory_object", selector, cross=cross)
+        if not visible:
+            self.expect(outcome, "NOT_FOUND", f"delete_memory_object {selector}")
+            if fact is not None:
+                fake = f"fct_{'0' * 23}{self.counter % 10}"
+                self.same_as_unknown(actor, "delete_memory_object", outcome, fact.fact_id, fake, {"factId": fake})
+                self._verify_graph_fact(fact)
+            else:
+                self._same_as_unknown_entity(actor, "delete_memory_object", outcome, selector, {})
+            return
+        if not actor.context.can_write(layer):
+            self.expect(outcome, "UNAUTHORIZED", f"delete_memory_object {selector} without the writer role")
+            return
+        self.expect(outcome, None, f"delete_memory_object {selector} (preview)")
+        own = outcome.body["confirmationToken"]
+        stolen = token == "stolen" and any(t != own for t in self.delete_tokens)
+        chosen = (
+            data.draw(st.sampled_from([t for t in self.delete_tokens if t != own]), label="token") if stolen else own
+        )
+        self.delete_tokens.append(own)
+        confirmed = self.call(actor, "delete_memory_object", {**selector, "confirmationToken": chosen}, cross=stolen)
+        if stolen:
+            self.expect(confirmed, "CONFLICT", "delete_memory_object with another object's token")
+            return
+        self.expect(confirmed, None, f"delete_memory_object {selector}")
+        assert confirmed.body["deleted"] is True, confirmed.body
+        if fact is not None:
+            self._forget_graph_fact(fact)
+            return
+        assert entity is not None
+        entity.alive = False
+        for known in list(self.graph_facts.values()):
+            if known.alive and (known.subject is entity or known.object is entity):
+                self._forget_graph_fact(known)
+
+    def _forget_graph_fact(self, fact: GraphFact) -> None:
+        fact.alive = False
+        for triple, fact_id in list(self.open_links.items()):
+            if fact_id == fact.fact_id:
+                del self.open_links[triple]
+
+    @rule(actor=actors, data=st.data(), kind=st.sampled_from(["all", "entities", "facts"]), history=st.booleans())
+    def graph_search(self, actor: Actor, data: st.DataObject, kind: str, history: bool) -> None:
+        facts = list(self.graph_facts.values())
+        target = data.draw(st.sampled_from(facts), label="fact") if facts else None
+        query = f"{target.subject.name} {target.secret}" if target else "Acme"
+        body = {"query": query, "kind": kind, "includeInvalid": history, "threshold": 0.0, "limit": 50}
+        outcome = self.call(actor, "graph_search", body, cross=target is not None and target.scope not in actor.scopes)
+        self.expect(outcome, None, "graph_search")
+        for hit in outcome.body["entities"]:
+            entity = next((e for e in self.graph_entities if e.entity_id == hit["entityId"]), None)
+            assert entity is not None and entity.alive and entity.scope in actor.scopes, (hit, entity)
+        for hit in outcome.body["facts"]:
+            fact = self.graph_facts.get(hit["factId"])
+            assert fact is not None and fact.alive and fact.scope in actor.scopes, (hit, fact)
+            assert fact.secret in hit["text"], (hit, fact)
+
+    @rule(actor=actors, layer=st.sampled_from(GRAPH_LAYERS), dry=st.booleans())
+    def build_memory_from_text(self, actor: Actor, layer: str, dry: bool) -> None:
+        """No model is configured: refused for the layer's ids or role first, then PROVIDER_ERROR; nothing stored."""
+        secret = self.secret(NOBODY)
+        body = {"content": f"Alice works at Acme. {secret}", "layer": layer, "dryRun": dry}
+        outcome = self.call(actor, "build_memory_from_text", body)
+        context = actor.context
+        if not dry and not context.can_read(layer):
+            self.expect(outcome, "INVALID_INPUT", f"build_memory_from_text {layer} without its ids")
+        elif not dry and not context.can_write(layer):
+            self.expect(outcome, "UNAUTHORIZED", f"build_memory_from_text {layer} without the writer role")
+        else:
+            self.expect(outcome, "PROVIDER_ERROR", "build_memory_from_text with no model")
+
+    def _verify_graph_entity(self, entity: GraphEntity) -> None:
+        """Read an entity back as its owner, by id: there (with its summary) or gone, as the model says."""
+        outcome = self.call(entity.owner, "get_memory_object", {"entityId": entity.entity_id, "includeHistory": True})
+        if not entity.alive:
+            self.expect(outcome, "NOT_FOUND", f"get_memory_object (owner read-back of deleted {entity})")
+            return
+        self.expect(outcome, None, f"get_memory_object (owner read-back of {entity})")
+        self._check_graph_entity(entity.owner, entity, outcome.body)
+
+    def _verify_graph_fact(self, fact: GraphFact) -> None:
+        body = {"entityId": fact.subject.entity_id, "includeHistory": True, "depth": 0, "limit": 200}
+        outcome = self.call(fact.owner, "get_memory_object", body)
+        if not fact.subject.alive:
+            self.expect(outcome, "NOT_FOUND", f"get_memory_object (owner read-back of {fact})")
+            return
+        self.expect(outcome, None, f"get_memory_object (owner read-back of {fact})")
+        found = [f for f in outcome.body["facts"] if f["factId"] == fact.fact_id]
+        assert bool(found) is fact.alive, (fact, outcome.body)
+        if found:
+            assert (found[0]["invalidAt"] is not None) is fact.invalid, (found[0], fact)
+
     # -------------------------------------------- identity in the body
     @rule(actor=actors, victim=actors, claim=st.sampled_from(sorted(CLAIM_KEYS)), data=st.data())
     def identity_in_body(self, actor: Actor, victim: Actor, claim: str, data: st.DataObject) -> None:
@@ -1515,6 +1864,24 @@ class IsolationMachine(RuleBasedStateMachine):
             entry = own_entries[0]
             lookup = {"query": "q", "explanation": "x", "message_id": entry.message_id}
             choices.append(("retrieve_conversation", lookup, lambda: self.verify_entry(entry, "retrieve_conversation")))
+        choices += [
+            ("add_memory_link", {"subject": "Alice", "predicate": "knows", "object": secret}, _noop),
+            ("graph_search", {"query": "Alice", "threshold": 0.0}, _noop),
+            ("build_memory_from_text", {"content": f"Alice knows {secret}.", "dryRun": True}, _noop),
+        ]
+        own_entities = [e for e in self.graph_entities if e.owner == victim and e.alive]
+        if own_entities:
+            entity = own_entities[0]
+            selector = {"entityId": entity.entity_id}
+            choices.append(("get_memory_object", selector, _noop))
+            verify = partial(self._verify_graph_entity, entity)
+            choices.append(("update_memory_object", {**selector, "summary": secret}, verify))
+            choices.append(("delete_memory_object", selector, verify))
+        own_facts = [f for f in self.graph_facts.values() if f.owner == victim and f.alive]
+        if own_facts:
+            fact = own_facts[0]
+            verify = partial(self._verify_graph_fact, fact)
+            choices.append(("invalidate_memory_link", {"factId": fact.fact_id}, verify))
         shown = self.knowledge[self.counter % len(self.knowledge)]
         choices.append(("knowledge_show", {"id": shown.item_id}, _noop))
         return data.draw(st.sampled_from(choices), label="attack")
@@ -1535,6 +1902,10 @@ class IsolationMachine(RuleBasedStateMachine):
             self.verify_general(scope)
         for key in list(self.files):
             self._verify_file(key)
+        for entity in self.graph_entities:
+            self._verify_graph_entity(entity)
+        for fact in self.graph_facts.values():
+            self._verify_graph_fact(fact)
 
     @staticmethod
     def _pick(data: st.DataObject, options: list[str]) -> str | None:

@@ -33,6 +33,8 @@ TOOLS = {
     *("knowledge_query", "knowledge_show", "knowledge_check", "sync_now", "sync_status"),
     *("file_write", "file_edit", "file_read", "file_list", "file_search", "file_delete"),
     *("block_pin", "block_unpin", "pinned_context", "expand_prompt"),
+    *("add_memory_link", "get_memory_object", "update_memory_object", "graph_search"),
+    *("invalidate_memory_link", "delete_memory_object", "build_memory_from_text"),
 }
 
 
@@ -72,7 +74,7 @@ def test_no_caller_sees_or_changes_another_scope_over_http(
     try:
         with local_server(make_services(tmp_path)) as base:
             HttpIsolationMachine.base_url = base
-            run_state_machine_as_test(HttpIsolationMachine, settings=_settings(examples=25, steps=60))
+            run_state_machine_as_test(HttpIsolationMachine, settings=_settings(examples=40, steps=60))
     finally:
         isolation_report(f"{stats.line('over HTTP')} in {time.perf_counter() - started:.1f} s")
     _check(stats, least_cross_scope=100)
