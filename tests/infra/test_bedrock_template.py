@@ -113,7 +113,19 @@ FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool]] = {
         },
         True,
     ),
+    # Entities and facts are written to and deleted from the index; build_memory_from_text also calls the
+    # extraction model (ExtractorModelId), and nothing else of Bedrock.
+    "graph": (
+        "DynamoDBCrudPolicy",
+        {
+            "ExtractWithModel": "bedrock:InvokeModel",
+            "EmbedWithTitan": "bedrock:InvokeModel",
+            "VectorIndexReadWrite": "aoss:APIAccessAll",
+        },
+        True,
+    ),
 }
+EXTRACTOR_ARN = {"Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${ExtractorModelId}"}
 
 
 @pytest.mark.parametrize("family", _families())
@@ -139,6 +151,11 @@ def test_the_function_reaches_what_its_tools_need(family: str) -> None:
         assert by_sid["KnowledgeObjectRead"]["Resource"] == _S3_OBJECTS
     if "WorkspaceObjects" in by_sid:
         assert by_sid["WorkspaceObjects"]["Resource"] == _S3_WORKSPACE
+    if "ExtractWithModel" in by_sid:
+        assert by_sid["ExtractWithModel"]["Resource"] == EXTRACTOR_ARN
+        variables = properties["Environment"]["Variables"]
+        assert variables["MNEMO_EXTRACTOR"] == "bedrock"
+        assert variables["MNEMO_EXTRACTOR_MODEL_ID"] == {"Ref": "ExtractorModelId"}
     # The collection's data-access policy names the role in one statement, which writes or only reads.
     policy = doc["Resources"]["VectorCollectionAccessPolicy"]["Properties"]["Policy"]["Sub"][1]
     role = f"${{{_function_id(family)}Role.Arn}}"

@@ -26,6 +26,7 @@ from mnemo.tools.registry import load_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 TITAN_V2 = "amazon.titan-embed-text-v2:0"
+EXTRACTOR_MODEL = "amazon.nova-lite-v1:0"  # ExtractorModelId's default, as the setting's
 
 
 @cache
@@ -343,9 +344,10 @@ def test_vector_collection_and_its_policies() -> None:
         "RetrieveConversationFunction",
         "RetrieveExecutionFunction",
         "FileSearchFunction",
+        "GraphSearchFunction",
     ):
         assert rights[role(reader)] == read_only, reader
-    for deleter in ("MemoryDeleteFunction", "ForgetMemoryFunction", "FileDeleteFunction"):
+    for deleter in ("MemoryDeleteFunction", "ForgetMemoryFunction", "FileDeleteFunction", "DeleteMemoryObjectFunction"):
         assert "aoss:WriteDocument" in rights[role(deleter)], deleter
         assert "aoss:CreateIndex" not in rights[role(deleter)], deleter
     for writer in (
@@ -365,6 +367,10 @@ def test_vector_collection_and_its_policies() -> None:
         "FileWriteFunction",
         "FileEditFunction",
         "BedrockFilesFunction",
+        "AddMemoryLinkFunction",
+        "UpdateMemoryObjectFunction",
+        "BuildMemoryFromTextFunction",
+        "BedrockGraphFunction",
     ):
         assert {"aoss:WriteDocument", "aoss:CreateIndex"} <= rights[role(writer)], writer
     # Functions whose tools never touch the index are no principal of the collection.
@@ -382,6 +388,8 @@ def test_vector_collection_and_its_policies() -> None:
         "PinnedContextFunction",
         "ExpandPromptFunction",
         "BlockUnpinFunction",
+        "GetMemoryObjectFunction",
+        "InvalidateMemoryLinkFunction",
     ):
         assert role(outsider) not in rights, outsider
     for principal, granted in rights.items():
@@ -485,6 +493,8 @@ READ_ONLY_ACTIONS = {
         "file_search",
         "pinned_context",
         "expand_prompt",
+        "get_memory_object",
+        "graph_search",
     ],
 )
 def test_read_only_tools_get_read_only_policies(tool: str) -> None:
@@ -553,11 +563,23 @@ def test_least_privilege_per_function() -> None:
         "BlockUnpinFunction": {"DynamoDBCrudPolicy": table},
         "FileDeleteFunction": {"DynamoDBCrudPolicy": table},
         "BedrockFilesFunction": {"DynamoDBCrudPolicy": table},
+        # Graph: links, updates, invalidations, deletions and extractions change entities, facts, their edges,
+        # name and link records and outbox markers; an entity read and a search only read.
+        "AddMemoryLinkFunction": {"DynamoDBCrudPolicy": table},
+        "GetMemoryObjectFunction": {"DynamoDBReadPolicy": table},
+        "UpdateMemoryObjectFunction": {"DynamoDBCrudPolicy": table},
+        "GraphSearchFunction": {"DynamoDBReadPolicy": table},
+        "InvalidateMemoryLinkFunction": {"DynamoDBCrudPolicy": table},
+        "DeleteMemoryObjectFunction": {"DynamoDBCrudPolicy": table},
+        "BuildMemoryFromTextFunction": {"DynamoDBCrudPolicy": table},
+        "BedrockGraphFunction": {"DynamoDBCrudPolicy": table},
     }
     assert {name: _templates(r) for name, r in functions(doc).items()} == expected_templates
     statements = _statements(doc, parameters(doc))
     titan_arn = f"arn:aws:bedrock:eu-west-1::foundation-model/{TITAN_V2}"
+    extractor_arn = f"arn:aws:bedrock:eu-west-1::foundation-model/{EXTRACTOR_MODEL}"
     embeds = set()
+    extracts = set()
     reaches_index = set()
     for name, found in statements.items():
         for statement in found:
@@ -568,8 +590,9 @@ def test_least_privilege_per_function() -> None:
             assert not any(a.endswith("*") for a in actions), (name, actions)
             if "bedrock:InvokeModel" in actions:
                 assert actions == ["bedrock:InvokeModel"]
-                assert substitute(doc, resource, parameters(doc)) == titan_arn
-                embeds.add(name)
+                model = substitute(doc, resource, parameters(doc))
+                assert model in (titan_arn, extractor_arn), (name, model)
+                (embeds if model == titan_arn else extracts).add(name)
             if "aoss:APIAccessAll" in actions:
                 assert resource == {"GetAtt": "VectorCollection.Arn"}
                 reaches_index.add(name)
@@ -599,11 +622,23 @@ def test_least_privilege_per_function() -> None:
         "FileEditFunction",
         "FileSearchFunction",
         "BedrockFilesFunction",
+        "AddMemoryLinkFunction",
+        "UpdateMemoryObjectFunction",
+        "GraphSearchFunction",
+        "BuildMemoryFromTextFunction",
+        "BedrockGraphFunction",
     }
+    # Only what runs build_memory_from_text may call the extraction model.
+    assert extracts == {"BuildMemoryFromTextFunction", "BedrockGraphFunction", "McpFunction"}
     # knowledge_check, knowledge_show, sync_status, list_memories, recall_memory, recall_general_memory,
-    # memorize_general_info, file_read, file_list, block_pin, block_unpin, pinned_context and expand_prompt
-    # never reach the index.
-    assert reaches_index == embeds | {"MemoryDeleteFunction", "ForgetMemoryFunction", "FileDeleteFunction"}
+    # memorize_general_info, file_read, file_list, block_pin, block_unpin, pinned_context, expand_prompt,
+    # get_memory_object and invalidate_memory_link never reach the index.
+    assert reaches_index == embeds | {
+        "MemoryDeleteFunction",
+        "ForgetMemoryFunction",
+        "FileDeleteFunction",
+        "DeleteMemoryObjectFunction",
+    }
 
 
 # What each catalog tool needs at run time (mnemo/*/service.py and the adapters they use): the
@@ -676,7 +711,26 @@ TOOL_NEEDS: dict[str, tuple[str, bool, frozenset[str], frozenset[tuple[str, str]
     # file_delete removes a block's index document and its pins, adds a workspace object's delete marker, or
     # forgets a topic as forget_memory does (no Titan: a block written again meanwhile is queued, not embedded).
     "file_delete": ("crud", False, INDEX_DELETE, WS_DELETE),
+    # mnemo/graph/service.py: entities and facts are records of the table, indexed in the `graph` namespace through
+    # the index outbox. add_memory_link writes the fact, its edges, new entities and the ends of contradicted facts,
+    # then embeds and indexes the new fact and entities.
+    "add_memory_link": ("crud", True, INDEX_WRITE, NONE),
+    # get_memory_object reads the entity by id or name, its edges and facts, and walks to its neighbours.
+    "get_memory_object": ("read", False, NONE, NONE),
+    # update_memory_object rewrites the entity and its name records, then embeds and indexes it again.
+    "update_memory_object": ("crud", True, INDEX_WRITE, NONE),
+    # graph_search embeds the query, searches the `graph` namespace and reads the hits back.
+    "graph_search": ("read", True, INDEX_READ, NONE),
+    # invalidate_memory_link changes a fact's times (and releases its link record): its indexed text stays.
+    "invalidate_memory_link": ("crud", False, NONE, NONE),
+    # delete_memory_object removes the records in batches with outbox markers, then their documents (nothing is
+    # embedded: a record that is gone is only deleted from the index).
+    "delete_memory_object": ("crud", False, INDEX_DELETE, NONE),
+    # build_memory_from_text calls the extraction model, then adds each fact as add_memory_link does.
+    "build_memory_from_text": ("crud", True, INDEX_WRITE, NONE),
 }
+# Tools that call the extraction model (ExtractorModelId through Bedrock Converse).
+EXTRACTS = frozenset({"build_memory_from_text"})
 EXISTING_DOMAIN = {"ExistingOpenSearchEndpoint": "https://x.es.amazonaws.com", "ExistingOpenSearchDomainName": "x"}
 
 
@@ -715,15 +769,22 @@ def test_each_function_gets_exactly_what_its_tools_need() -> None:
         needs = [TOOL_NEEDS[tool] for tool in tools]
         templates = _templates(doc["Resources"][name])
         actions = {a for statement in statements.get(name, []) for a in _actions(statement)}
+        models = {
+            substitute(doc, statement["Resource"], parameters(doc)).rsplit("/", 1)[1]
+            for statement in statements.get(name, [])
+            if "bedrock:InvokeModel" in _actions(statement)
+        }
         found = (
             "crud" if "DynamoDBCrudPolicy" in templates else "read",
-            "bedrock:InvokeModel" in actions,
+            TITAN_V2 in models,
+            EXTRACTOR_MODEL in models,
             {a for a in actions if a.startswith("es:")},
             {grant for statement in statements.get(name, []) for grant in _s3_grants(statement)},
         )
         expected = (
             "crud" if any(records == "crud" for records, *_ in needs) else "read",
             any(embeds for _, embeds, *_ in needs),
+            bool(tools & EXTRACTS),
             set().union(*(index for *_, index, _ in needs)),
             set().union(*(s3 for *_, s3 in needs)),
         )
@@ -994,6 +1055,39 @@ def test_the_block_budget_is_a_parameter_given_to_the_functions_that_check_it() 
             assert env.get("MNEMO_BLOCK_BUDGET_TOKENS") == {"Ref": "BlockBudgetTokens"}, name
         else:
             assert "MNEMO_BLOCK_BUDGET_TOKENS" not in env, name
+
+
+def test_the_extraction_model_is_a_parameter_given_to_the_functions_that_extract() -> None:
+    """build_memory_from_text runs on Bedrock Converse with the ExtractorModelId model (mnemo/adapters/aws/
+    bedrock_extractor.py): every function running it gets MNEMO_EXTRACTOR=bedrock, the model id and the right to
+    invoke that model (Converse is authorised by bedrock:InvokeModel); no other function gets any of them."""
+    doc = template()
+    parameter = doc["Parameters"]["ExtractorModelId"]
+    assert parameter["Type"] == "String" and parameter["Description"]
+    assert parameter["Default"] == Settings.model_fields["extractor_model_id"].default == EXTRACTOR_MODEL
+    assert re.fullmatch(parameter["AllowedPattern"], EXTRACTOR_MODEL)
+    assert re.fullmatch(parameter["AllowedPattern"], "anthropic.claude-3-haiku-20240307-v1:0")
+    assert not re.fullmatch(parameter["AllowedPattern"], "*")
+    env = doc["Globals"]["Function"]["Environment"]["Variables"]
+    assert "MNEMO_EXTRACTOR" not in env and "MNEMO_EXTRACTOR_MODEL_ID" not in env
+    settings = Settings.from_env({"MNEMO_EXTRACTOR": "bedrock", "MNEMO_EXTRACTOR_MODEL_ID": "eu.model:1"})
+    assert (settings.extractor_kind, settings.extractor_model_id) == ("bedrock", "eu.model:1")
+    model_arn = {"Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${ExtractorModelId}"}
+    statements = _statements(doc, parameters(doc))
+    for name, tools in _served_tools(doc).items():
+        variables = doc["Resources"][name]["Properties"].get("Environment", {}).get("Variables", {})
+        extracting = [s for s in statements.get(name, []) if s["Resource"] == model_arn]
+        if tools & EXTRACTS:
+            assert variables.get("MNEMO_EXTRACTOR") == "bedrock", name
+            assert variables.get("MNEMO_EXTRACTOR_MODEL_ID") == {"Ref": "ExtractorModelId"}, name
+            assert [(s["Sid"], _actions(s)) for s in extracting] == [("ExtractWithModel", ["bedrock:InvokeModel"])]
+            # Several model calls take far longer than the tools' default timeout.
+            timeout = doc["Resources"][name]["Properties"].get("Timeout", doc["Globals"]["Function"]["Timeout"])
+            assert timeout >= 60, (name, timeout)
+        else:
+            assert "MNEMO_EXTRACTOR" not in variables and "MNEMO_EXTRACTOR_MODEL_ID" not in variables, name
+            assert not extracting, name
+    assert "MNEMO_EXTRACTOR" not in json.dumps(doc["Resources"]["IndexerFunction"])
 
 
 def test_observability() -> None:
