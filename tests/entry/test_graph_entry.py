@@ -350,7 +350,6 @@ def agent(services: Services) -> Callable[..., dict[str, Any]]:
     return run
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=MISSING_DESCRIPTIONS)
 def test_the_graph_action_group_scenario(agent: Callable[..., dict[str, Any]], services: Services) -> None:
     added = agent(
         "add_memory_link",
@@ -408,7 +407,6 @@ def test_the_graph_action_group_scenario(agent: Callable[..., dict[str, Any]], s
     assert unconfigured["errorCode"] == "PROVIDER_ERROR"
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=MISSING_DESCRIPTIONS)
 def test_the_graph_action_group_over_openapi(agent: Callable[..., dict[str, Any]], services: Services) -> None:
     agent("add_memory_link", prop("subject", "Billing"), prop("predicate", "uses"), prop("object", "PostgreSQL"))
     event = openapi_event("get_memory_object", [prop("name", "Billing")])
@@ -418,7 +416,6 @@ def test_the_graph_action_group_over_openapi(agent: Callable[..., dict[str, Any]
     assert body["entity"]["name"] == "Billing" and body["facts"][0]["object"] == "PostgreSQL"
 
 
-@pytest.mark.xfail(strict=True, reason=MISSING_DESCRIPTIONS + "; then " + STUCK_PAGE)
 def test_graph_reads_stay_within_bedrocks_answer_size(agent: Callable[..., dict[str, Any]], services: Services) -> None:
     """A hub entity with more facts than an answer can carry: get_memory_object and graph_search answer what fits
     and say hasMore, rather than an answer too large for the agent."""
@@ -447,7 +444,6 @@ def test_graph_reads_stay_within_bedrocks_answer_size(agent: Callable[..., dict[
     assert found["success"] is True and found["hasMore"] is True
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=MISSING_DESCRIPTIONS)
 def test_build_memory_from_text_through_the_action_group(bedrock_services: tuple[Services, Stubber]) -> None:
     _, stubber = bedrock_services
     handler = _load("bedrock_graph").handler
@@ -475,7 +471,6 @@ def _hub(services: Services, links: int, name_chars: int) -> None:
         services.graph.add_link(caller, request)
 
 
-@pytest.mark.xfail(strict=True, reason=MISSING_DESCRIPTIONS + "; then " + WRITE_THEN_TOO_LARGE)
 def test_deleting_a_hub_through_the_action_group(agent: Callable[..., dict[str, Any]], services: Services) -> None:
     """An entity with more neighbours than an answer can name can still be previewed and deleted by an agent."""
     _hub(services, 150, 180)
@@ -485,7 +480,6 @@ def test_deleting_a_hub_through_the_action_group(agent: Callable[..., dict[str, 
     assert agent("delete_memory_object", prop("name", "Payments platform"), prop("confirmationToken", token))["deleted"]
 
 
-@pytest.mark.xfail(strict=True, reason=MISSING_DESCRIPTIONS + "; then " + WRITE_THEN_TOO_LARGE)
 def test_a_large_extraction_through_the_action_group_answers_success(
     bedrock_services: tuple[Services, Stubber],
 ) -> None:

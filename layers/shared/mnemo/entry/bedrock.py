@@ -287,9 +287,14 @@ def _paged(tool: Tool) -> bool:
     return "cursor" in field_kinds(tool)
 
 
+#: The lists a trimmed answer keeps the head of (memory and conversation results; graph entities, facts,
+#: neighbours, a deletion's neighbours and an extraction's relationships).
+_PAGE_ITEMS = ("results", "facts", "entities", "neighbours", "neighboursAffected", "relationships")
+
+
 def _stuck(result: Mapping[str, Any]) -> bool:
-    """A page with no ``results`` that still says hasMore: its next cursor would not move."""
-    return bool(result.get("hasMore")) and not result.get("results")
+    """An answer that says hasMore with none of its items in it: asking again would not move."""
+    return bool(result.get("hasMore")) and not any(result.get(key) for key in _PAGE_ITEMS)
 
 
 def run_tool(tool: Tool, event: Mapping[str, Any], payload: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
+from mnemo.budget import fit_head
 from mnemo.context import RequestContext
 from mnemo.errors import InvalidInput, ProviderError, invalid_field
 from mnemo.graph.models import (
@@ -187,7 +188,7 @@ class GraphBuilder:
                 relationships.append(relationship)
         entities = [name for name in names.values() if name]
         verb = "Found" if request.dry_run else "Added"
-        return BuildMemoryFromTextOutput(
+        output = BuildMemoryFromTextOutput(
             summary=f"{verb} {len(entities)} entities and {len(relationships)} relationships"
             + (" (dry run: nothing saved)" if request.dry_run else " to the knowledge graph"),
             entities=entities,
@@ -196,6 +197,17 @@ class GraphBuilder:
             model_calls=len(extractions),
             dry_run=request.dry_run,
         )
+        return self._fitted(output, context.response_budget)
+
+    @staticmethod
+    def _fitted(output: BuildMemoryFromTextOutput, budget: int | None) -> BuildMemoryFromTextOutput:
+        """The answer within the transport's size: everything was saved, so what is cut is only listed less."""
+        relationships = fit_head(output.model_copy(update={"entities": []}), output.relationships, budget)
+        entities = fit_head(output.model_copy(update={"relationships": relationships}), output.entities, budget)
+        if len(relationships) < len(output.relationships) or len(entities) < len(output.entities):
+            output.summary += f" (the answer lists {len(relationships)} of them to fit its size limit)"
+            output.relationships, output.entities, output.has_more = relationships, entities, True
+        return output
 
     def _add(
         self,

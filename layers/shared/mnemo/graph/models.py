@@ -108,7 +108,7 @@ class AddMemoryLinkInput(ToolRequest):
     invalidates: list[FactId] = Field(
         default_factory=list, max_length=MAX_INVALIDATES, description="Facts this one contradicts, by id."
     )
-    source: FactSource | None = None
+    source: FactSource | None = Field(None, description="Where the fact came from: a memory, a message, a document.")
 
     _text = field_validator("text")(_not_blank)
 
@@ -176,8 +176,10 @@ class UpdateMemoryObjectInput(ObjectSelector):
     new_name: Name | None = Field(
         None, description="Rename the entity (the old name stays as an alias unless dropped)."
     )
-    type: EntityType | None = None
-    summary: str | None = Field(None, max_length=MAX_SUMMARY_CHARS)
+    type: EntityType | None = Field(None, description="A new type: person, organization, technology, ...")
+    summary: str | None = Field(
+        None, max_length=MAX_SUMMARY_CHARS, description="What the entity is, in a sentence or two."
+    )
     aliases: list[Name] | None = Field(None, max_length=MAX_ALIASES, description="Replace the aliases.")
 
     @model_validator(mode="after")
@@ -209,10 +211,12 @@ class InvalidateMemoryLinkOutput(ToolResponse):
 
 # ----------------------------------------------------------- delete_memory_object
 class DeleteMemoryObjectInput(ToolRequest):
-    entity_id: EntityId | None = None
-    name: Name | None = None
+    entity_id: EntityId | None = Field(None, description="The entity to erase, by id.")
+    name: Name | None = Field(None, description="The entity to erase, by name or alias.")
     fact_id: FactId | None = Field(None, description="Erase one fact instead of an entity.")
-    layer: Layer | None = None
+    layer: Layer | None = Field(
+        None, description="Where to look; default: every readable layer, the most specific first."
+    )
     confirmation_token: str | None = Field(
         None,
         max_length=64,
@@ -235,13 +239,14 @@ class DeleteMemoryObjectOutput(ToolResponse):
     facts_affected: int = Field(description="Facts deleted (or that would be), current and past.")
     neighbours_affected: list[str] = Field(default_factory=list, description="Entities that lose a link.")
     confirmation_token: str | None = None
+    has_more: bool = Field(False, description="True when neighboursAffected was cut to fit the response size limit.")
 
 
 # ------------------------------------------------------------------ graph_search
 class GraphSearchInput(ToolRequest):
     query: str = Field(min_length=1, max_length=2000, description="What to look for, in natural language.")
     layers: list[Layer] | None = Field(None, min_length=1, description="Layers to search (default: all readable).")
-    kind: Literal["all", "entities", "facts"] = "all"
+    kind: Literal["all", "entities", "facts"] = Field("all", description="What to return: all, entities or facts.")
     types: list[EntityType] | None = Field(None, max_length=20, description="Only entities of these types.")
     as_of: UtcDateTime | None = Field(None, description="Facts valid at this time (default: now).")
     known_at: UtcDateTime | None = Field(
@@ -284,11 +289,11 @@ class BuildMemoryFromTextInput(ToolRequest):
     previous_messages: str | None = Field(
         None, max_length=8000, description="Conversation context that helps resolve names and pronouns."
     )
-    layer: Layer = "user"
+    layer: Layer = Field("user", description="Memory scope the graph is written to (default user).")
     reference_time: UtcDateTime | None = Field(
         None, description="When the text was written, for relative dates ('last week'); default: now."
     )
-    source: FactSource | None = None
+    source: FactSource | None = Field(None, description="Where the text came from; default kind extraction.")
     dry_run: bool = Field(False, description="Extract and answer without saving anything.")
 
     _content = field_validator("content")(_not_blank)
@@ -309,3 +314,6 @@ class BuildMemoryFromTextOutput(ToolResponse):
     invalidated: list[str] = Field(default_factory=list)
     model_calls: int
     dry_run: bool = False
+    has_more: bool = Field(
+        False, description="True when entities or relationships were left out of the answer to fit its size limit."
+    )

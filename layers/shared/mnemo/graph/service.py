@@ -582,6 +582,8 @@ class GraphService:
             facts_affected=len(edges),
             neighbours_affected=[names[n]["name"] for n in neighbours if n in names],
         )
+        kept = fit_head(output, output.neighbours_affected, context.response_budget)
+        output.neighbours_affected, output.has_more = kept, len(kept) < len(output.neighbours_affected)
         if request.confirmation_token is None:
             output.message = (
                 f"Deleting '{entity.data['name']}' erases it and its {len(edges)} facts for good "
