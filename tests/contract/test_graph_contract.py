@@ -226,6 +226,22 @@ def test_a_historical_fact_is_idempotent_too(stack: Stack) -> None:
     stack.assert_index_in_line()
 
 
+def test_an_end_not_after_the_start_is_refused(stack: Stack) -> None:
+    """invalidAt must be after validAt, also when validAt defaults to now."""
+    for fields in (
+        {"invalidAt": "2020-01-01T00:00:00Z"},
+        {"validAt": "2021-01-01T00:00:00Z", "invalidAt": "2020-01-01T00:00:00Z"},
+        {"validAt": "2021-01-01T00:00:00Z", "invalidAt": "2021-01-01T00:00:00Z"},
+    ):
+        body = {"subject": "Alice", "predicate": "lived_in", "object": "Paris", **fields}
+        error = stack.error("add_memory_link", body)
+        assert error.code == "INVALID_INPUT", fields
+    assert stack.error("add_memory_link", {**body, "invalidAt": "2020-01-01T00:00:00Z"}).details["field"] == (
+        "invalidAt"
+    )
+    assert stack.live_ids() == set()
+
+
 # ------------------------------------------------------------------ contradiction
 def test_an_exclusive_fact_ends_the_older_one_and_releases_its_link(stack: Stack) -> None:
     old = link(stack, "Alice", "works_at", "Acme", validAt="2024-01-01T00:00:00Z")

@@ -234,6 +234,8 @@ class GraphService:
         predicate = predicate_key(request.predicate)
         valid_at = stamp(request.valid_at) if request.valid_at else at
         invalid_at = requested_end = stamp(request.invalid_at) if request.invalid_at else None
+        if invalid_at is not None and invalid_at <= valid_at:  # validAt defaulted to now: the model could not check
+            raise invalid_field("invalidAt", f"must be after validAt ({valid_at})")
 
         same = self._same_fact(pk, subject, obj, predicate, valid_at, invalid_at, request)
         if same is not None:
