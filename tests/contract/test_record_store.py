@@ -12,9 +12,11 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aws_fixtures import create_records_table, shared_moto_server
@@ -451,3 +453,29 @@ def test_concurrent_expect_absent_writers_exactly_one_wins(store: RecordStore) -
     got = store.get("P", "LOCK")
     assert got is not None
     assert got.data == {"writer": winners[0]}
+
+
+def test_each_dynamodb_transaction_carries_its_own_request_token(tmp_path: Path) -> None:
+    """A transaction whose answer is lost is retried by botocore with the same parameters; the token it carries
+    lets DynamoDB answer that retry with success instead of failing the conditions the first attempt met
+    (moto does not implement the token, so what is sent is checked against the documented parameter)."""
+    server = shared_moto_server()
+    name = f"tokens-{uuid.uuid4().hex[:8]}"
+    create_records_table(server.client("dynamodb"), name)
+    client = server.client("dynamodb")
+    sent: list[dict[str, Any]] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        sent.append(dict(params))
+
+    client.meta.events.register("provide-client-params.dynamodb.TransactWriteItems", record)
+    try:
+        store = DynamoDbRecordStore(name, lambda: client)
+        for n in range(2):
+            store.write([Put(Item("p", f"a{n}", {}), expect="absent"), Put(Item("p", f"b{n}", {}), expect="absent")])
+    finally:
+        client.meta.events.unregister("provide-client-params.dynamodb.TransactWriteItems", record)
+        client.delete_table(TableName=name)
+    tokens = [params["ClientRequestToken"] for params in sent]
+    assert len(tokens) == 2 and len(set(tokens)) == 2
+    assert all(1 <= len(token) <= 36 for token in tokens)  # the documented length of ClientRequestToken

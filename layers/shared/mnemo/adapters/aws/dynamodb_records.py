@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -189,4 +190,10 @@ class DynamoDbRecordStore(LazyClient):
             else:
                 self._call("delete_item", **single["Delete"])
             return
-        self._call("transact_write_items", TransactItems=[self._operation(op) for op in operations])
+        # One token per logical write: when an answer is lost and botocore retries the same call, DynamoDB
+        # recognises the token and answers success instead of failing the conditions the first attempt met.
+        self._call(
+            "transact_write_items",
+            TransactItems=[self._operation(op) for op in operations],
+            ClientRequestToken=uuid.uuid4().hex,
+        )
