@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,39 @@ from fuzz.fuzz_support import FUZZ_KINDS, REQUESTS, SENT, Client
 from helpers import local_server, make_services
 
 
+class EchoExtractor:
+    """A stand-in language model for build_memory_from_text: the text's first words as entities and facts.
+
+    Deterministic and schema-valid, so fuzzed content (any character JSON can hold) reaches the graph's
+    real save path instead of stopping at the "no model configured" error.
+    """
+
+    name = "echo"
+
+    def extract(self, system: str, prompt: str, tool: Any) -> dict[str, Any]:
+        text = prompt.rsplit("\nText:\n", 1)[-1]
+        words = text.split()[:6]
+        entities = [{"name": word[:300], "type": "thing", "summary": text[:100]} for word in words]
+        facts = [
+            {
+                "subject": a[:300],
+                "predicate": b[:50] or "x",
+                "object": a[::-1][:300] or "x",
+                "text": text[:300],
+                "exclusive": len(words) % 2 == 1,
+            }
+            for a, b in itertools.pairwise(words)
+        ]
+        return {"entities": entities, "facts": facts}
+
+
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`mnemo serve` in a thread with the hashing embedder and an empty data dir of its own."""
+    """`mnemo serve` in a thread with the hashing embedder, an empty data dir of its own and a stand-in model."""
     data_dir: Path = tmp_path_factory.mktemp("fuzz")
-    with local_server(make_services(data_dir)) as url:
+    services = make_services(data_dir)
+    services.extractor = EchoExtractor()  # type: ignore[misc]
+    with local_server(services) as url:
         yield url
 
 

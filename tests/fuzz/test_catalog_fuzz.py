@@ -17,7 +17,7 @@ requests). The session summary prints a digest of every request sent: two runs
 that print the same digest sent the same requests. A failure notes the exact
 request and answer.
 
-    .venv/bin/python -m pytest tests/fuzz                      # the CI run, ~2 minutes
+    .venv/bin/python -m pytest tests/fuzz                      # the CI run, ~3 minutes
     MNEMO_FUZZ_SCALE=10 .venv/bin/python -m pytest tests/fuzz  # ten times deeper
 """
 
@@ -58,7 +58,7 @@ from mnemo.tools.registry import load_catalog
 TOOLS = sorted(load_catalog())
 #: MNEMO_FUZZ_SCALE=10 fuzzes ten times deeper (locally; CI runs the default).
 SCALE = float(os.environ.get("MNEMO_FUZZ_SCALE", "1"))
-#: Examples per tool and kind: 30 tools x (200 + 200 + 120) = 15,600 generated requests.
+#: Examples per tool and kind: 37 tools x (200 + 200 + 120) = 19,240 generated requests.
 BUDGET = {"positive": 200, "negative": 200, "mutated": 120}
 EXAMPLES = {kind: max(1, round(count * SCALE)) for kind, count in BUDGET.items()}
 #: (kind, tool) pairs whose fuzzing ran to the end, so the budget check knows a whole run from a partial one.

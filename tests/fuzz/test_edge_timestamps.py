@@ -32,7 +32,14 @@ BASES: dict[str, dict[str, Any]] = {
     },
     "retrieve_conversation": {"explanation": "edge", "query": "when"},
     "retrieve_execution": {"explanation": "edge", "query": "when"},
+    "add_memory_link": {"subject": "Edge subject", "predicate": "spans", "object": "Edge object"},
+    "get_memory_object": {"name": "Edge subject", "includeHistory": True},
+    "graph_search": {"query": "edge"},
+    "invalidate_memory_link": {"factId": "fct_" + "0" * 24},  # a fact of its own is made for the accepted ones
+    "build_memory_from_text": {"content": "Edge text about time.", "dryRun": True},
 }
+#: An end at the first instant is never after its fact's start: INVALID_INPUT naming the field, not a range error.
+ENDS = {("add_memory_link", "invalidAt"), ("invalidate_memory_link", "invalidAt")}
 
 DATE_FIELDS = [
     (name, path) for name, tool in sorted(load_catalog().items()) for path in date_time_paths(input_schema(tool))
@@ -56,6 +63,13 @@ def test_the_date_fields_are_the_known_ones() -> None:
         ("retrieve_conversation", "time_range.end"),
         ("retrieve_execution", "time_range.start"),
         ("retrieve_execution", "time_range.end"),
+        ("add_memory_link", "validAt"),
+        ("add_memory_link", "invalidAt"),
+        ("get_memory_object", "asOf"),
+        ("graph_search", "asOf"),
+        ("graph_search", "knownAt"),
+        ("invalidate_memory_link", "invalidAt"),
+        ("build_memory_from_text", "referenceTime"),
     }
     missing = {name for name, _ in DATE_FIELDS} - set(BASES)
     assert not missing, f"add a valid base body for {missing} so that its date fields are tested"
@@ -81,8 +95,17 @@ def test_the_first_and_last_instants_are_accepted(
     body = at_path(BASES[tool], path, value)
     if "message_id" in body:  # one execution per message_id: a second with another time is a CONFLICT
         body["message_id"] = f"msg_{zlib.crc32(repr((path, value)).encode())}"
+    if tool in ("invalidate_memory_link", "get_memory_object"):  # a fact that began at the first instant
+        link = {**BASES["add_memory_link"], "object": f"Edge {value}", "validAt": "0001-01-01T00:00:00Z"}
+        status, added = client.call("add_memory_link", link)
+        assert status == 200, added
+        if tool == "invalidate_memory_link":
+            body["factId"] = added["factId"]
     reply = client.post_tool(tool, _json(body), kind="setup")
     answer = check_answer(reply, output=output_validator(catalog[tool]["outputSchema"]))
+    if (tool, _wire(path)) in ENDS and value != IN_RANGE[1]:
+        assert reply.status == 400 and answer["details"]["field"] == _wire(path), answer
+        return
     assert reply.status == 200, answer
 
 

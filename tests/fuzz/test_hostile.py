@@ -498,3 +498,232 @@ def test_hostile_expand_prompt_markers(client: Client, marker: str) -> None:
 @pytest.mark.parametrize("cursor", ["!!!", _b64({"a": "x"}), _b64({"a": 1, "f": "mnemo:///"}), _b64([]), "\u0000"])
 def test_forged_file_list_cursors(client: Client, cursor: str) -> None:
     refused(post(client, "file_list", json.dumps({"path": "mnemo:///", "cursor": cursor})), field="cursor")
+
+
+# ------------------------------------------------------------------ graph ---
+ACME = {"tenant": "acme", "user": "alice"}
+GLOBEX = {"tenant": "globex", "user": "alice"}
+BOB = {"tenant": "acme", "user": "bob"}
+
+
+def _headers(identity: dict[str, str]) -> dict[str, str | bytes]:
+    return {f"X-Mnemo-{key.title()}": value for key, value in identity.items()}
+
+
+@pytest.fixture(scope="module")
+def acme_graph(client: Client) -> dict[str, Any]:
+    """acme/alice's entity and fact, with a preview token of another of her entities."""
+    status, added = client.call(
+        "add_memory_link",
+        {"subject": "Hostile Alice", "predicate": "works_at", "object": "Hostile Acme", "text": "secret-link"},
+        **ACME,
+    )
+    assert status == 200, added
+    status, other = client.call("delete_memory_object", {"name": "Hostile Acme"}, **ACME)
+    assert status == 200 and other["confirmationToken"], other
+    return {"entity": added["subject"]["entityId"], "fact": added["factId"], "otherToken": other["confirmationToken"]}
+
+
+def _acme_unchanged(client: Client, acme_graph: dict[str, Any]) -> None:
+    status, read = client.call("get_memory_object", {"entityId": acme_graph["entity"]}, **ACME)
+    assert status == 200 and read["entity"]["version"] == 1 and read["entity"]["summary"] == "", read
+    assert [fact["factId"] for fact in read["facts"]] == [acme_graph["fact"]], read
+    assert read["facts"][0]["invalidAt"] is None
+
+
+@pytest.mark.parametrize("identity", [GLOBEX, BOB], ids=["other-tenant", "other-user"])
+@pytest.mark.parametrize(
+    ("tool", "body", "field"),
+    [
+        ("get_memory_object", {"entityId": "{entity}"}, "entityId"),
+        ("get_memory_object", {"entityId": "{entity}", "layer": "user"}, "entityId"),
+        ("update_memory_object", {"entityId": "{entity}", "summary": "taken over"}, "entityId"),
+        ("delete_memory_object", {"entityId": "{entity}"}, "entityId"),
+        ("delete_memory_object", {"entityId": "{entity}", "confirmationToken": "{otherToken}"}, "entityId"),
+        ("delete_memory_object", {"factId": "{fact}"}, "factId"),
+        ("invalidate_memory_link", {"factId": "{fact}"}, "factId"),
+        (
+            "add_memory_link",
+            {"subject": "x", "predicate": "p", "object": "y", "invalidates": ["{fact}"]},
+            "invalidates",
+        ),
+        ("get_memory_object", {"name": "Hostile Alice"}, "name"),
+        ("update_memory_object", {"name": "hostile alice", "newName": "Mallory"}, "name"),
+    ],
+)
+def test_graph_ids_and_names_of_another_scope(
+    client: Client, acme_graph: dict[str, Any], identity: dict[str, str], tool: str, body: dict[str, Any], field: str
+) -> None:
+    """Another tenant's or user's entity and fact ids (and names) are unknown here: NOT_FOUND, nothing changes."""
+    text = json.dumps(body)
+    for key, value in acme_graph.items():
+        text = text.replace("{" + key + "}", value)
+    refused(post(client, tool, text, _headers(identity)), code="NOT_FOUND", field=field)
+    _acme_unchanged(client, acme_graph)
+
+
+def test_graph_search_of_another_scope_finds_nothing(client: Client, acme_graph: dict[str, Any]) -> None:
+    for identity in (GLOBEX, BOB):
+        status, found = client.call("graph_search", {"query": "secret-link Hostile Alice", "threshold": 0}, **identity)
+        assert status == 200 and found["entities"] == [] and found["facts"] == [], found
+
+
+def test_a_confirmation_token_of_another_entity(client: Client, acme_graph: dict[str, Any]) -> None:
+    body = json.dumps({"entityId": acme_graph["entity"], "confirmationToken": acme_graph["otherToken"]})
+    refused(post(client, "delete_memory_object", body, _headers(ACME)), code="CONFLICT", field="confirmationToken")
+    for token in ("del_" + "0" * 32, "x" * 65, "\u0000", ""):
+        body = json.dumps({"entityId": acme_graph["entity"], "confirmationToken": token})
+        reply = post(client, "delete_memory_object", body, _headers(ACME))
+        assert check_envelope(reply)["details"]["field"] == "confirmationToken"
+    _acme_unchanged(client, acme_graph)
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        "ent_" + "0" * 24,
+        "ent_" + "F" * 24,
+        "ent_" + "0" * 23,
+        "ent_../../x",
+        "ent_#EDGE#x",
+        "fct_" + "0" * 24,
+        "GRAPH|t=acme|user|u=alice",
+        "ENT#ent_" + "0" * 24,
+        "\u0000",
+    ],
+)
+def test_forged_entity_ids(client: Client, forged: str) -> None:
+    reply = post(client, "get_memory_object", json.dumps({"entityId": forged}), _headers(ACME))
+    envelope = check_envelope(reply)
+    assert envelope["details"]["field"] == "entityId", envelope
+    assert envelope["errorCode"] == ("NOT_FOUND" if forged == "ent_" + "0" * 24 else "INVALID_INPUT"), envelope
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "a|t=acme|user|u=bob",
+        "|",
+        "GRAPH|t=acme|user|u=alice",
+        "#",
+        "ENT#x",
+        "EDGE#ent_000000000000000000000000#works_at#",
+        "LINK#*",
+        "x\u0000y",
+        "\u0007\u001b[2J",
+        "\u202eevil",
+        "x\u2028y",
+        "%00",
+        "名前",
+    ],
+    ids=repr,
+)
+def test_graph_names_with_separators_and_control_characters(client: Client, catalog: dict[str, Any], name: str) -> None:
+    """Names are hashed into keys: any text is one entity of the caller's own scope, or refused, never a 5xx."""
+    body = {"subject": name, "predicate": name, "object": f"{name} object", "subjectType": name}
+    reply = post(client, "add_memory_link", json.dumps(body), _headers(BOB))
+    answer = check_answer(
+        reply, output=output_validator(catalog["add_memory_link"]["outputSchema"]), allowed_fields=set(body)
+    )
+    if reply.status != 200:
+        return
+    status, read = client.call("get_memory_object", {"name": name, "depth": 3}, **BOB)
+    assert status == 200 and read["entity"]["entityId"] == answer["subject"]["entityId"], read
+    for identity in (ACME, GLOBEX):
+        status, other = client.call("get_memory_object", {"name": name}, **identity)
+        assert status == 404, other
+    status, found = client.call("graph_search", {"query": name, "threshold": 0}, **ACME)
+    assert status == 200 and all(e["entityId"] != answer["subject"]["entityId"] for e in found["entities"])
+
+
+@pytest.mark.parametrize("depth", [str(10**18), "-1", "4", "1.5", "NaN", "1e999", "null", '"deep"'])
+def test_graph_depth_out_of_range(client: Client, acme_graph: dict[str, Any], depth: str) -> None:
+    body = json.dumps({"entityId": acme_graph["entity"]})[:-1] + f', "depth": {depth}}}'
+    refused(post(client, "get_memory_object", body, _headers(ACME)), field="depth")
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        "0001-01-01T00:00:00+01:00",
+        "9999-12-31T23:59:59-01:00",
+        "10000-01-01T00:00:00Z",
+        "2024-13-01T00:00:00Z",
+        "2024-01-01T00:00:00+25:00",
+        "-2024-01-01T00:00:00Z",
+        "",
+        "now",
+        "1e20",
+    ],
+)
+@pytest.mark.parametrize(
+    ("tool", "field"),
+    [
+        ("get_memory_object", "asOf"),
+        ("graph_search", "asOf"),
+        ("graph_search", "knownAt"),
+        ("add_memory_link", "validAt"),
+        ("invalidate_memory_link", "invalidAt"),
+    ],
+)
+def test_graph_times_out_of_range(
+    client: Client, acme_graph: dict[str, Any], tool: str, field: str, moment: str
+) -> None:
+    base: dict[str, Any] = {
+        "get_memory_object": {"entityId": acme_graph["entity"]},
+        "graph_search": {"query": "q"},
+        "add_memory_link": {"subject": "Time Subject", "predicate": "p", "object": "Time Object"},
+        "invalidate_memory_link": {"factId": acme_graph["fact"]},
+    }[tool]
+    refused(post(client, tool, json.dumps({**base, field: moment}), _headers(ACME)), field=field)
+    _acme_unchanged(client, acme_graph)
+
+
+@pytest.mark.parametrize("moment", ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z"])
+def test_graph_times_at_the_ends_of_the_range(client: Client, catalog: dict[str, Any], moment: str) -> None:
+    for tool, body in (
+        ("graph_search", {"query": "Hostile Alice", "asOf": moment, "knownAt": moment, "includeInvalid": True}),
+        ("get_memory_object", {"name": "Hostile Alice", "asOf": moment, "includeHistory": True}),
+    ):
+        reply = post(client, tool, json.dumps(body), _headers(ACME))
+        check_answer(reply, output=output_validator(catalog[tool]["outputSchema"]))
+        assert reply.status in (200, 404), reply.text[:500]
+
+
+def test_invalidates_with_21_ids(client: Client, acme_graph: dict[str, Any]) -> None:
+    ids = [f"fct_{n:024x}" for n in range(21)]
+    body = {"subject": "Hostile Alice", "predicate": "works_at", "object": "Elsewhere", "invalidates": ids}
+    refused(post(client, "add_memory_link", json.dumps(body), _headers(ACME)), field="invalidates")
+    body["invalidates"] = [acme_graph["fact"]] * 20 + ["not-an-id"]
+    envelope = refused(post(client, "add_memory_link", json.dumps(body), _headers(ACME)))
+    assert envelope["details"]["field"].startswith("invalidates"), envelope
+    _acme_unchanged(client, acme_graph)
+
+
+@pytest.mark.parametrize(
+    ("tool", "body", "field"),
+    [
+        ("add_memory_link", {"subject": "x" * 201, "predicate": "p", "object": "y"}, "subject"),
+        ("add_memory_link", {"subject": "  ", "predicate": "p", "object": "y"}, "subject"),
+        ("add_memory_link", {"subject": "x", "predicate": "p" * 101, "object": "y"}, "predicate"),
+        ("add_memory_link", {"subject": "x", "predicate": "p", "object": "y", "text": " "}, "text"),
+        ("add_memory_link", {"subject": "x", "predicate": "p", "object": "y", "layer": "galaxy"}, "layer"),
+        ("update_memory_object", {"name": "Hostile Alice", "aliases": ["a"] * 21}, "aliases"),
+        ("graph_search", {"query": "q", "types": ["t"] * 21}, "types"),
+        ("graph_search", {"query": "q", "layers": []}, "layers"),
+        ("build_memory_from_text", {"content": "x" * 48_001}, "content"),
+    ],
+    ids=[
+        "long-subject",
+        "blank-subject",
+        "long-predicate",
+        "blank-text",
+        "layer",
+        "aliases",
+        "types",
+        "layers",
+        "content",
+    ],
+)
+def test_graph_fields_past_their_limits(client: Client, tool: str, body: dict[str, Any], field: str) -> None:
+    refused(post(client, tool, json.dumps(body), _headers(ACME)), field=field)
