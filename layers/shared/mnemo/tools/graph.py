@@ -68,7 +68,9 @@ def add_memory_link(services: Services, context: RequestContext, request: AddMem
 
     **Errors:**
     - INVALID_INPUT: a missing or over-long subject, predicate or object (details name
-      the field); invalidAt not after validAt; the layer's ids are not in the context.
+      the field); invalidAt not after validAt; the layer's ids are not in the context;
+      the fact would end more than 20 open facts at once (details name `exclusive` or
+      `invalidates`).
     - NOT_FOUND: a fact in `invalidates` is not in this layer.
     - UNAUTHORIZED: writing a shared layer without the writer role.
     - CONFLICT: the graph kept changing under concurrent writes (retryable).
