@@ -683,7 +683,7 @@ def test_a_crash_right_after_the_tombstone(stack: Stack, monkeypatch: pytest.Mon
     def crash(pk: str, entity_id: str) -> int:
         raise RuntimeError("the process died")
 
-    monkeypatch.setattr(stack.services.graph, "_erase", crash)
+    monkeypatch.setattr(stack.services.graph._deletion, "erase", crash)
     with pytest.raises(RuntimeError):
         stack.call("delete_memory_object", {"name": "Alice", "confirmationToken": token})
     monkeypatch.undo()

@@ -106,7 +106,7 @@ class Services:
             *self.conversations.families,
             self.topics,
             self.block_index,
-            self.graph,
+            self.graph.index,
         ]
         return {family.family: family for family in families}
 

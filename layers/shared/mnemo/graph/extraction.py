@@ -27,6 +27,7 @@ from mnemo.graph.models import (
     Relationship,
 )
 from mnemo.graph.names import name_key, predicate_key
+from mnemo.graph.scopes import writable_scope
 from mnemo.graph.service import GraphService
 from mnemo.graph.temporal import now, stamp
 from mnemo.ports import ExtractionTool, Extractor
@@ -131,7 +132,7 @@ class GraphBuilder:
 
     def build(self, context: RequestContext, request: BuildMemoryFromTextInput) -> BuildMemoryFromTextOutput:
         if not request.dry_run:
-            self._graph.writable_scope(context, request.layer)  # refuse before paying for any model call
+            writable_scope(context, request.layer)  # refuse before paying for any model call
         pieces = _chunks(request.content, self._chunk_chars)
         if len(pieces) > self._max_calls:
             raise invalid_field(

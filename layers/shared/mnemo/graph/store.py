@@ -22,6 +22,7 @@ the second sees (and ends) the first one's fact.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -41,6 +42,16 @@ MAX_EDGES = 2000
 
 def partition(scope: str) -> str:
     return PARTITION + scope
+
+
+def new_id(prefix: str) -> str:
+    """A fresh entity (``ent``) or fact (``fct``) id."""
+    return f"{prefix}_{secrets.token_hex(12)}"
+
+
+def versioned(item: Item) -> dict[str, Any]:
+    """A record's data with its version, as the services pass records around."""
+    return {**item.data, "version": item.version}
 
 
 def edge_sk(entity_id: str, predicate: str, fact_id: str) -> str:
