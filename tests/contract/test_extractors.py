@@ -658,3 +658,35 @@ def test_mnemo_serve_with_an_openai_compatible_model(served: str, fake_model: Fa
     bob_search = call_ok(url, "graph_search", {"query": "Alice Globex", "threshold": 0, "includeInvalid": True}, bob)
     assert {f["object"] for f in bob_search["facts"]} == {"Acme", "payment software"}
     assert employers(url) == ["Globex"]
+
+
+def test_extracted_entities_are_stored_with_their_summaries(tmp_path: Path, fake_model: FakeModel) -> None:
+    """An entity the text names is stored even when no fact mentions it, and an extracted summary fills an empty
+    one but never replaces what an agent wrote."""
+    extraction = {
+        "entities": [
+            {"name": "Alice", "type": "person", "summary": "Data engineer."},
+            {"name": "Acme", "type": "organization", "summary": "A payments company."},
+            {"name": "Kafka", "type": "technology", "summary": "An event streaming platform."},
+        ],
+        "facts": [{"subject": "Alice", "predicate": "works_at", "object": "Acme", "text": "Alice works at Acme."}],
+    }
+    fake_model.reply = lambda _: Reply(body=tool_calls(json.dumps(extraction)))
+    with local_server(openai_services(tmp_path, fake_model)) as url:
+        status, _ = http_call(url, "add_memory_link", {"subject": "Acme", "predicate": "uses", "object": "Go"}, **ME)
+        assert status == 200
+        status, _ = http_call(url, "update_memory_object", {"name": "Acme", "summary": "Our biggest customer."}, **ME)
+        assert status == 200
+        status, built = http_call(url, "build_memory_from_text", {"content": "Alice works at Acme; Kafka."}, **ME)
+        assert status == 200, built
+        assert built["entities"] == ["Alice", "Acme", "Kafka"]
+        seen = {}
+        for name in ("Alice", "Acme", "Kafka"):
+            status, answer = http_call(url, "get_memory_object", {"name": name, "depth": 0}, **ME)
+            assert status == 200, answer
+            seen[name] = (answer["entity"]["type"], answer["entity"]["summary"])
+    assert seen == {
+        "Alice": ("person", "Data engineer."),
+        "Acme": ("entity", "Our biggest customer."),
+        "Kafka": ("technology", "An event streaming platform."),
+    }

@@ -17,9 +17,11 @@ from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from mnemo.budget import fit_head
-from mnemo.context import RequestContext
+from mnemo.context import Layer, RequestContext
 from mnemo.errors import InvalidInput, ProviderError, invalid_field
 from mnemo.graph.models import (
+    MAX_NAME_CHARS,
+    MAX_SUMMARY_CHARS,
     AddMemoryLinkInput,
     BuildMemoryFromTextInput,
     BuildMemoryFromTextOutput,
@@ -165,11 +167,14 @@ class GraphBuilder:
     ) -> BuildMemoryFromTextOutput:
         types: dict[str, str] = {}
         names: dict[str, str] = {}
+        summaries: dict[str, str] = {}
         for extraction in extractions:
             for entity in extraction["entities"]:
                 if entity["name"].strip():
-                    names.setdefault(name_key(entity["name"]), entity["name"].strip())
-                    types.setdefault(name_key(entity["name"]), entity["type"])
+                    key = name_key(entity["name"])
+                    names.setdefault(key, entity["name"].strip())
+                    types.setdefault(key, entity["type"])
+                    summaries.setdefault(key, (entity.get("summary") or "").strip())
         relationships: list[Relationship] = []
         invalidated: list[str] = []
         source = request.source or FactSource(kind="extraction")
@@ -188,6 +193,9 @@ class GraphBuilder:
                     invalidated += added.invalidated
                 relationships.append(relationship)
         entities = [name for name in names.values() if name]
+        if not request.dry_run:
+            for key in summaries:
+                self._describe(context, request.layer, names[key], types[key], summaries[key])
         verb = "Found" if request.dry_run else "Added"
         output = BuildMemoryFromTextOutput(
             summary=f"{verb} {len(entities)} entities and {len(relationships)} relationships"
@@ -209,6 +217,13 @@ class GraphBuilder:
             output.summary += f" (the answer lists {len(relationships)} of them to fit its size limit)"
             output.relationships, output.entities, output.has_more = relationships, entities, True
         return output
+
+    def _describe(self, context: RequestContext, layer: Layer, name: str, kind: str, summary: str) -> None:
+        """Store an extracted entity (and its summary when it has none); a name the model got wrong is skipped."""
+        if len(name) > MAX_NAME_CHARS:
+            logger.warning("skipped an extracted entity whose name is over %d characters", MAX_NAME_CHARS)
+            return
+        self._graph.describe(context, layer, name, kind.strip()[:64], summary[:MAX_SUMMARY_CHARS])
 
     def _add(
         self,

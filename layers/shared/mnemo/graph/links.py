@@ -95,6 +95,36 @@ class LinkWriter:
         ]
         return {**entity, "version": 1, "created": True}, writes
 
+    def describe(self, context: RequestContext, layer: Layer, name: str, kind: str, summary: str) -> bool:
+        """Make sure an entity a text named exists, and give it ``summary`` if it has none yet; True if created.
+
+        build_memory_from_text's entities: one that no fact mentions is still stored, and an extracted summary
+        never overwrites one an agent or an earlier extraction wrote."""
+        scope = writable_scope(context, layer)
+        pk = partition(scope)
+        for _ in range(ATTEMPTS):
+            at = stamp(now())
+            entity, writes = self._resolve(pk, scope, layer, name, kind or None, context, at)
+            data, version = _stored(entity), entity["version"]
+            sk = ENTITY + entity["entityId"]
+            if summary and not entity["summary"]:
+                data = {**data, "summary": summary, "updatedAt": at}
+                if entity["created"]:
+                    writes[0] = Put(Item(pk, sk, data), expect="absent")
+                else:
+                    version += 1
+                    writes.append(Put(Item(pk, sk, data, version=version), expect=entity["version"]))
+            if not writes:
+                return False
+            marker = self._index.marker(pk, sk)
+            try:
+                self._records.write([*writes, marker])
+            except ConditionFailed:
+                continue  # the name was taken or the entity changed meanwhile: read again
+            self._index.index_now([(marker, data, version)])
+            return bool(entity["created"])
+        raise Conflict(f"Entity '{name}' kept changing while it was being described; retry", {"field": "content"})
+
     def _add_once(self, context: RequestContext, scope: str, request: AddMemoryLinkInput) -> AddMemoryLinkOutput:
         pk, layer = partition(scope), request.layer
         at = stamp(now())

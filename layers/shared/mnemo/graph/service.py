@@ -61,6 +61,9 @@ class GraphService:
     def add_link(self, context: RequestContext, request: AddMemoryLinkInput) -> AddMemoryLinkOutput:
         return self._links.add(context, request)
 
+    def describe(self, context: RequestContext, layer: Layer, name: str, kind: str, summary: str) -> bool:
+        return self._links.describe(context, layer, name, kind, summary)
+
     def invalidate(self, context: RequestContext, request: InvalidateMemoryLinkInput) -> InvalidateMemoryLinkOutput:
         return self._links.invalidate(context, request)
 

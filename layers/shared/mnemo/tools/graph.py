@@ -298,7 +298,8 @@ def build_memory_from_text(
 
     The model answers through a JSON-schema'd tool call; each fact it finds is
     added as add_memory_link adds it (the same fact twice is stored once; a fact
-    the model marks exclusive invalidates the one it replaces). `dryRun` answers
+    the model marks exclusive invalidates the one it replaces), and each entity
+    it names is stored with its summary when the entity has none yet. `dryRun` answers
     what would be added and saves nothing. The model is Amazon Bedrock (Converse)
     on AWS, or any OpenAI-compatible server locally (MNEMO_OPENAI_BASE_URL);
     with none configured the answer is PROVIDER_ERROR saying how to set one.
