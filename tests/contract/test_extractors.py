@@ -690,3 +690,38 @@ def test_extracted_entities_are_stored_with_their_summaries(tmp_path: Path, fake
         "Acme": ("entity", "Our biggest customer."),
         "Kafka": ("technology", "An event streaming platform."),
     }
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"choices": [{"message": "not an object"}]},
+        {"choices": [{"message": {"role": "assistant", "tool_calls": ["x"]}}]},
+        {"choices": [{"message": {"role": "assistant", "tool_calls": [{"function": "x"}]}}]},
+        {"choices": [{"message": {"role": "assistant", "content": ["not", "text"]}}]},
+        {"choices": "none"},
+    ],
+    ids=["message-text", "call-text", "function-text", "content-list", "choices-text"],
+)
+def test_openai_malformed_answers_are_provider_errors(tmp_path: Path, fake_model: FakeModel, answer: Any) -> None:
+    fake_model.reply = lambda _: Reply(body=answer)
+    services = openai_services(tmp_path, fake_model)
+    with local_server(services) as url:
+        status, body = http_call(url, "build_memory_from_text", {"content": "Alice works at Acme."}, **ME)
+    assert status == 502 and body["errorCode"] == "PROVIDER_ERROR", body
+
+
+def test_a_year_from_the_model_is_its_first_day(tmp_path: Path, fake_model: FakeModel) -> None:
+    extraction = {
+        "entities": [],
+        "facts": [
+            {"subject": "Alice", "predicate": "works_at", "object": "Acme", "text": "Since 2021.", "validAt": "2021"},
+            {"subject": "Alice", "predicate": "lives_in", "object": "Oslo", "text": "Since May.", "validAt": "2022-05"},
+        ],
+    }
+    fake_model.reply = lambda _: Reply(body=tool_calls(json.dumps(extraction)))
+    with local_server(openai_services(tmp_path, fake_model)) as url:
+        status, built = http_call(url, "build_memory_from_text", {"content": "Alice, Acme, Oslo."}, **ME)
+        assert status == 200 and len(built["relationships"]) == 2, built
+        _, alice = http_call(url, "get_memory_object", {"name": "Alice", "depth": 0}, **ME)
+    assert sorted(f["validAt"] for f in alice["facts"]) == ["2021-01-01T00:00:00Z", "2022-05-01T00:00:00Z"]

@@ -351,7 +351,8 @@ def test_exclusive_over_more_open_facts_than_one_write_ends(stack: Stack) -> Non
     assert error.code == "INVALID_INPUT" and error.details["field"] == "exclusive" and error.details["limit"] == 20
     assert {sk: item.version for sk, item in stack.raw().items()} == before  # nothing written
     one = next(f["factId"] for f in get(stack, name="Tool 20")["facts"])
-    stack.call("invalidate_memory_link", {"factId": one})
+    # Ended before the new fact begins: no longer contradicted (a fact ended later would still overlap it).
+    stack.call("invalidate_memory_link", {"factId": one, "invalidAt": "2024-06-01T00:00:00Z"})
     new = stack.call("add_memory_link", {**body, "exclusive": True})
     assert len(new["invalidated"]) == 20
     assert fact_ids(get(stack, name="Hub", depth=0)) == [new["factId"]]
@@ -819,3 +820,138 @@ def test_requests_never_scan(stack: Stack) -> None:
     stack.call("delete_memory_object", {"name": "Alice", "confirmationToken": token})
     stack.error("build_memory_from_text", {"content": "x"})
     assert stack.refused_scans == 0
+
+
+# ------------------------------------------------- exclusive over time (review findings)
+def spans(stack: Stack, name: str, **fields: Any) -> list[tuple[str, str, str, str]]:
+    """(object, validAt year, invalidAt year or '', status) of an entity's facts, sorted."""
+    facts = get(stack, name=name, depth=0, includeHistory=True, **fields)["facts"]
+    return sorted((f["object"], f["validAt"][:4], (f["invalidAt"] or "")[:4], f["status"]) for f in facts)
+
+
+def test_an_exclusive_fact_inserted_into_the_past_splits_the_history(stack: Stack) -> None:
+    link(stack, "Alice", "works_at", "Acme", validAt="2019-01-01T00:00:00Z", exclusive=True)
+    link(stack, "Alice", "works_at", "Globex", validAt="2024-01-01T00:00:00Z", exclusive=True)
+    initech = link(stack, "Alice", "works_at", "Initech", validAt="2021-01-01T00:00:00Z", exclusive=True)
+    assert initech["fact"]["invalidAt"] == "2024-01-01T00:00:00Z" and len(initech["invalidated"]) == 1
+    assert spans(stack, "Alice", asOf="2022-06-01T00:00:00Z") == [
+        ("Acme", "2019", "2021", "invalid"),
+        ("Globex", "2024", "", "future"),
+        ("Initech", "2021", "2024", "valid"),
+    ]
+    for year, employer in (("2020", "Acme"), ("2022", "Initech"), ("2025", "Globex")):
+        held = get(stack, name="Alice", depth=0, asOf=f"{year}-06-01T00:00:00Z")["facts"]
+        assert [fact["object"] for fact in held] == [employer], year
+    assert_no_orphans(stack)
+
+
+def test_a_fact_ending_later_still_counts_as_the_same_fact(stack: Stack) -> None:
+    first = link(stack, "Fay", "works_at", "Acme", validAt="2020-01-01T00:00:00Z", exclusive=True)
+    link(stack, "Fay", "works_at", "Globex", validAt="2090-01-01T00:00:00Z", exclusive=True)
+    again = link(stack, "Fay", "works_at", "Acme")
+    assert again["created"] is False and again["factId"] == first["factId"]
+    assert [f["object"] for f in get(stack, name="Fay", depth=0, asOf="2091-01-01T00:00:00Z")["facts"]] == ["Globex"]
+
+
+def test_a_closed_exclusive_fact_does_not_end_one_that_outlives_it(stack: Stack) -> None:
+    link(stack, "Gus", "works_at", "Acme", validAt="2019-01-01T00:00:00Z", exclusive=True)
+    body = {"validAt": "2020-01-01T00:00:00Z", "invalidAt": "2021-01-01T00:00:00Z", "exclusive": True}
+    before = {sk: item.version for sk, item in stack.raw().items()}
+    error = stack.error("add_memory_link", {"subject": "Gus", "predicate": "works_at", "object": "Globex", **body})
+    assert error.code == "INVALID_INPUT" and error.details["field"] == "exclusive"
+    assert {sk: item.version for sk, item in stack.raw().items()} == before
+    assert spans(stack, "Gus") == [("Acme", "2019", "", "valid")]
+
+
+def test_repeating_a_fact_with_exclusive_still_ends_what_it_contradicts(stack: Stack) -> None:
+    paris = link(stack, "Bob", "lives_in", "Paris", validAt="2020-01-01T00:00:00Z")
+    rome = link(stack, "Bob", "lives_in", "Rome", validAt="2023-01-01T00:00:00Z")
+    again = link(stack, "Bob", "lives_in", "Rome", exclusive=True)
+    assert again["created"] is False and again["factId"] == rome["factId"]
+    assert again["invalidated"] == [paris["factId"]]
+    assert [f["object"] for f in get(stack, name="Bob", depth=0)["facts"]] == ["Rome"]
+    assert spans(stack, "Bob")[0] == ("Paris", "2020", "2023", "invalid")
+    assert_no_orphans(stack)
+
+
+def test_a_fact_whose_end_is_being_deleted_is_not_found_not_a_crash(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    added = link(stack, "Alice", "works_at", "Acme")
+    token = stack.call("delete_memory_object", {"name": "Acme"})["confirmationToken"]
+
+    def crash(pk: str, entity_id: str) -> tuple[int, bool]:
+        raise RuntimeError("the process died")
+
+    monkeypatch.setattr(stack.services.graph._deletion, "erase", crash)
+    with pytest.raises(RuntimeError):
+        stack.call("delete_memory_object", {"name": "Acme", "confirmationToken": token})
+    monkeypatch.undo()
+    error = stack.error("invalidate_memory_link", {"factId": added["factId"]})
+    assert error.code == "NOT_FOUND" and error.details["field"] == "factId"
+
+
+def test_deleting_an_entity_with_many_exclusive_predicates_fits_every_write(stack: Stack) -> None:
+    """Every write stays within the 100 operations one all-or-nothing write may hold, on both adapter sets."""
+    for n in range(105):
+        link(stack, "Hub", f"role_{n}", f"Target {n}", exclusive=True)
+    token = stack.call("delete_memory_object", {"name": "Hub"})["confirmationToken"]
+    done = stack.call("delete_memory_object", {"name": "Hub", "confirmationToken": token})
+    assert done["deleted"] is True and done["factsAffected"] == 105 and done["hasMore"] is False
+    assert not [sk for sk in stack.raw() if sk.startswith(("EXCL#", "LINK#", "FACT#"))]
+    assert_no_orphans(stack)
+
+
+def test_a_large_entity_is_deleted_over_several_calls(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mnemo.graph import deletion
+
+    monkeypatch.setattr(deletion, "MAX_BATCHES", 2)  # 40 facts a call
+    for n in range(50):
+        link(stack, "Hub", "uses", f"Tool {n}")
+    entity_id = get(stack, name="Hub", depth=0)["entity"]["entityId"]
+    token = stack.call("delete_memory_object", {"name": "Hub"})["confirmationToken"]
+    first = stack.call("delete_memory_object", {"name": "Hub", "confirmationToken": token})
+    assert first["deleted"] is True and first["hasMore"] is True and first["factsAffected"] == 40
+    assert stack.error("get_memory_object", {"entityId": entity_id}).code == "NOT_FOUND"
+    rest = stack.call("delete_memory_object", {"entityId": entity_id})
+    assert rest["hasMore"] is False and rest["factsAffected"] == 10
+    assert not [sk for sk in stack.raw() if entity_id in sk]
+    assert_no_orphans(stack)
+
+
+def test_a_link_racing_the_deletion_of_its_entity_never_links_to_a_deleted_entity(stack: Stack) -> None:
+    """An add that resolved an entity just before its deletion began reads again and creates a new entity."""
+    link(stack, "Alice", "works_at", "Acme")
+    links = stack.services.graph._links
+    resolve = links._resolve
+    token = stack.call("delete_memory_object", {"name": "Acme"})["confirmationToken"]
+    deleted = False
+
+    def resolve_then_delete(*args: Any, **kwargs: Any) -> Any:
+        nonlocal deleted
+        found = resolve(*args, **kwargs)
+        if not deleted and args[3] == "Acme":
+            deleted = True
+            stack.call("delete_memory_object", {"name": "Acme", "confirmationToken": token})
+        return found
+
+    links._resolve = resolve_then_delete  # type: ignore[method-assign]
+    try:
+        added = link(stack, "Bob", "works_at", "Acme")
+    finally:
+        del links._resolve
+    assert deleted and added["object"]["created"] is True
+    assert get(stack, name="Acme", depth=0)["entity"]["entityId"] == added["object"]["entityId"]
+    assert_no_orphans(stack)
+
+
+def test_dates_are_iso_text_not_numbers(stack: Stack) -> None:
+    for value in ("2024", 2024, "1700000000"):
+        error = stack.error("add_memory_link", {"subject": "A", "predicate": "p", "object": "B", "validAt": value})
+        assert error.code == "INVALID_INPUT" and error.details["field"] == "validAt"
+
+
+def test_memory_search_with_the_graph_and_a_blank_query_answers_nothing_from_the_graph(stack: Stack) -> None:
+    link(stack, "Alice", "works_at", "Acme")
+    answer = stack.call("memory_search", {"query": "   ", "includeGraph": True})
+    assert answer["success"] is True and answer["graph"] is None

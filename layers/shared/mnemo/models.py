@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
 
 #: What a datetime can hold, so what a date field accepts once converted to UTC.
@@ -28,8 +29,17 @@ def as_utc(value: datetime) -> datetime:
         raise ValueError(f"must fall within {DATETIME_RANGE} once converted to UTC") from None
 
 
-#: Every date-time a tool accepts: ISO 8601, kept in UTC, out-of-range offsets refused as invalid input.
-UtcDateTime = Annotated[datetime, AfterValidator(as_utc)]
+def iso_text(value: Any) -> Any:
+    """Refuse what pydantic would read as Unix seconds: a number, or text of digits only ("2024" is not 1970)."""
+    if isinstance(value, int | float) or (isinstance(value, str) and _DIGITS.fullmatch(value)):
+        raise ValueError("must be an ISO 8601 date-time such as 2024-03-01T00:00:00Z, not a number")
+    return value
+
+
+_DIGITS = re.compile(r"\s*[+-]?\d+(?:\.\d*)?\s*")
+
+#: Every date-time a tool accepts: ISO 8601 text, kept in UTC, out-of-range offsets refused as invalid input.
+UtcDateTime = Annotated[datetime, BeforeValidator(iso_text), AfterValidator(as_utc)]
 
 
 class WireModel(BaseModel):

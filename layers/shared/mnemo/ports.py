@@ -42,6 +42,10 @@ class Delete:
     expect: Literal["present"] | int | None = None
 
 
+#: The most operations one ``RecordStore.write`` applies together (a DynamoDB transaction's limit).
+MAX_WRITE_OPERATIONS = 100
+
+
 class ConditionFailed(Exception):
     """A conditional write lost: the key existed, was missing, or moved on."""
 
@@ -67,7 +71,11 @@ class RecordStore(Protocol):
         ...
 
     def write(self, operations: Sequence[Put | Delete]) -> None:
-        """Apply every operation or none; raise ConditionFailed if any condition fails."""
+        """Apply every operation or none; raise ConditionFailed if any condition fails.
+
+        At most ``MAX_WRITE_OPERATIONS`` change together (DynamoDB's transaction limit); every adapter refuses
+        more with ValueError, so a caller that could exceed it fails in every test, not only on AWS.
+        """
         ...
 
     def scan(self, pk_prefix: str = "") -> Iterator[Item]:

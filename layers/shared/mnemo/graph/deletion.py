@@ -19,15 +19,17 @@ from mnemo.graph.index import GraphIndex
 from mnemo.graph.models import DeleteMemoryObjectInput, DeleteMemoryObjectOutput, ObjectSelector
 from mnemo.graph.names import name_key
 from mnemo.graph.scopes import GraphLookup, readable_scopes, writable_scope
-from mnemo.graph.store import ENTITY, NAME, GraphStore, partition, versioned
+from mnemo.graph.store import ENTITY, MAX_EDGES, NAME, GraphStore, partition, versioned
 from mnemo.graph.temporal import now, stamp
 from mnemo.graph.views import FactViews, entity_view
-from mnemo.ports import ConditionFailed, Delete, Item, Put
+from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put
 
 #: Facts deleted per transaction when an entity goes (each is up to four writes).
 DELETE_BATCH = 20
 #: Batches that may lose a race to a concurrent write before the deletion answers CONFLICT.
 ATTEMPTS = 3
+#: Fact batches one call erases at most (1,000 facts); a larger entity is finished by calling again.
+MAX_BATCHES = 50
 
 
 def confirmation_token(scope: str, object_id: str, version: int, fact_ids: list[str]) -> str:
@@ -57,6 +59,7 @@ class GraphDeletion:
         writable_scope(context, layer, "entityId" if request.entity_id else "name")
         pk = partition(scope)
         edges = self._store.edges(pk, entity.data["entityId"])
+        counted_all = len(edges) < MAX_EDGES
         token = confirmation_token(
             scope, entity.data["entityId"], entity.version, sorted(e.data["factId"] for e in edges)
         )
@@ -70,10 +73,12 @@ class GraphDeletion:
             neighbours_affected=[names[n]["name"] for n in neighbours if n in names],
         )
         kept = fit_head(output, output.neighbours_affected, context.response_budget)
-        output.neighbours_affected, output.has_more = kept, len(kept) < len(output.neighbours_affected)
+        output.neighbours_affected = kept
+        output.has_more = len(kept) < len(output.neighbours_affected) or not counted_all
+        count = f"{len(edges)}" if counted_all else f"at least {len(edges)}"
         if request.confirmation_token is None:
             output.message = (
-                f"Deleting '{entity.data['name']}' erases it and its {len(edges)} facts for good "
+                f"Deleting '{entity.data['name']}' erases it and its {count} facts for good "
                 "(invalidate_memory_link keeps history instead). Ask the user, then call again with confirmationToken"
             )
             output.confirmation_token = token
@@ -96,8 +101,12 @@ class GraphDeletion:
             raise Conflict(
                 "The entity changed while it was being deleted; preview again", {"field": "entityId"}
             ) from None
-        self.erase(pk, entity.data["entityId"])
-        output.deleted, output.message = True, f"Entity '{entity.data['name']}' and {len(edges)} facts deleted"
+        erased, finished = self.erase(pk, entity.data["entityId"])
+        output.deleted, output.facts_affected = True, erased
+        output.message = f"Entity '{entity.data['name']}' and {erased} facts deleted"
+        if not finished:
+            output.has_more = True
+            output.message += "; it is gone from every read, and more facts remain: call again with its entityId"
         return output
 
     def _resume(self, context: RequestContext, request: DeleteMemoryObjectInput) -> DeleteMemoryObjectOutput | None:
@@ -109,16 +118,27 @@ class GraphDeletion:
             item = self._records.get(pk, ENTITY + request.entity_id)
             if item is not None and item.data.get("deleting"):
                 writable_scope(context, layer, "entityId")
-                erased = self.erase(pk, request.entity_id)
+                erased, finished = self.erase(pk, request.entity_id)
+                message = (
+                    f"Finished deleting entity '{item.data['name']}'"
+                    if finished
+                    else (f"Deleted {erased} more facts of entity '{item.data['name']}'; more remain: call again")
+                )
                 return DeleteMemoryObjectOutput(
-                    message=f"Finished deleting entity '{item.data['name']}'", deleted=True, facts_affected=erased
+                    message=message, deleted=True, facts_affected=erased, has_more=not finished
                 )
         return None
 
-    def erase(self, pk: str, entity_id: str) -> int:
-        """Delete a marked entity's facts in batches, then the entity; safe to run again after a crash."""
-        erased, lost_races = 0, 0
+    def erase(self, pk: str, entity_id: str) -> tuple[int, bool]:
+        """Delete a marked entity's facts in batches, then the entity; safe to run again after a crash.
+
+        At most MAX_BATCHES batches a call, so a request stays short: (facts erased, whether it finished).
+        """
+        erased, lost_races, batches = 0, 0, 0
         while edges := self._store.edges(pk, entity_id, limit=DELETE_BATCH):
+            if batches >= MAX_BATCHES:
+                return erased, False
+            batches += 1
             facts = self._store.facts(pk, [edge.data["factId"] for edge in edges])
             markers = [self._index.marker(pk, fact.sk) for fact in facts]
             writes: list[Put | Delete] = self._store.link_release(pk, [fact.data for fact in facts])
@@ -138,18 +158,19 @@ class GraphDeletion:
                 continue
             self._index.settle(markers)
             erased += len(facts)
+        while guards := self._store.exclusive_guards(pk, entity_id, limit=MAX_WRITE_OPERATIONS):
+            self._records.write([Delete(pk, guard.sk) for guard in guards])
         marker = self._index.marker(pk, ENTITY + entity_id)
-        guards = [Delete(pk, guard.sk) for guard in self._store.exclusive_guards(pk, entity_id)]
-        self._records.write([Delete(pk, ENTITY + entity_id), *guards, marker])
+        self._records.write([Delete(pk, ENTITY + entity_id), marker])
         self._index.settle([marker])
-        return erased
+        return erased, True
 
     def _delete_fact(self, context: RequestContext, request: DeleteMemoryObjectInput) -> DeleteMemoryObjectOutput:
         layer, scope, fact = self._lookup.fact(context, request.fact_id or "")
         writable_scope(context, layer, "factId")
         pk = partition(scope)
         token = confirmation_token(scope, fact.data["factId"], fact.version, [])
-        view = self._views(pk, [versioned(fact)], stamp(now()))
+        view = self._views(pk, [versioned(fact)], stamp(now()))  # empty while an end is being deleted
         output = DeleteMemoryObjectOutput(
             message="",
             deleted=False,

@@ -11,6 +11,7 @@ fact twice is stored once and an exclusive fact invalidates the one it replaces.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -107,6 +108,20 @@ def _chunks(text: str, size: int) -> list[str]:
     if rest:
         pieces.append(rest)
     return pieces
+
+
+def _model_date(value: Any) -> str | None:
+    """A date a model gave, with "2024" and "2024-03" read as their first day (a bare number would otherwise be
+    refused); anything else is passed on as given, so a fact with a date that is not one is skipped."""
+    text = value.strip() if isinstance(value, str) else value
+    if isinstance(text, str) and _YEAR.fullmatch(text):
+        return text + "-01-01"
+    if isinstance(text, str) and _YEAR_MONTH.fullmatch(text):
+        return text + "-01"
+    return text or None
+
+
+_YEAR, _YEAR_MONTH = re.compile(r"\d{4}"), re.compile(r"\d{4}-\d{2}")
 
 
 class UnconfiguredExtractor:
@@ -239,10 +254,10 @@ class GraphBuilder:
                 predicate=fact["predicate"],
                 object=fact["object"],
                 text=fact["text"] or None,
-                subject_type=types.get(name_key(fact["subject"]), "")[:64] or None,
-                object_type=types.get(name_key(fact["object"]), "")[:64] or None,
+                subject_type=types.get(name_key(fact["subject"]), "").strip()[:64] or None,
+                object_type=types.get(name_key(fact["object"]), "").strip()[:64] or None,
                 layer=request.layer,
-                valid_at=fact.get("validAt") or None,
+                valid_at=_model_date(fact.get("validAt")),
                 exclusive=bool(fact.get("exclusive")),
                 source=source,
             )

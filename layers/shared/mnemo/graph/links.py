@@ -10,6 +10,7 @@ turns). A write that loses a race is tried again from fresh reads.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mnemo.context import Layer, RequestContext
@@ -37,12 +38,14 @@ from mnemo.graph.store import (
     partition,
     versioned,
 )
-from mnemo.graph.temporal import now, stamp
+from mnemo.graph.temporal import now, stamp, status_at
 from mnemo.graph.views import FactViews
 from mnemo.ports import ConditionFailed, Delete, Item, Put
 
 #: Attempts of a write that lost a race (a name or link taken meanwhile) before CONFLICT.
 ATTEMPTS = 3
+#: Later than any stored time: the end of a fact that has none.
+_FOREVER = "9999-12-31T23:59:59.999999Z~"
 
 
 def _stored(unit: dict[str, Any]) -> dict[str, Any]:
@@ -134,41 +137,32 @@ class LinkWriter:
         else:
             obj, object_writes = self._resolve(pk, scope, layer, request.object, request.object_type, context, at)
             writes += object_writes
+        writes += self._still_there(pk, subject, obj)
         predicate = predicate_key(request.predicate)
         valid_at = stamp(request.valid_at) if request.valid_at else at
-        invalid_at = requested_end = stamp(request.invalid_at) if request.invalid_at else None
-        if invalid_at is not None and invalid_at <= valid_at:  # validAt defaulted to now: the model could not check
+        requested_end = stamp(request.invalid_at) if request.invalid_at else None
+        if requested_end is not None and requested_end <= valid_at:  # validAt defaulted to now: unchecked so far
             raise invalid_field("invalidAt", f"must be after validAt ({valid_at})")
 
-        same = self._same_fact(pk, subject, obj, predicate, valid_at, invalid_at)
-        if same is not None:
-            return self._answer(self._views(pk, [same], at)[0], subject, obj, created=False, invalidated=[])
-
-        fact_id = new_id("fct")
-        guard = self._exclusive_guard(pk, subject, predicate, fact_id) if request.exclusive else []
-        closed: list[dict[str, Any]] = []
-        for old in self._contradicted(pk, subject, obj, predicate, request):
-            if old["validAt"] <= valid_at:
-                if old["validAt"] == valid_at:
-                    raise invalid_field(
-                        "validAt", f"fact '{old['factId']}' began at the same time; give the new fact a later validAt"
-                    )
-                closed.append({**old, "invalidAt": valid_at, "expiredAt": at, "invalidatedBy": fact_id})
-            elif invalid_at is None or invalid_at > old["validAt"]:
-                # The old fact began later: the new one is history that ended when the old one began.
-                invalid_at = old["validAt"]
-        if len(closed) > MAX_INVALIDATES:  # each is four writes of the one all-or-nothing write
-            raise invalid_field(
-                "exclusive" if request.exclusive else "invalidates",
-                f"this fact would end {len(closed)} open facts, more than {MAX_INVALIDATES} at once; "
-                "invalidate some of them first",
-                limit=MAX_INVALIDATES,
-            )
-        if invalid_at != requested_end:
+        # Read before any of the subject's facts are, so that racing exclusive adds take turns.
+        guard = self._exclusive_guard(pk, subject, predicate) if request.exclusive else None
+        same = self._same_fact(pk, subject, obj, predicate, valid_at, requested_end)
+        fact_id = same["factId"] if same is not None else new_id("fct")
+        start, end = (same["validAt"], same.get("invalidAt")) if same is not None else (valid_at, requested_end)
+        closed, end = self._ends(pk, subject, obj, predicate, request, start, end, fact_id, at)
+        ending = self._store.link_release(pk, closed) + (guard(fact_id) if guard is not None else [])
+        for old in closed:
+            ending += self._store.fact_puts(pk, _stored(old), old["version"] + 1, old["version"])
+        invalidated = [old["factId"] for old in closed]
+        if same is not None:  # stored already; what it contradicts may still need ending
+            if closed:
+                self._records.write([*writes, *ending])
+            return self._answer(self._view(pk, same, at), subject, obj, created=False, invalidated=invalidated)
+        if end != requested_end:
             # Stored as history (a later fact holds already): the same history may be stored from a retry.
-            same = self._same_fact(pk, subject, obj, predicate, valid_at, invalid_at)
+            same = self._same_fact(pk, subject, obj, predicate, valid_at, end)
             if same is not None:
-                return self._answer(self._views(pk, [same], at)[0], subject, obj, created=False, invalidated=[])
+                return self._answer(self._view(pk, same, at), subject, obj, created=False, invalidated=[])
         fact = {
             "factId": fact_id,
             "subjectId": subject["entityId"],
@@ -176,9 +170,9 @@ class LinkWriter:
             "objectId": obj["entityId"],
             "text": request.text or fact_sentence(subject["name"], predicate, obj["name"]),
             "validAt": valid_at,
-            "invalidAt": invalid_at,
+            "invalidAt": end,
             "createdAt": at,
-            "expiredAt": at if invalid_at is not None else None,
+            "expiredAt": at if end is not None else None,
             "source": request.source.model_dump(mode="json", by_alias=True, exclude_none=True)
             if request.source
             else None,
@@ -188,30 +182,104 @@ class LinkWriter:
             "subjectName": subject["name"],
             "objectName": obj["name"],
         }
-        writes += self._store.fact_puts(pk, fact, 1, None) + guard
-        if invalid_at is None:
+        writes += self._store.fact_puts(pk, fact, 1, None) + ending
+        if end is None:
             link = Item(pk, link_sk(subject["entityId"], predicate, obj["entityId"]), {"factId": fact_id})
             writes.append(Put(link, expect="absent"))
-        writes += self._store.link_release(pk, closed)
-        for old in closed:
-            writes += self._store.fact_puts(pk, _stored(old), old["version"] + 1, old["version"])
         pending = [(self._index.marker(pk, FACT + fact_id), fact, 1)]
         pending += [(self._index.marker(pk, ENTITY + e["entityId"]), e, 1) for e in (subject, obj) if e["created"]]
         pending = list({marker.item.sk: (marker, data, 1) for marker, data, _ in pending}.values())
         self._records.write([*writes, *(marker for marker, _, _ in pending)])
         self._index.index_now(pending)
-        view = self._views(pk, [fact], at)[0]
-        return self._answer(view, subject, obj, created=True, invalidated=[old["factId"] for old in closed])
+        return self._answer(self._view(pk, fact, at), subject, obj, created=True, invalidated=invalidated)
 
-    def _exclusive_guard(self, pk: str, subject: dict[str, Any], predicate: str, fact_id: str) -> list[Put | Delete]:
-        """The write that makes exclusive adds of one subject and predicate take turns: read before the subject's
-        facts are, it fails (and the add reads again) if another exclusive add wrote meanwhile."""
+    def _still_there(self, pk: str, *entities: dict[str, Any]) -> list[Put | Delete]:
+        """Writes that leave existing entities as they are, on condition they still are: a deletion or update
+        that began meanwhile makes the add read again instead of linking a fact to a deleted entity."""
+        unchanged = {e["entityId"]: e for e in entities if not e["created"]}
+        return [
+            Put(Item(pk, ENTITY + entity_id, _stored(entity), version=entity["version"]), expect=entity["version"])
+            for entity_id, entity in unchanged.items()
+        ]
+
+    def _ends(
+        self,
+        pk: str,
+        subject: dict[str, Any],
+        obj: dict[str, Any],
+        predicate: str,
+        request: AddMemoryLinkInput,
+        start: str,
+        end: str | None,
+        fact_id: str,
+        at: str,
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """What a fact holding over [start, end) contradicts: the facts it ends (each ends when it begins), and
+        its own end (when a contradicted fact begins later, the new one ends there).
+
+        Contradicted facts are those named in ``invalidates``, and with ``exclusive`` the subject's facts of the
+        predicate with another object; only those whose time overlaps [start, end) are touched. A fact that began
+        earlier and outlives a new fact that has already ended is refused: ending it would lose what follows.
+        """
+        overlapping = [
+            fact
+            for fact in self._contradicted(pk, subject, obj, predicate, request)
+            if fact["factId"] != fact_id
+            and fact["validAt"] < (end or _FOREVER)
+            and (fact.get("invalidAt") or _FOREVER) > start
+        ]
+        field = "exclusive" if request.exclusive else "invalidates"
+        for fact in overlapping:
+            if fact["validAt"] == start:
+                raise invalid_field(
+                    "validAt", f"fact '{fact['factId']}' began at the same time; give the new fact a later validAt"
+                )
+            if fact["validAt"] < start and end is not None and (fact.get("invalidAt") or _FOREVER) > end:
+                raise invalid_field(
+                    field,
+                    f"fact '{fact['factId']}' holds from {fact['validAt']} past this fact's end ({end}); ending it "
+                    "would lose that time: invalidate it first, or add this fact without exclusive",
+                )
+        later = [fact["validAt"] for fact in overlapping if fact["validAt"] > start]
+        if later:  # a later fact holds already: the new one is history that ends when that one began
+            end = min([*later, end] if end is not None else later)
+        closed = [
+            {**fact, "invalidAt": start, "expiredAt": at, "invalidatedBy": fact_id}
+            for fact in overlapping
+            if fact["validAt"] < start
+        ]
+        if len(closed) > MAX_INVALIDATES:  # each is four writes of the one all-or-nothing write
+            raise invalid_field(
+                field,
+                f"this fact would end {len(closed)} facts, more than {MAX_INVALIDATES} at once; "
+                "invalidate some of them first",
+                limit=MAX_INVALIDATES,
+            )
+        return closed, end
+
+    def _view(self, pk: str, fact: dict[str, Any], at: str) -> FactView:
+        """One fact as answered now; NOT_FOUND while one of its ends is being deleted."""
+        views = self._views(pk, [fact], at)
+        if not views:
+            fact_id = fact["factId"]
+            raise NotFound(
+                f"Fact '{fact_id}' links an entity that is being deleted", {"field": "factId", "factId": fact_id}
+            )
+        return views[0]
+
+    def _exclusive_guard(self, pk: str, subject: dict[str, Any], predicate: str) -> Callable[[str], list[Put | Delete]]:
+        """The write that makes exclusive adds of one subject and predicate take turns, given the new fact's id:
+        the version read here (before the subject's facts) must still be there when the add writes."""
         sk = exclusive_sk(subject["entityId"], predicate)
         current = None if subject["created"] else self._records.get(pk, sk)
-        data = {"subjectId": subject["entityId"], "predicate": predicate, "factId": fact_id}
-        if current is None:
-            return [Put(Item(pk, sk, data), expect="absent")]
-        return [Put(Item(pk, sk, data, version=current.version + 1), expect=current.version)]
+
+        def write(fact_id: str) -> list[Put | Delete]:
+            data = {"subjectId": subject["entityId"], "predicate": predicate, "factId": fact_id}
+            if current is None:
+                return [Put(Item(pk, sk, data), expect="absent")]
+            return [Put(Item(pk, sk, data, version=current.version + 1), expect=current.version)]
+
+        return write
 
     def _same_fact(
         self,
@@ -222,37 +290,38 @@ class LinkWriter:
         valid_at: str,
         invalid_at: str | None,
     ) -> dict[str, Any] | None:
-        """The stored fact this add repeats: the open fact of the triple, or an identical closed one."""
+        """The stored fact this add repeats: for an open fact, the triple's open fact or one that holds at its
+        validAt (an end set for later does not make it another fact); for a closed one, an identical fact."""
         if subject["created"] or obj["created"]:
             return None
         if invalid_at is None:
             link = self._store.link(pk, subject["entityId"], predicate, obj["entityId"])
             found = self._store.fact(pk, link.data["factId"]) if link is not None else None
-            return versioned(found) if found is not None else None
+            if found is not None:
+                return versioned(found)
+
+        def repeats(edge: dict[str, Any]) -> bool:
+            if invalid_at is None:
+                return status_at(edge, valid_at) == "valid"
+            return (edge["validAt"], edge["invalidAt"]) == (valid_at, invalid_at)
+
         for edge in self._store.edges(pk, subject["entityId"], predicate):
-            data = edge.data
-            if (
-                data["direction"] == "out"
-                and data["otherId"] == obj["entityId"]
-                and (data["validAt"], data["invalidAt"]) == (valid_at, invalid_at)
-            ):
-                found = self._store.fact(pk, data["factId"])
+            if edge.data["direction"] == "out" and edge.data["otherId"] == obj["entityId"] and repeats(edge.data):
+                found = self._store.fact(pk, edge.data["factId"])
                 return versioned(found) if found is not None else None
         return None
 
     def _contradicted(
         self, pk: str, subject: dict[str, Any], obj: dict[str, Any], predicate: str, request: AddMemoryLinkInput
     ) -> list[dict[str, Any]]:
-        """Open facts the new one ends: those named in ``invalidates``, and with ``exclusive`` the subject's
-        open facts of the same predicate with another object."""
+        """The facts a new one may contradict: those named in ``invalidates``, and with ``exclusive`` the
+        subject's facts of the same predicate with another object."""
         ids: list[str] = list(request.invalidates)
         if request.exclusive and not subject["created"]:
             ids += [
                 edge.data["factId"]
                 for edge in self._store.edges(pk, subject["entityId"], predicate)
-                if edge.data["direction"] == "out"
-                and edge.data["otherId"] != obj["entityId"]
-                and edge.data["invalidAt"] is None
+                if edge.data["direction"] == "out" and edge.data["otherId"] != obj["entityId"]
             ]
         found = {item.data["factId"]: item for item in self._store.facts(pk, ids)}
         for fact_id in request.invalidates:
@@ -261,7 +330,7 @@ class LinkWriter:
                     f"No fact '{fact_id}' in the {request.layer} layer to invalidate",
                     {"field": "invalidates", "factId": fact_id},
                 )
-        return [versioned(found[fact_id]) for fact_id in dict.fromkeys(ids) if found[fact_id].data["invalidAt"] is None]
+        return [versioned(found[fact_id]) for fact_id in dict.fromkeys(ids)]
 
     @staticmethod
     def _answer(
@@ -297,7 +366,7 @@ class LinkWriter:
         if end <= data["validAt"]:
             raise invalid_field("invalidAt", f"must be after the fact's validAt ({data['validAt']})")
         if data.get("invalidAt") is not None and data["invalidAt"] <= end:
-            view = self._views(pk, [versioned(fact)], at)[0]
+            view = self._view(pk, versioned(fact), at)
             return InvalidateMemoryLinkOutput(message="The fact was already invalid", fact=view, already_invalid=True)
         closed = {**data, "invalidAt": end, "expiredAt": at, "reason": request.reason or data.get("reason")}
         writes = self._store.link_release(pk, [data]) + self._store.fact_puts(
@@ -307,5 +376,5 @@ class LinkWriter:
             self._records.write(writes)
         except ConditionFailed:
             raise Conflict("The fact changed while it was being invalidated; retry", {"field": "factId"}) from None
-        view = self._views(pk, [{**closed, "version": fact.version + 1}], at)[0]
+        view = self._view(pk, {**closed, "version": fact.version + 1}, at)
         return InvalidateMemoryLinkOutput(message="Fact invalidated; it stays in the history", fact=view)

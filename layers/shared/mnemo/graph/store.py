@@ -116,8 +116,8 @@ class GraphStore:
     def link(self, pk: str, subject_id: str, predicate: str, object_id: str) -> Item | None:
         return self.records.get(pk, link_sk(subject_id, predicate, object_id))
 
-    def exclusive_guards(self, pk: str, entity_id: str) -> list[Item]:
-        return self.records.query(pk, f"{EXCLUSIVE}{entity_id}#", limit=MAX_EDGES)
+    def exclusive_guards(self, pk: str, entity_id: str, limit: int = MAX_EDGES) -> list[Item]:
+        return self.records.query(pk, f"{EXCLUSIVE}{entity_id}#", limit=limit)
 
     # ------------------------------------------------------------- writes
     @staticmethod

@@ -48,10 +48,12 @@ def add_memory_link(services: Services, context: RequestContext, request: AddMem
     same open fact again stores nothing and answers `created: false`, so retries
     are safe. A fact that contradicts older ones ends them instead of deleting
     them: name them in `invalidates`, or set `exclusive` when the subject holds
-    the predicate with one object at a time (works_at, lives_in, uses_database);
-    the older facts get `invalidAt` = this fact's `validAt`. If an older fact
-    began after this one, this one is stored as history that ended then.
-    Shared layers need the writer role.
+    the predicate with one object at a time (works_at, lives_in, uses_database).
+    Facts whose time overlaps this one's are touched: one that began earlier
+    gets `invalidAt` = this fact's `validAt`; if one began later, this fact is
+    stored as history that ended then. Sent again with `exclusive` or
+    `invalidates`, the same fact still ends what it contradicts. Shared layers
+    need the writer role.
 
     **When to use:** a simple fact an agent learned: "X uses Y", "Alice works at
     Acme". Prefer it to build_memory_from_text, which costs model calls.
@@ -68,9 +70,10 @@ def add_memory_link(services: Services, context: RequestContext, request: AddMem
 
     **Errors:**
     - INVALID_INPUT: a missing or over-long subject, predicate or object (details name
-      the field); invalidAt not after validAt; the layer's ids are not in the context;
-      the fact would end more than 20 open facts at once (details name `exclusive` or
-      `invalidates`).
+      the field); invalidAt not after validAt; a date that is not ISO 8601 text; the
+      layer's ids are not in the context; a contradicted fact began at the same time
+      (`validAt`); the fact would end more than 20 facts at once, or it has an end and
+      an earlier fact outlives it (details name `exclusive` or `invalidates`).
     - NOT_FOUND: a fact in `invalidates` is not in this layer.
     - UNAUTHORIZED: writing a shared layer without the writer role.
     - CONFLICT: the graph kept changing under concurrent writes (retryable).
@@ -253,9 +256,10 @@ def delete_memory_object(
     what would go (the entity, how many facts, which neighbours lose a link) and
     a `confirmationToken`. Ask the user; then call again with the token. The
     deletion happens only if nothing changed since the preview (else CONFLICT:
-    preview again). An entity's facts go in batches; if a call stops midway, the
-    entity is already gone from reads and calling again with its `entityId`
-    finishes the job.
+    preview again). An entity's facts go in batches, at most 1,000 a call: a
+    larger entity answers `hasMore: true`, and calling again with its `entityId`
+    goes on (as it finishes a call that stopped midway); the entity is gone from
+    reads from the first call.
 
     **When to use:** an entity or fact that was wrong from the start, or that
     the user wants erased.

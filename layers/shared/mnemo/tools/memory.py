@@ -94,7 +94,7 @@ def memory_search(services: Services, context: RequestContext, request: MemorySe
     @see mnemo.graph.service.GraphService.context_for
     """
     output = services.memory.search(context, request)
-    if request.include_graph:
+    if request.include_graph and request.query.strip():  # a blank query finds nothing in the graph
         output.graph = services.graph.context_for(context, request.query, request.layers)
         budget = context.response_budget
         if budget is not None:

@@ -17,9 +17,8 @@ from typing import Any
 
 from mnemo.adapters.aws.clients import LazyClient
 from mnemo.adapters.aws.errors import provider_error
-from mnemo.ports import ConditionFailed, Delete, Item, Put
+from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put
 
-_MAX_TRANSACTION = 100
 _MAX_BATCH_GET = 100
 
 
@@ -181,8 +180,8 @@ class DynamoDbRecordStore(LazyClient):
     def write(self, operations: Sequence[Put | Delete]) -> None:
         if not operations:
             return
-        if len(operations) > _MAX_TRANSACTION:
-            raise ValueError(f"at most {_MAX_TRANSACTION} operations change together")
+        if len(operations) > MAX_WRITE_OPERATIONS:
+            raise ValueError(f"at most {MAX_WRITE_OPERATIONS} operations change together (got {len(operations)})")
         if len(operations) == 1:
             single = self._operation(operations[0])
             if "Put" in single:

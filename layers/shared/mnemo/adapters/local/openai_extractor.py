@@ -68,12 +68,15 @@ class OpenAICompatibleExtractor:
         try:
             message = payload["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
-            raise ProviderError("The extraction model's answer has no choices[0].message", details) from None
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") or {}
-            if function.get("name") == tool.name:
+            message = None
+        if not isinstance(message, dict):
+            raise ProviderError("The extraction model's answer has no choices[0].message object", details)
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and function.get("name") == tool.name:
                 return OpenAICompatibleExtractor._object(function.get("arguments"), details)
-        if message.get("content"):
+        if isinstance(message.get("content"), str) and message["content"]:
             return OpenAICompatibleExtractor._object(message["content"], details)
         raise ProviderError(f"The extraction model answered without calling {tool.name}", details)
 

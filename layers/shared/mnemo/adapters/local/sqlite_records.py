@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from mnemo.ports import ConditionFailed, Delete, Item, Put
+from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS items (
@@ -130,6 +130,8 @@ class SqliteRecordStore:
             yield self._item(row)
 
     def write(self, operations: Sequence[Put | Delete]) -> None:
+        if len(operations) > MAX_WRITE_OPERATIONS:
+            raise ValueError(f"at most {MAX_WRITE_OPERATIONS} operations change together (got {len(operations)})")
         conn = self._connection()
         live, now = self._live()
         conn.execute("BEGIN IMMEDIATE")
