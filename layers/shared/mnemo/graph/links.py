@@ -290,8 +290,9 @@ class LinkWriter:
         valid_at: str,
         invalid_at: str | None,
     ) -> dict[str, Any] | None:
-        """The stored fact this add repeats: for an open fact, the triple's open fact or one that holds at its
-        validAt (an end set for later does not make it another fact); for a closed one, an identical fact."""
+        """The stored fact this add repeats: for an open fact, the triple's open fact, or one that holds at its
+        validAt and has not ended yet (an end set for later does not make it another fact); for a closed one, an
+        identical fact."""
         if subject["created"] or obj["created"]:
             return None
         if invalid_at is None:
@@ -302,7 +303,7 @@ class LinkWriter:
 
         def repeats(edge: dict[str, Any]) -> bool:
             if invalid_at is None:
-                return status_at(edge, valid_at) == "valid"
+                return status_at(edge, valid_at) == "valid" and status_at(edge, stamp(now())) != "invalid"
             return (edge["validAt"], edge["invalidAt"]) == (valid_at, invalid_at)
 
         for edge in self._store.edges(pk, subject["entityId"], predicate):
