@@ -436,12 +436,13 @@ def test_depth_zero_to_three_and_validation(stack: Stack) -> None:
     assert missing.code == "NOT_FOUND" and missing.details["field"] == "entityId"
 
 
-def test_walks_only_over_valid_facts(stack: Stack) -> None:
+def test_walks_over_the_facts_valid_at_the_time_asked_about(stack: Stack) -> None:
     kept = link(stack, "A", "knows", "B")
     gone = link(stack, "A", "knows", "C", validAt="2020-01-01T00:00:00Z")
     stack.call("invalidate_memory_link", {"factId": gone["factId"], "invalidAt": "2021-01-01T00:00:00Z"})
-    answer = get(stack, name="A", includeHistory=True)
-    assert [n["name"] for n in answer["neighbours"]] == ["B"]
+    assert [n["name"] for n in get(stack, name="A")["neighbours"]] == ["B"]
+    answer = get(stack, name="A", includeHistory=True)  # the history walks over ended facts too
+    assert sorted(n["name"] for n in answer["neighbours"]) == ["B", "C"]
     assert set(fact_ids(answer)) == {kept["factId"], gone["factId"]}
     then = get(stack, name="A", asOf="2020-06-01T00:00:00Z")
     assert [n["name"] for n in then["neighbours"]] == ["C"]
@@ -955,3 +956,13 @@ def test_memory_search_with_the_graph_and_a_blank_query_answers_nothing_from_the
     link(stack, "Alice", "works_at", "Acme")
     answer = stack.call("memory_search", {"query": "   ", "includeGraph": True})
     assert answer["success"] is True and answer["graph"] is None
+
+
+def test_with_the_history_neighbours_are_reached_over_ended_facts_too(stack: Stack) -> None:
+    link(stack, "Alice", "works_at", "Acme", validAt="2019-01-01T00:00:00Z", exclusive=True)
+    link(stack, "Alice", "works_at", "Globex", validAt="2024-01-01T00:00:00Z", exclusive=True)
+    link(stack, "Acme", "located_in", "Berlin")
+    now = {n["name"]: n["depth"] for n in get(stack, name="Alice", depth=2)["neighbours"]}
+    assert now == {"Globex": 1}
+    ever = {n["name"]: n["depth"] for n in get(stack, name="Alice", depth=2, includeHistory=True)["neighbours"]}
+    assert ever == {"Globex": 1, "Acme": 1, "Berlin": 2}

@@ -9,6 +9,7 @@ entity, under the entity's version (CONFLICT on a stale one).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mnemo.budget import fit_head
@@ -54,7 +55,7 @@ class EntityObjects:
 
         own_edges = [edge for edge in self._store.edges(pk, entity.data["entityId"]) if holds(edge)]
         own_edges.sort(key=lambda edge: edge.data["validAt"], reverse=True)
-        neighbours, via_facts, truncated = self._walk(pk, entity.data["entityId"], request.depth, moment)
+        neighbours, via_facts, truncated = self._walk(pk, entity.data["entityId"], request.depth, holds)
         fact_ids = list(dict.fromkeys([edge.data["factId"] for edge in own_edges] + via_facts))
         has_more = truncated or len(fact_ids) > request.limit
         facts = [versioned(item) for item in self._store.facts(pk, fact_ids[: request.limit])]
@@ -78,9 +79,12 @@ class EntityObjects:
         output.has_more = has_more
         return output
 
-    def _walk(self, pk: str, start: str, depth: int, moment: str) -> tuple[list[Neighbour], list[str], bool]:
-        """Entities within ``depth`` hops over facts valid at ``moment``, nearest first; the facts used past
-        the first hop; whether the walk stopped at MAX_NEIGHBOURS."""
+    def _walk(
+        self, pk: str, start: str, depth: int, holds: Callable[[Item], bool]
+    ) -> tuple[list[Neighbour], list[str], bool]:
+        """Entities within ``depth`` hops over the facts that ``holds`` keeps (valid at the time asked about, or
+        any with the history), nearest first; the facts used past the first hop; whether the walk stopped at
+        MAX_NEIGHBOURS."""
         seen = {start}
         frontier = [start]
         found: list[tuple[str, int, list[str]]] = []
@@ -90,7 +94,7 @@ class EntityObjects:
             for entity_id in frontier:
                 for edge in self._store.edges(pk, entity_id):
                     other = edge.data["otherId"]
-                    if other in seen or status_at(edge.data, moment) != "valid":
+                    if other in seen or not holds(edge):
                         continue
                     reached.setdefault(other, []).append(edge.data["factId"])
             for other, via in sorted(reached.items()):

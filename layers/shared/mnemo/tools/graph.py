@@ -95,7 +95,7 @@ def get_memory_object(
     the most specific readable layer that has it. Returns its facts valid at
     `asOf` (default: now), newest first; with `includeHistory`, also those that
     ended or have not begun (each says its `status`). `depth` (0-3, default 1)
-    adds the entities reachable over valid facts, nearest first, each with the
+    adds the entities reachable over those facts, nearest first, each with the
     facts (`via`) that reach it; facts used past the first hop are in `facts`
     too. At most `limit` facts and 100 neighbours; `hasMore` says when some were
     left out.
