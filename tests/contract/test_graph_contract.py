@@ -966,3 +966,32 @@ def test_with_the_history_neighbours_are_reached_over_ended_facts_too(stack: Sta
     assert now == {"Globex": 1}
     ever = {n["name"]: n["depth"] for n in get(stack, name="Alice", depth=2, includeHistory=True)["neighbours"]}
     assert ever == {"Globex": 1, "Acme": 1, "Berlin": 2}
+
+
+def test_a_rename_reaches_the_index_text_of_the_entitys_facts(stack: Stack) -> None:
+    added = link(stack, "Alice", "works_at", "Acme", text="She joined in spring.")
+    stack.call("update_memory_object", {"name": "Alice", "newName": "Zelda Quartermaine"})
+    assert stack.pending() == []  # a small entity's facts are re-indexed before the rename answers
+    found = search(stack, "Zelda Quartermaine", kind="facts")["facts"]
+    assert [fact["factId"] for fact in found][:1] == [added["factId"]]
+    with stack.scanning():
+        stack.services.graph.reindex()
+    assert [fact["factId"] for fact in search(stack, "Zelda Quartermaine", kind="facts")["facts"]][:1] == [
+        added["factId"]
+    ]
+    stack.assert_index_in_line()
+
+
+def test_a_large_entitys_rename_leaves_the_rest_of_its_facts_to_the_drain(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnemo.graph import index
+
+    monkeypatch.setattr(index, "REINDEX_NOW", 1)
+    for n in range(3):
+        link(stack, "Alice", "knows", f"Friend {n}")
+    stack.call("update_memory_object", {"name": "Alice", "newName": "Zelda Quartermaine"})
+    assert len(stack.pending()) == 2
+    assert stack.services.outbox.drain().by_family == {NAMESPACE: 2}
+    stack.assert_index_in_line()
+    assert len(search(stack, "Zelda Quartermaine knows", kind="facts")["facts"]) == 3

@@ -14,13 +14,24 @@ from typing import Any
 
 from mnemo.errors import MnemoError
 from mnemo.graph.names import fact_sentence, type_key
-from mnemo.graph.store import ENTITY, FACT, PARTITION
+from mnemo.graph.store import ENTITY, FACT, PARTITION, GraphStore
 from mnemo.outbox import GONE, IndexOutbox, Reference
-from mnemo.ports import Embedder, IndexDoc, Put, RecordStore, VectorIndex
+from mnemo.ports import MAX_WRITE_OPERATIONS, Embedder, IndexDoc, Put, RecordStore, VectorIndex
 
 NAMESPACE = "graph"
+#: Facts a rename re-indexes before it answers; the drain takes the rest.
+REINDEX_NOW = 100
 
 logger = logging.getLogger(__name__)
+
+
+def with_names(fact: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """A fact with its ends' current names (an entity renamed since the fact was added), where known."""
+    return {
+        **fact,
+        "subjectName": names.get(fact["subjectId"], fact["subjectName"]),
+        "objectName": names.get(fact["objectId"], fact["objectName"]),
+    }
 
 
 def index_text(data: dict[str, Any]) -> str:
@@ -52,6 +63,7 @@ class GraphIndex:
 
     def __init__(self, records: RecordStore, index: VectorIndex, embedder: Embedder, outbox: IndexOutbox) -> None:
         self._records = records
+        self._store = GraphStore(records)
         self._index = index
         self._embedder = embedder
         self._outbox = outbox
@@ -93,14 +105,37 @@ class GraphIndex:
         if item is None or item.data.get("deleting"):
             self._index.delete(NAMESPACE, [ref["sk"].split("#", 1)[1]])
             return GONE
-        vector = self._embedder.embed([index_text(item.data)])[0]
-        self._index.upsert(NAMESPACE, [index_doc(item.data, vector)])
+        data = item.data
+        if "factId" in data:
+            ends = self._store.entities(ref["pk"], [data["subjectId"], data["objectId"]])
+            data = with_names(data, {entity_id: entity["name"] for entity_id, entity in ends.items()})
+        vector = self._embedder.embed([index_text(data)])[0]
+        self._index.upsert(NAMESPACE, [index_doc(data, vector)])
         return str(item.version)
+
+    def requeue_facts(self, pk: str, entity_id: str) -> int:
+        """Index an entity's facts again (their text names it, and it was renamed): the first REINDEX_NOW at
+        once in one embedding call, the others queued for the drain, so a rename stays short at any size."""
+        markers = {
+            edge.data["factId"]: self.marker(pk, FACT + edge.data["factId"])
+            for edge in self._store.edges(pk, entity_id)
+        }
+        queued = list(markers.values())
+        for start in range(0, len(queued), MAX_WRITE_OPERATIONS):
+            self._records.write(queued[start : start + MAX_WRITE_OPERATIONS])
+        facts = self._store.facts(pk, list(markers)[:REINDEX_NOW])
+        ends = self._store.entities(
+            pk, [end for fact in facts for end in (fact.data["subjectId"], fact.data["objectId"])]
+        )
+        names = {end: entity["name"] for end, entity in ends.items()}
+        self.index_now([(markers[fact.data["factId"]], with_names(fact.data, names), fact.version) for fact in facts])
+        return len(queued)
 
     def reindex(self, batch: int = 64) -> int:
         """Rebuild the graph's vector index from the records (maintenance: scans the table)."""
         self._index.clear(NAMESPACE)
         pending: list[dict[str, Any]] = []
+        names: dict[str, str] = {}  # a partition's entities come before its facts (ENT# < FACT#) in a scan
         total = 0
 
         def flush() -> None:
@@ -109,11 +144,16 @@ class GraphIndex:
             pending.clear()
 
         for item in self._records.scan(PARTITION):
-            if item.sk.startswith(FACT) or (item.sk.startswith(ENTITY) and not item.data.get("deleting")):
+            if item.sk.startswith(ENTITY) and not item.data.get("deleting"):
+                names[item.data["entityId"]] = item.data["name"]
                 pending.append(item.data)
-                total += 1
-                if len(pending) >= batch:
-                    flush()
+            elif item.sk.startswith(FACT):
+                pending.append(with_names(item.data, names))
+            else:
+                continue
+            total += 1
+            if len(pending) >= batch:
+                flush()
         if pending:
             flush()
         return total

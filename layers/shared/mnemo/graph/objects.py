@@ -165,6 +165,8 @@ class EntityObjects:
         except ConditionFailed:
             raise self._update_conflict(pk, data, after.keys() - before.keys(), request) from None
         self._index.index_now([(marker, updated, entity.version + 1)])
+        if name != data["name"]:
+            self._index.requeue_facts(pk, data["entityId"])
         return UpdateMemoryObjectOutput(
             message=f"Entity '{name}' updated", entity=entity_view({**updated, "version": entity.version + 1})
         )
