@@ -46,7 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from common import table, write_results
+from common import moto_services, table, write_results
 from mnemo.context import RequestContext
 from mnemo.runtime import Services
 from mnemo.settings import Settings
@@ -238,21 +238,6 @@ def embedded(args: argparse.Namespace) -> Services:
     return Services(Settings(data_dir=directory, embedder=args.embedder, block_budget_tokens=100_000))
 
 
-def on_moto(args: argparse.Namespace) -> Services:
-    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
-        os.environ.setdefault(name, value)
-    from aws_fixtures import REGION, create_records_table, dynamodb_settings, shared_moto_server
-
-    from mnemo.adapters.aws.bootstrap import ensure_bucket
-
-    server = shared_moto_server()
-    create_records_table(server.client("dynamodb"), "bench-blocks", stream=False)
-    ensure_bucket(server.client("s3"), "bench-blocks", REGION)
-    directory = Path(tempfile.mkdtemp(prefix="mnemo-bench-blocks-moto-"))
-    settings = dynamodb_settings(server, "bench-blocks", directory, blobs="s3", blob_bucket="bench-blocks")
-    return Services(settings.model_copy(update={"embedder": args.embedder}))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--blocks", type=int, default=1000)
@@ -279,7 +264,9 @@ def main() -> None:
         scaled = argparse.Namespace(**vars(args))
         for name in ("blocks", "files", "calls"):
             setattr(scaled, name, max(1, round(getattr(args, name) * args.moto_scale)))
-        payload["moto"] = run(on_moto(scaled), scaled, "moto: DynamoDB + S3") | {
+        payload["moto"] = run(
+            moto_services("bench-blocks", scaled.embedder, bucket=True), scaled, "moto: DynamoDB + S3"
+        ) | {
             "blocks": scaled.blocks,
             "files": scaled.files,
             "calls": scaled.calls,

@@ -1,8 +1,9 @@
-"""Shared by the benchmarks: a fresh embedded stack, a table printer, JSON results."""
+"""Shared by the benchmarks: a fresh embedded stack, one on moto, a table printer, JSON results."""
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import tempfile
 from datetime import UTC, datetime
@@ -18,6 +19,24 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def fresh_services(embedder: str = "bge", data_dir: Path | None = None) -> Services:
     directory = data_dir or Path(tempfile.mkdtemp(prefix="mnemo-bench-"))
     return Services(Settings(data_dir=directory, embedder=embedder))  # type: ignore[arg-type]
+
+
+def moto_services(name: str, embedder: str, *, bucket: bool = False) -> Services:
+    """A stack on DynamoDB (and, with ``bucket``, S3) in the shared moto server of the tests: table ``name``."""
+    for variable, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+        os.environ.setdefault(variable, value)
+    from aws_fixtures import REGION, create_records_table, dynamodb_settings, shared_moto_server
+
+    from mnemo.adapters.aws.bootstrap import ensure_bucket
+
+    server = shared_moto_server()
+    create_records_table(server.client("dynamodb"), name, stream=False)
+    extra: dict[str, Any] = {}
+    if bucket:
+        ensure_bucket(server.client("s3"), name, REGION)
+        extra = {"blobs": "s3", "blob_bucket": name}
+    settings = dynamodb_settings(server, name, Path(tempfile.mkdtemp(prefix=f"mnemo-{name}-moto-")), **extra)
+    return Services(settings.model_copy(update={"embedder": embedder}))
 
 
 def table(headers: list[str], rows: list[list[Any]]) -> str:

@@ -56,7 +56,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from common import table, write_results
+from common import moto_services, table, write_results
 from mnemo.context import RequestContext
 from mnemo.runtime import Services
 from mnemo.settings import Settings
@@ -495,18 +495,6 @@ def embedded(args: argparse.Namespace) -> Services:
     return Services(Settings(data_dir=directory, embedder=args.embedder))
 
 
-def on_moto(args: argparse.Namespace) -> Services:
-    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
-        os.environ.setdefault(name, value)
-    from aws_fixtures import create_records_table, dynamodb_settings, shared_moto_server
-
-    server = shared_moto_server()
-    create_records_table(server.client("dynamodb"), "bench-graph", stream=False)
-    directory = Path(tempfile.mkdtemp(prefix="mnemo-bench-graph-moto-"))
-    settings = dynamodb_settings(server, "bench-graph", directory)
-    return Services(settings.model_copy(update={"embedder": args.embedder}))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--facts", type=int, default=10_000)
@@ -526,7 +514,7 @@ def main() -> None:
         scaled = argparse.Namespace(**vars(args))
         for name in ("facts", "entities", "calls", "memories"):
             setattr(scaled, name, max(10, round(getattr(args, name) * args.moto_scale)))
-        payload["moto"] = run(on_moto(scaled), scaled, "moto: DynamoDB")
+        payload["moto"] = run(moto_services("bench-graph", scaled.embedder), scaled, "moto: DynamoDB")
     path = write_results("graph", payload)
     print(f"wrote {path}")
 

@@ -6,14 +6,16 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from mnemo.context import RequestContext
+from mnemo.errors import MnemoError
 from mnemo.runtime import Services
 from mnemo.settings import Settings
 
@@ -115,3 +117,26 @@ def drained(outbox: Any) -> tuple[int, int]:
     """Drain an index outbox: (records indexed, markers still failing)."""
     report = outbox.drain()
     return report.indexed, report.failed
+
+
+def race(*runs: Callable[[], Any]) -> list[Any]:
+    """Run each callable on its own thread, released together; each result or the MnemoError it raised."""
+    barrier = threading.Barrier(len(runs))
+    results: list[Any] = [None] * len(runs)
+
+    def run(n: int) -> None:
+        barrier.wait()
+        try:
+            results[n] = runs[n]()
+        except MnemoError as error:
+            results[n] = error
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(runs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert all(not thread.is_alive() for thread in threads)
+    unexpected = [r for r in results if isinstance(r, MnemoError) and r.code != "CONFLICT"]
+    assert not unexpected, [(r.code, r.message) for r in unexpected]
+    return results

@@ -7,31 +7,24 @@ is an ``isError`` result carrying the Mnemo envelope, as tests/e2e/test_files_mc
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
+import mcp_support
 import pytest
 from aws_fixtures import SerialMotoServer
-from jsonschema import Draft202012Validator
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import ClientSession
+from mcp_support import Caller, http_session, stdio_session
 
-from helpers import local_server, serve_process
+from helpers import local_server
 from mnemo.runtime import Services
 from mnemo.settings import Settings
 
-ENVELOPE = {"success", "errorCode", "message", "details", "retryable"}
 TABLE = "records-graph-mcp"
 BUCKET = "mnemo-graph-mcp"
-REGION = "eu-west-1"
 GRAPH_TOOLS = {
     "add_memory_link",
     "get_memory_object",
@@ -63,91 +56,16 @@ Opener = Callable[[dict[str, str]], AbstractAsyncContextManager[ClientSession]]
 
 
 # ---------------------------------------------------------------- sessions ---
-@asynccontextmanager
-async def stdio_session(env: dict[str, str], identity: dict[str, str]) -> AsyncIterator[ClientSession]:
-    wire = {f"MNEMO_{key.upper()}": value for key, value in identity.items()}
-    full = {**os.environ, "MNEMO_EMBEDDER": "hashing", **env, **wire}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mnemo.cli", "mcp"], env=full)
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
-
-
-@asynccontextmanager
-async def http_session(url: str, identity: dict[str, str]) -> AsyncIterator[ClientSession]:
-    headers = {f"X-Mnemo-{key.title()}": value for key, value in identity.items()}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=30) as client,
-        streamable_http_client(f"{url}/mcp", http_client=client) as (read, write, *_),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
-
-
 @pytest.fixture(scope="module")
 def moto_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str], SerialMotoServer]]:
-    """`mnemo serve --aws-endpoint` on a moto server (which creates the table): its URL, and the environment
-    that points `mnemo mcp` at the same DynamoDB table."""
-    moto = SerialMotoServer()
-    aws = {"MNEMO_RECORDS_TABLE": TABLE, "MNEMO_BLOB_BUCKET": BUCKET, "AWS_REGION": REGION}
-    data_dir = tmp_path_factory.mktemp("graph-mcp-moto")
-    process, url = serve_process(data_dir, {"MNEMO_EMBEDDER": "hashing", **aws}, ["--aws-endpoint", moto.url])
-    stdio_env = {
-        **aws,
-        "MNEMO_RECORDS": "dynamodb",
-        "MNEMO_BLOBS": "s3",
-        "MNEMO_EVENTS": "eventbridge",
-        "MNEMO_AWS_ENDPOINT": moto.url,
-        "MNEMO_AWS_REGION": REGION,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "MNEMO_DATA_DIR": str(data_dir / "stdio"),
-    }
-    try:
-        yield url, stdio_env, moto
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        moto.close()
-
-
-# ----------------------------------------------------------------- answers ---
-def payload(result: Any) -> dict[str, Any]:
-    found = result.structured_content or json.loads(result.content[0].text)
-    assert json.loads(result.content[0].text) == found, "the text and the structured content differ"
-    return dict(found)
-
-
-class Caller:
-    """Calls through one MCP session, checking each answer against the tool's listed output schema."""
-
-    def __init__(self, session: ClientSession, schemas: dict[str, Any]) -> None:
-        self.session = session
-        self.schemas = schemas
-
-    async def ok(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        result = await self.session.call_tool(tool, arguments)
-        answer = payload(result)
-        assert not result.is_error, f"{tool} {arguments}: {answer}"
-        Draft202012Validator(self.schemas[tool]).validate(answer)
-        return answer
-
-    async def error(self, tool: str, arguments: dict[str, Any], code: str) -> dict[str, Any]:
-        result = await self.session.call_tool(tool, arguments)
-        answer = payload(result)
-        assert result.is_error, f"{tool} {arguments} succeeded: {answer}"
-        assert set(answer) == ENVELOPE and answer["success"] is False and answer["errorCode"] == code, answer
-        return answer
+    yield from mcp_support.moto_stack(tmp_path_factory.mktemp("graph-mcp-moto"), TABLE, BUCKET)
 
 
 async def caller(session: ClientSession) -> Caller:
-    listed = await session.list_tools()
-    schemas = {tool.name: tool.output_schema for tool in listed.tools}
-    assert set(schemas) >= GRAPH_TOOLS, sorted(schemas)
-    inputs = {tool.name: tool.input_schema for tool in listed.tools}
-    assert {"subject", "predicate", "object"} <= set(inputs["add_memory_link"]["required"])
-    return Caller(session, schemas)
+    mcp = await mcp_support.caller(session)
+    assert set(mcp.schemas) >= GRAPH_TOOLS, sorted(mcp.schemas)
+    assert {"subject", "predicate", "object"} <= set(mcp.inputs["add_memory_link"]["required"])
+    return mcp
 
 
 def ids_of(facts: list[dict[str, Any]]) -> set[str]:

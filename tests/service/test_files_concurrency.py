@@ -9,7 +9,6 @@ total ever differs from the real sum of its pinned files' tokens.
 from __future__ import annotations
 
 import itertools
-import threading
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 import pytest
 from aws_fixtures import REGION, create_records_table, dynamodb_settings, shared_moto_server
 
-from helpers import ctx
+from helpers import ctx, race
 from mnemo.adapters.aws.bootstrap import ensure_bucket
 from mnemo.assets.pins import PIN_SET, PINS_PREFIX
 from mnemo.assets.scopes import ASSET_PREFIX, pinner_key
@@ -66,29 +65,6 @@ def call(services: Services, context: RequestContext, tool: str, payload: dict[s
 
 def words(n: int) -> str:
     return " ".join(["word"] * n)
-
-
-def race(*runs: Callable[[], Any]) -> list[Any]:
-    """Run each callable on its own thread, released together; each result or the MnemoError it raised."""
-    barrier = threading.Barrier(len(runs))
-    results: list[Any] = [None] * len(runs)
-
-    def run(n: int) -> None:
-        barrier.wait()
-        try:
-            results[n] = runs[n]()
-        except MnemoError as error:
-            results[n] = error
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(runs))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert all(not thread.is_alive() for thread in threads)
-    unexpected = [r for r in results if isinstance(r, MnemoError) and r.code != "CONFLICT"]
-    assert not unexpected, [(r.code, r.message) for r in unexpected]
-    return results
 
 
 def wins(results: list[Any]) -> list[dict[str, Any]]:

@@ -10,16 +10,15 @@ one subject and predicate.
 from __future__ import annotations
 
 import itertools
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aws_fixtures import create_records_table, dynamodb_settings, shared_moto_server
 
-from helpers import ctx, make_services
+from helpers import ctx, make_services, race
 from mnemo.errors import MnemoError
 from mnemo.graph.store import PARTITION
 from mnemo.runtime import Services, set_services
@@ -54,29 +53,6 @@ def services(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest
 
 def call(services: Services, tool: str, payload: dict[str, Any]) -> dict[str, Any]:
     return get_tool(tool).invoke(services, ALICE, payload)
-
-
-def race(*runs: Callable[[], Any]) -> list[Any]:
-    """Run each callable on its own thread, released together; each result or the MnemoError it raised."""
-    barrier = threading.Barrier(len(runs))
-    results: list[Any] = [None] * len(runs)
-
-    def run(n: int) -> None:
-        barrier.wait()
-        try:
-            results[n] = runs[n]()
-        except MnemoError as error:
-            results[n] = error
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(runs))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert all(not thread.is_alive() for thread in threads)
-    unexpected = [r for r in results if isinstance(r, MnemoError) and r.code != "CONFLICT"]
-    assert not unexpected, [(r.code, r.message) for r in unexpected]
-    return results
 
 
 def raw(services: Services, prefix: str) -> list[Any]:

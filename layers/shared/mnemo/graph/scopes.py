@@ -15,15 +15,19 @@ from mnemo.graph.store import FACT, GraphStore, partition
 from mnemo.ports import Item
 
 
-def writable_scope(context: RequestContext, layer: Layer, field: str = "layer") -> str:
-    """The scope key of a layer the caller may change: INVALID_INPUT without its ids, UNAUTHORIZED without the
-    writer role on a shared layer."""
+def _require_ids(context: RequestContext, layer: Layer, field: str) -> None:
     missing = context.missing_ids(layer)
     if missing:
         raise InvalidInput(
             f"{field}: the {layer} layer needs a {missing[0]} id in the request context",
             {"field": field, "layer": layer, "missingIds": missing},
         )
+
+
+def writable_scope(context: RequestContext, layer: Layer, field: str = "layer") -> str:
+    """The scope key of a layer the caller may change: INVALID_INPUT without its ids, UNAUTHORIZED without the
+    writer role on a shared layer."""
+    _require_ids(context, layer, field)
     if layer in SHARED_LAYERS and WRITER_ROLE not in context.roles:
         raise Unauthorized(
             f"Changing the shared {layer} layer's graph needs the '{WRITER_ROLE}' role",
@@ -35,12 +39,7 @@ def writable_scope(context: RequestContext, layer: Layer, field: str = "layer") 
 def readable_scopes(context: RequestContext, layer: Layer | None) -> list[tuple[Layer, str]]:
     """(layer, scope key) of ``layer``, or of every layer the caller can read, the most specific first."""
     if layer is not None:
-        missing = context.missing_ids(layer)
-        if missing:
-            raise InvalidInput(
-                f"layer: the {layer} layer needs a {missing[0]} id in the request context",
-                {"field": "layer", "layer": layer, "missingIds": missing},
-            )
+        _require_ids(context, layer, "layer")
     layers = context.readable_layers([layer] if layer else None)
     return [(each, context.scope_key(each)) for each in layers]
 
