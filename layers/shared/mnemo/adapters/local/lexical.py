@@ -1,12 +1,17 @@
-"""Incremental BM25 over analysed text (lowercase, stop words out, Snowball stems)."""
+"""Incremental BM25 over analysed text (lowercase, stop words out, Snowball stems).
+
+Postings are numpy arrays per term, scored in bulk: a common term at a million
+documents is a few vectorised passes instead of a million Python iterations.
+"""
 
 from __future__ import annotations
 
 import math
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from functools import lru_cache
 
+import numpy as np
 import snowballstemmer
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -171,61 +176,185 @@ def term_score(weight: float, tf: int, length: int, average_length: float, k1: f
     return weight * tf * (k1 + 1) / (tf + norm)
 
 
+class _Postings:
+    """One term's documents: parallel arrays of rows and term frequencies, appended to in place.
+
+    Entries of removed rows stay until they outnumber the live ones (``stale``); the
+    owner's ``present`` array tells them apart.
+    """
+
+    __slots__ = ("live", "rows", "size", "stale", "tfs")
+
+    def __init__(self) -> None:
+        self.rows = np.empty(4, dtype=np.int64)
+        self.tfs = np.empty(4, dtype=np.float64)
+        self.size = 0
+        self.live = 0
+        self.stale = 0
+
+    def append(self, row: int, tf: int) -> None:
+        if self.size == self.rows.shape[0]:
+            self.rows = np.resize(self.rows, self.size * 2)
+            self.tfs = np.resize(self.tfs, self.size * 2)
+        self.rows[self.size] = row
+        self.tfs[self.size] = tf
+        self.size += 1
+        self.live += 1
+
+    def keep(self, which: np.ndarray) -> None:
+        rows, tfs = self.rows[: self.size][which], self.tfs[: self.size][which]
+        self.size = rows.shape[0]
+        self.rows = np.concatenate([rows, np.empty(max(4, self.size), dtype=np.int64)])
+        self.tfs = np.concatenate([tfs, np.empty(max(4, self.size), dtype=np.float64)])
+        self.stale = 0
+
+
 class Bm25:
     """BM25 whose documents can be added and removed one at a time.
 
-    Rows are small integers owned by the caller.
+    Rows are small integers owned by the caller. Re-adding a row that was removed
+    (or adding one twice) is allowed but costs a pass over every posting; callers
+    that never reuse rows (the local index) never pay it.
     """
 
     def __init__(self, k1: float = K1, b: float = B) -> None:
         self.k1 = k1
         self.b = b
-        self._postings: dict[str, dict[int, int]] = defaultdict(dict)
-        self._lengths: dict[int, int] = {}
+        self._terms: dict[str, _Postings] = {}
+        self._length = np.zeros(0, dtype=np.float64)
+        self._present = np.zeros(0, dtype=bool)
+        self._used = np.zeros(0, dtype=bool)
+        self._documents = 0
         self._total_length = 0
+
+    def _reserve(self, row: int) -> None:
+        if row >= self._present.shape[0]:
+            capacity = max(64, row + 1, 2 * self._present.shape[0])
+            self._length = np.concatenate([self._length, np.zeros(capacity - self._length.shape[0])])
+            self._present = np.concatenate([self._present, np.zeros(capacity - self._present.shape[0], dtype=bool)])
+            self._used = np.concatenate([self._used, np.zeros(capacity - self._used.shape[0], dtype=bool)])
+
+    def _purge(self, row: int) -> None:
+        """Drop every posting entry of ``row`` (before the row is used again)."""
+        for term, postings in list(self._terms.items()):
+            mine = postings.rows[: postings.size] == row
+            if mine.any():
+                if self._present[row]:
+                    postings.live -= 1
+                else:
+                    postings.stale -= 1
+                postings.keep(~mine)
+                postings.stale = int(np.count_nonzero(~self._present[postings.rows[: postings.size]]))
+                if postings.live == 0:
+                    del self._terms[term]
+        if self._present[row]:
+            self._present[row] = False
+            self._documents -= 1
+            self._total_length -= int(self._length[row])
 
     def add(self, row: int, text: str) -> None:
         terms = Counter(analyse(text))
+        self._reserve(row)
+        if self._used[row]:
+            self._purge(row)
         for term, tf in terms.items():
-            self._postings[term][row] = tf
+            postings = self._terms.get(term)
+            if postings is None:
+                postings = self._terms[term] = _Postings()
+            postings.append(row, tf)
         length = sum(terms.values())
-        self._lengths[row] = length
+        self._length[row] = length
+        self._present[row] = True
+        self._used[row] = True
+        self._documents += 1
         self._total_length += length
 
     def remove(self, row: int, text: str) -> None:
-        if row not in self._lengths:
+        if row >= self._present.shape[0] or not self._present[row]:
             return
+        self._present[row] = False
+        self._documents -= 1
+        self._total_length -= int(self._length[row])
         for term in set(analyse(text)):
-            postings = self._postings.get(term)
-            if postings is not None:
-                postings.pop(row, None)
-                if not postings:
-                    del self._postings[term]
-        self._total_length -= self._lengths.pop(row)
+            postings = self._terms.get(term)
+            if postings is None:
+                continue
+            postings.live -= 1
+            postings.stale += 1
+            if postings.live == 0:
+                del self._terms[term]
+            elif postings.stale > max(postings.live, 16):
+                # Compact once dead entries outnumber live ones, so scoring stays proportional to live documents.
+                postings.keep(self._present[postings.rows[: postings.size]])
 
     def _idf(self, term: str) -> float:
-        return idf(len(self._lengths), len(self._postings.get(term, ())))
+        postings = self._terms.get(term)
+        return idf(self._documents, postings.live if postings else 0)
+
+    def top(self, text: str, allowed: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """The ``k`` best rows (best first, ties by row), their raw BM25 scores, and the reference score.
+
+        ``allowed`` is None (every row) or a boolean mask indexed by row (rows past its end are excluded).
+        The reference score is what a document of average length holding each query term once would get;
+        dividing by it gives an absolute [0, 1]-ish scale that does not depend on which other documents matched.
+        """
+        rows, scores, reference = self._score(text, allowed)
+        if rows.shape[0] > k:
+            best = np.argpartition(-scores, k - 1)[:k]
+            rows, scores = rows[best], scores[best]
+        order = np.lexsort((rows, -scores))
+        return rows[order], scores[order], reference
 
     def scores(self, text: str, allowed: set[int] | None) -> tuple[dict[int, float], float]:
-        """Raw BM25 per matching row, and the score of a typical full match.
+        """Raw BM25 per matching row, and the reference score (see ``top``)."""
+        mask = None
+        if allowed is not None:
+            mask = np.zeros(self._present.shape[0], dtype=bool)
+            inside = [row for row in allowed if 0 <= row < mask.shape[0]]
+            mask[np.asarray(inside, dtype=np.int64)] = True
+        rows, scores, reference = self._score(text, mask)
+        return dict(zip(rows.tolist(), scores.tolist(), strict=True)), reference
 
-        The reference score is what a document of average length holding each
-        query term once would get; dividing by it gives an absolute [0, 1]-ish
-        scale that does not depend on which other documents matched.
-        """
-        terms = [term for term in analyse(text) if term in self._postings]
-        if not terms:
-            return {}, 0.0
-        avg = self._total_length / max(len(self._lengths), 1)
+    def _score(self, text: str, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, float]:
+        counts = Counter(term for term in analyse(text) if term in self._terms)
+        empty = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        if not counts:
+            return *empty, 0.0
+        avg = self._total_length / max(self._documents, 1)
         k1, b = self.k1, self.b
-        scores: dict[int, float] = defaultdict(float)
+        # term_score, vectorised: weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg)).
+        base, per_length = k1 * (1 - b), k1 * b / avg
+        keep = self._present
+        if allowed is not None:
+            keep = keep.copy()
+            limit = min(keep.shape[0], allowed.shape[0])
+            keep[:limit] &= allowed[:limit]
+            keep[limit:] = False
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
         ceiling = 0.0
-        for term, query_tf in Counter(terms).items():
+        for term, query_tf in counts.items():
             weight = self._idf(term) * query_tf
             ceiling += weight
-            # term_score, inlined: this loop runs once per posting and is the hot path of a search.
-            lengths, saturation = self._lengths, k1 + 1
-            for row, tf in self._postings[term].items():
-                if allowed is None or row in allowed:
-                    scores[row] += weight * tf * saturation / (tf + k1 * (1 - b + b * lengths[row] / avg))
-        return scores, ceiling
+            postings = self._terms[term]
+            rows, tfs = postings.rows[: postings.size], postings.tfs[: postings.size]
+            if allowed is not None or postings.stale:
+                which = keep[rows]
+                rows, tfs = rows[which], tfs[which]
+            if rows.shape[0]:
+                parts.append((rows, (weight * (k1 + 1)) * tfs / (tfs + base + per_length * self._length[rows])))
+        if not parts:
+            return *empty, ceiling
+        if len(parts) == 1:
+            return parts[0][0], parts[0][1], ceiling
+        total = sum(part[0].shape[0] for part in parts)
+        if total * 8 < keep.shape[0]:
+            # Few postings: merge them by sorting rather than touching an array as long as the index.
+            every = np.concatenate([part[0] for part in parts])
+            rows, inverse = np.unique(every, return_inverse=True)
+            scores = np.bincount(inverse, weights=np.concatenate([part[1] for part in parts]), minlength=rows.shape[0])
+            return rows, scores, ceiling
+        accumulated = np.zeros(keep.shape[0], dtype=np.float64)
+        for rows, contribution in parts:
+            accumulated[rows] += contribution  # rows are unique within one term
+        rows = np.flatnonzero(accumulated)  # every contribution is positive (idf > 0, tf >= 1)
+        return rows, accumulated[rows], ceiling

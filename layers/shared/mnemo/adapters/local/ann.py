@@ -1,0 +1,196 @@
+"""Approximate k-NN for the embedded index: a faiss HNSW graph over a space's rows, saved beside SQLite.
+
+The graph's ids are the space's rows (0, 1, 2, ... in the order they were added);
+rows are never reused, so a deleted or replaced document stays in the graph and is
+masked out at search time by the same bitmap that carries the filter.
+
+faiss is imported on first use only: the AWS path never loads it, and without it
+(``faiss_available()`` false) the local index stays exact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+#: HNSW links per node (layer 0 has twice as many). 32 keeps recall above 0.98 at 384 dimensions.
+M = 32
+#: Candidate list while inserting: higher builds a better graph, more slowly.
+EF_CONSTRUCTION = 100
+#: Candidate list while searching, before the selectivity adjustment (never below k).
+EF_SEARCH = 256
+#: Upper bound of the adjusted candidate list for selective filters.
+EF_SEARCH_MAX = 2048
+
+_FORMAT = 1
+
+
+@lru_cache(maxsize=1)
+def _faiss() -> Any:
+    import faiss
+
+    # One query is one thread: with two cores shared by requests, OpenMP teams waiting on each
+    # other cost more than they save. Bulk builds raise it for their duration.
+    faiss.omp_set_num_threads(1)
+    return faiss
+
+
+def faiss_available() -> bool:
+    try:
+        _faiss()
+    except ImportError:
+        return False
+    return True
+
+
+def inner_products(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``matrix @ query`` on one thread (faiss's SIMD loop), whatever BLAS would do with the other core."""
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    query = np.ascontiguousarray(query, dtype=np.float32)
+    if not faiss_available():
+        return matrix @ query
+    faiss = _faiss()
+    out = np.empty(matrix.shape[0], dtype=np.float32)
+    if matrix.shape[0]:
+        faiss.fvec_inner_products_ny(
+            faiss.swig_ptr(out), faiss.swig_ptr(query), faiss.swig_ptr(matrix), matrix.shape[1], matrix.shape[0]
+        )
+    return out
+
+
+class Graph:
+    """An HNSW graph (inner product on unit vectors = cosine) whose ids are rows 0..rows-1."""
+
+    def __init__(self, index: Any) -> None:
+        self._index = index
+
+    @classmethod
+    def empty(cls, dims: int) -> Graph:
+        faiss = _faiss()
+        index = faiss.IndexHNSWFlat(dims, M, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = EF_CONSTRUCTION
+        return cls(index)
+
+    @property
+    def rows(self) -> int:
+        return int(self._index.ntotal)
+
+    @property
+    def dims(self) -> int:
+        return int(self._index.d)
+
+    def add(self, vectors: np.ndarray) -> None:
+        """Append rows ``self.rows ..``; a bulk add uses every core."""
+        if not vectors.shape[0]:
+            return
+        faiss = _faiss()
+        threads = (os.cpu_count() or 1) if vectors.shape[0] >= 1000 else 1
+        faiss.omp_set_num_threads(threads)
+        try:
+            self._index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        finally:
+            faiss.omp_set_num_threads(1)
+
+    def vectors(self, start: int, count: int) -> np.ndarray:
+        return np.asarray(self._index.reconstruct_n(start, count), dtype=np.float32)
+
+    def search(self, query: np.ndarray, allowed: np.ndarray, count: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and scores of up to ``k`` nearest rows among ``allowed`` (a boolean mask over the graph's rows,
+        ``count`` of them true), best first."""
+        faiss = _faiss()
+        fraction = count / max(self.rows, 1)
+        # A selective filter leaves fewer matching nodes on each path through the graph: widen the
+        # candidate list in proportion so the matching ones found stay as many.
+        ef = int(min(EF_SEARCH_MAX, max(k, EF_SEARCH) / max(fraction, 1e-9)))
+        bitmap = np.packbits(allowed[: self.rows], bitorder="little")
+        selector = faiss.IDSelectorBitmap(bitmap)
+        params = faiss.SearchParametersHNSW(sel=selector, efSearch=max(ef, k))
+        scores, labels = self._index.search(np.ascontiguousarray(query, dtype=np.float32)[None, :], k, params=params)
+        found = labels[0] >= 0
+        return labels[0][found], scores[0][found]
+
+
+@dataclass
+class Saved:
+    """A graph read back from disk with the ids its rows held when it was written ("" for a dead row)."""
+
+    graph: Graph
+    ids: list[str]
+
+
+def _paths(directory: Path, namespace: str) -> tuple[Path, Path]:
+    stem = hashlib.sha256(namespace.encode()).hexdigest()[:32]
+    return directory / f"{stem}.faiss", directory / f"{stem}.json"
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def save(directory: Path, namespace: str, graph: Graph, ids: list[str]) -> None:
+    """Write the graph and its row ids; a reader sees the old pair, the new pair, or a mismatch it rejects."""
+    faiss = _faiss()
+    directory.mkdir(parents=True, exist_ok=True)
+    graph_path, meta_path = _paths(directory, namespace)
+    suffix = f".{os.getpid()}.tmp"
+    graph_tmp, meta_tmp = graph_path.with_name(graph_path.name + suffix), meta_path.with_name(meta_path.name + suffix)
+    faiss.write_index(graph._index, str(graph_tmp))
+    meta = {
+        "format": _FORMAT,
+        "namespace": namespace,
+        "dims": graph.dims,
+        "rows": graph.rows,
+        "M": M,
+        "efConstruction": EF_CONSTRUCTION,
+        "sha256": _digest(graph_tmp),
+        "ids": ids,
+    }
+    meta_tmp.write_text(json.dumps(meta))
+    os.replace(graph_tmp, graph_path)
+    os.replace(meta_tmp, meta_path)
+
+
+def load(directory: Path, namespace: str) -> Saved | None:
+    """The saved graph if its files agree with each other (checksum, row count, dimensions), else None.
+
+    Agreement with the index's current documents is the caller's to check, row by row.
+    """
+    graph_path, meta_path = _paths(directory, namespace)
+    if not graph_path.exists() or not meta_path.exists():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text())
+        if meta.get("format") != _FORMAT or meta.get("namespace") != namespace:
+            return None
+        ids = meta["ids"]
+        # Check the bytes before faiss parses them: a truncated or foreign file must never reach its reader.
+        if len(ids) != meta["rows"] or _digest(graph_path) != meta["sha256"]:
+            logger.warning("saved ANN graph of %s does not match its description; rebuilding", namespace)
+            return None
+        index = _faiss().read_index(str(graph_path))
+        graph = Graph(index)
+        if graph.rows != meta["rows"] or graph.dims != meta["dims"]:
+            return None
+        return Saved(graph, [str(doc_id) for doc_id in ids])
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
+        logger.warning("saved ANN graph of %s is unreadable (%s); rebuilding", namespace, error)
+        return None
+
+
+def discard(directory: Path, namespace: str) -> None:
+    for path in _paths(directory, namespace):
+        path.unlink(missing_ok=True)
