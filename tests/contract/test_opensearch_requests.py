@@ -618,6 +618,28 @@ def test_infra_index_definition_is_the_adapters() -> None:
     assert set(infra["mappings"]["properties"]) == DOC_FIELDS
 
 
+def test_vector_mapping_is_the_documented_serverless_compatible_one() -> None:
+    """The k-NN mapping of docs/scaling.md, in the parameters the OpenSearch documentation names.
+
+    Serverless vector collections take HNSW with faiss only (no lucene, no IVF) and support faiss
+    16-bit scalar quantization; an ``encoder`` cannot be combined with ``compression_level``
+    (https://docs.opensearch.org/latest/mappings/supported-field-types/knn-methods-engines/,
+    .../knn-memory-optimized/).
+    """
+    for serverless in (False, True):
+        vector = index_definition(384, serverless=serverless)["mappings"]["properties"]["vector"]
+        assert vector["type"] == "knn_vector" and vector["dimension"] == 384
+        assert not {"mode", "compression_level", "data_type", "model_id"} & set(vector)
+        method = vector["method"]
+        assert (method["name"], method["engine"], method["space_type"]) == ("hnsw", "faiss", "innerproduct")
+        parameters = method["parameters"]
+        assert set(parameters) == {"m", "ef_construction", "ef_search", "encoder"}
+        assert 2 <= parameters["m"] <= 100  # the documented range of m
+        assert parameters["ef_construction"] >= parameters["m"]
+        assert parameters["ef_search"] > 100  # memory_search asks for k = 100 candidates
+        assert parameters["encoder"] == {"name": "sq", "parameters": {"type": "fp16"}}
+
+
 def _bootstrap_module() -> ModuleType:
     spec = importlib.util.spec_from_file_location("bootstrap_opensearch", ROOT / "infra" / "bootstrap_opensearch.py")
     assert spec is not None and spec.loader is not None

@@ -16,7 +16,10 @@ characters an index name allows). One document per memory:
   on those same tokens.
 - ``filters``: one ``field=value`` keyword per filter value; ``Hit.keywords`` is rebuilt
   from it.
-- ``vector``: faiss HNSW, inner product (vectors are unit length, so it is the cosine).
+- ``vector``: faiss HNSW, inner product (vectors are unit length, so it is the cosine), stored
+  as 16-bit floats by the faiss ``sq`` encoder (OpenSearch 2.13 and later, and Serverless vector
+  collections). A search filters inside the graph search (efficient k-NN filtering), so ``k``
+  hits come back when ``k`` documents match. Sizes and limits: docs/scaling.md.
 
 The adapter never asks for a refresh (Serverless refuses it): writes become searchable
 when the cluster refreshes on its own (about a second on a domain, longer on Serverless).
@@ -59,6 +62,12 @@ BULK_DOCS = 500
 BULK_BYTES = 5 * 1024 * 1024
 #: Memory ids per lookup of existing documents (Serverless writes).
 LOOKUP_IDS = 500
+#: HNSW graph parameters (docs/scaling.md, "On AWS: OpenSearch"): links per vector, the
+#: candidate list while building, and the candidate list while searching. ``ef_search`` stays
+#: above the k of memory_search (100 candidates), whose recall a list of exactly k would cap.
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 128
+HNSW_EF_SEARCH = 256
 #: Keywords longer than this (in characters) are kept in _source but not indexed, so that
 #: one enormous token cannot get a document rejected (Lucene refuses terms over 32766 bytes).
 KEYWORD_IGNORE_ABOVE = 8191
@@ -118,7 +127,14 @@ def index_definition(dimension: int, *, serverless: bool = False) -> dict[str, A
                         "name": "hnsw",
                         "engine": "faiss",
                         "space_type": "innerproduct",
-                        "parameters": {"m": 16, "ef_construction": 128},
+                        "parameters": {
+                            "m": HNSW_M,
+                            "ef_construction": HNSW_EF_CONSTRUCTION,
+                            "ef_search": HNSW_EF_SEARCH,
+                            # Faiss 16-bit scalar quantization: half the memory of float32 vectors.
+                            # Unit vectors lie in [-1, 1], well inside fp16's [-65504, 65504].
+                            "encoder": {"name": "sq", "parameters": {"type": "fp16"}},
+                        },
                     },
                 },
             },
