@@ -1,0 +1,570 @@
+"""Adding many memories at once: the rules of ``MemoryService.add``, paid per batch instead of per memory.
+
+One call takes any number of ``MemoryAddInput`` for one request context and
+answers one ``MemoryAddOutput`` per request, in input order. The rules are
+``add``'s:
+
+* **Refused before anything is written.** Every request's layer is checked
+  (ids in the context, the writer role for shared layers) and every
+  idempotency key is looked up before the first write; a refusal names the
+  request's position (``details.index``) and nothing is stored.
+* **Idempotency.** A key already stored answers its stored response
+  (``replayed``); the same key with a different request is CONFLICT. Within
+  one call, a repeated key with the same request replays the first.
+* **Near-duplicates.** A memory whose vector is at least ``dedupe_similarity``
+  from one already stored in its scope, or from one added earlier in the same
+  call, is not stored: its answer names the existing memory with
+  ``deduplicated: true`` and a DEDUPE history item is written, as ``add``
+  does. Exact repeats of content in one scope are caught without a vector, so
+  they are deduplicated even while the embedder is down.
+* **Same-write outbox markers.** Each new record goes out with its ADD history
+  item, its index outbox marker and its idempotency record in the same
+  all-or-nothing write. Writes carry whole memories only, at most
+  ``MAX_WRITE_OPERATIONS`` operations each.
+* **Indexing, then settling.** After a batch is written, its documents go to
+  the index in one upsert, their versions are read back in one batch read, and
+  the markers are cleared in batched deletes. If the embedder or the index
+  fails, the records stay stored and their markers stay queued for the outbox
+  drain, exactly as after ``add``.
+
+Embedding is one call per ``EMBED_BATCH`` texts. A caller that already holds
+vectors from this service's embedder may pass them (``vectors``), which skips
+the model entirely.
+
+Retrying an import is safe through the near-duplicate check (a memory that
+reached the index is found again with similarity 1.0) and, for a retry while
+records still wait for their index write, through idempotency keys: ``mnemo
+import`` derives a deterministic key for every line that does not carry one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mnemo.context import RequestContext
+from mnemo.errors import Conflict, InvalidInput, MnemoError
+from mnemo.memory.models import MemoryAddInput, MemoryAddOutput
+from mnemo.memory.service import NAMESPACE, MemoryService, _hash, _iso, _now, _partition
+from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put
+
+#: Texts per embedder call.
+EMBED_BATCH = 128
+#: Memories embedded, checked, written and indexed together (the unit of progress).
+DEFAULT_BATCH = 500
+#: The most memories of one fresh scope kept for the in-call near-duplicate check (about 150 MB at 384 dimensions).
+SIMILAR_CAP = 100_000
+#: The most idempotency records read in one batch read.
+_READ_CHUNK = 100
+
+DUPLICATE_MESSAGE = "A near-identical memory already exists in this scope; kept the existing one"
+STORED_MESSAGE = "Memory stored successfully"
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AddOutcome:
+    """One request's answer, and whether it was replayed from an earlier request with the same key."""
+
+    output: MemoryAddOutput
+    replayed: bool = False
+
+
+#: Told (memories done, memories in the call) after each batch.
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class _Entry:
+    position: int
+    request: MemoryAddInput
+    scope: str
+    partition: str
+    request_hash: str
+    content_hash: str
+    #: An earlier entry of this call with the same idempotency key (and request).
+    replay_of: _Entry | None = None
+    vector: list[float] | None = None
+    outcome: AddOutcome | None = None
+    operations: list[Put | Delete] = field(default_factory=list)
+    #: The new record (None when deduplicated or replayed).
+    data: dict[str, Any] | None = None
+    marker: Put | None = None
+
+
+def request_hash(request: MemoryAddInput) -> str:
+    """What an idempotency record remembers of a request: everything but the key (as ``add`` hashes it)."""
+    return _hash(request.model_dump_json(exclude={"idempotency_key"}))
+
+
+def _at(error: MnemoError, position: int) -> MnemoError:
+    """The same error, naming the request's position in the batch."""
+    error.details = {**error.details, "index": position}
+    return error
+
+
+def _unit(vector: Sequence[float], dimensions: int, position: int) -> list[float]:
+    values = [float(v) for v in vector]
+    norm = math.sqrt(sum(v * v for v in values))
+    if len(values) != dimensions or not math.isfinite(norm) or norm == 0.0:
+        raise InvalidInput(
+            f"vectors[{position}]: needs {dimensions} finite values, not all zero (got {len(values)})",
+            {"field": "vectors", "index": position},
+        )
+    return [v / norm for v in values]
+
+
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ImportError:  # a runtime without numpy (a Lambda layer): plain Python below
+        return None
+    return numpy
+
+
+class _Similar:
+    """Memories added in this call that the store check will not see, per scope: the in-batch near-duplicate check.
+
+    A scope the index held nothing of when the call began is *fresh*: the
+    index has nothing to find there but this call's own memories, so every one
+    of them is kept here (up to ``cap``) and the per-memory knn is skipped.
+    Elsewhere a memory is kept only until the index holds it. Rows live in a
+    growing float32 matrix with numpy, in lists without.
+    """
+
+    def __init__(self, cap: int) -> None:
+        self.np = _numpy()
+        self._cap = cap
+        self._ids: dict[str, list[str]] = {}
+        self._rows: dict[str, Any] = {}
+        #: scope -> True while the knn is skipped for it.
+        self.fresh: dict[str, bool] = {}
+
+    def add(self, scope: str, memory_id: str, vector: Any) -> None:
+        ids = self._ids.setdefault(scope, [])
+        if self.np is None:
+            self._rows.setdefault(scope, []).append(vector)
+        else:
+            rows = self._rows.get(scope)
+            if rows is None or len(ids) == rows.shape[0]:
+                grown = self.np.zeros((max(64, 2 * len(ids)), len(vector)), dtype=self.np.float32)
+                if rows is not None:
+                    grown[: len(ids)] = rows[: len(ids)]
+                rows = self._rows[scope] = grown
+            rows[len(ids)] = vector
+        ids.append(memory_id)
+
+    def indexed(self, memory_ids: set[str]) -> None:
+        """These memories are in the index now: knn finds them, so only fresh scopes keep them (up to the cap)."""
+        for scope, ids in self._ids.items():
+            if self.fresh.get(scope) and len(ids) <= self._cap:
+                continue
+            self.fresh[scope] = False
+            keep = [n for n, memory_id in enumerate(ids) if memory_id not in memory_ids]
+            if len(keep) < len(ids):
+                rows = self._rows[scope]
+                self._rows[scope] = [rows[n] for n in keep] if self.np is None else rows[keep]
+                self._ids[scope] = [ids[n] for n in keep]
+
+    def best(self, scope: str, matrix: Any) -> list[tuple[float, str] | None]:
+        """For each row of ``matrix``, the most similar memory kept for the scope."""
+        ids = self._ids.get(scope)
+        if not ids:
+            return [None] * len(matrix)
+        scores = _similarities(self.np, matrix, self._rows[scope][: len(ids)])
+        if self.np is None:
+            tops = [max(range(len(row)), key=row.__getitem__) for row in scores]
+            return [(scores[n][top], ids[top]) for n, top in enumerate(tops)]
+        tops = self.np.argmax(scores, axis=1)
+        return [(float(scores[n, top]), ids[top]) for n, top in enumerate(tops.tolist())]
+
+
+class _ScopeWindow:
+    """One scope's entries (those with vectors) of one window: similarities to the memories kept in
+    ``_Similar`` and to each other, from two matrix products, so each entry can see those accepted before it."""
+
+    def __init__(self, similar: _Similar, scope: str, vectors: list[list[float]]) -> None:
+        self.np = np = similar.np
+        self.matrix = vectors if np is None else np.asarray(vectors, dtype=np.float32)
+        self._kept = similar.best(scope, self.matrix)
+        self._within = _similarities(np, self.matrix, self.matrix)
+        self._ids: list[str | None] = [None] * len(vectors)
+        self._accepted = 0
+        self._mask = None if np is None else np.zeros(len(vectors), dtype=bool)
+
+    def best(self, row: int) -> tuple[float, str] | None:
+        """The most similar memory kept from earlier or accepted earlier in this window."""
+        found = self._kept[row]
+        if not self._accepted:
+            return found
+        if self.np is None:
+            scored = [(self._within[row][n], i) for n, i in enumerate(self._ids) if i is not None]
+            here: tuple[float, str] = max(scored)
+        else:
+            scores = self.np.where(self._mask, self._within[row], -self.np.inf)
+            top = int(self.np.argmax(scores))
+            here = (float(scores[top]), self._ids[top] or "")
+        return here if found is None or here[0] > found[0] else found
+
+    def accept(self, row: int, memory_id: str) -> None:
+        self._ids[row] = memory_id
+        self._accepted += 1
+        if self._mask is not None:
+            self._mask[row] = True
+
+
+def _similarities(np: Any, left: Any, right: Any) -> Any:
+    """Cosine similarities of unit vectors: a len(left) x len(right) matrix."""
+    if np is None:
+        return [[sum(a * b for a, b in zip(x, y, strict=True)) for y in right] for x in left]
+    return np.asarray(left, dtype=np.float32) @ np.asarray(right, dtype=np.float32).T
+
+
+class BatchAdd:
+    """One batch import for one request context (see the module docstring)."""
+
+    def __init__(
+        self,
+        service: MemoryService,
+        context: RequestContext,
+        *,
+        batch: int = DEFAULT_BATCH,
+        progress: Progress | None = None,
+    ) -> None:
+        if batch < 1:
+            raise ValueError("batch must be at least 1")
+        self._service = service
+        self._context = context
+        self._batch = batch
+        self._progress = progress
+        self._records = service._records
+        self._index = service._index
+        self._embedder = service._embedder
+        self._outbox = service._outbox
+        self._threshold = service._dedupe_similarity
+        #: (scope, content hash) -> memory id, for every memory stored in this call.
+        self._by_content: dict[tuple[str, str], str] = {}
+        #: Ids written in this call (they exist: no read needed to trust an index hit on them).
+        self._written: set[str] = set()
+        self._similar = _Similar(SIMILAR_CAP)
+        #: Memories stored in this call whose index write did not happen (embedder or index down): the drain's.
+        self.queued = 0
+
+    # ------------------------------------------------------------ entry
+    def run(
+        self, requests: Sequence[MemoryAddInput], vectors: Sequence[Sequence[float]] | None = None
+    ) -> list[AddOutcome]:
+        if vectors is not None and len(vectors) != len(requests):
+            raise InvalidInput(f"vectors: {len(vectors)} given for {len(requests)} requests", {"field": "vectors"})
+        entries = self._prepare(requests, vectors)
+        self._resolve_idempotency(entries)
+        done = 0
+        for start in range(0, len(entries), self._batch):
+            window = entries[start : start + self._batch]
+            self._add_window(window)
+            done += len(window)
+            if self._progress is not None:
+                self._progress(done, len(entries))
+        outcomes = [entry.outcome for entry in entries]
+        assert all(outcome is not None for outcome in outcomes)
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    # ------------------------------------------------------- before writes
+    def _prepare(self, requests: Sequence[MemoryAddInput], vectors: Sequence[Sequence[float]] | None) -> list[_Entry]:
+        entries: list[_Entry] = []
+        scopes: dict[str, str] = {}
+        for position, request in enumerate(requests):
+            scope = scopes.get(request.layer)
+            if scope is None:
+                try:
+                    scope = scopes[request.layer] = self._service._writable_scope(self._context, request.layer)
+                except MnemoError as error:
+                    raise _at(error, position) from None
+            entry = _Entry(
+                position=position,
+                request=request,
+                scope=scope,
+                partition=_partition(scope),
+                request_hash=request_hash(request),
+                content_hash=_hash(request.content),
+            )
+            if vectors is not None:
+                entry.vector = _unit(vectors[position], self._embedder.dimensions, position)
+            entries.append(entry)
+        return entries
+
+    def _resolve_idempotency(self, entries: list[_Entry]) -> None:
+        """Replays and conflicts, for every keyed request, before anything is written."""
+        first: dict[tuple[str, str], _Entry] = {}
+        for entry in entries:
+            key = entry.request.idempotency_key
+            if key is None:
+                continue
+            earlier = first.get((entry.partition, key))
+            if earlier is None:
+                first[(entry.partition, key)] = entry
+            elif earlier.request_hash != entry.request_hash:
+                raise _at(
+                    Conflict("idempotencyKey was already used for a different request", {"field": "idempotencyKey"}),
+                    entry.position,
+                )
+            else:
+                entry.replay_of = earlier
+        keys = [(partition, f"IDEM#{key}") for partition, key in first]
+        stored: dict[tuple[str, str], Item] = {}
+        for start in range(0, len(keys), _READ_CHUNK):
+            for item in self._records.batch_get(keys[start : start + _READ_CHUNK]):
+                stored[(item.pk, item.sk.removeprefix("IDEM#"))] = item
+        for (partition, key), entry in first.items():
+            found = stored.get((partition, key))
+            if found is None:
+                continue
+            if found.data["requestHash"] != entry.request_hash:
+                raise _at(
+                    Conflict("idempotencyKey was already used for a different request", {"field": "idempotencyKey"}),
+                    entry.position,
+                )
+            entry.outcome = AddOutcome(MemoryAddOutput.model_validate(found.data["response"]), replayed=True)
+
+    # ------------------------------------------------------------ one batch
+    def _add_window(self, window: list[_Entry]) -> None:
+        # Entries with an outcome are replays of stored keys; a replay_of waits for the entry it repeats.
+        todo = [entry for entry in window if entry.outcome is None and entry.replay_of is None]
+        self._embed(todo)
+        self._check_duplicates(todo)
+        written: list[_Entry] = []
+        for group in self._writes(window):
+            written += self._write(group)
+        self._answer_replays(window)
+        stored = [entry for entry in written if entry.data is not None]
+        self.queued += sum(entry.vector is None for entry in stored)
+        self._index_written([entry for entry in stored if entry.vector is not None])
+
+    def _embed(self, entries: list[_Entry]) -> None:
+        """One embedder call per EMBED_BATCH distinct texts; on failure those entries go without vectors."""
+        needed: dict[str, list[_Entry]] = {}
+        for entry in entries:
+            if entry.vector is None and (entry.scope, entry.content_hash) not in self._by_content:
+                needed.setdefault(entry.request.content, []).append(entry)
+        texts = list(needed)
+        for start in range(0, len(texts), EMBED_BATCH):
+            chunk = texts[start : start + EMBED_BATCH]
+            try:
+                vectors = self._embedder.embed(chunk)
+            except MnemoError as error:
+                logger.warning(
+                    "embedding %d memories failed; they are stored and queued for indexing: %s",
+                    len(chunk),
+                    error.message,
+                )
+                continue
+            for text, vector in zip(chunk, vectors, strict=True):
+                for entry in needed[text]:
+                    entry.vector = list(vector)
+
+    def _check_duplicates(self, todo: list[_Entry]) -> None:
+        """Decide every entry in order, as one-by-one adds would: each sees the ones before it.
+
+        The similarities to memories kept in ``_Similar`` and among the window's
+        own entries come from one matrix product per scope; the store is asked
+        (knn, top 3) per entry only in scopes that are not fresh.
+        """
+        by_scope: dict[str, list[_Entry]] = {}
+        for entry in todo:
+            if entry.vector is not None:
+                by_scope.setdefault(entry.scope, []).append(entry)
+        windows: dict[str, _ScopeWindow] = {}
+        row_of: dict[int, int] = {}
+        for scope, entries in by_scope.items():
+            vectors = [entry.vector for entry in entries if entry.vector is not None]
+            if scope not in self._similar.fresh:
+                self._similar.fresh[scope] = not self._index.knn(NAMESPACE, vectors[0], {"scope": [scope]}, 1)
+            windows[scope] = _ScopeWindow(self._similar, scope, vectors)
+            row_of.update((entry.position, row) for row, entry in enumerate(entries))
+        for entry in todo:
+            row = row_of.get(entry.position)
+            window = windows.get(entry.scope)
+            self._decide(entry, window.best(row) if window is not None and row is not None else None)
+            if entry.data is not None and window is not None and row is not None:
+                window.accept(row, entry.data["memoryId"])
+                self._similar.add(entry.scope, entry.data["memoryId"], window.matrix[row])
+
+    def _duplicate_of(self, entry: _Entry, in_call: tuple[float, str] | None) -> str | None:
+        """The memory this entry repeats: the same content added in this call, else the most similar memory
+        at or above the threshold, stored (the index's top 3) or added in this call (``in_call``)."""
+        exact = self._by_content.get((entry.scope, entry.content_hash))
+        if exact is not None:
+            return exact
+        if entry.vector is None:  # no vector: only exact repeats are caught (add skips the check entirely)
+            return None
+        floor = max(self._threshold, in_call[0]) if in_call is not None else self._threshold
+        if not self._similar.fresh.get(entry.scope):
+            for hit in self._index.knn(NAMESPACE, entry.vector, {"scope": [entry.scope]}, 3):
+                if hit.score < floor:
+                    break
+                if hit.id in self._written:
+                    return hit.id
+                found = self._records.get(entry.partition, f"MEM#{hit.id}")
+                if found is not None and not found.data.get("orphaned"):
+                    return hit.id
+        return in_call[1] if in_call is not None and in_call[0] >= self._threshold else None
+
+    def _decide(self, entry: _Entry, in_call: tuple[float, str] | None) -> None:
+        """Deduplicate or build the new record; the operations that go out together."""
+        request, scope = entry.request, entry.scope
+        duplicate = self._duplicate_of(entry, in_call)
+        if duplicate is not None:
+            output = MemoryAddOutput(
+                memory_id=duplicate, message=DUPLICATE_MESSAGE, deduplicated=True, layer=request.layer
+            )
+            entry.operations = [
+                self._service._history(scope, duplicate, "DEDUPE", self._context, contentHash=entry.content_hash)
+            ]
+        else:
+            memory_id = f"mem_{secrets.token_hex(12)}"
+            entry.data = {
+                "memoryId": memory_id,
+                "content": request.content,
+                "layer": request.layer,
+                "scope": scope,
+                "tags": request.tags,
+                "metadata": {"source": "manual", **request.metadata},
+                "createdAt": _iso(_now()),
+                "occurredAt": _iso(request.occurred_at) if request.occurred_at else None,
+                "contentHash": entry.content_hash,
+                "embeddingModel": self._embedder.name,
+                "createdBy": self._context.user,
+            }
+            output = MemoryAddOutput(memory_id=memory_id, message=STORED_MESSAGE, layer=request.layer)
+            entry.marker = self._service._marker(entry.partition, memory_id)
+            entry.operations = [
+                Put(Item(entry.partition, f"MEM#{memory_id}", entry.data), expect="absent"),
+                self._service._history(scope, memory_id, "ADD", self._context, contentHash=entry.content_hash),
+                entry.marker,
+            ]
+            self._by_content[(scope, entry.content_hash)] = memory_id
+        if request.idempotency_key:
+            entry.operations.append(
+                self._service._idempotency_record(entry.partition, request.idempotency_key, entry.request_hash, output)
+            )
+        entry.outcome = AddOutcome(output)
+
+    @staticmethod
+    def _writes(window: list[_Entry]) -> list[list[_Entry]]:
+        """Entries grouped into writes of whole memories, each at most MAX_WRITE_OPERATIONS operations."""
+        groups: list[list[_Entry]] = []
+        current: list[_Entry] = []
+        size = 0
+        for entry in window:
+            if not entry.operations:
+                continue
+            if current and size + len(entry.operations) > MAX_WRITE_OPERATIONS:
+                groups.append(current)
+                current, size = [], 0
+            current.append(entry)
+            size += len(entry.operations)
+        if current:
+            groups.append(current)
+        return groups
+
+    def _write(self, group: list[_Entry]) -> list[_Entry]:
+        """Write one group; on a lost condition (a concurrent retry), write its memories one by one."""
+        try:
+            self._records.write([op for entry in group for op in entry.operations])
+        except ConditionFailed:
+            return [entry for entry in group if self._write_one(entry)]
+        self._written.update(entry.data["memoryId"] for entry in group if entry.data is not None)
+        return group
+
+    def _write_one(self, entry: _Entry) -> bool:
+        try:
+            self._records.write(entry.operations)
+        except ConditionFailed:
+            # A concurrent request with the same idempotency key won the race: answer as it did.
+            key = entry.request.idempotency_key
+            replay = self._service._replay(entry.partition, key, entry.request_hash) if key else None
+            if replay is None:
+                raise _at(Conflict("The memory changed while it was being written; retry"), entry.position) from None
+            entry.outcome = AddOutcome(replay, replayed=True)
+            entry.data = None
+            return False
+        if entry.data is not None:
+            self._written.add(entry.data["memoryId"])
+        return True
+
+    @staticmethod
+    def _answer_replays(window: list[_Entry]) -> None:
+        for entry in window:
+            source = entry.replay_of
+            if source is not None and entry.outcome is None:
+                assert source.outcome is not None  # the request it repeats came first
+                entry.outcome = AddOutcome(source.outcome.output, replayed=True)
+
+    # ------------------------------------------------------------ index
+    def _index_written(self, entries: list[_Entry]) -> None:
+        """One upsert for the batch, one read to check versions, batched deletes to clear the markers."""
+        if not entries:
+            return
+        service = self._service
+        docs = [service._index_doc(e.data, e.vector) for e in entries if e.data is not None and e.vector is not None]
+        try:
+            self._index.upsert(NAMESPACE, docs)
+        except Exception as error:  # any index failure: the markers keep the records queued
+            logger.warning("indexing %d memories failed; queued for the outbox drain: %s", len(entries), error)
+            self.queued += len(entries)
+            return
+        self._similar.indexed({entry.data["memoryId"] for entry in entries if entry.data is not None})
+        keys = [(entry.partition, f"MEM#{entry.data['memoryId']}") for entry in entries if entry.data is not None]
+        current = {(item.pk, item.sk): item for item in self._records.batch_get(keys)}
+        clear: list[Delete] = []
+        for entry, key in zip(entries, keys, strict=True):
+            marker = entry.marker
+            assert marker is not None
+            item = current.get(key)
+            if item is not None and item.version == 1 and not item.data.get("orphaned"):
+                clear.append(Delete(marker.item.pk, marker.item.sk, expect=marker.item.version))
+            elif not self._outbox.settle(marker, service):  # changed since it was written (or gone)
+                self.queued += 1
+        for start in range(0, len(clear), MAX_WRITE_OPERATIONS):
+            chunk = clear[start : start + MAX_WRITE_OPERATIONS]
+            try:
+                self._records.write(chunk)
+            except ConditionFailed:  # one queued again meanwhile: clear the rest one by one
+                for delete in chunk:
+                    with contextlib.suppress(ConditionFailed):
+                        self._records.write([delete])
+
+
+def add_many_outcomes(
+    service: MemoryService,
+    context: RequestContext,
+    requests: Sequence[MemoryAddInput],
+    *,
+    vectors: Sequence[Sequence[float]] | None = None,
+    batch: int = DEFAULT_BATCH,
+    progress: Progress | None = None,
+) -> list[AddOutcome]:
+    """Add every request (see the module docstring); each answer with whether it was a replay, in input order.
+
+    ``vectors``, when given, are one per request and must come from the service's
+    embedder (the same model): they replace the embedder call.
+    """
+    return BatchAdd(service, context, batch=batch, progress=progress).run(requests, vectors)
+
+
+def add_many(
+    service: MemoryService,
+    context: RequestContext,
+    requests: Sequence[MemoryAddInput],
+    *,
+    vectors: Sequence[Sequence[float]] | None = None,
+    batch: int = DEFAULT_BATCH,
+) -> list[MemoryAddOutput]:
+    """``MemoryService.add`` for many requests at once; the answers in input order."""
+    return [outcome.output for outcome in add_many_outcomes(service, context, requests, vectors=vectors, batch=batch)]
