@@ -1,0 +1,124 @@
+"""`mnemo import FILE`, run as a user would run it, on a temporary data directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+MNEMO = [sys.executable, "-m", "mnemo.cli"]
+
+
+def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*MNEMO, *args], capture_output=True, text=True, env={**os.environ, **env})
+
+
+def jsonl(path: Path, *lines: dict[str, Any] | str) -> Path:
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    return path
+
+
+def search(env: dict[str, str], query: str) -> list[dict[str, Any]]:
+    done = run("call", "memory_search", json.dumps({"query": query, "threshold": 0, "limit": 100}), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return list(json.loads(done.stdout)["results"])
+
+
+def test_import_adds_deduplicates_and_a_second_run_replays(tmp_path: Path) -> None:
+    env = {"MNEMO_DATA_DIR": str(tmp_path / "data"), "MNEMO_EMBEDDER": "hashing", "MNEMO_USER": "dana"}
+    facts = [
+        {"content": f"Imported fact {n}: queue {n} drains into bucket {n * 7}", "tags": ["import"]} for n in range(9)
+    ]
+    source = jsonl(
+        tmp_path / "memories.jsonl",
+        {"mnemoExport": 1, "kind": "memories"},
+        *facts,
+        "",
+        facts[0],  # the same line again: deduplicated
+        {"content": "Dana's standup is at nine", "occurredAt": "2024-03-01T09:00:00Z", "metadata": {"from": "csv"}},
+    )
+    done = run("import", str(source), "--batch", "4", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads(done.stdout)
+    assert {key: summary[key] for key in ("lines", "added", "deduplicated", "replayed", "queuedForIndex")} == {
+        "lines": 11,
+        "added": 10,
+        "deduplicated": 1,
+        "replayed": 0,
+        "queuedForIndex": 0,
+    }
+    assert summary["perSecond"] > 0
+    found = search(env, "imported fact queue drains bucket")
+    assert sorted(r["content"] for r in found if "Imported" in r["content"]) == sorted(f["content"] for f in facts)
+    assert all(r["tags"] == ["import"] for r in found if "Imported" in r["content"])
+    # Another user does not see them: identity came from the environment.
+    assert search({**env, "MNEMO_USER": "eve"}, "imported fact queue") == []
+
+    again = run("import", str(source), env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert json.loads(again.stdout) | {"seconds": 0, "perSecond": 0} == summary | {
+        "added": 0,
+        "deduplicated": 0,
+        "replayed": 11,
+        "seconds": 0,
+        "perSecond": 0,
+    }
+    assert len(search(env, "imported fact queue drains bucket standup")) == 10
+
+
+def test_a_bad_line_is_refused_with_its_number_and_field_and_nothing_is_written(tmp_path: Path) -> None:
+    env = {"MNEMO_DATA_DIR": str(tmp_path / "data"), "MNEMO_EMBEDDER": "hashing", "MNEMO_USER": "dana"}
+    source = jsonl(
+        tmp_path / "bad.jsonl",
+        {"content": "A good first line about the printer"},
+        "",
+        {"content": "A good line about the printer toner"},
+        {"content": "Tags must be a list", "tags": "printer"},
+    )
+    done = run("import", str(source), env=env)
+    assert done.returncode == 1
+    envelope = json.loads(done.stdout)
+    assert envelope["errorCode"] == "INVALID_INPUT"
+    assert envelope["details"]["line"] == 4 and envelope["details"]["field"] == "tags"
+    assert envelope["message"].startswith("line 4: tags")
+    assert search(env, "printer toner line") == []
+
+    jsonl(source, {"content": "fine"}, "{not json")
+    broken = json.loads(run("import", str(source), env=env).stdout)
+    assert broken["details"]["line"] == 2 and broken["details"]["field"] == "body"
+
+    jsonl(source, {"mnemoExport": 2, "kind": "memories"}, {"content": "from the future"})
+    future = json.loads(run("import", str(source), env=env).stdout)
+    assert future["details"]["line"] == 1 and future["details"]["field"] == "mnemoExport"
+
+    jsonl(source, {"content": "fine"}, {"content": "claims another user", "user": "eve"})
+    claimed = json.loads(run("import", str(source), env=env).stdout)
+    assert claimed["errorCode"] == "UNAUTHORIZED" and claimed["details"] == {"field": "user", "line": 2}
+    assert search(env, "fine future claims") == []
+
+
+def test_a_layer_the_caller_cannot_write_is_refused_naming_the_line(tmp_path: Path) -> None:
+    env = {
+        "MNEMO_DATA_DIR": str(tmp_path / "data"),
+        "MNEMO_EMBEDDER": "hashing",
+        "MNEMO_USER": "dana",
+        "MNEMO_TEAM": "platform",
+        "MNEMO_ROLES": "reader",
+    }
+    source = jsonl(
+        tmp_path / "team.jsonl",
+        {"content": "Dana's own note about the on-call pager"},
+        {"content": "The team rotates the on-call pager weekly", "layer": "team"},
+    )
+    done = run("import", str(source), env=env)
+    assert done.returncode == 1
+    envelope = json.loads(done.stdout)
+    assert envelope["errorCode"] == "UNAUTHORIZED"
+    assert envelope["details"]["line"] == 2 and envelope["details"]["field"] == "layer"
+    assert search(env, "on-call pager") == []
+    allowed = run("import", str(source), env={**env, "MNEMO_ROLES": "writer"})
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert json.loads(allowed.stdout)["added"] == 2

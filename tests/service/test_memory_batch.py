@@ -1,0 +1,236 @@
+"""The batch path (mnemo.memory.batch) on the embedded stack: add's rules, in batches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import ctx, drained, make_services
+from mnemo.context import RequestContext
+from mnemo.errors import Conflict, InvalidInput, ProviderError, Unauthorized
+from mnemo.memory.batch import add_many, add_many_outcomes
+from mnemo.memory.models import MemoryAddInput, MemoryAddOutput, MemorySearchInput
+from mnemo.memory.service import NAMESPACE
+from mnemo.runtime import Services
+
+
+def requests(*bodies: str | dict[str, Any]) -> list[MemoryAddInput]:
+    return [MemoryAddInput.model_validate(body if isinstance(body, dict) else {"content": body}) for body in bodies]
+
+
+def memories(services: Services) -> list[dict[str, Any]]:
+    return [item.data for item in services.records.scan("MEM|") if item.sk.startswith("MEM#")]
+
+
+def history(services: Services, event: str) -> list[dict[str, Any]]:
+    return [item.data for item in services.records.scan("MEM|") if item.sk.startswith("HIST#") and event in item.sk]
+
+
+def shape(outputs: list[MemoryAddOutput]) -> list[tuple[int, bool, str, str]]:
+    """Each answer as (index of the first answer naming the same memory, deduplicated, layer, message)."""
+    first: dict[str, int] = {}
+    return [(first.setdefault(o.memory_id, n), o.deduplicated, o.layer, o.message) for n, o in enumerate(outputs)]
+
+
+MIXED = (
+    {"content": "The deploy runs at noon", "tags": ["ops"], "metadata": {"team": "core"}},
+    "Alice prefers tea over coffee",
+    "The deploy runs at noon.",  # near-identical to the first (same words): deduplicated
+    {"content": "Standups are on Mondays", "occurredAt": "2024-03-01T09:00:00+01:00"},
+    "Alice prefers tea over coffee",  # an exact repeat
+    {"content": "Session notes: the cache was cold", "layer": "session"},
+    {"content": "Bob reviews every migration", "layer": "agent", "tags": ["db", "review"]},
+    "Standups are on Mondays!",
+    {"content": "Project Atlas ships in May", "layer": "project"},
+)
+
+
+def _context() -> RequestContext:
+    return ctx(agent="coder", session="s1", project="atlas", roles=("writer",))
+
+
+def test_a_batch_answers_and_stores_what_one_by_one_adds_would(tmp_path: Path) -> None:
+    one, many = make_services(tmp_path / "one"), make_services(tmp_path / "many")
+    context = _context()
+    singly = [one.memory.add(context, request) for request in requests(*MIXED)]
+    batched = add_many(many.memory, context, requests(*MIXED), batch=4)
+    assert shape(batched) == shape(singly)
+    assert [o.deduplicated for o in batched] == [False, False, True, False, True, False, False, True, False]
+
+    def stored(services: Services) -> list[dict[str, Any]]:
+        keep = ("content", "layer", "scope", "tags", "metadata", "occurredAt", "contentHash", "embeddingModel")
+        return sorted(({k: m[k] for k in keep} for m in memories(services)), key=lambda m: m["content"])
+
+    assert stored(many) == stored(one)
+    for services in (one, many):
+        assert len(history(services, "#ADD#")) == 6 and len(history(services, "#DEDUPE#")) == 3
+        assert services.index.count(NAMESPACE) == 6
+        assert services.outbox.pending() == []
+    query = MemorySearchInput(query="deploy noon tea standups", threshold=0.0)
+    found_one = [r.content for r in one.memory.search(context, query).results]
+    assert [r.content for r in many.memory.search(context, query).results] == found_one
+
+
+def test_duplicates_within_the_batch_and_against_the_store_are_not_stored(services: Services) -> None:
+    alice = ctx()
+    kept = services.memory.add(alice, requests("The nightly build runs on the big runner")[0])
+    outputs = add_many(
+        services.memory,
+        alice,
+        requests(
+            "The nightly build runs on the big runner",  # exact repeat of a stored memory
+            "The nightly build runs on the big runner.",  # near-identical to it
+            "Invoices are sent on the first of the month",
+            "Invoices are sent on the first of the month",  # exact repeat in the batch
+            "Invoices are sent on the first of the month!",  # near-identical, in the batch
+            "Passwords rotate every ninety days",
+        ),
+        batch=2,  # the repeats fall in later batches than what they repeat
+    )
+    assert [o.memory_id for o in outputs[:2]] == [kept.memory_id, kept.memory_id]
+    assert outputs[3].memory_id == outputs[4].memory_id == outputs[2].memory_id
+    assert [o.deduplicated for o in outputs] == [True, True, False, True, True, False]
+    assert sorted(m["content"] for m in memories(services)) == [
+        "Invoices are sent on the first of the month",
+        "Passwords rotate every ninety days",
+        "The nightly build runs on the big runner",
+    ]
+    dedupes = history(services, "#DEDUPE#")
+    assert sorted(d["memoryId"] for d in dedupes) == sorted(o.memory_id for o in outputs if o.deduplicated)
+
+
+def test_running_the_same_batch_again_stores_nothing_new(services: Services) -> None:
+    alice = ctx()
+    batch = requests(*(f"Fact {n}: the service {n * 13} listens on port {8000 + n}" for n in range(30)))
+    first = add_many(services.memory, alice, batch, batch=7)
+    again = add_many(services.memory, alice, batch, batch=7)
+    assert not any(o.deduplicated for o in first)
+    assert all(o.deduplicated for o in again)
+    assert [o.memory_id for o in again] == [o.memory_id for o in first]
+    assert len(memories(services)) == 30
+
+
+def test_idempotency_keys_replay_within_and_across_calls(services: Services) -> None:
+    alice = ctx()
+    earlier = services.memory.add(alice, requests({"content": "Key one", "idempotencyKey": "k1"})[0])
+    outcomes = add_many_outcomes(
+        services.memory,
+        alice,
+        requests(
+            {"content": "Key one", "idempotencyKey": "k1"},  # stored by add: replayed
+            {"content": "Key two", "idempotencyKey": "k2"},
+            {"content": "Key two", "idempotencyKey": "k2"},  # the same request again in the batch
+            {"content": "No key"},
+        ),
+    )
+    assert [o.replayed for o in outcomes] == [True, False, True, False]
+    assert outcomes[0].output == earlier
+    assert outcomes[2].output == outcomes[1].output
+    assert len(memories(services)) == 3
+    replayed = add_many_outcomes(services.memory, alice, requests({"content": "Key two", "idempotencyKey": "k2"}))
+    assert replayed[0].replayed and replayed[0].output == outcomes[1].output
+    # add honours the key the batch stored
+    assert services.memory.add(alice, requests({"content": "Key two", "idempotencyKey": "k2"})[0]) == outcomes[1].output
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        [{"content": "Fresh", "idempotencyKey": "k9"}, {"content": "Changed", "idempotencyKey": "k1"}],
+        [{"content": "A", "idempotencyKey": "k5"}, {"content": "B", "idempotencyKey": "k5"}],
+    ],
+    ids=["stored key", "key repeated in the batch"],
+)
+def test_a_key_reused_for_another_request_is_a_conflict_and_nothing_is_written(
+    services: Services, batch: list[dict[str, Any]]
+) -> None:
+    alice = ctx()
+    services.memory.add(alice, requests({"content": "Key one", "idempotencyKey": "k1"})[0])
+    before = list(services.records.scan(""))
+    with pytest.raises(Conflict) as raised:
+        add_many(services.memory, alice, requests(*batch))
+    assert raised.value.details == {"field": "idempotencyKey", "index": 1}
+    assert list(services.records.scan("")) == before
+
+
+def test_more_than_a_write_holds_is_written_in_chunks(services: Services) -> None:
+    """150 memories with keys are 600 operations; the store refuses any write of more than 100."""
+    alice = ctx()
+    bodies = [{"content": f"Chunked fact {n} about shard {n * 31 % 97}", "idempotencyKey": f"c{n}"} for n in range(150)]
+    outputs = add_many(services.memory, alice, requests(*bodies), batch=1000)
+    assert len({o.memory_id for o in outputs}) == 150 and not any(o.deduplicated for o in outputs)
+    assert len(memories(services)) == 150
+    assert len(history(services, "#ADD#")) == 150
+    assert services.index.count(NAMESPACE) == 150
+    assert services.outbox.pending() == []
+    found = services.memory.search(alice, MemorySearchInput(query="chunked fact shard 31", threshold=0.0))
+    assert outputs[1].memory_id in {r.memory_id for r in found.results}
+
+
+def test_with_the_embedder_down_memories_are_stored_and_left_for_the_drain(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice = ctx()
+    real_embed = services.embedder.embed
+
+    def down(_: Any) -> Any:
+        raise ProviderError("embedding service down")
+
+    monkeypatch.setattr(services.embedder, "embed", down)
+    outputs = add_many(
+        services.memory,
+        alice,
+        requests("Queued fact one", "Queued fact two", "Queued fact one", "Queued fact three"),
+        batch=2,
+    )
+    assert [o.deduplicated for o in outputs] == [False, False, True, False]  # exact repeats need no vector
+    assert len(memories(services)) == 3
+    assert services.index.count(NAMESPACE) == 0
+    assert sorted(m["ref"]["sk"] for m in services.outbox.pending()) == sorted(
+        f"MEM#{o.memory_id}" for o in outputs if not o.deduplicated
+    )
+    monkeypatch.setattr(services.embedder, "embed", real_embed)
+    assert drained(services.outbox) == (3, 0)
+    assert services.index.count(NAMESPACE) == 3
+    found = services.memory.search(alice, MemorySearchInput(query="queued fact three", threshold=0.0))
+    assert found.results[0].memory_id == outputs[3].memory_id
+
+
+@pytest.mark.parametrize(
+    ("context", "error", "field"),
+    [
+        (ctx(project="atlas"), Unauthorized, "layer"),  # a shared layer without the writer role
+        (ctx(roles=("writer",)), InvalidInput, "layer"),  # no project id in the context
+    ],
+    ids=["no writer role", "no project id"],
+)
+def test_a_layer_the_caller_cannot_write_refuses_the_batch_before_anything_is_written(
+    services: Services, context: RequestContext, error: type[Exception], field: str
+) -> None:
+    batch = requests("Allowed in the user layer", "Also fine", {"content": "Shared fact", "layer": "project"})
+    with pytest.raises(error) as raised:
+        add_many(services.memory, context, batch)
+    assert raised.value.details["field"] == field and raised.value.details["index"] == 2  # type: ignore[attr-defined]
+    assert list(services.records.scan("")) == []
+    assert services.index.count(NAMESPACE) == 0
+
+
+def test_vectors_the_caller_already_has_replace_the_embedder(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice = ctx()
+    texts = ["Vectors from elsewhere one", "Vectors from elsewhere two", "Vectors from elsewhere one."]
+    vectors = services.embedder.embed(texts)
+
+    def unused(_: Any) -> Any:
+        raise AssertionError("the embedder is not called when vectors are given")
+
+    monkeypatch.setattr(services.embedder, "embed", unused)
+    outputs = add_many(services.memory, alice, requests(*texts), vectors=vectors)
+    assert [o.deduplicated for o in outputs] == [False, False, True]
+    assert services.index.count(NAMESPACE) == 2 and services.outbox.pending() == []
+    with pytest.raises(InvalidInput) as raised:
+        add_many(services.memory, alice, requests("Short vector"), vectors=[[1.0, 0.0]])
+    assert raised.value.details == {"field": "vectors", "index": 0}
