@@ -9,7 +9,7 @@
   read back from the records until the page is full, and a hit without a record
   (a stale index entry) is dropped.
 
-Scores use the memory calibration (``calibration_for(embedder.name)``): the
+Scores come from the one ranker (``mnemo.retrieval.ranker``, the memory calibration): the
 cosine and the normalised BM25 on absolute 0-1 scales, blended. A hit is a match
 when it shares a word with the query or its cosine is above the model's floor
 for unrelated texts; ``keyword`` keeps only the lexical signal.
@@ -17,21 +17,16 @@ for unrelated texts; ``keyword`` keeps only the lexical signal.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from mnemo.conversations.store import RECENT_PAGE, RECENT_WALK, EntryStore
-from mnemo.errors import MnemoError
-from mnemo.memory.scoring import calibration_for
 from mnemo.ports import Embedder, Filter, VectorIndex
+from mnemo.retrieval.ranker import rank as hybrid_rank
 
 #: Hits taken from each of k-NN and BM25 before filtering and ranking.
 CANDIDATES = 200
-
-logger = logging.getLogger(__name__)
-
 
 #: A record and its relevance (None for the recent strategy, which does not rank).
 Row = tuple[dict[str, Any], float | None]
@@ -81,34 +76,14 @@ def rank(
 
     Scores are compared at two decimals, so near-equal relevance goes to the newer entry.
     """
-    calibration = calibration_for(embedder.name)
-    dense: dict[str, float] = {}
-    keywords: dict[str, dict[str, list[str]]] = {}
-    if not lexical_only:
-        try:
-            vector = embedder.embed([query])[0]
-        except MnemoError as error:  # the embedder is down: rank by BM25 alone
-            logger.warning("query embedding failed; lexical ranking only: %s", error.message)
-        else:
-            dense_hits = index.knn(namespace, vector, flt, CANDIDATES)
-            dense = {hit.id: hit.score for hit in dense_hits}
-            keywords |= {hit.id: hit.keywords for hit in dense_hits}
-    lexical_hits = index.lexical(namespace, query, flt, CANDIDATES)
-    lexical = {hit.id: hit.score for hit in lexical_hits}
-    keywords |= {hit.id: hit.keywords for hit in lexical_hits}
-    # A doc outside the dense top-N scores at most the lowest cosine that made it in.
-    floor_seen = min(dense.values()) if dense else None
+    ranking = hybrid_rank(index, embedder, namespace, query, flt, k=CANDIDATES, lexical_only=lexical_only)
     found: list[Ranked] = []
-    for doc, words in keywords.items():
+    for candidate in ranking.candidates:
+        words = candidate.hit.keywords
         stamp = (words.get("timestamp") or [""])[0]
-        if not within(stamp, low, high):
-            continue
-        cosine = dense.get(doc, floor_seen) if dense else None
-        lexical_score = lexical.get(doc, 0.0)
-        if lexical_score <= 0.0 and (cosine is None or calibration.dense(cosine) <= 0.0):
-            continue  # neither a shared word nor semantically closer than unrelated text
-        score = calibration.score(cosine, lexical_score)
-        found.append(Ranked((words.get("message_id") or [""])[0], stamp, min(1.0, max(0.0, score))))
+        if within(stamp, low, high) and candidate.related(ranking.calibration):
+            score = min(1.0, max(0.0, candidate.score))
+            found.append(Ranked((words.get("message_id") or [""])[0], stamp, score))
     found.sort(key=lambda hit: (round(hit.score, 2), hit.timestamp), reverse=True)
     return found
 

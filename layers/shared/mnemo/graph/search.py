@@ -1,6 +1,6 @@
 """graph_search, and the graph context memory_search adds with includeGraph.
 
-Entities and facts are ranked by the calibrated hybrid score (``mnemo.hybrid``),
+Entities and facts are ranked by the calibrated hybrid score (``mnemo.retrieval.ranker``),
 within the caller's readable scopes; every hit is read back from the records,
 dropped unless its scope is the caller's, and a fact is kept only if it holds at
 ``asOf`` (as known at ``knownAt``) unless history is asked for.
@@ -18,10 +18,9 @@ from mnemo.graph.names import type_key
 from mnemo.graph.store import ENTITY, FACT, GraphStore, partition, versioned
 from mnemo.graph.temporal import now, stamp, status_at
 from mnemo.graph.views import FactViews, entity_view
-from mnemo.hybrid import hybrid_hits
 from mnemo.ports import Embedder, Filter, Hit, Item, VectorIndex
+from mnemo.retrieval.ranker import rank
 
-CANDIDATES = 100
 #: includeGraph: entities the query finds, facts taken from each, and facts answered in all.
 CONTEXT_ENTITIES, FACTS_PER_ENTITY, CONTEXT_FACTS = 5, 5, 20
 
@@ -47,11 +46,11 @@ class GraphSearch:
             flt: Filter = {"scope": list(scopes), "kind": ["entity"]}
             if request.types:
                 flt["type"] = sorted({type_key(kind) for kind in request.types})
-            hits, dense = hybrid_hits(self._index, self._embedder, NAMESPACE, request.query, flt, CANDIDATES)
+            hits, dense = self._rank(request.query, flt)
             output.entities = self._entity_hits(hits, scopes, request.threshold, known)[: request.limit]
         if request.kind in ("all", "facts"):
             flt = {"scope": list(scopes), "kind": ["fact"]}
-            hits, dense = hybrid_hits(self._index, self._embedder, NAMESPACE, request.query, flt, CANDIDATES)
+            hits, dense = self._rank(request.query, flt)
             output.facts = self._fact_hits(hits, scopes, request, moment, known)[: request.limit]
         output.retrieval = "hybrid" if dense else "lexical"
         kept_facts = fit_head(output, output.facts, context.response_budget)
@@ -74,6 +73,10 @@ class GraphSearch:
         keys = [(partition(hit.keywords["scope"][0]), prefix + hit.id) for hit, _ in wanted]
         found = {(item.pk, item.sk): item for item in self._records.batch_get(keys)}
         return [(found[key], score) for key, (_, score) in zip(keys, wanted, strict=True) if key in found]
+
+    def _rank(self, query: str, flt: Filter) -> tuple[list[tuple[Hit, float]], bool]:
+        ranking = rank(self._index, self._embedder, NAMESPACE, query, flt)
+        return [(found.hit, found.score) for found in ranking.candidates], ranking.dense
 
     def _entity_hits(
         self, hits: list[tuple[Hit, float]], scopes: dict[str, Layer], threshold: float, known: str | None

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mnemo.context import RequestContext
-from mnemo.errors import MnemoError, NotFound, invalid_field
+from mnemo.errors import NotFound, invalid_field
 from mnemo.knowledge import catalog
 from mnemo.knowledge.catalog import Catalog, effective_status, stored_item, visible_layers
 from mnemo.knowledge.models import (
@@ -28,10 +28,9 @@ from mnemo.knowledge.models import (
     KnowledgeSummary,
 )
 from mnemo.knowledge.repository import KnowledgeRepository
-from mnemo.memory.scoring import calibration_for
 from mnemo.ports import Embedder, Filter, Item, RecordStore, VectorIndex
+from mnemo.retrieval.ranker import rank as hybrid_rank
 
-CANDIDATES = 100
 #: (layer precedence, relevance, catalog record data)
 Ranked = tuple[int, float, dict[str, Any]]
 PRECEDENCE: dict[str, int] = {layer: rank for rank, layer in enumerate(KNOWLEDGE_LAYERS)}
@@ -138,25 +137,15 @@ class KnowledgeService:
         if request.tags:
             flt["tags"] = sorted({tag.lower() for tag in request.tags})
         assert request.query is not None
-        try:
-            vector = self._embedder.embed([request.query])[0]
-            dense_hits = self._index.knn(catalog.NAMESPACE, vector, flt, CANDIDATES)
-        except MnemoError:  # embeddings down: rank by BM25 alone
-            dense_hits = []
-        lexical_hits = self._index.lexical(catalog.NAMESPACE, request.query, flt, CANDIDATES)
-        dense = {hit.id: hit.score for hit in dense_hits}
-        lexical = {hit.id: hit.score for hit in lexical_hits}
+        ranking = hybrid_rank(self._index, self._embedder, catalog.NAMESPACE, request.query, flt)
         keys: dict[str, tuple[str, str]] = {}
-        for hit in (*dense_hits, *lexical_hits):
-            scope = (hit.keywords.get("scope") or [""])[0]
-            item_id = (hit.keywords.get("itemId") or [""])[0]
+        scored: dict[str, float] = {}
+        for candidate in ranking.candidates:
+            scope = (candidate.hit.keywords.get("scope") or [""])[0]
+            item_id = (candidate.hit.keywords.get("itemId") or [""])[0]
             if scope in scopes and item_id:
-                keys[hit.id] = (scope, item_id)
-        calibration = calibration_for(self._embedder.name)
-        floor = min(dense.values()) if dense else None
-        scored = {
-            doc: calibration.score(dense.get(doc, floor) if dense else None, lexical.get(doc, 0.0)) for doc in keys
-        }
+                keys[candidate.id] = (scope, item_id)
+                scored[candidate.id] = candidate.score
         wanted = [doc for doc, score in scored.items() if score >= request.threshold]
         records = self._records.batch_get(
             [(catalog.partition(keys[d][0]), catalog.item_key(keys[d][1])) for d in wanted]

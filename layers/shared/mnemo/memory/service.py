@@ -29,15 +29,14 @@ from mnemo.memory.models import (
     MemorySearchInput,
     MemorySearchOutput,
 )
-from mnemo.memory.scoring import calibration_for
 from mnemo.outbox import GONE, IndexOutbox, Reference
 from mnemo.ports import ConditionFailed, Embedder, Filter, IndexDoc, Item, Put, RecordStore, VectorIndex
 from mnemo.ports import Delete as DeleteOp
+from mnemo.retrieval.ranker import rank as hybrid_rank
 from mnemo.tools.paging import decode_cursor, encode_cursor, fingerprint
 
 NAMESPACE = "memory"
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
-CANDIDATES = 100
 
 logger = logging.getLogger(__name__)
 
@@ -299,26 +298,13 @@ class MemoryService:
         for key, values in _meta_keywords(request.metadata or {}).items():
             flt[key] = values
 
-        try:
-            query_vector: Sequence[float] | None = self._embedder.embed([request.query])[0]
-        except MnemoError:
-            query_vector = None
-        dense_hits = self._index.knn(NAMESPACE, query_vector, flt, CANDIDATES) if query_vector is not None else []
-        lexical_hits = self._index.lexical(NAMESPACE, request.query, flt, CANDIDATES)
-        dense = {hit.id: hit.score for hit in dense_hits}
-        lexical = {hit.id: hit.score for hit in lexical_hits}
-        scope_of = {hit.id: (hit.keywords.get("scope") or [""])[0] for hit in (*dense_hits, *lexical_hits)}
-        calibration = calibration_for(self._embedder.name)
-        # A doc outside the dense top-N scores at most the lowest cosine that made it in.
-        dense_floor_seen = min(dense.values()) if dense else None
+        ranking = hybrid_rank(self._index, self._embedder, NAMESPACE, request.query, flt)
         precedence = {layer: rank for rank, layer in enumerate(MEMORY_LAYERS)}
         ranked: list[tuple[int, float, str, str]] = []
-        for memory_id, scope in scope_of.items():
-            if scope not in scopes:
-                continue
-            score = calibration.score(dense.get(memory_id, dense_floor_seen), lexical.get(memory_id, 0.0))
-            if score >= request.threshold:
-                ranked.append((precedence[scopes[scope]], -score, memory_id, scope))
+        for candidate in ranking.candidates:
+            scope = (candidate.hit.keywords.get("scope") or [""])[0]
+            if scope in scopes and candidate.score >= request.threshold:
+                ranked.append((precedence[scopes[scope]], -candidate.score, candidate.id, scope))
         ranked.sort()
 
         owner = fingerprint(request.model_dump(mode="json", exclude={"cursor", "limit"}) | {"scopes": sorted(scopes)})
@@ -329,7 +315,7 @@ class MemoryService:
             results=page,
             total_count=len(ranked) - dropped,
             searched_layers=layers,
-            retrieval="hybrid" if query_vector is not None else "lexical",
+            retrieval=ranking.retrieval,
         )
         page = fit_head(output, page, context.response_budget)
         has_more = offset + len(page) < output.total_count

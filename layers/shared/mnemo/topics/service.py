@@ -28,9 +28,9 @@ from typing import Any, Literal
 from mnemo.budget import RESERVE_BYTES, SHORTENED, fit_head, longest_prefix, wire_bytes
 from mnemo.context import WRITER_ROLE, RequestContext
 from mnemo.errors import Conflict, InvalidInput, NotFound, Unauthorized, invalid_field
-from mnemo.hybrid import hybrid_hits
 from mnemo.outbox import GONE, IndexOutbox, Reference
 from mnemo.ports import ConditionFailed, Delete, Embedder, Filter, IndexDoc, Item, Put, RecordStore, VectorIndex
+from mnemo.retrieval.ranker import rank
 from mnemo.topics.models import (
     MAX_TOPICS,
     ForgetMemoryInput,
@@ -414,14 +414,14 @@ class TopicService:
         flt: Filter = {"scope": [scope.key]}
         if tags:
             flt["tags"] = tags
-        hits, dense = hybrid_hits(self._index, self._embedder, NAMESPACE, query, flt)
+        ranking = rank(self._index, self._embedder, NAMESPACE, query, flt)
         scored = {
-            key: score
-            for hit, score in hits
-            if hit.keywords.get("scope") == [scope.key] and (key := (hit.keywords.get("topic") or [""])[0])
+            key: found.score
+            for found in ranking.candidates
+            if found.hit.keywords.get("scope") == [scope.key] and (key := (found.hit.keywords.get("topic") or [""])[0])
         }
         ranked = sorted(scored.items(), key=lambda pair: (-pair[1], pair[0]))
-        return ranked, "hybrid" if dense else "lexical"
+        return ranked, "hybrid" if ranking.dense else "lexical"
 
     @staticmethod
     def _match(data: dict[str, Any], score: float | None) -> TopicMatch:

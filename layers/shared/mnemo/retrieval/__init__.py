@@ -1,0 +1,1 @@
+"""Hybrid retrieval shared by every searchable family (see mnemo.retrieval.ranker)."""
