@@ -300,7 +300,12 @@ class Bm25:
         """
         rows, scores, reference = self._score(text, allowed)
         if rows.shape[0] > k:
-            best = np.argpartition(-scores, k - 1)[:k]
+            # Equal scores are common (same tf, same length): those at the cut go by row, not by chance.
+            kth = np.partition(scores, rows.shape[0] - k)[rows.shape[0] - k]
+            ties = np.flatnonzero(scores == kth)
+            ties = ties[np.argsort(rows[ties], kind="stable")]
+            better = np.flatnonzero(scores > kth)
+            best = np.concatenate([better, ties[: k - better.shape[0]]])
             rows, scores = rows[best], scores[best]
         order = np.lexsort((rows, -scores))
         return rows[order], scores[order], reference

@@ -211,6 +211,8 @@ class LocalVectorIndex:
     """``exact_below``: filters allowing at most this many rows are searched exactly; ``persist_graph``: save the
     HNSW graph beside the SQLite file and read it back on load."""
 
+    EXACT_BELOW = EXACT_BELOW
+
     def __init__(self, path: Path | str, *, exact_below: int = EXACT_BELOW, persist_graph: bool = True) -> None:
         self._path = str(path)
         self._graph_dir: Path | None = None
@@ -218,7 +220,8 @@ class LocalVectorIndex:
             Path(self._path).parent.mkdir(parents=True, exist_ok=True)
             if persist_graph:
                 self._graph_dir = Path(self._path + ".ann")
-        self._exact_below = exact_below
+        #: Public so that a benchmark can compare both paths on one loaded index.
+        self.exact_below = exact_below
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(self._path, timeout=30, isolation_level=None, check_same_thread=False)
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -375,7 +378,7 @@ class LocalVectorIndex:
         return space
 
     def _saved_graph(self, namespace: str, dims: int, documents: int) -> ann.Saved | None:
-        if self._graph_dir is None or documents <= self._exact_below or not ann.faiss_available():
+        if self._graph_dir is None or documents <= self.exact_below or not ann.faiss_available():
             return None
         saved = ann.load(self._graph_dir, namespace)
         if saved is None or saved.graph.dims != dims:
@@ -451,7 +454,7 @@ class LocalVectorIndex:
                 return []
             allowed = space.alive[: space.n] if mask is None else mask
             want = min(k, count)
-            if count > self._exact_below and ann.faiss_available():
+            if count > self.exact_below and ann.faiss_available():
                 rows, scores = self._graph(namespace, space).search(query, allowed, count, want)
                 if rows.shape[0] == want:
                     return [space.hit(int(row), float(score)) for row, score in zip(rows, scores, strict=True)]

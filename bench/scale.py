@@ -1,0 +1,384 @@
+"""The embedded index at 10k, 100k and 1M memories in one scope: exact k-NN against HNSW.
+
+    python bench/scale.py [--sizes 10000,100000,1000000] [--queries 300] [--samples 300]
+
+What is measured, at each size (the store grows from one size to the next):
+
+* fill: records written straight to the record store (100 per transaction, the
+  shape memory_add writes) and documents upserted to the index (1,000 per call);
+  neither the embedding model nor memory_add's duplicate check is in it.
+* build: the first HNSW k-NN, which builds the graph over every row (and saves it).
+* knn: ``index.knn`` alone, k=100 with the scope filter (what memory_search asks),
+  exact (``exact_below`` above the size) and HNSW (``exact_below`` 0); lexical:
+  ``index.lexical`` alone, k=100.
+* recall@10 of the HNSW answer against the exact one over ``--queries`` queries:
+  strict (the share of the exact ten ids found) and tie-aware (a returned id counts
+  when its cosine is within 1e-4 of the exact tenth, since synthetic vectors tie).
+* memory_search: ``get_tool("memory_search").invoke`` in process, p50/p95/p99 over
+  ``--samples`` queries (threshold 0, so ten results are hydrated from the records),
+  in both modes. The query embedding comes from the same generator as the
+  documents (about 0.05 ms), so model inference is excluded; bge-small's own
+  single-query time is reported as its own row.
+* reload: a fresh process opens the data directory and answers one HNSW k-NN
+  (reading SQLite and the saved graph); its time and peak RSS.
+* RSS: this process's resident and peak resident memory after each size.
+
+Vectors and texts: a 384-dimension "word" vector per word of a 6,000-word made-up
+vocabulary (seeded); words are Zipf-distributed and grouped into 1,000 topics; a
+memory is 9 words of its topic and 3 common ones, its vector the normalised
+weighted sum of its words' vectors, so memories sharing words are close, as in a
+sentence embedding, and BM25 sees the same words. Queries are 5 words of one topic
+and 1 common word, made the same way from another seed.
+
+Writes bench/results/scale.json and docs/scale.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one query is one thread, as in the server
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import fresh_services, table, write_results
+from mnemo.adapters.local.vector_index import LocalVectorIndex
+from mnemo.context import RequestContext
+from mnemo.ports import IndexDoc, Item, Put
+from mnemo.tools.registry import get_tool
+
+DIMS = 384
+VOCABULARY = 6_000
+TOPICS = 1_000
+TOPIC_WORDS = 40
+SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "do", "fi", "gu", "ha", "jo", "ba", "ce", "wy"]
+ROOT = Path(__file__).resolve().parent.parent
+CONTEXT = RequestContext(tenant="bench", user="scale")
+
+
+class Words:
+    """The seeded generator of texts and their vectors (also the embedder of the queries)."""
+
+    name = "synthetic-words"
+    dimensions = DIMS
+
+    def __init__(self, seed: int = 11) -> None:
+        rng = np.random.default_rng(seed)
+        words: list[str] = []
+        seen: set[str] = set()
+        while len(words) < VOCABULARY:
+            word = "".join(rng.choice(SYLLABLES, size=int(rng.integers(3, 5))))
+            if word not in seen:
+                seen.add(word)
+                words.append(word)
+        self.words = words
+        self.number = {word: i for i, word in enumerate(words)}
+        vectors = rng.standard_normal((VOCABULARY, DIMS)).astype(np.float32)
+        weights = rng.lognormal(0.0, 0.5, VOCABULARY).astype(np.float32)
+        self.vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True) * weights[:, None]
+        zipf = 1.0 / np.arange(1, VOCABULARY + 1) ** 0.9
+        self.common = zipf / zipf.sum()
+        self.topics = rng.choice(VOCABULARY, size=(TOPICS, TOPIC_WORDS), p=self.common)
+        popularity = 1.0 / np.arange(1, TOPICS + 1) ** 0.8
+        self.popularity = popularity / popularity.sum()
+
+    def sample(self, rng: np.random.Generator, count: int, own: int, shared: int) -> np.ndarray:
+        topic = rng.choice(TOPICS, size=count, p=self.popularity)
+        mine = self.topics[topic[:, None], rng.integers(0, TOPIC_WORDS, size=(count, own))]
+        return np.concatenate([mine, rng.choice(VOCABULARY, size=(count, shared), p=self.common)], axis=1)
+
+    def texts(self, picks: np.ndarray) -> list[str]:
+        return [" ".join(self.words[w] for w in row) for row in picks]
+
+    def embed_picks(self, picks: np.ndarray) -> np.ndarray:
+        summed = self.vectors[picks].sum(axis=1)
+        return summed / np.linalg.norm(summed, axis=1, keepdims=True)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        picks = [[self.number[w] for w in re.findall(r"[a-z]+", text) if w in self.number] for text in texts]
+        out = []
+        for row in picks:
+            summed = self.vectors[row].sum(axis=0) if row else np.ones(DIMS, dtype=np.float32)
+            out.append((summed / np.linalg.norm(summed)).tolist())
+        return out
+
+
+def rss_mib() -> dict[str, float]:
+    status = Path("/proc/self/status").read_text()
+    current = int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"rssMiB": round(current), "peakRssMiB": round(peak)}
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return {"p50": pick(0.50), "p95": pick(0.95), "p99": pick(0.99), "mean": float(np.mean(ordered))}
+
+
+def timed(count: int, call: Callable[[int], object]) -> list[float]:
+    out = []
+    for i in range(count):
+        started = time.perf_counter()
+        call(i)
+        out.append(1000 * (time.perf_counter() - started))
+    return out
+
+
+def fill(services: Any, words: Words, start: int, stop: int, scope: str) -> None:
+    rng = np.random.default_rng(1000 + start)
+    step = 1000
+    for first in range(start, stop, step):
+        count = min(step, stop - first)
+        picks = words.sample(rng, count, own=9, shared=3)
+        texts = words.texts(picks)
+        vectors = words.embed_picks(picks)
+        items = []
+        docs = []
+        for offset, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+            memory_id = f"mem_{first + offset:012x}"
+            data = {
+                "memoryId": memory_id,
+                "content": text,
+                "layer": "user",
+                "scope": scope,
+                "tags": [],
+                "metadata": {"source": "bench"},
+                "createdAt": "2026-01-01T00:00:00Z",
+                "occurredAt": None,
+                "contentHash": f"{first + offset:064x}",
+                "embeddingModel": words.name,
+                "createdBy": CONTEXT.user,
+            }
+            items.append(Put(Item(f"MEM|{scope}", f"MEM#{memory_id}", data)))
+            keywords = {"scope": [scope], "layer": ["user"], "tags": [], "meta.source": [json.dumps("bench")]}
+            docs.append(IndexDoc(memory_id, vector, text, keywords))
+        for batch in range(0, len(items), 100):
+            services.records.write(items[batch : batch + 100])
+        services.index.upsert("memory", docs)
+
+
+def recall(exact: list[Any], approximate: list[Any]) -> tuple[float, float]:
+    truth = [hit.id for hit in exact[:10]]
+    found = [hit for hit in approximate[:10]]
+    strict = len({hit.id for hit in found} & set(truth)) / max(len(truth), 1)
+    tenth = exact[min(9, len(exact) - 1)].score
+    tied = sum(1 for hit in found if hit.score >= tenth - 1e-4) / max(len(truth), 1)
+    return strict, min(tied, 1.0)
+
+
+def reload_probe(data_dir: str, query: list[float], scope: str) -> None:
+    """Run in a fresh process: open the index, answer one HNSW k-NN, print the time and peak RSS."""
+    started = time.perf_counter()
+    index = LocalVectorIndex(Path(data_dir) / "index.sqlite3", exact_below=0)
+    hits = index.knn("memory", query, {"scope": [scope]}, 100)
+    seconds = time.perf_counter() - started
+    print(json.dumps({"seconds": seconds, "hits": len(hits), **rss_mib()}))
+
+
+def bge_query_ms() -> dict[str, float] | None:
+    try:
+        from mnemo.adapters.local.embedders import BgeSmallEmbedder
+
+        embedder = BgeSmallEmbedder()
+        embedder.embed(["warm up"])
+    except Exception as error:  # the model package is optional for this benchmark
+        print(f"bge-small unavailable: {error}")
+        return None
+    return percentiles(timed(50, lambda i: embedder.embed([f"who reviewed the billing service {i}"])))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=300, help="queries for recall and raw k-NN times")
+    parser.add_argument("--samples", type=int, default=300, help="memory_search calls per mode")
+    parser.add_argument("--reload-probe", nargs=3, metavar=("DATA_DIR", "QUERY_JSON", "SCOPE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.reload_probe:
+        reload_probe(args.reload_probe[0], json.loads(args.reload_probe[1]), args.reload_probe[2])
+        return
+    sizes = sorted(int(size) for size in args.sizes.split(","))
+
+    words = Words()
+    data_dir = Path(tempfile.mkdtemp(prefix="mnemo-scale-"))
+    services = fresh_services("hashing", data_dir)
+    services.__dict__["embedder"] = words  # queries are embedded by the generator, not a model
+    index = services.index
+    assert isinstance(index, LocalVectorIndex)
+    scope = CONTEXT.scope_key("user")
+    search = get_tool("memory_search")
+    query_rng = np.random.default_rng(5)
+    query_picks = words.sample(query_rng, max(args.queries, args.samples), own=5, shared=1)
+    query_texts = words.texts(query_picks)
+    query_vectors = [vector.tolist() for vector in words.embed_picks(query_picks)]
+    flt = {"scope": [scope]}
+
+    rows: list[dict[str, Any]] = []
+    filled = 0
+    for size in sizes:
+        started = time.perf_counter()
+        fill(services, words, filled, size, scope)
+        fill_seconds = time.perf_counter() - started
+        filled = size
+        print(f"{size}: filled {size - (rows[-1]['memories'] if rows else 0)} in {fill_seconds:.0f} s", flush=True)
+
+        index.exact_below = 0
+        started = time.perf_counter()
+        index.knn("memory", query_vectors[0], flt, 100)
+        build_seconds = time.perf_counter() - started
+        print(f"{size}: graph built in {build_seconds:.0f} s", flush=True)
+
+        def knn_times(mode_below: int) -> tuple[dict[str, float], list[list[Any]]]:
+            index.exact_below = mode_below
+            answers: list[list[Any]] = []
+            samples = timed(args.queries, lambda i: answers.append(index.knn("memory", query_vectors[i], flt, 100)))
+            return percentiles(samples), answers
+
+        ann_knn, ann_answers = knn_times(0)
+        exact_knn, exact_answers = knn_times(10**12)
+        pairs = [recall(e, a) for e, a in zip(exact_answers, ann_answers, strict=True)]
+        lexical = percentiles(timed(args.queries, lambda i: index.lexical("memory", query_texts[i], flt, 100)))
+
+        searches: dict[str, dict[str, float]] = {}
+        for mode, below in (("exact", 10**12), ("hnsw", 0)):
+            index.exact_below = below
+            search.invoke(services, CONTEXT, {"query": "warm up", "threshold": 0.0})
+            searches[mode] = percentiles(
+                timed(
+                    args.samples,
+                    lambda i: search.invoke(services, CONTEXT, {"query": query_texts[i], "threshold": 0.0}),
+                )
+            )
+        index.exact_below = LocalVectorIndex.EXACT_BELOW
+
+        probe = subprocess.run(
+            [sys.executable, __file__, "--reload-probe", str(data_dir), json.dumps(query_vectors[1]), scope],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        reload = json.loads(probe.stdout.strip().splitlines()[-1])
+        row = {
+            "memories": index.count("memory"),
+            "fillSeconds": fill_seconds,
+            "buildSeconds": build_seconds,
+            "knnMs": {"exact": exact_knn, "hnsw": ann_knn},
+            "lexicalMs": lexical,
+            "recallAt10": {
+                "strict": float(np.mean([p[0] for p in pairs])),
+                "tieAware": float(np.mean([p[1] for p in pairs])),
+            },
+            "memorySearchMs": searches,
+            "reload": reload,
+            **rss_mib(),
+        }
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        if size != sizes[-1]:
+            report(rows, args, None)  # a long run keeps what it has measured so far
+
+    report(rows, args, bge_query_ms())
+
+
+def report(rows: list[dict[str, Any]], args: argparse.Namespace, bge: dict[str, float] | None) -> None:
+    printable = [
+        [
+            r["memories"],
+            r["memorySearchMs"]["exact"]["p95"],
+            r["memorySearchMs"]["hnsw"]["p95"],
+            r["knnMs"]["exact"]["p95"],
+            r["knnMs"]["hnsw"]["p95"],
+            r["lexicalMs"]["p95"],
+            f"{r['recallAt10']['strict']:.3f} / {r['recallAt10']['tieAware']:.3f}",
+            r["buildSeconds"],
+            r["reload"]["seconds"],
+            r["rssMiB"],
+        ]
+        for r in rows
+    ]
+    print()
+    print(
+        table(
+            [
+                "memories",
+                "search p95 exact",
+                "search p95 hnsw",
+                "knn p95 exact",
+                "knn p95 hnsw",
+                "lexical p95",
+                "recall@10 strict / tie-aware",
+                "build s",
+                "reload s",
+                "RSS MiB",
+            ],
+            printable,
+        )
+    )
+    if bge:
+        print(f"bge-small single-query embedding: p50 {bge['p50']:.1f} ms, p95 {bge['p95']:.1f} ms")
+    path = write_results(
+        "scale",
+        {
+            "dimensions": DIMS,
+            "queries": args.queries,
+            "samples": args.samples,
+            "k": 100,
+            "hnsw": {"M": 32, "efConstruction": 100, "efSearch": 256},
+            "exactBelow": LocalVectorIndex.EXACT_BELOW,
+            "bgeQueryEmbeddingMs": bge,
+            "sizes": rows,
+        },
+    )
+    print(f"wrote {path}")
+    plot(rows, ROOT / "docs" / "scale.png")
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [r["memories"] for r in rows]
+    figure, (latency, memory) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for mode, style in (("exact", "o--"), ("hnsw", "o-")):
+        latency.plot(sizes, [r["memorySearchMs"][mode]["p95"] for r in rows], style, label=f"memory_search p95, {mode}")
+        latency.plot(sizes, [r["knnMs"][mode]["p95"] for r in rows], style, alpha=0.5, label=f"knn p95, {mode}")
+    latency.plot(sizes, [r["lexicalMs"]["p95"] for r in rows], "s:", label="BM25 p95")
+    latency.axhline(10, color="grey", linewidth=0.8)
+    latency.axhline(30, color="grey", linewidth=0.8)
+    latency.set_xscale("log")
+    latency.set_yscale("log")
+    latency.set_xlabel("memories in one scope")
+    latency.set_ylabel("milliseconds (in process)")
+    latency.set_title("Embedded index latency, k=100")
+    latency.legend(fontsize=7)
+    memory.plot(sizes, [r["rssMiB"] for r in rows], "o-", label="RSS (bench process)")
+    memory.plot(sizes, [r["reload"]["peakRssMiB"] for r in rows], "o--", label="peak RSS, fresh process")
+    memory.set_xscale("log")
+    memory.set_xlabel("memories in one scope")
+    memory.set_ylabel("MiB")
+    memory.set_title("Memory")
+    memory.legend(fontsize=7)
+    figure.tight_layout()
+    path.parent.mkdir(exist_ok=True)
+    figure.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
