@@ -234,3 +234,19 @@ def test_vectors_the_caller_already_has_replace_the_embedder(
     with pytest.raises(InvalidInput) as raised:
         add_many(services.memory, alice, requests("Short vector"), vectors=[[1.0, 0.0]])
     assert raised.value.details == {"field": "vectors", "index": 0}
+
+
+@pytest.mark.model
+def test_bge_answers_in_the_callers_order_whatever_the_lengths(bge_services: Services) -> None:
+    """The embedder batches texts by length; each vector must still answer its own text."""
+    texts = [
+        "A long memory " + "about the quarterly billing migration and its many moving parts " * 6,
+        "Tea",
+        "The deploy runs at noon on weekdays",
+        "Coffee",
+    ]
+    together = bge_services.embedder.embed(texts)
+    for text, vector in zip(texts, together, strict=True):
+        (alone,) = bge_services.embedder.embed([text])
+        assert sum(a * b for a, b in zip(alone, vector, strict=True)) > 0.98  # int8: batch-mates shift a little
+    assert sum(a * b for a, b in zip(together[1], together[3], strict=True)) < 0.98
