@@ -55,6 +55,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import fresh_services, table, write_results
+from mnemo.adapters.local import ann
 from mnemo.adapters.local.vector_index import LocalVectorIndex
 from mnemo.context import RequestContext
 from mnemo.ports import IndexDoc, Item, Put
@@ -337,7 +338,7 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, bge: dict[str, 
             "queries": args.queries,
             "samples": args.samples,
             "k": 100,
-            "hnsw": {"M": 32, "efConstruction": 100, "efSearch": 256},
+            "hnsw": {"M": ann.M, "efConstruction": ann.EF_CONSTRUCTION, "efSearch": ann.EF_SEARCH},
             "exactBelow": LocalVectorIndex.EXACT_BELOW,
             "bgeQueryEmbeddingMs": bge,
             "sizes": rows,

@@ -478,6 +478,8 @@ class LocalVectorIndex:
             mask, count = space.select(flt)
             if count == 0 or k <= 0:
                 return []
+            if count == len(space):
+                mask = None  # the filter keeps every live row (one scope): BM25 need not look at it per posting
             rows, scores, reference = space.bm25.top(text, mask, k)
             if not rows.shape[0] or reference <= 0:
                 return []
