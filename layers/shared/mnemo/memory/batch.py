@@ -54,7 +54,7 @@ from mnemo.memory.service import NAMESPACE, MemoryService, _hash, _iso, _now, _p
 from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put
 
 #: Texts per embedder call.
-EMBED_BATCH = 128
+EMBED_BATCH = 256
 #: Memories embedded, checked, written and indexed together (the unit of progress).
 DEFAULT_BATCH = 500
 #: The most memories of one fresh scope kept for the in-call near-duplicate check (about 150 MB at 384 dimensions).
@@ -347,10 +347,15 @@ class BatchAdd:
         self._index_written([entry for entry in stored if entry.vector is not None])
 
     def _embed(self, entries: list[_Entry]) -> None:
-        """One embedder call per EMBED_BATCH distinct texts; on failure those entries go without vectors."""
+        """One embedder call per EMBED_BATCH distinct texts; on failure those entries go without vectors.
+
+        Every distinct text of the batch is embedded, even one this call already stored: a model whose
+        vectors shift a little with their batch-mates (int8 bge) then gives a retried import the vectors
+        it gave the first run, so near-duplicate decisions at the threshold come out the same.
+        """
         needed: dict[str, list[_Entry]] = {}
         for entry in entries:
-            if entry.vector is None and (entry.scope, entry.content_hash) not in self._by_content:
+            if entry.vector is None:
                 needed.setdefault(entry.request.content, []).append(entry)
         texts = list(needed)
         for start in range(0, len(texts), EMBED_BATCH):
