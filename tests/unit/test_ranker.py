@@ -10,9 +10,9 @@ import pytest
 from mnemo.adapters.local.embedders import HashingEmbedder
 from mnemo.adapters.local.vector_index import LocalVectorIndex
 from mnemo.errors import ProviderError
-from mnemo.memory.scoring import calibration_for
+from mnemo.memory.scoring import Context, calibration_for
 from mnemo.ports import IndexDoc
-from mnemo.retrieval.ranker import rank
+from mnemo.retrieval.ranker import Candidate, Ranking, query_names, rank, subject_of
 
 NS = "t=acme|memory"
 TEXTS = {
@@ -82,3 +82,95 @@ def test_lexical_only_never_embeds_and_related_needs_a_shared_word_then(index: L
     assert all(
         found.related(hybrid.calibration) == (hybrid.calibration.dense(found.cosine or 0) > 0) for found in unrelated
     )
+
+
+# ------------------------------------------------------------ context signals ---
+def _context_index(tmp_path: Path, docs: dict[str, tuple[str, dict[str, list[str]]]]) -> LocalVectorIndex:
+    store = LocalVectorIndex(tmp_path / "context.db")
+    embedder = HashingEmbedder()
+    texts = [text for text, _ in docs.values()]
+    store.upsert(
+        NS,
+        [
+            IndexDoc(doc_id, vector, text, {"scope": ["s1"], **keywords})
+            for (doc_id, (text, keywords)), vector in zip(docs.items(), embedder.embed(texts), strict=True)
+        ],
+    )
+    return store
+
+
+def _by_id(ranking: Ranking) -> dict[str, Candidate]:
+    return {found.id: found for found in ranking.candidates}
+
+
+def test_without_context_the_score_is_the_blend_alone(index: LocalVectorIndex) -> None:
+    ranking = rank(index, HashingEmbedder(), NS, "billing service", {"scope": ["s1"]}, context=False)
+    calibration = ranking.calibration
+    for found in ranking.candidates:
+        assert found.score == round(calibration.score(found.cosine, found.lexical), 4)
+
+
+def test_a_link_lifts_both_ends_by_the_other_ones_blend(tmp_path: Path) -> None:
+    docs = {
+        "q": ("did you go camping in the mountains", {"after": ["x"], "episode": ["2023-05-08"]}),
+        "a": ("yes twice it was lovely", {"after": ["q"], "episode": ["2023-05-08"]}),
+        "b": ("yes twice it was grey", {"episode": ["2023-05-09"]}),
+    }
+    index = _context_index(tmp_path, docs)
+    ranking = rank(index, HashingEmbedder(), NS, "camping in the mountains twice", {"scope": ["s1"]}, context=True)
+    found = _by_id(ranking)
+    calibration = ranking.calibration
+    blend = {doc_id: calibration.blend(c.cosine, c.lexical) for doc_id, c in found.items()}
+
+    assert found["a"].score == round(
+        calibration.score(found["a"].cosine, found["a"].lexical, Context(blend["q"], blend["q"], 0.0)), 4
+    )
+    assert found["q"].score == round(
+        calibration.score(found["q"].cosine, found["q"].lexical, Context(blend["a"], blend["q"], 0.0)), 4
+    )
+    assert found["b"].score == round(
+        calibration.score(found["b"].cosine, found["b"].lexical, Context(0.0, blend["b"], 0.0)), 4
+    )
+    assert found["a"].score > found["b"].score  # the two answers are alike; the linked one wins
+
+
+def test_an_episode_shares_its_best_blend(tmp_path: Path) -> None:
+    docs = {
+        "strong": ("the billing service moved to PostgreSQL", {"episode": ["2023-05-08"]}),
+        "same day": ("we also renamed the billing queue", {"episode": ["2023-05-08"]}),
+        "other day": ("we also renamed the billing topic", {"episode": ["2023-06-01"]}),
+    }
+    index = _context_index(tmp_path, docs)
+    ranking = rank(index, HashingEmbedder(), NS, "billing service PostgreSQL", {"scope": ["s1"]}, context=True)
+    found = _by_id(ranking)
+    calibration = ranking.calibration
+    strong = calibration.blend(found["strong"].cosine, found["strong"].lexical)
+
+    expected = calibration.score(found["same day"].cosine, found["same day"].lexical, Context(0.0, strong, 0.0))
+    assert found["same day"].score == round(expected, 4)
+    assert found["same day"].score > found["other day"].score
+
+
+def test_a_query_naming_the_subject_of_a_memory_lifts_it(tmp_path: Path) -> None:
+    docs = {
+        "carol": ("Carol: I started a pottery class", {"subject": ["carol"]}),
+        "dave": ("Dave: I started a pottery class too", {"subject": ["dave"]}),
+    }
+    index = _context_index(tmp_path, docs)
+    asked = rank(index, HashingEmbedder(), NS, "What class did Carol start?", {"scope": ["s1"]}, context=True)
+    assert asked.candidates[0].id == "carol"
+    carol, calibration = asked.candidates[0], asked.calibration
+    blend = calibration.blend(carol.cosine, carol.lexical)
+    assert carol.score == round(calibration.score(carol.cosine, carol.lexical, Context(0.0, blend, 1.0)), 4)
+    asked = rank(index, HashingEmbedder(), NS, "What class did Dave start?", {"scope": ["s1"]}, context=True)
+    assert asked.candidates[0].id == "dave"
+
+
+def test_query_names_and_subjects() -> None:
+    assert query_names("What did Caroline research after Melanie's talk?") == {"caroline", "melanie"}
+    assert query_names("Caroline moved where?") == set()  # the first word is capitalised anyway
+    assert subject_of("Caroline: I went to the support group") == "caroline"
+    assert subject_of("Alice deploys on Fridays") == "alice"
+    assert subject_of("the build uses Python") is None
+    assert subject_of("I went home") is None
+    assert subject_of("") is None

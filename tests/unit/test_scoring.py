@@ -11,6 +11,7 @@ from mnemo.memory.scoring import (
     DEFAULT_CALIBRATION,
     DEFAULT_THRESHOLD,
     Calibration,
+    Context,
     calibration_for,
 )
 
@@ -136,3 +137,37 @@ def test_calibrations_are_well_formed() -> None:
         assert 0.0 <= calibration.dense_floor < calibration.dense_ceiling <= 1.0
         assert 0.0 <= calibration.dense_weight <= 1.0
         assert 0.0 < calibration.anchor < 1.0
+
+
+# ---------------------------------------------------------------- context ---
+@pytest.mark.parametrize("calibration", ALL)
+def test_context_raw_is_the_weighted_mean_of_the_blend_and_the_signals(calibration: Calibration) -> None:
+    context = Context(neighbour=0.5, episode=0.8, subject=1.0)
+    blend = calibration.blend(0.6, 0.3)
+    weights = (calibration.neighbour_weight, calibration.episode_weight, calibration.subject_weight)
+    expected = (blend + weights[0] * 0.5 + weights[1] * 0.8 + weights[2] * 1.0) / (1 + sum(weights))
+
+    assert calibration.raw(0.6, 0.3, context) == pytest.approx(expected)
+    assert calibration.raw(0.6, 0.3) == blend
+    assert calibration.raw(1.0, 1.0, Context(1.0, 1.0, 1.0)) == pytest.approx(1.0)
+    assert calibration.raw(0.0, 0.0, Context()) == 0.0
+
+
+@pytest.mark.parametrize("calibration", ALL)
+def test_with_context_the_context_anchor_maps_to_the_default_threshold(calibration: Calibration) -> None:
+    assert 0.0 < calibration.context_anchor < 1.0
+    assert calibration.calibrated(calibration.context_anchor, calibration.context_anchor) == DEFAULT_THRESHOLD
+    # a raw of exactly the context anchor, reached through the signals, scores 0.7
+    weights = 1 + calibration.neighbour_weight + calibration.episode_weight + calibration.subject_weight
+    lexical = calibration.context_anchor * weights
+    if lexical <= 1.0:
+        assert calibration.score(None, lexical, Context()) == pytest.approx(DEFAULT_THRESHOLD)
+
+
+@pytest.mark.parametrize("calibration", ALL)
+def test_context_score_is_increasing_in_every_signal_and_stays_in_the_unit_interval(calibration: Calibration) -> None:
+    steps = [i / 10 for i in range(11)]
+    for signal in ("neighbour", "episode", "subject"):
+        scores = [calibration.score(0.6, 0.3, Context(**{signal: step})) for step in steps]
+        assert all(later > earlier for earlier, later in pairwise(scores))
+        assert all(0.0 <= score <= 1.0 for score in scores)

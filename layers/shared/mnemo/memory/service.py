@@ -32,10 +32,13 @@ from mnemo.memory.models import (
 from mnemo.outbox import GONE, IndexOutbox, Reference
 from mnemo.ports import ConditionFailed, Embedder, Filter, IndexDoc, Item, Put, RecordStore, VectorIndex
 from mnemo.ports import Delete as DeleteOp
+from mnemo.retrieval.ranker import AFTER, EPISODE, SUBJECT, subject_of
 from mnemo.retrieval.ranker import rank as hybrid_rank
 from mnemo.tools.paging import decode_cursor, encode_cursor, fingerprint
 
 NAMESPACE = "memory"
+#: Sort key of each scope's pointer to the dated memory added last there: the next one links to it.
+LAST = "LAST"
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 
 logger = logging.getLogger(__name__)
@@ -71,6 +74,20 @@ def _lexical_text(content: str, occurred_at: str | None) -> str:
         return content
     moment = datetime.fromisoformat(occurred_at)
     return f"{content} {moment.day} {moment.strftime('%B %Y')}"
+
+
+def _day(occurred_at: str | None) -> str | None:
+    """The UTC day a memory happened (``occurredAt`` is stored as UTC ISO 8601), or None."""
+    return occurred_at[:10] if occurred_at else None
+
+
+def _embedding_text(content: str, previous: str | None) -> str:
+    """What is embedded: the content, after that of the memory added just before it (same scope, same day).
+
+    A turn of a conversation often only makes sense after the one before it
+    ("Yes, twice last summer"); embedding the pair lets a question about either find it.
+    """
+    return f"{previous}\n{content}" if previous else content
 
 
 class _HasUser(Protocol):
@@ -126,6 +143,15 @@ class MemoryService:
             "tags": sorted({tag.lower() for tag in data["tags"]}),
             **_meta_keywords(data["metadata"]),
         }
+        # The context signals of the ranker (mnemo.retrieval.ranker): neighbour link, episode, subject.
+        if data.get("after"):
+            keywords[AFTER] = [data["after"]]
+        day = _day(data.get("occurredAt"))
+        if day:
+            keywords[EPISODE] = [day]
+        subject = subject_of(data["content"])
+        if subject:
+            keywords[SUBJECT] = [subject]
         return IndexDoc(
             id=data["memoryId"],
             vector=vector,
@@ -157,10 +183,15 @@ class MemoryService:
             if replay is not None:
                 return replay
 
-        vector = self._try_embed(request.content)
+        occurred_at = _iso(request.occurred_at) if request.occurred_at else None
+        previous = self._previous(partition, occurred_at)
+        # The near-duplicate check compares the content alone; the index holds the content in context.
+        texts = [request.content] + ([_embedding_text(request.content, previous[1])] if previous else [])
+        vectors = self._try_embed_all(texts)
+        content_vector, vector = (vectors[0], vectors[-1]) if vectors else (None, None)
         # Without a vector (embedder down) the memory is still stored and queued for
         # indexing; only the near-duplicate check is skipped.
-        duplicate = self._find_duplicate(partition, scope, vector) if vector is not None else None
+        duplicate = self._find_duplicate(partition, scope, content_vector) if content_vector is not None else None
         if duplicate is not None:
             output = MemoryAddOutput(
                 memory_id=duplicate,
@@ -181,11 +212,13 @@ class MemoryService:
                 "tags": request.tags,
                 "metadata": {"source": "manual", **request.metadata},
                 "createdAt": _iso(_now()),
-                "occurredAt": _iso(request.occurred_at) if request.occurred_at else None,
+                "occurredAt": occurred_at,
                 "contentHash": _hash(request.content),
                 "embeddingModel": self._embedder.name,
                 "createdBy": context.user,
             }
+            if previous is not None:
+                data["after"] = previous[0]
             output = MemoryAddOutput(memory_id=memory_id, message="Memory stored successfully", layer=request.layer)
             marker = self._marker(partition, memory_id)
             operations = [
@@ -193,6 +226,8 @@ class MemoryService:
                 self._history(scope, memory_id, "ADD", context, contentHash=data["contentHash"]),
                 marker,
             ]
+            if occurred_at:  # the next memory of this scope on this day links to this one
+                operations.append(Put(Item(partition, LAST, {"memoryId": memory_id, "day": _day(occurred_at)})))
         if request.idempotency_key:
             operations.append(self._idempotency_record(partition, request.idempotency_key, request_hash, output))
         try:
@@ -209,6 +244,45 @@ class MemoryService:
         return output
 
     # ------------------------------------------------- index outbox and sync
+    def _previous(self, partition: str, occurred_at: str | None) -> tuple[str, str] | None:
+        """The id and content of the dated memory added last in this scope, if it happened the same day."""
+        if not occurred_at:
+            return None
+        last = self._records.get(partition, LAST)
+        if last is None or last.data.get("day") != _day(occurred_at):
+            return None
+        found = self._records.get(partition, f"MEM#{last.data['memoryId']}")
+        if found is None or found.data.get("orphaned"):
+            return None
+        return found.data["memoryId"], found.data["content"]
+
+    def _followers(self, scope: str, memory_id: str) -> list[str]:
+        """The memories linked to this one as their predecessor (their vectors hold its content)."""
+        probe = [1.0] + [0.0] * (self._embedder.dimensions - 1)  # any unit vector: the filter does the finding
+        try:
+            hits = self._index.knn(NAMESPACE, probe, {"scope": [scope], AFTER: [memory_id]}, 10)
+        except MnemoError as error:
+            logger.warning("could not look up the memories linked to %s: %s", memory_id, error.message)
+            return []
+        return [hit.id for hit in hits if hit.id != memory_id]
+
+    def _embedding_texts(self, records: Sequence[dict[str, Any]]) -> list[str]:
+        """What to embed for stored memories: each one's content after its linked predecessor's, if it exists."""
+        linked = {(_partition(data["scope"]), f"MEM#{data['after']}") for data in records if data.get("after")}
+        before = {
+            item.data["memoryId"]: item.data["content"]
+            for item in self._records.batch_get(sorted(linked))
+            if not item.data.get("orphaned")
+        }
+        return [_embedding_text(data["content"], before.get(data.get("after") or "")) for data in records]
+
+    def _try_embed_all(self, texts: list[str]) -> list[list[float]]:
+        try:
+            return [list(vector) for vector in self._embedder.embed(texts)]
+        except MnemoError as error:
+            logger.warning("embedding failed; the memory is stored and queued for indexing: %s", error.message)
+            return []
+
     def _try_embed(self, text: str) -> list[float] | None:
         try:
             return list(self._embedder.embed([text])[0])
@@ -253,7 +327,7 @@ class MemoryService:
         if item is None or item.data.get("orphaned"):
             self._index.delete(NAMESPACE, [memory_id])
             return GONE
-        vector = self._embedder.embed([item.data["content"]])[0]
+        vector = self._embedder.embed(self._embedding_texts([item.data]))[0]
         self._index.upsert(NAMESPACE, [self._index_doc(item.data, vector)])
         return self._token(item)
 
@@ -298,7 +372,7 @@ class MemoryService:
         for key, values in _meta_keywords(request.metadata or {}).items():
             flt[key] = values
 
-        ranking = hybrid_rank(self._index, self._embedder, NAMESPACE, request.query, flt)
+        ranking = hybrid_rank(self._index, self._embedder, NAMESPACE, request.query, flt, context=True)
         precedence = {layer: rank for rank, layer in enumerate(MEMORY_LAYERS)}
         ranked: list[tuple[int, float, str, str]] = []
         for candidate in ranking.candidates:
@@ -385,12 +459,15 @@ class MemoryService:
                     {"field": "memoryId", "knowledgeItemId": pointer.get("sourceId")},
                 )
             marker = self._marker(item.pk, memory_id)
+            # The memories embedded after this one's content are re-indexed without it.
+            followers = [self._marker(item.pk, follower) for follower in self._followers(scope, memory_id)]
             try:
                 self._records.write(
                     [
                         DeleteOp(item.pk, item.sk, expect=item.version),
                         self._history(scope, memory_id, "DELETE", context, contentHash=item.data["contentHash"]),
                         marker,
+                        *followers,
                     ]
                 )
             except ConditionFailed:
@@ -398,6 +475,8 @@ class MemoryService:
                     "The memory changed while it was being deleted; retry", {"memoryId": memory_id}
                 ) from None
             self._outbox.settle(marker, self, first=self._remove(memory_id))
+            for follower in followers:
+                self._outbox.settle(follower, self)
             return MemoryDeleteOutput(message="Memory deleted successfully", memory_id=memory_id)
         raise NotFound(f"Memory '{memory_id}' not found", {"field": "memoryId", "memoryId": memory_id})
 
@@ -476,7 +555,7 @@ class MemoryService:
         total = 0
 
         def flush() -> None:
-            vectors = self._embedder.embed([data["content"] for data in pending])
+            vectors = self._embedder.embed(self._embedding_texts(pending))
             self._index.upsert(NAMESPACE, [self._index_doc(d, v) for d, v in zip(pending, vectors, strict=True)])
             pending.clear()
 

@@ -6,6 +6,13 @@ index namespace are merged; and each candidate gets the calibrated 0-1 score of
 docs/scoring.md (``mnemo.memory.scoring``). A candidate outside the dense top-N
 counts at most the lowest cosine that made it in.
 
+With ``context`` (memory search), each candidate also gets the context signals
+of ``mnemo.memory.scoring.Context``, read from the index documents' keywords:
+``after`` (the id of the memory added just before it, same scope, same day),
+``episode`` (the day it happened) and ``subject`` (its first word, when
+capitalised). They are built from the candidates alone, so they cost no
+further index call.
+
 Fusion happens here, on the client side of the VectorIndex port, so the same
 ranking runs over the embedded index and over OpenSearch.
 """
@@ -13,15 +20,22 @@ ranking runs over the embedded index and over OpenSearch.
 from __future__ import annotations
 
 import logging
+import re
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mnemo.errors import MnemoError
-from mnemo.memory.scoring import Calibration, calibration_for
+from mnemo.memory.scoring import Calibration, Context, calibration_for
 from mnemo.ports import Embedder, Filter, Hit, VectorIndex
 
 #: Hits taken from each of k-NN and BM25 before ranking.
 CANDIDATES = 100
+
+#: Index keywords the context signals read (set by memory indexing).
+AFTER, EPISODE, SUBJECT = "after", "episode", "subject"
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 logger = logging.getLogger(__name__)
 
@@ -69,8 +83,9 @@ def rank(
     *,
     k: int = CANDIDATES,
     lexical_only: bool = False,
+    context: bool = False,
 ) -> Ranking:
-    """Rank the documents of ``namespace`` under ``flt`` for ``query``."""
+    """Rank the documents of ``namespace`` under ``flt`` for ``query`` (with the context signals if ``context``)."""
     calibration = calibration_for(embedder.name)
     vector = None if lexical_only else _embed_query(embedder, query)
     dense_hits = index.knn(namespace, vector, flt, k) if vector is not None else []
@@ -79,14 +94,59 @@ def rank(
     lexical = {hit.id: hit.score for hit in lexical_hits}
     hits = {hit.id: hit for hit in (*dense_hits, *lexical_hits)}
     floor = min(dense.values()) if dense else None
-    candidates = []
-    for doc_id, hit in hits.items():
-        cosine = dense.get(doc_id, floor)
-        lexical_score = lexical.get(doc_id, 0.0)
-        score = round(calibration.score(cosine, lexical_score), 4)
-        candidates.append(Candidate(hit, score, cosine, lexical_score))
+    found = [(hit, dense.get(doc_id, floor), lexical.get(doc_id, 0.0)) for doc_id, hit in hits.items()]
+    contexts = _contexts(calibration, found, query) if context else {}
+    candidates = [
+        Candidate(hit, round(calibration.score(cosine, lexical_score, contexts.get(hit.id)), 4), cosine, lexical_score)
+        for hit, cosine, lexical_score in found
+    ]
     candidates.sort(key=lambda found: (-found.score, found.hit.id))
     return Ranking(candidates, vector is not None, calibration)
+
+
+def query_names(query: str) -> set[str]:
+    """The capitalised words of a query after its first, lower-cased: the names it mentions."""
+    words = _WORD.findall(query)
+    return {word.lower() for word in words[1:] if word[0].isupper() and len(word) > 1}
+
+
+def subject_of(content: str) -> str | None:
+    """A memory's subject: its first word, lower-cased, when it is capitalised ("Caroline: ...", "Alice uses ...")."""
+    match = _WORD.search(content)
+    if match is None or not match.group()[0].isupper() or len(match.group()) < 2:
+        return None
+    return match.group().lower()
+
+
+def _first(hit: Hit, key: str) -> str | None:
+    values = hit.keywords.get(key)
+    return values[0] if values else None
+
+
+def _contexts(calibration: Calibration, found: list[tuple[Hit, float | None, float]], query: str) -> dict[str, Context]:
+    """Each candidate's context signals, from the blends of the other candidates."""
+    blend = {hit.id: calibration.blend(cosine, lexical) for hit, cosine, lexical in found}
+    neighbour: dict[str, float] = defaultdict(float)
+    episode: dict[tuple[str | None, str], float] = defaultdict(float)
+    for hit, _, _ in found:
+        after = _first(hit, AFTER)
+        if after is not None and after in blend:  # a link counts both ways
+            neighbour[hit.id] = max(neighbour[hit.id], blend[after])
+            neighbour[after] = max(neighbour[after], blend[hit.id])
+        day = _first(hit, EPISODE)
+        if day is not None:
+            key = (_first(hit, "scope"), day)
+            episode[key] = max(episode[key], blend[hit.id])
+    names = query_names(query)
+    contexts = {}
+    for hit, _, _ in found:
+        day = _first(hit, EPISODE)
+        contexts[hit.id] = Context(
+            neighbour=neighbour.get(hit.id, 0.0),
+            episode=episode[(_first(hit, "scope"), day)] if day is not None else blend[hit.id],
+            subject=1.0 if _first(hit, SUBJECT) in names else 0.0,
+        )
+    return contexts
 
 
 def _embed_query(embedder: Embedder, query: str) -> Sequence[float] | None:

@@ -1,0 +1,135 @@
+"""Memories added close in time: each dated memory is embedded after the one added before it in its scope on
+the same day, linked to it, and grouped by day; memory_search ranks with those context signals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from helpers import ctx
+from mnemo.memory.models import MemoryAddInput, MemoryDeleteInput, MemorySearchInput
+from mnemo.memory.service import LAST, NAMESPACE, _partition
+from mnemo.retrieval.ranker import AFTER, EPISODE, SUBJECT
+from mnemo.runtime import Services
+
+DAY = "2023-05-08T13:56:00Z"
+NEXT_DAY = "2023-05-09T09:00:00Z"
+
+
+def add(services: Services, context: Any, content: str, **fields: Any) -> str:
+    return services.memory.add(context, MemoryAddInput.model_validate({"content": content, **fields})).memory_id
+
+
+def search(services: Services, context: Any, query: str) -> list[str]:
+    found = services.memory.search(context, MemorySearchInput.model_validate({"query": query, "threshold": 0.0}))
+    return [result.memory_id for result in found.results]
+
+
+def record(services: Services, context: Any, memory_id: str) -> dict[str, Any]:
+    item = services.records.get(_partition(context.scope_key("user")), f"MEM#{memory_id}")
+    assert item is not None
+    return item.data
+
+
+def closest(services: Services, context: Any, text: str) -> tuple[str, float]:
+    """The indexed memory whose vector is nearest to that of ``text``, and its cosine."""
+    vector = services.embedder.embed([text])[0]
+    hit = services.index.knn(NAMESPACE, vector, {"scope": [context.scope_key("user")]}, 1)[0]
+    return hit.id, hit.score
+
+
+def keywords(services: Services, context: Any, memory_id: str) -> dict[str, list[str]]:
+    vector = services.embedder.embed(["anything"])[0]
+    hits = services.index.knn(NAMESPACE, vector, {"scope": [context.scope_key("user")]}, 100)
+    return next(hit.keywords for hit in hits if hit.id == memory_id)
+
+
+def test_a_dated_memory_links_to_the_one_added_before_it_that_day_and_is_embedded_after_it(
+    services: Services,
+) -> None:
+    alice = ctx()
+    first = add(services, alice, "Caroline: I went to the LGBTQ support group yesterday", occurredAt=DAY)
+    second = add(services, alice, "Melanie: That sounds powerful, how did it feel?", occurredAt=DAY)
+
+    assert "after" not in record(services, alice, first)
+    assert record(services, alice, second)["after"] == first
+    found, cosine = closest(
+        services,
+        alice,
+        "Caroline: I went to the LGBTQ support group yesterday\nMelanie: That sounds powerful, how did it feel?",
+    )
+    assert found == second and cosine == pytest.approx(1.0, abs=1e-5)
+    assert keywords(services, alice, second) == {
+        "scope": [alice.scope_key("user")],
+        "layer": ["user"],
+        "tags": [],
+        "meta.source": ['"manual"'],
+        AFTER: [first],
+        EPISODE: ["2023-05-08"],
+        SUBJECT: ["melanie"],
+    }
+
+
+def test_no_link_across_days_scopes_or_without_a_date(services: Services) -> None:
+    alice, bob = ctx(), ctx(user="bob")
+    add(services, alice, "Caroline: I painted a sunrise", occurredAt=DAY)
+    next_day = add(services, alice, "Melanie: Lovely colours", occurredAt=NEXT_DAY)
+    other_scope = add(services, bob, "Bob: my first memory", occurredAt=NEXT_DAY)
+    undated = add(services, alice, "the build uses Python 3.12")
+    undated_after = add(services, alice, "the tests run on pytest")
+
+    assert "after" not in record(services, alice, next_day)
+    assert "after" not in record(services, bob, other_scope)
+    assert "after" not in record(services, alice, undated)
+    assert "after" not in record(services, alice, undated_after)
+    assert closest(services, alice, "the tests run on pytest") == (undated_after, pytest.approx(1.0, abs=1e-5))
+    assert EPISODE not in keywords(services, alice, undated)
+    assert SUBJECT not in keywords(services, alice, undated)  # "the" is not capitalised
+
+
+def test_a_deleted_memory_leaves_the_vector_of_the_one_after_it(services: Services) -> None:
+    alice = ctx()
+    first = add(services, alice, "Caroline: adoption agencies called me back", occurredAt=DAY)
+    second = add(services, alice, "Melanie: wonderful news", occurredAt=DAY)
+
+    services.memory.delete(alice, MemoryDeleteInput(memoryId=first))
+
+    assert closest(services, alice, "Melanie: wonderful news") == (second, pytest.approx(1.0, abs=1e-5))
+    # and a new memory that day does not link to the deleted one
+    third = add(services, alice, "Caroline: thanks", occurredAt=DAY)
+    assert record(services, alice, third)["after"] == second
+    assert services.records.get(_partition(alice.scope_key("user")), LAST) is not None
+
+
+def test_reindex_embeds_each_memory_after_its_predecessor_again(services: Services) -> None:
+    alice = ctx()
+    add(services, alice, "Caroline: I joined a pottery class", occurredAt=DAY)
+    second = add(services, alice, "Melanie: what did you make?", occurredAt=DAY)
+
+    assert services.memory.reindex() == 2
+
+    found = closest(services, alice, "Caroline: I joined a pottery class\nMelanie: what did you make?")
+    assert found == (second, pytest.approx(1.0, abs=1e-5))
+
+
+def test_search_finds_an_answer_through_the_question_before_it(services: Services) -> None:
+    alice = ctx()
+    add(services, alice, "Melanie: the weather was grey all week", occurredAt=NEXT_DAY)
+    add(services, alice, "Melanie: did you go camping with the kids in the mountains?", occurredAt=DAY)
+    answer = add(services, alice, "Caroline: yes, twice, it was lovely", occurredAt=DAY)
+
+    ranked = search(services, alice, "camping with the kids in the mountains")
+
+    assert ranked.index(answer) == 1  # right after the question it answers, above the unrelated memory
+
+
+def test_the_near_duplicate_check_compares_content_not_content_in_context(services: Services) -> None:
+    alice = ctx()
+    long_turn = "Caroline: I went to the LGBTQ support group yesterday and it was so powerful to hear the stories"
+    first = services.memory.add(alice, MemoryAddInput.model_validate({"content": long_turn, "occurredAt": DAY}))
+    reply = services.memory.add(alice, MemoryAddInput.model_validate({"content": "Melanie: wow", "occurredAt": DAY}))
+    again = services.memory.add(alice, MemoryAddInput.model_validate({"content": long_turn, "occurredAt": DAY}))
+
+    assert not reply.deduplicated  # its vector holds the long turn, but the check looks at "Melanie: wow"
+    assert again.deduplicated and again.memory_id == first.memory_id
