@@ -65,18 +65,27 @@ DIMS = 384
 VOCABULARY = 6_000
 TOPICS = 1_000
 TOPIC_WORDS = 40
+#: Weights of the shared direction and of the topic's direction against the words' unit sum ("bge" vectors).
+MEAN_WEIGHT = 1.25
+TOPIC_WEIGHT = 0.72
 SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "do", "fi", "gu", "ha", "jo", "ba", "ce", "wy"]
 ROOT = Path(__file__).resolve().parent.parent
 CONTEXT = RequestContext(tenant="bench", user="scale")
 
 
 class Words:
-    """The seeded generator of texts and their vectors (also the embedder of the queries)."""
+    """The seeded generator of texts and their vectors (also the embedder of the queries).
+
+    ``kind="bge"``: a memory's vector is its words' normalised sum plus ``TOPIC_WEIGHT`` times a unit vector of its
+    topic plus ``MEAN_WEIGHT`` times one unit vector shared by all, normalised (the statistics of bge-small on real
+    sentences, see the module docstring); ``kind="uniform"``: the words' normalised sum alone (near-orthogonal
+    memories, the hard case).
+    """
 
     name = "synthetic-words"
     dimensions = DIMS
 
-    def __init__(self, seed: int = 11) -> None:
+    def __init__(self, seed: int = 11, kind: str = "bge") -> None:
         rng = np.random.default_rng(seed)
         words: list[str] = []
         seen: set[str] = set()
@@ -95,26 +104,184 @@ class Words:
         self.topics = rng.choice(VOCABULARY, size=(TOPICS, TOPIC_WORDS), p=self.common)
         popularity = 1.0 / np.arange(1, TOPICS + 1) ** 0.8
         self.popularity = popularity / popularity.sum()
+        extra = np.random.default_rng(seed + 1)
+        mean = extra.standard_normal(DIMS).astype(np.float32)
+        topics = extra.standard_normal((TOPICS, DIMS)).astype(np.float32)
+        self.mean = mean / np.linalg.norm(mean)
+        self.topic_vectors = topics / np.linalg.norm(topics, axis=1, keepdims=True)
+        self.kind = kind
+        self.mean_weight, self.topic_weight = (MEAN_WEIGHT, TOPIC_WEIGHT) if kind == "bge" else (0.0, 0.0)
+        self.known: dict[str, np.ndarray] = {}  # query texts and their vectors, for memory_search's embedding
 
-    def sample(self, rng: np.random.Generator, count: int, own: int, shared: int) -> np.ndarray:
+    def sample(self, rng: np.random.Generator, count: int, own: int, shared: int) -> tuple[np.ndarray, np.ndarray]:
+        """Words (``own`` of one topic, ``shared`` common ones) of ``count`` texts, and their topics."""
         topic = rng.choice(TOPICS, size=count, p=self.popularity)
         mine = self.topics[topic[:, None], rng.integers(0, TOPIC_WORDS, size=(count, own))]
-        return np.concatenate([mine, rng.choice(VOCABULARY, size=(count, shared), p=self.common)], axis=1)
+        return np.concatenate([mine, rng.choice(VOCABULARY, size=(count, shared), p=self.common)], axis=1), topic
 
     def texts(self, picks: np.ndarray) -> list[str]:
         return [" ".join(self.words[w] for w in row) for row in picks]
 
-    def embed_picks(self, picks: np.ndarray) -> np.ndarray:
+    def embed_picks(self, picks: np.ndarray, topic: np.ndarray) -> np.ndarray:
         summed = self.vectors[picks].sum(axis=1)
-        return summed / np.linalg.norm(summed, axis=1, keepdims=True)
+        vectors = summed / np.linalg.norm(summed, axis=1, keepdims=True)
+        vectors += self.topic_weight * self.topic_vectors[topic] + self.mean_weight * self.mean
+        return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        picks = [[self.number[w] for w in re.findall(r"[a-z]+", text) if w in self.number] for text in texts]
         out = []
-        for row in picks:
+        for text in texts:
+            known = self.known.get(text)
+            if known is not None:
+                out.append(known.tolist())
+                continue
+            row = [self.number[w] for w in re.findall(r"[a-z]+", text) if w in self.number]
             summed = self.vectors[row].sum(axis=0) if row else np.ones(DIMS, dtype=np.float32)
-            out.append((summed / np.linalg.norm(summed)).tolist())
+            vector = summed / np.linalg.norm(summed) + self.mean_weight * self.mean
+            out.append((vector / np.linalg.norm(vector)).tolist())
         return out
+
+
+# -- how the generated vectors compare with bge-small's -------------------------------------------------------------
+CACHE = Path(tempfile.gettempdir()) / "mnemo-scale-bge-docs.npz"
+
+
+def doc_sentences(limit: int = 2000) -> list[str]:
+    """Sentences (4 to 80 words) of README.md and docs/*.md, code blocks left out, table cells as sentences;
+    ``limit`` of them picked with a fixed seed."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = re.sub(r"```.*?```", "\n", path.read_text(), flags=re.S)
+        pieces: list[str] = []
+        for line in text.splitlines():
+            line = line.strip()
+            if not line or line.startswith(("#", "<", "![", "|---", "| ---")):
+                continue
+            if line.startswith("|"):
+                pieces.extend("- " + cell.strip() for cell in line.strip("|").split("|"))
+            else:
+                pieces.append(line)
+        text = re.sub(r"\n(?![*\-\d])", " ", "\n".join(pieces))  # a paragraph's lines, one piece per bullet
+        text = re.sub(r"`([^`]*)`", r"\1", text)
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text).replace("**", "")
+        for paragraph in text.split("\n"):
+            for sentence in re.split(r"(?<=[.!?;:])\s+", paragraph.lstrip("*-0123456789. ").strip()):
+                sentence = sentence.strip()
+                if 4 <= len(sentence.split()) <= 80 and sentence not in seen:
+                    seen.add(sentence)
+                    out.append(sentence)
+    if len(out) > limit:
+        picked = np.random.default_rng(0).choice(len(out), limit, replace=False)
+        out = [out[i] for i in sorted(picked)]
+    return out
+
+
+def bge_doc_vectors() -> np.ndarray:
+    """bge-small vectors of ``doc_sentences()``, cached in the temporary directory (keyed by the sentences)."""
+    sentences = doc_sentences()
+    if CACHE.exists():
+        cached = np.load(CACHE, allow_pickle=False)
+        if list(cached["sentences"]) == sentences:
+            return np.asarray(cached["vectors"], dtype=np.float32)
+    from mnemo.adapters.local.embedders import BgeSmallEmbedder
+
+    vectors = np.asarray(BgeSmallEmbedder().embed(sentences), dtype=np.float32)
+    np.savez(CACHE, sentences=np.array(sentences), vectors=vectors)
+    return vectors
+
+
+def neighbour_stats(matrix: np.ndarray) -> dict[str, Any]:
+    """Pairwise cosines, the 1st/10th nearest neighbours' cosines and the 10th-11th gap (10th/50th/90th
+    percentiles over the points), the local intrinsic dimension (Levina-Bickel, 20 neighbours) and the share of
+    variance in the top ten principal components."""
+    matrix = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    gram = matrix @ matrix.T
+    pairs = gram[np.triu_indices(len(matrix), 1)]
+    np.fill_diagonal(gram, -np.inf)
+    top = -np.sort(-gram, axis=1)[:, :20]
+    distances = np.sqrt(np.maximum(2 - 2 * top, 1e-12))
+    lid = -1 / np.mean(np.log(distances / distances[:, -1:]), axis=1)
+    centred = matrix - matrix.mean(axis=0)
+    spectrum = np.linalg.svd(centred, compute_uv=False) ** 2
+
+    def spread(values: np.ndarray) -> list[float]:
+        return [round(float(np.percentile(values, q)), 4) for q in (10, 50, 90)]
+
+    return {
+        "points": len(matrix),
+        "pairCosineMean": round(float(pairs.mean()), 3),
+        "pairCosineMedian": round(float(np.median(pairs)), 3),
+        "pairCosineP10P90": [round(float(np.percentile(pairs, 10)), 3), round(float(np.percentile(pairs, 90)), 3)],
+        "nn1Cosine": spread(top[:, 0]),
+        "nn10Cosine": spread(top[:, 9]),
+        "gap10to11": spread(top[:, 9] - top[:, 10]),
+        "gapBelow0001": round(float(np.mean(top[:, 9] - top[:, 10] < 0.001)), 3),
+        "intrinsicDimension": round(float(np.median(lid)), 1),
+        "top10PcShare": round(float(spectrum[:10].sum() / spectrum.sum()), 3),
+    }
+
+
+def vector_stats() -> dict[str, Any]:
+    """bge-small on this repository's docs against both generators, 2,000 points each."""
+    out: dict[str, Any] = {"weights": {"mean": MEAN_WEIGHT, "topic": TOPIC_WEIGHT}}
+    try:
+        out["bge"] = neighbour_stats(bge_doc_vectors())
+    except Exception as error:  # the model package is optional for this benchmark
+        print(f"bge-small unavailable: {error}")
+    for kind in ("bge", "uniform"):
+        words = Words(kind=kind)
+        picks, topic = words.sample(np.random.default_rng(1000), 2000, own=9, shared=3)
+        out[f"generator-{kind}"] = neighbour_stats(words.embed_picks(picks, topic))
+    print(
+        table(
+            ["statistic", *[k for k in out if k != "weights"]],
+            [[name, *[str(out[k][name]) for k in out if k != "weights"]] for name in out["generator-bge"]],
+        )
+    )
+    return out
+
+
+def hard_case(sizes: list[int], queries: int) -> list[dict[str, Any]]:
+    """Recall@10 and k-NN times of the graph on the uniform generator (the hard case), in an index in memory."""
+    words = Words(kind="uniform")
+    index = LocalVectorIndex(":memory:", exact_below=0)
+    query_picks, query_topics = words.sample(np.random.default_rng(5), queries, own=5, shared=1)
+    query_vectors = [v.tolist() for v in words.embed_picks(query_picks, query_topics)]
+    rng = np.random.default_rng(1000)
+    rows: list[dict[str, Any]] = []
+    filled = 0
+    flt = {"scope": ["s"]}
+    for size in sizes:
+        for first in range(filled, size, 10_000):
+            picks, topic = words.sample(rng, min(10_000, size - first), own=9, shared=3)
+            matrix = words.embed_picks(picks, topic)
+            index.upsert(
+                "memory",
+                [IndexDoc(f"m{first + i}", v.tolist(), "", {"scope": ["s"]}) for i, v in enumerate(matrix)],
+            )
+        filled = size
+        started = time.perf_counter()
+        index.exact_below = 0
+        index.knn("memory", query_vectors[0], flt, 100)
+        build = time.perf_counter() - started
+        answers: list[list[Any]] = []
+        ann_times = timed(queries, lambda i, out=answers: out.append(index.knn("memory", query_vectors[i], flt, 100)))
+        index.exact_below = 10**12
+        exact = [index.knn("memory", v, flt, 100) for v in query_vectors]
+        pairs = [recall(e, a) for e, a in zip(exact, answers, strict=True)]
+        row = {
+            "memories": size,
+            "buildSeconds": build,
+            "knnMs": {"hnsw": percentiles(ann_times)},
+            "recallAt10": {
+                "strict": float(np.mean([p[0] for p in pairs])),
+                "tieAware": float(np.mean([p[1] for p in pairs])),
+            },
+        }
+        print(f"uniform vectors (hard case): {json.dumps(row)}", flush=True)
+        rows.append(row)
+    return rows
 
 
 def rss_mib() -> dict[str, float]:
@@ -144,9 +311,9 @@ def fill(services: Any, words: Words, start: int, stop: int, scope: str) -> None
     step = 1000
     for first in range(start, stop, step):
         count = min(step, stop - first)
-        picks = words.sample(rng, count, own=9, shared=3)
+        picks, topic = words.sample(rng, count, own=9, shared=3)
         texts = words.texts(picks)
-        vectors = words.embed_picks(picks)
+        vectors = words.embed_picks(picks, topic)
         items = []
         docs = []
         for offset, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
@@ -207,14 +374,24 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=300, help="queries for recall and raw k-NN times")
     parser.add_argument("--samples", type=int, default=300, help="memory_search calls per mode")
+    parser.add_argument("--vectors", choices=("bge", "uniform"), default="bge", help="generator of the memories")
+    parser.add_argument(
+        "--hard-sizes", default="10000,100000", help="sizes for the recall of the uniform vectors ('' for none)"
+    )
+    parser.add_argument("--vector-stats", action="store_true", help="only compare the generators with bge-small")
     parser.add_argument("--reload-probe", nargs=3, metavar=("DATA_DIR", "QUERY_JSON", "SCOPE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.reload_probe:
         reload_probe(args.reload_probe[0], json.loads(args.reload_probe[1]), args.reload_probe[2])
         return
+    stats = vector_stats()
+    if args.vector_stats:
+        return
     sizes = sorted(int(size) for size in args.sizes.split(","))
+    hard = hard_case(sorted(int(size) for size in args.hard_sizes.split(",") if size), args.queries)
+    extra = {"vectors": args.vectors, "vectorStats": stats, "uniformVectors": hard}
 
-    words = Words()
+    words = Words(kind=args.vectors)
     data_dir = Path(tempfile.mkdtemp(prefix="mnemo-scale-"))
     services = fresh_services("hashing", data_dir)
     services.__dict__["embedder"] = words  # queries are embedded by the generator, not a model
@@ -223,9 +400,11 @@ def main() -> None:
     scope = CONTEXT.scope_key("user")
     search = get_tool("memory_search")
     query_rng = np.random.default_rng(5)
-    query_picks = words.sample(query_rng, max(args.queries, args.samples), own=5, shared=1)
+    query_picks, query_topics = words.sample(query_rng, max(args.queries, args.samples), own=5, shared=1)
     query_texts = words.texts(query_picks)
-    query_vectors = [vector.tolist() for vector in words.embed_picks(query_picks)]
+    query_matrix = words.embed_picks(query_picks, query_topics)
+    words.known.update(zip(query_texts, query_matrix, strict=True))
+    query_vectors = [vector.tolist() for vector in query_matrix]
     flt = {"scope": [scope]}
 
     rows: list[dict[str, Any]] = []
@@ -290,12 +469,14 @@ def main() -> None:
         rows.append(row)
         print(json.dumps(row), flush=True)
         if size != sizes[-1]:
-            report(rows, args, None)  # a long run keeps what it has measured so far
+            report(rows, args, None, extra)  # a long run keeps what it has measured so far
 
-    report(rows, args, bge_query_ms())
+    report(rows, args, bge_query_ms(), extra)
 
 
-def report(rows: list[dict[str, Any]], args: argparse.Namespace, bge: dict[str, float] | None) -> None:
+def report(
+    rows: list[dict[str, Any]], args: argparse.Namespace, bge: dict[str, float] | None, extra: dict[str, Any]
+) -> None:
     printable = [
         [
             r["memories"],
@@ -338,9 +519,16 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, bge: dict[str, 
             "queries": args.queries,
             "samples": args.samples,
             "k": 100,
-            "hnsw": {"M": ann.M, "efConstruction": ann.EF_CONSTRUCTION, "efSearch": ann.EF_SEARCH},
+            "hnsw": {
+                "M": ann.M,
+                "efConstruction": ann.EF_CONSTRUCTION,
+                "efSearch": ann.EF_SEARCH,
+                "rescore": ann.RESCORE,
+                "storage": ann.STORAGE,
+            },
             "exactBelow": LocalVectorIndex.EXACT_BELOW,
             "bgeQueryEmbeddingMs": bge,
+            **extra,
             "sizes": rows,
         },
     )

@@ -66,7 +66,9 @@ def filled(path: Path) -> Path:
 QUERIES = vectors(20, 2)
 
 
-def test_hnsw_answers_equal_exact_answers(filled: Path) -> None:
+@pytest.mark.parametrize("storage", ["sq8", "fp16", "flat"])
+def test_hnsw_answers_equal_exact_answers(filled: Path, storage: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ann, "STORAGE", storage)
     approximate, exact = LocalVectorIndex(filled, exact_below=0), LocalVectorIndex(filled, exact_below=EXACT)
 
     found = 0
@@ -75,12 +77,64 @@ def test_hnsw_answers_equal_exact_answers(filled: Path) -> None:
         found += len(set(ids(got)) & set(ids(want)))
         scores = {hit.id: hit.score for hit in want}
         for hit in got:
-            if hit.id in scores:
-                assert hit.score == pytest.approx(scores[hit.id], abs=1e-5)
+            if hit.id in scores:  # re-scored from the float32 rows, whatever the graph stores
+                assert hit.score == pytest.approx(scores[hit.id], abs=1e-6)
         assert [hit.score for hit in got] == sorted((hit.score for hit in got), reverse=True)
 
     assert found / (10 * len(QUERIES)) >= 0.98
     assert graph_files(filled), "the graph path was not taken"
+
+
+@pytest.mark.parametrize("storage", ["sq8", "flat"])
+def test_rescoring_ranks_the_graphs_candidates_by_their_exact_inner_product(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ann, "RESCORE", 3)
+    matrix = vectors(SIZE, 1)
+    graph = ann.Graph.empty(DIMS, storage)
+    graph.add(matrix)
+    allowed = np.ones(SIZE, dtype=bool)
+    allowed[::4] = False
+    count = int(allowed.sum())
+
+    for query in QUERIES:
+        rows, scores = graph.search(query, allowed, count, 10, matrix)
+        # The graph's own 3 * k nearest (by its stored vectors) ...
+        candidates = graph.candidates(query, allowed, count, 30)
+        assert candidates.shape == (30,)
+        # ... ranked exactly: the ten best of them by the float32 inner product, with those scores.
+        exact = matrix[candidates] @ query
+        order = np.argsort(-exact, kind="stable")[:10]
+        assert rows.tolist() == candidates[order].tolist()
+        assert np.allclose(scores, exact[order], atol=1e-6)
+        assert np.all(np.diff(scores) <= 0)
+        assert allowed[rows].all()
+
+
+@pytest.mark.parametrize("storage", ["sq8", "fp16", "flat"])
+def test_a_graph_row_matches_only_the_vector_it_was_built_from(storage: str) -> None:
+    matrix = vectors(200, 4)
+    graph = ann.Graph.empty(DIMS, storage)
+    graph.add(matrix)
+
+    assert graph.matches(0, matrix).all()
+    assert graph.matches(150, matrix[150:]).all()
+    moved = matrix[10:20].copy()
+    moved[::2] = -moved[::2]  # another vector: another code
+    assert graph.matches(10, moved).tolist() == [False, True] * 5
+
+
+def test_a_graph_saved_with_another_storage_is_still_used(filled: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ann, "STORAGE", "flat")
+    first = LocalVectorIndex(filled, exact_below=0)
+    expected = [ids(first.knn(NS, query.tolist(), {}, 10)) for query in QUERIES]
+    (saved,) = graph_files(filled)
+    monkeypatch.setattr(ann, "STORAGE", "sq8")
+
+    second = LocalVectorIndex(filled, exact_below=0)
+
+    assert [ids(second.knn(NS, query.tolist(), {}, 10)) for query in QUERIES] == expected
+    assert json.loads(saved.with_suffix(".json").read_text())["storage"] == "flat"
 
 
 def test_hnsw_respects_filters(filled: Path) -> None:

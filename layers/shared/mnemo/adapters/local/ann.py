@@ -35,8 +35,13 @@ EF_CONSTRUCTION = 200
 EF_SEARCH = 512
 #: Upper bound of the adjusted candidate list for selective filters.
 EF_SEARCH_MAX = 2048
+#: The graph returns this many times ``k`` candidates, re-ranked by their exact inner product (float32 matrix).
+RESCORE = 2
+#: How the graph stores its vectors: "sq8" (8 bits per dimension, per-dimension range; a quarter of the float32
+#: matrix, which stays the reference for scores), "fp16" (half) or "flat" (float32, a second copy of the matrix).
+STORAGE = "sq8"
 
-_FORMAT = 1
+_FORMAT = 2
 
 
 @lru_cache(maxsize=1)
@@ -79,11 +84,23 @@ class Graph:
         self._index = index
 
     @classmethod
-    def empty(cls, dims: int) -> Graph:
+    def empty(cls, dims: int, storage: str | None = None) -> Graph:
         faiss = _faiss()
-        index = faiss.IndexHNSWFlat(dims, M, faiss.METRIC_INNER_PRODUCT)
+        storage = storage or STORAGE
+        if storage == "flat":
+            index = faiss.IndexHNSWFlat(dims, M, faiss.METRIC_INNER_PRODUCT)
+        else:
+            kind = {"sq8": faiss.ScalarQuantizer.QT_8bit, "fp16": faiss.ScalarQuantizer.QT_fp16}[storage]
+            index = faiss.IndexHNSWSQ(dims, kind, M, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = EF_CONSTRUCTION
         return cls(index)
+
+    @property
+    def storage(self) -> str:
+        inner = _faiss().downcast_index(self._index.storage)
+        if not hasattr(inner, "sq"):
+            return "flat"
+        return "fp16" if inner.sq.qtype == _faiss().ScalarQuantizer.QT_fp16 else "sq8"
 
     @property
     def rows(self) -> int:
@@ -99,29 +116,54 @@ class Graph:
             return
         faiss = _faiss()
         threads = (os.cpu_count() or 1) if vectors.shape[0] >= 1000 else 1
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         faiss.omp_set_num_threads(threads)
         try:
-            self._index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+            if not self._index.is_trained:
+                # 8-bit codes: each dimension's range is taken from the first rows (the graph is first built over
+                # every row of a space); later values outside it are clipped, which re-scoring makes harmless.
+                self._index.train(vectors)
+            self._index.add(vectors)
         finally:
             faiss.omp_set_num_threads(1)
 
-    def vectors(self, start: int, count: int) -> np.ndarray:
-        return np.asarray(self._index.reconstruct_n(start, count), dtype=np.float32)
+    def matches(self, start: int, vectors: np.ndarray) -> np.ndarray:
+        """Per row ``start ..``: does the graph hold exactly what ``vectors`` (that row's float32 vector) would
+        store (the same code for quantised storage, the same bits for flat)?"""
+        faiss = _faiss()
+        count = vectors.shape[0]
+        inner = faiss.downcast_index(self._index.storage)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        size = int(inner.code_size)
+        codes = faiss.rev_swig_ptr(inner.codes.data(), inner.codes.size())[start * size : (start + count) * size]
+        expected = inner.sa_encode(vectors) if count else np.zeros((0, size), dtype=np.uint8)
+        return np.all(codes.reshape(count, size) == expected.reshape(count, size), axis=1)
 
-    def search(self, query: np.ndarray, allowed: np.ndarray, count: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Rows and scores of up to ``k`` nearest rows among ``allowed`` (a boolean mask over the graph's rows,
-        ``count`` of them true), best first."""
+    def candidates(self, query: np.ndarray, allowed: np.ndarray, count: int, wanted: int) -> np.ndarray:
+        """Up to ``wanted`` rows among ``allowed`` (a boolean mask over the graph's rows, ``count`` of them true),
+        nearest first by the graph's stored (possibly quantised) vectors."""
         faiss = _faiss()
         fraction = count / max(self.rows, 1)
         # A selective filter leaves fewer matching nodes on each path through the graph: widen the
         # candidate list in proportion so the matching ones found stay as many.
-        ef = int(min(EF_SEARCH_MAX, max(k, EF_SEARCH) / max(fraction, 1e-9)))
+        ef = int(min(EF_SEARCH_MAX, max(wanted, EF_SEARCH) / max(fraction, 1e-9)))
         bitmap = np.packbits(allowed[: self.rows], bitorder="little")
         selector = faiss.IDSelectorBitmap(bitmap)
-        params = faiss.SearchParametersHNSW(sel=selector, efSearch=max(ef, k))
-        scores, labels = self._index.search(np.ascontiguousarray(query, dtype=np.float32)[None, :], k, params=params)
-        found = labels[0] >= 0
-        return labels[0][found], scores[0][found]
+        params = faiss.SearchParametersHNSW(sel=selector, efSearch=max(ef, wanted))
+        query = np.ascontiguousarray(query, dtype=np.float32)
+        _, labels = self._index.search(query[None, :], wanted, params=params)
+        return labels[0][labels[0] >= 0]
+
+    def search(
+        self, query: np.ndarray, allowed: np.ndarray, count: int, k: int, matrix: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and exact scores of up to ``k`` nearest rows among ``allowed``, best first: the graph proposes
+        ``RESCORE * k`` candidates, their inner products with ``query`` in ``matrix`` (the float32 rows) rank
+        them."""
+        rows = self.candidates(query, allowed, count, min(count, RESCORE * k))
+        scores = inner_products(matrix[rows], query)
+        best = np.argsort(-scores, kind="stable")[:k]
+        return rows[best], scores[best]
 
 
 @dataclass
@@ -160,6 +202,7 @@ def save(directory: Path, namespace: str, graph: Graph, ids: list[str]) -> None:
         "rows": graph.rows,
         "M": M,
         "efConstruction": EF_CONSTRUCTION,
+        "storage": graph.storage,
         "sha256": _digest(graph_tmp),
         "ids": ids,
     }

@@ -352,7 +352,7 @@ class LocalVectorIndex:
             chunk = source[start : start + count]
             held = chunk >= 0
             same = np.zeros(count, dtype=bool)
-            same[held] = np.all(saved.graph.vectors(start, count)[held] == matrix[chunk[held]], axis=1)
+            same[held] = saved.graph.matches(start, np.where(held[:, None], matrix[np.maximum(chunk, 0)], 0))[held]
             chunk[~same] = -1
         used = np.zeros(len(ids), dtype=bool)
         used[source[source >= 0]] = True
@@ -455,7 +455,7 @@ class LocalVectorIndex:
             allowed = space.alive[: space.n] if mask is None else mask
             want = min(k, count)
             if count > self.exact_below and ann.faiss_available():
-                rows, scores = self._graph(namespace, space).search(query, allowed, count, want)
+                rows, scores = self._graph(namespace, space).search(query, allowed, count, want, space.matrix)
                 if rows.shape[0] == want:
                     return [space.hit(int(row), float(score)) for row, score in zip(rows, scores, strict=True)]
                 # The graph could not reach enough allowed rows (a very selective filter): answer exactly.
