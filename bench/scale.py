@@ -431,6 +431,23 @@ def main() -> None:
         ann_knn, ann_answers = knn_times(0)
         exact_knn, exact_answers = knn_times(10**12)
         pairs = [recall(e, a) for e, a in zip(exact_answers, ann_answers, strict=True)]
+        sweep = []
+        defaults = ann.EF_SEARCH, ann.RESCORE
+        for ef in (128, 256, 512):
+            for rescore in (1, 2, 4):
+                ann.EF_SEARCH, ann.RESCORE = ef, rescore
+                times, answers = knn_times(0)
+                got = [recall(e, a) for e, a in zip(exact_answers, answers, strict=True)]
+                sweep.append(
+                    {
+                        "efSearch": ef,
+                        "rescore": rescore,
+                        "recallAt10": float(np.mean([p[0] for p in got])),
+                        "knnMs": times,
+                    }
+                )
+                print(f"{size}: {json.dumps(sweep[-1])}", flush=True)
+        ann.EF_SEARCH, ann.RESCORE = defaults
         lexical = percentiles(timed(args.queries, lambda i: index.lexical("memory", query_texts[i], flt, 100)))
 
         searches: dict[str, dict[str, float]] = {}
@@ -462,6 +479,7 @@ def main() -> None:
                 "strict": float(np.mean([p[0] for p in pairs])),
                 "tieAware": float(np.mean([p[1] for p in pairs])),
             },
+            "sweep": sweep,
             "memorySearchMs": searches,
             "reload": reload,
             **rss_mib(),
