@@ -2,7 +2,7 @@
 
     python bench/calibrate.py
 
-Embeds every turn (as memory_add does: after the previous turn of the same day)
+Embeds every turn (as memory_add does: with the previous turn of the same day)
 and every question with the local model (cached, see bench/retrieval_lab.py),
 scores every turn of a conversation against each of its questions as the memory
 service does (cosine, scaled BM25, and the context signals: neighbour, episode,
@@ -76,9 +76,9 @@ def main() -> None:
         for day in np.unique(days):
             mask = days == day
             episode[mask] = blend[mask].max()
-        weights = (calibration.neighbour_weight, calibration.episode_weight, calibration.subject_weight)
-        total = 1 + sum(weights)
-        return (blend + weights[0] * neighbour + weights[1] * episode + weights[2] * subject) / total
+        a, b = calibration.neighbour_weight, calibration.episode_weight
+        near = (blend + a * np.maximum(neighbour, blend) + b * np.maximum(episode, blend)) / (1 + a + b)
+        return near + calibration.subject_weight * subject * (1 - near)
 
     def recall_at_10(calibration: Calibration, context: bool = True) -> float:
         total = 0.0
@@ -104,7 +104,7 @@ def main() -> None:
         other_raw.append(raw[~mask])
     ev, other = np.concatenate(evidence_raw), np.concatenate(other_raw)
     suggested = {"evidence 1/3 quantile": float(np.quantile(ev, 1 / 3)), "others 97%": float(np.quantile(other, 0.97))}
-    for anchor in (0.48, 0.50, 0.52, 0.54):
+    for anchor in (0.60, 0.62, 0.63, 0.64, 0.65, 0.66):
         kept = 100 * float((ev > anchor).mean()), 100 * float((other > anchor).mean())
         print(f"anchor {anchor:.2f}: evidence kept {kept[0]:.1f}%, other turns kept {kept[1]:.1f}%")
     print(f"\ncalibration in use: {in_use}")

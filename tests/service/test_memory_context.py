@@ -1,4 +1,4 @@
-"""Memories added close in time: each dated memory is embedded after the one added before it in its scope on
+"""Memories added close in time: each dated memory is embedded with the one added before it in its scope on
 the same day, linked to it, and grouped by day; memory_search ranks with those context signals."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def keywords(services: Services, context: Any, memory_id: str) -> dict[str, list
     return next(hit.keywords for hit in hits if hit.id == memory_id)
 
 
-def test_a_dated_memory_links_to_the_one_added_before_it_that_day_and_is_embedded_after_it(
+def test_a_dated_memory_links_to_the_one_added_before_it_that_day_and_is_embedded_with_it(
     services: Services,
 ) -> None:
     alice = ctx()
@@ -57,7 +57,7 @@ def test_a_dated_memory_links_to_the_one_added_before_it_that_day_and_is_embedde
     found, cosine = closest(
         services,
         alice,
-        "Caroline: I went to the LGBTQ support group yesterday\nMelanie: That sounds powerful, how did it feel?",
+        "Melanie: That sounds powerful, how did it feel?\nCaroline: I went to the LGBTQ support group yesterday",
     )
     assert found == second and cosine == pytest.approx(1.0, abs=1e-5)
     assert keywords(services, alice, second) == {
@@ -102,14 +102,14 @@ def test_a_deleted_memory_leaves_the_vector_of_the_one_after_it(services: Servic
     assert services.records.get(_partition(alice.scope_key("user")), LAST) is not None
 
 
-def test_reindex_embeds_each_memory_after_its_predecessor_again(services: Services) -> None:
+def test_reindex_embeds_each_memory_with_its_predecessor_again(services: Services) -> None:
     alice = ctx()
     add(services, alice, "Caroline: I joined a pottery class", occurredAt=DAY)
     second = add(services, alice, "Melanie: what did you make?", occurredAt=DAY)
 
     assert services.memory.reindex() == 2
 
-    found = closest(services, alice, "Caroline: I joined a pottery class\nMelanie: what did you make?")
+    found = closest(services, alice, "Melanie: what did you make?\nCaroline: I joined a pottery class")
     assert found == (second, pytest.approx(1.0, abs=1e-5))
 
 

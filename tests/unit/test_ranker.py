@@ -122,14 +122,15 @@ def test_a_link_lifts_both_ends_by_the_other_ones_blend(tmp_path: Path) -> None:
     calibration = ranking.calibration
     blend = {doc_id: calibration.blend(c.cosine, c.lexical) for doc_id, c in found.items()}
 
+    day = max(blend["q"], blend["a"])
     assert found["a"].score == round(
-        calibration.score(found["a"].cosine, found["a"].lexical, Context(blend["q"], blend["q"], 0.0)), 4
+        calibration.score(found["a"].cosine, found["a"].lexical, Context(blend["q"], day, 0.0, dated=True)), 4
     )
     assert found["q"].score == round(
-        calibration.score(found["q"].cosine, found["q"].lexical, Context(blend["a"], blend["q"], 0.0)), 4
+        calibration.score(found["q"].cosine, found["q"].lexical, Context(blend["a"], day, 0.0, dated=True)), 4
     )
     assert found["b"].score == round(
-        calibration.score(found["b"].cosine, found["b"].lexical, Context(0.0, blend["b"], 0.0)), 4
+        calibration.score(found["b"].cosine, found["b"].lexical, Context(0.0, blend["b"], 0.0, dated=True)), 4
     )
     assert found["a"].score > found["b"].score  # the two answers are alike; the linked one wins
 
@@ -146,7 +147,8 @@ def test_an_episode_shares_its_best_blend(tmp_path: Path) -> None:
     calibration = ranking.calibration
     strong = calibration.blend(found["strong"].cosine, found["strong"].lexical)
 
-    expected = calibration.score(found["same day"].cosine, found["same day"].lexical, Context(0.0, strong, 0.0))
+    same_day = Context(0.0, strong, 0.0, dated=True)
+    expected = calibration.score(found["same day"].cosine, found["same day"].lexical, same_day)
     assert found["same day"].score == round(expected, 4)
     assert found["same day"].score > found["other day"].score
 
@@ -160,8 +162,8 @@ def test_a_query_naming_the_subject_of_a_memory_lifts_it(tmp_path: Path) -> None
     asked = rank(index, HashingEmbedder(), NS, "What class did Carol start?", {"scope": ["s1"]}, context=True)
     assert asked.candidates[0].id == "carol"
     carol, calibration = asked.candidates[0], asked.calibration
-    blend = calibration.blend(carol.cosine, carol.lexical)
-    assert carol.score == round(calibration.score(carol.cosine, carol.lexical, Context(0.0, blend, 1.0)), 4)
+    assert carol.score == round(calibration.score(carol.cosine, carol.lexical, Context(subject=1.0)), 4)
+    assert carol.score > round(calibration.score(carol.cosine, carol.lexical), 4)
     asked = rank(index, HashingEmbedder(), NS, "What class did Dave start?", {"scope": ["s1"]}, context=True)
     assert asked.candidates[0].id == "dave"
 

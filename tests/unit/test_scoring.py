@@ -141,33 +141,47 @@ def test_calibrations_are_well_formed() -> None:
 
 # ---------------------------------------------------------------- context ---
 @pytest.mark.parametrize("calibration", ALL)
-def test_context_raw_is_the_weighted_mean_of_the_blend_and_the_signals(calibration: Calibration) -> None:
-    context = Context(neighbour=0.5, episode=0.8, subject=1.0)
+def test_context_lifts_the_blend_by_neighbour_and_episode_then_the_subject_takes_a_share_of_the_rest(
+    calibration: Calibration,
+) -> None:
+    a, b, c = calibration.neighbour_weight, calibration.episode_weight, calibration.subject_weight
     blend = calibration.blend(0.6, 0.3)
-    weights = (calibration.neighbour_weight, calibration.episode_weight, calibration.subject_weight)
-    expected = (blend + weights[0] * 0.5 + weights[1] * 0.8 + weights[2] * 1.0) / (1 + sum(weights))
+    near = (blend + a * 0.9 + b * 0.8) / (1 + a + b)
 
-    assert calibration.raw(0.6, 0.3, context) == pytest.approx(expected)
-    assert calibration.raw(0.6, 0.3) == blend
-    assert calibration.raw(1.0, 1.0, Context(1.0, 1.0, 1.0)) == pytest.approx(1.0)
+    assert calibration.raw(0.6, 0.3, Context(neighbour=0.9, episode=0.8, dated=True)) == pytest.approx(near)
+    named = calibration.raw(0.6, 0.3, Context(neighbour=0.9, episode=0.8, subject=1.0, dated=True))
+    assert named == pytest.approx(near + c * (1 - near))
+    assert calibration.raw(1.0, 1.0, Context(1.0, 1.0, 1.0, dated=True)) == pytest.approx(1.0)
     assert calibration.raw(0.0, 0.0, Context()) == 0.0
 
 
 @pytest.mark.parametrize("calibration", ALL)
-def test_with_context_the_context_anchor_maps_to_the_default_threshold(calibration: Calibration) -> None:
-    assert 0.0 < calibration.context_anchor < 1.0
-    assert calibration.calibrated(calibration.context_anchor, calibration.context_anchor) == DEFAULT_THRESHOLD
-    # a raw of exactly the context anchor, reached through the signals, scores 0.7
-    weights = 1 + calibration.neighbour_weight + calibration.episode_weight + calibration.subject_weight
-    lexical = calibration.context_anchor * weights
-    if lexical <= 1.0:
-        assert calibration.score(None, lexical, Context()) == pytest.approx(DEFAULT_THRESHOLD)
+def test_context_never_lowers_a_memory_and_without_any_it_is_the_blend(calibration: Calibration) -> None:
+    blend = calibration.blend(0.7, 0.4)
+    assert calibration.raw(0.7, 0.4, Context()) == pytest.approx(blend)
+    assert calibration.raw(0.7, 0.4, Context(neighbour=0.1, episode=0.2)) == pytest.approx(blend)
+    assert calibration.raw(0.7, 0.4, Context(neighbour=0.9)) > blend
+    # an undated memory is scored on the blend's anchor; a dated one on the context anchor
+    assert calibration.score(0.7, 0.4, Context()) == calibration.score(0.7, 0.4)
+    assert calibration.score(0.7, 0.4, Context(episode=blend, dated=True)) == pytest.approx(
+        calibration.calibrated(blend, calibration.context_anchor)
+    )
 
 
 @pytest.mark.parametrize("calibration", ALL)
-def test_context_score_is_increasing_in_every_signal_and_stays_in_the_unit_interval(calibration: Calibration) -> None:
+def test_the_context_anchor_of_a_dated_memory_maps_to_the_default_threshold(calibration: Calibration) -> None:
+    assert 0.0 < calibration.context_anchor < 1.0
+    lexical = calibration.context_anchor  # no cosine: the blend is the lexical score
+    assert calibration.score(None, lexical, Context(episode=lexical, dated=True)) == pytest.approx(DEFAULT_THRESHOLD)
+
+
+@pytest.mark.parametrize("calibration", ALL)
+def test_context_score_is_non_decreasing_in_every_signal_and_stays_in_the_unit_interval(
+    calibration: Calibration,
+) -> None:
     steps = [i / 10 for i in range(11)]
     for signal in ("neighbour", "episode", "subject"):
-        scores = [calibration.score(0.6, 0.3, Context(**{signal: step})) for step in steps]
-        assert all(later > earlier for earlier, later in pairwise(scores))
+        scores = [calibration.score(0.6, 0.3, Context(**{signal: step}, dated=True)) for step in steps]
+        assert all(later >= earlier for earlier, later in pairwise(scores))
+        assert scores[-1] > scores[0]
         assert all(0.0 <= score <= 1.0 for score in scores)

@@ -13,14 +13,22 @@ signals, each 0-1 (``Context``): the best blend of the memory's neighbours (the
 memory added just before or after it in its scope on the same day), the best
 blend of its episode (the memories of its scope that happened the same day, it
 included), and whether the query names the memory's subject (its first word).
-``raw = (blend + a * neighbour + b * episode + c * subject) / (1 + a + b + c)``;
-families without context rank by ``raw = blend``.
+A neighbour or an episode only ever lifts a memory (each counts at least the
+memory's own blend), and a named subject takes ``c`` of the remaining way to 1::
+
+    near = (blend + a * max(neighbour, blend) + b * max(episode, blend)) / (1 + a + b)
+    raw = near + c * subject * (1 - near)
+
+so a memory with no context (no date, no link, no name in the query) keeps
+``raw = blend``, as in the families without context (topics, knowledge, ...).
 
 The reported score is ``raw`` passed through a monotone piecewise-linear map
-that puts the anchor at 0.7, the specification's default threshold; ranking is
-unchanged by it. The anchor (``anchor`` for the blend alone, ``context_anchor``
-with context) is where, on LoCoMo, about two thirds of the true evidence turns
-pass while 97% of the other turns of the same conversation are dropped.
+that puts the anchor at 0.7, the specification's default threshold. The anchor
+is where, on LoCoMo, about two thirds of the true evidence turns pass while 97%
+of the other turns of the same conversation are dropped: ``anchor`` for the
+blend alone, ``context_anchor`` for dated memories under context (their episode
+lifts every memory of a day with a strong hit, so the bar is higher). Results
+are ordered by the score, so within each kind the order is that of ``raw``.
 """
 
 from __future__ import annotations
@@ -40,6 +48,8 @@ class Context:
     episode: float = 0.0
     #: 1 when the query names the memory's subject.
     subject: float = 0.0
+    #: The memory has a day (``occurredAt``): it has an episode and may have neighbours.
+    dated: bool = False
 
 
 @dataclass(frozen=True)
@@ -48,11 +58,13 @@ class Calibration:
     dense_ceiling: float
     dense_weight: float
     anchor: float
-    #: Weights of the context signals, relative to the blend's 1.
+    #: Weights of the neighbour and episode signals, relative to the blend's 1.
     neighbour_weight: float = 0.3
-    episode_weight: float = 0.4
-    subject_weight: float = 0.2
-    context_anchor: float = 0.52
+    episode_weight: float = 0.6
+    #: The share of the remaining way to 1 that a named subject adds.
+    subject_weight: float = 0.3
+    #: The anchor of dated memories under context.
+    context_anchor: float = 0.64
 
     def dense(self, cosine: float) -> float:
         span = self.dense_ceiling - self.dense_floor
@@ -68,13 +80,11 @@ class Calibration:
         blend = self.blend(cosine, lexical)
         if context is None:
             return blend
-        total = 1.0 + self.neighbour_weight + self.episode_weight + self.subject_weight
-        return (
-            blend
-            + self.neighbour_weight * context.neighbour
-            + self.episode_weight * context.episode
-            + self.subject_weight * context.subject
-        ) / total
+        # = (blend + a * max(neighbour, blend) + b * max(episode, blend)) / (1 + a + b), exactly blend with no lift
+        lift = self.neighbour_weight * max(context.neighbour - blend, 0.0)
+        lift += self.episode_weight * max(context.episode - blend, 0.0)
+        near = blend + lift / (1.0 + self.neighbour_weight + self.episode_weight)
+        return near + self.subject_weight * context.subject * (1.0 - near)
 
     def calibrated(self, raw: float, anchor: float) -> float:
         """The 0-1 score of ``raw``: ``anchor`` goes to the default threshold, 0 and 1 stay."""
@@ -83,7 +93,8 @@ class Calibration:
         return DEFAULT_THRESHOLD + (1.0 - DEFAULT_THRESHOLD) * (raw - anchor) / (1.0 - anchor)
 
     def score(self, cosine: float | None, lexical: float, context: Context | None = None) -> float:
-        anchor = self.anchor if context is None else self.context_anchor
+        """The calibrated score; a dated memory's neighbour and episode lift its raw, so its anchor is higher."""
+        anchor = self.context_anchor if context is not None and context.dated else self.anchor
         return self.calibrated(self.raw(cosine, lexical, context), anchor)
 
 

@@ -82,12 +82,12 @@ def _day(occurred_at: str | None) -> str | None:
 
 
 def _embedding_text(content: str, previous: str | None) -> str:
-    """What is embedded: the content, after that of the memory added just before it (same scope, same day).
+    """What is embedded: the content, then that of the memory added just before it (same scope, same day).
 
-    A turn of a conversation often only makes sense after the one before it
+    A turn of a conversation often only makes sense with the one before it
     ("Yes, twice last summer"); embedding the pair lets a question about either find it.
     """
-    return f"{previous}\n{content}" if previous else content
+    return f"{content}\n{previous}" if previous else content
 
 
 class _HasUser(Protocol):
@@ -267,7 +267,7 @@ class MemoryService:
         return [hit.id for hit in hits if hit.id != memory_id]
 
     def _embedding_texts(self, records: Sequence[dict[str, Any]]) -> list[str]:
-        """What to embed for stored memories: each one's content after its linked predecessor's, if it exists."""
+        """What to embed for stored memories: each one's content, then its linked predecessor's if that exists."""
         linked = {(_partition(data["scope"]), f"MEM#{data['after']}") for data in records if data.get("after")}
         before = {
             item.data["memoryId"]: item.data["content"]

@@ -143,8 +143,9 @@ def _contexts(calibration: Calibration, found: list[tuple[Hit, float | None, flo
         day = _first(hit, EPISODE)
         contexts[hit.id] = Context(
             neighbour=neighbour.get(hit.id, 0.0),
-            episode=episode[(_first(hit, "scope"), day)] if day is not None else blend[hit.id],
+            episode=episode[(_first(hit, "scope"), day)] if day is not None else 0.0,
             subject=1.0 if _first(hit, SUBJECT) in names else 0.0,
+            dated=day is not None,
         )
     return contexts
 
