@@ -307,7 +307,6 @@ def hard_case(sizes: list[int], queries: int) -> list[dict[str, Any]]:
                 "tieAware": float(np.mean([p[1] for p in pairs])),
             },
         }
-        print(f"uniform vectors (hard case): {json.dumps(row)}", flush=True)
         rows.append(row)
     return rows
 
@@ -407,16 +406,29 @@ def main() -> None:
         "--hard-sizes", default="10000,100000", help="sizes for the recall of the uniform vectors ('' for none)"
     )
     parser.add_argument("--vector-stats", action="store_true", help="only compare the generators with bge-small")
+    parser.add_argument("--hard-case", metavar="SIZES", help=argparse.SUPPRESS)
     parser.add_argument("--reload-probe", nargs=3, metavar=("DATA_DIR", "QUERY_JSON", "SCOPE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.reload_probe:
         reload_probe(args.reload_probe[0], json.loads(args.reload_probe[1]), args.reload_probe[2])
         return
+    if args.hard_case:
+        print(json.dumps(hard_case(sorted(int(size) for size in args.hard_case.split(",")), args.queries)))
+        return
     stats = vector_stats()
     if args.vector_stats:
         return
     sizes = sorted(int(size) for size in args.sizes.split(","))
-    hard = hard_case(sorted(int(size) for size in args.hard_sizes.split(",") if size), args.queries)
+    hard: list[dict[str, Any]] = []
+    if args.hard_sizes:  # in a process of its own, so that this one's RSS is the scope's alone
+        probe = subprocess.run(
+            [sys.executable, __file__, "--hard-case", args.hard_sizes, "--queries", str(args.queries)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        hard = json.loads(probe.stdout.strip().splitlines()[-1])
+        print(f"uniform vectors (hard case): {json.dumps(hard)}", flush=True)
     extra = {"vectors": args.vectors, "vectorStats": stats, "uniformVectors": hard}
 
     words = Words(kind=args.vectors)
