@@ -78,7 +78,7 @@ def main() -> None:
             episode[mask] = blend[mask].max()
         a, b = calibration.neighbour_weight, calibration.episode_weight
         near = (blend + a * np.maximum(neighbour, blend) + b * np.maximum(episode, blend)) / (1 + a + b)
-        return near + calibration.subject_weight * subject * (1 - near)
+        return near + calibration.subject_weight * subject
 
     def recall_at_10(calibration: Calibration, context: bool = True) -> float:
         total = 0.0
@@ -104,14 +104,15 @@ def main() -> None:
         other_raw.append(raw[~mask])
     ev, other = np.concatenate(evidence_raw), np.concatenate(other_raw)
     suggested = {"evidence 1/3 quantile": float(np.quantile(ev, 1 / 3)), "others 97%": float(np.quantile(other, 0.97))}
-    for anchor in (0.60, 0.62, 0.63, 0.64, 0.65, 0.66):
+    for anchor in (0.56, 0.57, 0.58, 0.59, 0.60):
         kept = 100 * float((ev > anchor).mean()), 100 * float((other > anchor).mean())
         print(f"anchor {anchor:.2f}: evidence kept {kept[0]:.1f}%, other turns kept {kept[1]:.1f}%")
     print(f"\ncalibration in use: {in_use}")
     print("raw with context: " + ", ".join(f"{k} {v:.3f}" for k, v in suggested.items()))
 
     def scored(raw: np.ndarray) -> np.ndarray:
-        return np.array([in_use.calibrated(float(r), in_use.context_anchor) for r in raw])
+        top = 1 + in_use.subject_weight
+        return np.array([in_use.calibrated(float(r), in_use.context_anchor, top) for r in raw])
 
     ev_scores, other_scores = scored(ev), scored(other)
     passes = [

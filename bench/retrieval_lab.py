@@ -223,7 +223,7 @@ class Variant:
     prefix: bool = False  # the bge query instruction
     neighbour: float = 0.3
     episode: float = 0.6
-    subject: float = 0.3
+    subject: float = 0.1
     names: str = "subject"  # "subject": query names vs the memory's first word; "any": vs any word of it
     fusion: str = "weighted"  # or "rrf"
     prf: float = 0.0  # Rocchio: second k-NN round with the query plus this share of the top 3 vectors
@@ -288,7 +288,7 @@ def ranker_of(variant: Variant) -> Callable[[Corpus, Case], Sequence[int]]:
             blend = variant.weight * f[:, 0] + (1 - variant.weight) * f[:, 1]
             near = blend + variant.neighbour * np.maximum(f[:, 2], blend) + variant.episode * np.maximum(f[:, 3], blend)
             near /= 1 + variant.neighbour + variant.episode
-            raw = near + variant.subject * f[:, 4] * (1 - near)
+            raw = near + variant.subject * f[:, 4]
         return rows[np.argsort(-raw, kind="stable")][:10].tolist()
 
     return ranker
@@ -330,7 +330,7 @@ ABLATION: dict[str, Variant] = {
     "+ turn embedded with the previous one": replace(BASE, context_vectors="prev"),
     "+ neighbour 0.3": replace(BASE, context_vectors="prev", neighbour=0.3),
     "+ episode 0.6": replace(BASE, context_vectors="prev", neighbour=0.3, episode=0.6),
-    "+ subject 0.3 (final)": FINAL,
+    "+ subject 0.1 (final)": FINAL,
     "final without context vectors": replace(FINAL, context_vectors=""),
     "final, previous turn embedded first": replace(FINAL, context_vectors="prev-first"),
     "final without neighbour": replace(FINAL, neighbour=0.0),

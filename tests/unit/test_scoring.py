@@ -141,7 +141,7 @@ def test_calibrations_are_well_formed() -> None:
 
 # ---------------------------------------------------------------- context ---
 @pytest.mark.parametrize("calibration", ALL)
-def test_context_lifts_the_blend_by_neighbour_and_episode_then_the_subject_takes_a_share_of_the_rest(
+def test_context_lifts_the_blend_by_neighbour_and_episode_and_a_named_subject_adds_its_weight(
     calibration: Calibration,
 ) -> None:
     a, b, c = calibration.neighbour_weight, calibration.episode_weight, calibration.subject_weight
@@ -150,8 +150,9 @@ def test_context_lifts_the_blend_by_neighbour_and_episode_then_the_subject_takes
 
     assert calibration.raw(0.6, 0.3, Context(neighbour=0.9, episode=0.8, dated=True)) == pytest.approx(near)
     named = calibration.raw(0.6, 0.3, Context(neighbour=0.9, episode=0.8, subject=1.0, dated=True))
-    assert named == pytest.approx(near + c * (1 - near))
-    assert calibration.raw(1.0, 1.0, Context(1.0, 1.0, 1.0, dated=True)) == pytest.approx(1.0)
+    assert named == pytest.approx(near + c)
+    assert calibration.raw(1.0, 1.0, Context(1.0, 1.0, 1.0, dated=True)) == pytest.approx(1.0 + c)
+    assert calibration.score(1.0, 1.0, Context(1.0, 1.0, 1.0, dated=True)) == pytest.approx(1.0)
     assert calibration.raw(0.0, 0.0, Context()) == 0.0
 
 
@@ -161,11 +162,17 @@ def test_context_never_lowers_a_memory_and_without_any_it_is_the_blend(calibrati
     assert calibration.raw(0.7, 0.4, Context()) == pytest.approx(blend)
     assert calibration.raw(0.7, 0.4, Context(neighbour=0.1, episode=0.2)) == pytest.approx(blend)
     assert calibration.raw(0.7, 0.4, Context(neighbour=0.9)) > blend
-    # an undated memory is scored on the blend's anchor; a dated one on the context anchor
-    assert calibration.score(0.7, 0.4, Context()) == calibration.score(0.7, 0.4)
-    assert calibration.score(0.7, 0.4, Context(episode=blend, dated=True)) == pytest.approx(
-        calibration.calibrated(blend, calibration.context_anchor)
+    # an undated memory is scored on the blend's anchor (above it, the map runs on to 1 + subject weight)
+    assert calibration.score(0.7, 0.4, Context()) == pytest.approx(
+        calibration.calibrated(blend, calibration.anchor, 1.0 + calibration.subject_weight)
     )
+    assert calibration.score(0.7, 0.4, Context(episode=blend, dated=True)) == pytest.approx(
+        calibration.calibrated(blend, calibration.context_anchor, 1.0 + calibration.subject_weight)
+    )
+    # below the anchor, context or not, the map is the same line through 0
+    low = calibration.blend(calibration.dense_floor, 0.1)
+    assert calibration.score(calibration.dense_floor, 0.1, Context()) == calibration.score(calibration.dense_floor, 0.1)
+    assert low < calibration.anchor
 
 
 @pytest.mark.parametrize("calibration", ALL)

@@ -14,10 +14,10 @@ memory added just before or after it in its scope on the same day), the best
 blend of its episode (the memories of its scope that happened the same day, it
 included), and whether the query names the memory's subject (its first word).
 A neighbour or an episode only ever lifts a memory (each counts at least the
-memory's own blend), and a named subject takes ``c`` of the remaining way to 1::
+memory's own blend), and a named subject adds ``c``::
 
     near = (blend + a * max(neighbour, blend) + b * max(episode, blend)) / (1 + a + b)
-    raw = near + c * subject * (1 - near)
+    raw = near + c * subject          (0 to 1 + c)
 
 so a memory with no context (no date, no link, no name in the query) keeps
 ``raw = blend``, as in the families without context (topics, knowledge, ...).
@@ -61,10 +61,10 @@ class Calibration:
     #: Weights of the neighbour and episode signals, relative to the blend's 1.
     neighbour_weight: float = 0.3
     episode_weight: float = 0.6
-    #: The share of the remaining way to 1 that a named subject adds.
-    subject_weight: float = 0.3
+    #: What a named subject adds to raw (raw then runs to 1 + subject_weight).
+    subject_weight: float = 0.1
     #: The anchor of dated memories under context.
-    context_anchor: float = 0.64
+    context_anchor: float = 0.58
 
     def dense(self, cosine: float) -> float:
         span = self.dense_ceiling - self.dense_floor
@@ -84,18 +84,19 @@ class Calibration:
         lift = self.neighbour_weight * max(context.neighbour - blend, 0.0)
         lift += self.episode_weight * max(context.episode - blend, 0.0)
         near = blend + lift / (1.0 + self.neighbour_weight + self.episode_weight)
-        return near + self.subject_weight * context.subject * (1.0 - near)
+        return near + self.subject_weight * context.subject
 
-    def calibrated(self, raw: float, anchor: float) -> float:
-        """The 0-1 score of ``raw``: ``anchor`` goes to the default threshold, 0 and 1 stay."""
+    def calibrated(self, raw: float, anchor: float, top: float = 1.0) -> float:
+        """The 0-1 score of ``raw``: ``anchor`` goes to the default threshold, 0 stays, ``top`` goes to 1."""
         if raw <= anchor:
             return DEFAULT_THRESHOLD * raw / anchor
-        return DEFAULT_THRESHOLD + (1.0 - DEFAULT_THRESHOLD) * (raw - anchor) / (1.0 - anchor)
+        return DEFAULT_THRESHOLD + (1.0 - DEFAULT_THRESHOLD) * (raw - anchor) / (top - anchor)
 
     def score(self, cosine: float | None, lexical: float, context: Context | None = None) -> float:
         """The calibrated score; a dated memory's neighbour and episode lift its raw, so its anchor is higher."""
         anchor = self.context_anchor if context is not None and context.dated else self.anchor
-        return self.calibrated(self.raw(cosine, lexical, context), anchor)
+        top = 1.0 if context is None else 1.0 + self.subject_weight
+        return self.calibrated(self.raw(cosine, lexical, context), anchor, top)
 
 
 #: Per embedding model. bge: measured on LoCoMo (see docs/scoring.md, bench/calibrate.py).
