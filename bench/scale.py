@@ -415,12 +415,16 @@ def main() -> None:
     if args.hard_case:
         print(json.dumps(hard_case(sorted(int(size) for size in args.hard_case.split(",")), args.queries)))
         return
-    stats = vector_stats()
     if args.vector_stats:
+        print(json.dumps(vector_stats()))
         return
+    # In a process of its own (it may load bge-small), so that this one's RSS is the scope's alone.
+    probe = subprocess.run([sys.executable, __file__, "--vector-stats"], capture_output=True, text=True, check=True)
+    print("\n".join(probe.stdout.strip().splitlines()[:-1]), flush=True)
+    stats = json.loads(probe.stdout.strip().splitlines()[-1])
     sizes = sorted(int(size) for size in args.sizes.split(","))
     hard: list[dict[str, Any]] = []
-    if args.hard_sizes:  # in a process of its own, so that this one's RSS is the scope's alone
+    if args.hard_sizes:  # in a process of its own too
         probe = subprocess.run(
             [sys.executable, __file__, "--hard-case", args.hard_sizes, "--queries", str(args.queries)],
             capture_output=True,
