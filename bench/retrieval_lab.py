@@ -1,12 +1,15 @@
 """Fast ranking experiments on LoCoMo dev, with the bge embeddings of turns and questions cached on disk.
 
-    python bench/retrieval_lab.py [--variant NAME ...] [--half a|b|all]
+    python bench/retrieval_lab.py [--half a|b|all]
 
-Simulates the shared ranker (k-NN top 100 and BM25 top 100 of one conversation,
-merged and scored) over cached vectors, so that a ranking variant takes seconds,
-not the minutes of embedding that bench/retrieval.py spends. The figures of
-record come from bench/retrieval.py, through the public tools; this is for
-choosing what to put there. Cache: $MNEMO_LAB_CACHE (default /tmp/mnemo-lab).
+Runs the shared ranker's arithmetic (k-NN top 100 and BM25 top 100 of one
+conversation, merged, blended, with the context signals of docs/scoring.md)
+over cached vectors, so that a ranking variant takes seconds, not the minutes
+of embedding that bench/retrieval.py spends; prints the ablation rows of
+docs/benchmarks.md and a learned fusion fitted on one half of the conversations
+and scored on the other. The figures of record come from bench/retrieval.py,
+through the public tools; this is for choosing what to put there. Cache:
+$MNEMO_LAB_CACHE (default /tmp/mnemo-lab).
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ def test_a_deleted_memory_leaves_the_vector_of_the_one_after_it(services: Servic
     first = add(services, alice, "Caroline: adoption agencies called me back", occurredAt=DAY)
     second = add(services, alice, "Melanie: wonderful news", occurredAt=DAY)
 
-    services.memory.delete(alice, MemoryDeleteInput(memoryId=first))
+    services.memory.delete(alice, MemoryDeleteInput.model_validate({"memoryId": first}))
 
     assert closest(services, alice, "Melanie: wonderful news") == (second, pytest.approx(1.0, abs=1e-5))
     # and a new memory that day does not link to the deleted one

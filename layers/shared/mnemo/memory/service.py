@@ -460,7 +460,8 @@ class MemoryService:
                 )
             marker = self._marker(item.pk, memory_id)
             # The memories embedded after this one's content are re-indexed without it.
-            followers = [self._marker(item.pk, follower) for follower in self._followers(scope, memory_id)]
+            linked = self._followers(scope, memory_id) if item.data.get("occurredAt") else []  # only dated ones link
+            followers = [self._marker(item.pk, follower) for follower in linked]
             try:
                 self._records.write(
                     [
