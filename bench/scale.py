@@ -294,7 +294,11 @@ def hard_case(sizes: list[int], queries: int) -> list[dict[str, Any]]:
         index.knn("memory", query_vectors[0], flt, 100)
         build = time.perf_counter() - started
         answers: list[list[Any]] = []
-        ann_times = timed(queries, lambda i, out=answers: out.append(index.knn("memory", query_vectors[i], flt, 100)))
+
+        def ask(i: int, out: list[list[Any]] = answers) -> None:
+            out.append(index.knn("memory", query_vectors[i], flt, 100))
+
+        ann_times = timed(queries, ask)
         index.exact_below = 10**12
         exact = [index.knn("memory", v, flt, 100) for v in query_vectors]
         pairs = [recall(e, a) for e, a in zip(exact, answers, strict=True)]
@@ -345,7 +349,7 @@ def fill(services: Any, words: Words, start: int, stop: int, scope: str) -> None
         docs = []
         for offset, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
             memory_id = f"mem_{first + offset:012x}"
-            data = {
+            data: dict[str, Any] = {
                 "memoryId": memory_id,
                 "content": text,
                 "layer": "user",
