@@ -237,6 +237,9 @@ def run_sorting(texts: list[str], threads: int, rounds: int = 2) -> dict[str, An
     }
 
 
+_CONDITIONS = ("bgeThreads", "openblasThreads", "cpus", "loadAverage")
+
+
 def _previous_rows(replaced: set[tuple[str, int]]) -> tuple[list[dict[str, Any]], Any]:
     """Rows of the last results file for other (embedder, corpus size) pairs, so 10k and 100k runs sit together."""
     from common import RESULTS
@@ -250,7 +253,8 @@ def _previous_rows(replaced: set[tuple[str, int]]) -> tuple[list[dict[str, Any]]
         # Files of the first version named the corpus sizes once, at the top.
         corpus = row.get("corpus") or earlier.get("bgeMemories" if row["embedder"] == "bge" else "memories")
         if (row["embedder"], corpus) not in replaced:
-            kept.append({**row, "corpus": corpus})
+            conditions = {key: earlier[key] for key in _CONDITIONS if key in earlier}
+            kept.append({**conditions, **row, "corpus": corpus})
     return kept, earlier.get("bgeSorting")
 
 
