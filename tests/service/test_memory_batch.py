@@ -44,6 +44,11 @@ MIXED = (
     {"content": "Bob reviews every migration", "layer": "agent", "tags": ["db", "review"]},
     "Standups are on Mondays!",
     {"content": "Project Atlas ships in May", "layer": "project"},
+    # Dated the same day: each is linked to the one before it (embedded with it), across batches too.
+    {"content": "Caroline went to the support group", "occurredAt": "2023-05-08T13:56:00Z"},
+    {"content": "Yes, twice last summer", "occurredAt": "2023-05-08T14:01:00Z"},
+    {"content": "Melanie painted a sunrise", "occurredAt": "2023-05-08T14:05:00Z"},
+    {"content": "A new day, a new plan", "occurredAt": "2023-05-09T08:00:00Z"},
 )
 
 
@@ -57,20 +62,34 @@ def test_a_batch_answers_and_stores_what_one_by_one_adds_would(tmp_path: Path) -
     singly = [one.memory.add(context, request) for request in requests(*MIXED)]
     batched = add_many(many.memory, context, requests(*MIXED), batch=4)
     assert shape(batched) == shape(singly)
-    assert [o.deduplicated for o in batched] == [False, False, True, False, True, False, False, True, False]
+    assert [o.deduplicated for o in batched] == [False] * 2 + [True, False, True, False, False, True] + [False] * 5
 
     def stored(services: Services) -> list[dict[str, Any]]:
         keep = ("content", "layer", "scope", "tags", "metadata", "occurredAt", "contentHash", "embeddingModel")
-        return sorted(({k: m[k] for k in keep} for m in memories(services)), key=lambda m: m["content"])
+        found = memories(services)
+        content = {m["memoryId"]: m["content"] for m in found}
+        return sorted(
+            ({**{k: m[k] for k in keep}, "after": content.get(m.get("after", ""))} for m in found),
+            key=lambda m: m["content"],
+        )
 
     assert stored(many) == stored(one)
+    linked = {m["content"]: m["after"] for m in stored(many) if m["after"]}
+    assert linked == {
+        "Yes, twice last summer": "Caroline went to the support group",
+        "Melanie painted a sunrise": "Yes, twice last summer",
+    }
     for services in (one, many):
-        assert len(history(services, "#ADD#")) == 6 and len(history(services, "#DEDUPE#")) == 3
-        assert services.index.count(NAMESPACE) == 6
+        assert len(history(services, "#ADD#")) == 10 and len(history(services, "#DEDUPE#")) == 3
+        assert services.index.count(NAMESPACE) == 10
         assert services.outbox.pending() == []
-    query = MemorySearchInput(query="deploy noon tea standups", threshold=0.0)
-    found_one = [r.content for r in one.memory.search(context, query).results]
-    assert [r.content for r in many.memory.search(context, query).results] == found_one
+        (last,) = [item.data for item in services.records.scan("MEM|") if item.sk == "LAST"]
+        assert {m["memoryId"]: m["content"] for m in memories(services)}[last["memoryId"]] == "A new day, a new plan"
+    # The index holds what add indexes (a linked memory's pair): every memory scores the same (ties go by id).
+    for text in ("twice last summer support group", "deploy noon tea standups"):
+        query = MemorySearchInput(query=text, threshold=0.0, limit=100)
+        results = [sorted((r.score, r.content) for r in s.memory.search(context, query).results) for s in (one, many)]
+        assert results[0] == results[1] and len(results[0]) == 10
 
 
 def test_duplicates_within_the_batch_and_against_the_store_are_not_stored(services: Services) -> None:

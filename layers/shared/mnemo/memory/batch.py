@@ -50,7 +50,17 @@ from typing import Any
 from mnemo.context import RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError
 from mnemo.memory.models import MemoryAddInput, MemoryAddOutput
-from mnemo.memory.service import NAMESPACE, MemoryService, _hash, _iso, _now, _partition
+from mnemo.memory.service import (
+    LAST,
+    NAMESPACE,
+    MemoryService,
+    _day,
+    _embedding_text,
+    _hash,
+    _iso,
+    _now,
+    _partition,
+)
 from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put
 
 #: Texts per embedder call.
@@ -90,7 +100,12 @@ class _Entry:
     content_hash: str
     #: An earlier entry of this call with the same idempotency key (and request).
     replay_of: _Entry | None = None
+    #: The content's vector: the near-duplicate check compares content alone.
     vector: list[float] | None = None
+    #: What the index holds: the content's vector, or for a dated memory linked to the one added before it
+    #: (same scope, same day) the vector of the pair, as ``add`` embeds it.
+    index_vector: list[float] | None = None
+    previous_content: str | None = None
     outcome: AddOutcome | None = None
     operations: list[Put | Delete] = field(default_factory=list)
     #: The new record (None when deduplicated or replayed).
@@ -253,6 +268,8 @@ class BatchAdd:
         #: Ids written in this call (they exist: no read needed to trust an index hit on them).
         self._written: set[str] = set()
         self._similar = _Similar(SIMILAR_CAP)
+        #: partition -> (memory id, day, content) of the dated memory added last there (None: none).
+        self._last: dict[str, tuple[str, str | None, str] | None] = {}
         #: Memories stored in this call whose index write did not happen (embedder or index down): the drain's.
         self.queued = 0
 
@@ -338,13 +355,14 @@ class BatchAdd:
         todo = [entry for entry in window if entry.outcome is None and entry.replay_of is None]
         self._embed(todo)
         self._check_duplicates(todo)
+        self._embed_pairs(todo)
         written: list[_Entry] = []
         for group in self._writes(window):
             written += self._write(group)
         self._answer_replays(window)
         stored = [entry for entry in written if entry.data is not None]
-        self.queued += sum(entry.vector is None for entry in stored)
-        self._index_written([entry for entry in stored if entry.vector is not None])
+        self.queued += sum(entry.index_vector is None for entry in stored)
+        self._index_written([entry for entry in stored if entry.index_vector is not None])
 
     def _embed(self, entries: list[_Entry]) -> None:
         """One embedder call per EMBED_BATCH distinct texts; on failure those entries go without vectors.
@@ -433,6 +451,7 @@ class BatchAdd:
             ]
         else:
             memory_id = f"mem_{secrets.token_hex(12)}"
+            occurred_at = _iso(request.occurred_at) if request.occurred_at else None
             entry.data = {
                 "memoryId": memory_id,
                 "content": request.content,
@@ -441,24 +460,71 @@ class BatchAdd:
                 "tags": request.tags,
                 "metadata": {"source": "manual", **request.metadata},
                 "createdAt": _iso(_now()),
-                "occurredAt": _iso(request.occurred_at) if request.occurred_at else None,
+                "occurredAt": occurred_at,
                 "contentHash": entry.content_hash,
                 "embeddingModel": self._embedder.name,
                 "createdBy": self._context.user,
             }
             output = MemoryAddOutput(memory_id=memory_id, message=STORED_MESSAGE, layer=request.layer)
+            previous = self._previous(entry.partition, occurred_at)
+            if previous is not None:
+                entry.data["after"], entry.previous_content = previous
             entry.marker = self._service._marker(entry.partition, memory_id)
             entry.operations = [
                 Put(Item(entry.partition, f"MEM#{memory_id}", entry.data), expect="absent"),
                 self._service._history(scope, memory_id, "ADD", self._context, contentHash=entry.content_hash),
                 entry.marker,
             ]
+            if occurred_at:  # the next dated memory of this scope on this day links to this one
+                entry.operations.append(
+                    Put(Item(entry.partition, LAST, {"memoryId": memory_id, "day": _day(occurred_at)}))
+                )
+                self._last[entry.partition] = (memory_id, _day(occurred_at), request.content)
             self._by_content[(scope, entry.content_hash)] = memory_id
         if request.idempotency_key:
             entry.operations.append(
                 self._service._idempotency_record(entry.partition, request.idempotency_key, entry.request_hash, output)
             )
         entry.outcome = AddOutcome(output)
+
+    def _previous(self, partition: str, occurred_at: str | None) -> tuple[str, str] | None:
+        """The id and content of the dated memory added last in this scope, if it happened the same day
+        (``MemoryService._previous``, read from the store once per scope, then kept up to date here)."""
+        if not occurred_at:
+            return None
+        if partition not in self._last:
+            self._last[partition] = None
+            last = self._records.get(partition, LAST)
+            found = self._records.get(partition, f"MEM#{last.data['memoryId']}") if last is not None else None
+            if last is not None and found is not None and not found.data.get("orphaned"):
+                self._last[partition] = (found.data["memoryId"], last.data.get("day"), found.data["content"])
+        last_here = self._last[partition]
+        if last_here is None or last_here[1] != _day(occurred_at):
+            return None
+        return last_here[0], last_here[2]
+
+    def _embed_pairs(self, todo: list[_Entry]) -> None:
+        """The index vectors: the content's own, or the pair's for a linked memory (embedded here, in batches)."""
+        linked: list[_Entry] = []
+        for entry in todo:
+            if entry.data is None or entry.vector is None:
+                continue
+            if entry.previous_content is None:
+                entry.index_vector = entry.vector
+            else:
+                linked.append(entry)
+        for start in range(0, len(linked), EMBED_BATCH):
+            chunk = linked[start : start + EMBED_BATCH]
+            texts = [_embedding_text(entry.request.content, entry.previous_content) for entry in chunk]
+            try:
+                vectors = self._embedder.embed(texts)
+            except MnemoError as error:  # stored all the same; the drain indexes them
+                logger.warning(
+                    "embedding %d linked memories failed; queued for indexing: %s", len(chunk), error.message
+                )
+                continue
+            for entry, vector in zip(chunk, vectors, strict=True):
+                entry.index_vector = list(vector)
 
     @staticmethod
     def _writes(window: list[_Entry]) -> list[list[_Entry]]:
@@ -480,8 +546,16 @@ class BatchAdd:
 
     def _write(self, group: list[_Entry]) -> list[_Entry]:
         """Write one group; on a lost condition (a concurrent retry), write its memories one by one."""
+        operations: list[Put | Delete] = []
+        last: dict[str, Put] = {}  # one pointer write per scope: a transaction names an item once
+        for entry in group:
+            for operation in entry.operations:
+                if isinstance(operation, Put) and operation.item.sk == LAST:
+                    last[operation.item.pk] = operation
+                else:
+                    operations.append(operation)
         try:
-            self._records.write([op for entry in group for op in entry.operations])
+            self._records.write([*operations, *last.values()])
         except ConditionFailed:
             return [entry for entry in group if self._write_one(entry)]
         self._written.update(entry.data["memoryId"] for entry in group if entry.data is not None)
@@ -517,7 +591,11 @@ class BatchAdd:
         if not entries:
             return
         service = self._service
-        docs = [service._index_doc(e.data, e.vector) for e in entries if e.data is not None and e.vector is not None]
+        docs = [
+            service._index_doc(e.data, e.index_vector)
+            for e in entries
+            if e.data is not None and e.index_vector is not None
+        ]
         try:
             self._index.upsert(NAMESPACE, docs)
         except Exception as error:  # any index failure: the markers keep the records queued
