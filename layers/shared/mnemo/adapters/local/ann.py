@@ -26,14 +26,15 @@ logger = logging.getLogger(__name__)
 # Chosen on bench/scale.py's vectors (recall@10 of k=100 searches against exact; docs/scaling-local.md has the
 # tables). On its first, near-uniform vectors at 50,000 rows, M 32 / efConstruction 100 levelled off near 0.95
 # whatever efSearch: the graph, not the search, was the limit; M 48 / efConstruction 200 reached 0.98. On vectors
-# matched to bge-small's statistics, at 100,000 rows, 8-bit storage and re-scoring 2 x k candidates: 0.992 at
-# efSearch 128, 0.995 at 256 and 512 (the flat float32 storage gives the same recall, more slowly).
+# matched to bge-small's statistics, 8-bit storage and re-scoring 2 x k candidates: at 100,000 rows 0.994 at
+# efSearch 128, 0.995 at 256 and 512 (the flat float32 storage gives the same recall, more slowly); at
+# 1,000,000 rows 0.973 / 0.977 / 0.990, and 0.990 whenever the candidate list is 400 or more.
 #: HNSW links per node (layer 0 has twice as many).
 M = 48
 #: Candidate list while inserting: higher builds a better graph, more slowly.
 EF_CONSTRUCTION = 200
 #: Candidate list while searching, before the selectivity adjustment (never below k).
-EF_SEARCH = 256
+EF_SEARCH = 512
 #: Upper bound of the adjusted candidate list for selective filters.
 EF_SEARCH_MAX = 2048
 #: The graph returns this many times ``k`` candidates, re-ranked by their exact inner product (float32 matrix).

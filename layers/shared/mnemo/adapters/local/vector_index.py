@@ -136,8 +136,11 @@ class _Space:
         """Append documents not held yet (a load); ``matrix`` rows match ``ids``."""
         if not ids:
             return
-        self._reserve(matrix.shape[1], len(ids))
-        self.matrix[self.n : self.n + len(ids)] = matrix
+        if self.n == 0 and self.matrix.shape[0] < len(ids) and matrix.flags.c_contiguous and matrix.dtype == np.float32:
+            self.matrix, self.alive = matrix, np.zeros(len(ids), dtype=bool)  # a fresh load: adopt, do not copy
+        else:
+            self._reserve(matrix.shape[1], len(ids))
+            self.matrix[self.n : self.n + len(ids)] = matrix
         for doc_id, text, words in zip(ids, texts, keywords, strict=True):
             self._append(self.n, doc_id, text, words)
 
@@ -316,25 +319,40 @@ class LocalVectorIndex:
             self._conn.execute("BEGIN")  # one snapshot for the log position and the rows
         try:
             seq = int(self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0])
-            rows = self._conn.execute(
+            total = int(
+                self._conn.execute("SELECT COUNT(*) FROM vectors WHERE namespace = ?", (namespace,)).fetchone()[0]
+            )
+            cursor = self._conn.execute(
                 "SELECT id, vector, text, keywords FROM vectors WHERE namespace = ?", (namespace,)
-            ).fetchall()
+            )
+            # Read in chunks straight into one matrix: holding every row's blob at once would double the peak.
+            ids: list[str] = []
+            texts: list[str] = []
+            keywords: list[str] = []
+            matrix = np.zeros((0, 0), dtype=np.float32)
+            dims = 0
+            while batch := cursor.fetchmany(8192):
+                if not dims:
+                    dims = len(batch[0][1]) // 4
+                    matrix = np.empty((total, dims), dtype=np.float32)
+                if any(len(row[1]) != dims * 4 for row in batch):
+                    raise ValueError(f"namespace {namespace} holds vectors of different dimensions")
+                start = len(ids)
+                if start + len(batch) > total:  # cannot happen inside one snapshot; never write past the end
+                    raise RuntimeError(f"namespace {namespace} changed while it was read")
+                matrix[start : start + len(batch)] = np.frombuffer(
+                    b"".join(row[1] for row in batch), dtype=np.float32
+                ).reshape(len(batch), dims)
+                ids.extend(row[0] for row in batch)
+                texts.extend(row[2] for row in batch)
+                keywords.extend(row[3] for row in batch)
         finally:
             if not outer:
                 self._conn.execute("COMMIT")
         space = _Space(seq)
-        if not rows:
+        if not ids:
             return space
-        ids = [row[0] for row in rows]
-        blobs = [row[1] for row in rows]
-        dims = len(blobs[0]) // 4
-        if any(len(blob) != dims * 4 for blob in blobs):
-            raise ValueError(f"namespace {namespace} holds vectors of different dimensions")
-        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), dims)
-        del blobs
-        texts = [row[2] for row in rows]
-        keywords = [row[3] for row in rows]
-        del rows
+        matrix = matrix[: len(ids)]
         saved = self._saved_graph(namespace, dims, len(ids))
         if saved is None:
             space.add_many(ids, matrix, texts, keywords)
@@ -356,6 +374,7 @@ class LocalVectorIndex:
             chunk[~same] = -1
         used = np.zeros(len(ids), dtype=bool)
         used[source[source >= 0]] = True
+        space._reserve(dims, graph_rows + int(np.count_nonzero(~used)))  # one allocation, not one per doubling
         start = 0
         while start < graph_rows:  # runs of live rows are added together, runs of dead ones as placeholders
             live = source[start] >= 0
