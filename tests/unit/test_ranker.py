@@ -11,7 +11,7 @@ from mnemo.adapters.local.embedders import HashingEmbedder
 from mnemo.adapters.local.vector_index import LocalVectorIndex
 from mnemo.errors import ProviderError
 from mnemo.memory.scoring import Context, calibration_for
-from mnemo.ports import IndexDoc
+from mnemo.ports import Hit, IndexDoc
 from mnemo.retrieval.ranker import Candidate, Ranking, query_names, rank, subject_of
 
 NS = "t=acme|memory"
@@ -176,3 +176,18 @@ def test_query_names_and_subjects() -> None:
     assert subject_of("the build uses Python") is None
     assert subject_of("I went home") is None
     assert subject_of("") is None
+
+
+class KnnDown(LocalVectorIndex):
+    def knn(self, namespace: str, vector: Sequence[float], flt: dict[str, list[str]], k: int) -> list[Hit]:
+        raise ProviderError("k-NN unavailable")
+
+
+def test_a_knn_failure_ranks_by_keywords_alone(tmp_path: Path) -> None:
+    store = KnnDown(tmp_path / "down.db")
+    embedder = HashingEmbedder()
+    store.upsert(NS, [IndexDoc("ski", embedder.embed([TEXTS["ski"]])[0], TEXTS["ski"], {"scope": ["s1"]})])
+    ranking = rank(store, embedder, NS, "skiing in the Alps", {"scope": ["s1"]})
+    assert not ranking.dense and ranking.retrieval == "lexical"
+    assert [found.id for found in ranking.candidates] == ["ski"]
+    assert ranking.candidates[0].cosine is None

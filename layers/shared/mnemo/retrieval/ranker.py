@@ -1,7 +1,7 @@
 """The one hybrid ranker: memory, topics, conversations, knowledge, blocks and graph all rank through it.
 
-A query is embedded (if the embedder fails, or the caller asks for keywords
-only, ranking is lexical alone); the k-NN and BM25 candidates of one vector
+A query is embedded (if the embedder or the k-NN fails, or the caller asks for
+keywords only, ranking is lexical alone); the k-NN and BM25 candidates of one vector
 index namespace are merged; and each candidate gets the calibrated 0-1 score of
 docs/scoring.md (``mnemo.memory.scoring``). A candidate outside the dense top-N
 counts at most the lowest cosine that made it in.
@@ -88,7 +88,9 @@ def rank(
     """Rank the documents of ``namespace`` under ``flt`` for ``query`` (with the context signals if ``context``)."""
     calibration = calibration_for(embedder.name)
     vector = None if lexical_only else _embed_query(embedder, query)
-    dense_hits = index.knn(namespace, vector, flt, k) if vector is not None else []
+    dense_hits = _knn(index, namespace, vector, flt, k) if vector is not None else []
+    if dense_hits is None:
+        vector, dense_hits = None, []
     lexical_hits = index.lexical(namespace, query, flt, k)
     dense = {hit.id: hit.score for hit in dense_hits}
     lexical = {hit.id: hit.score for hit in lexical_hits}
@@ -148,6 +150,15 @@ def _contexts(calibration: Calibration, found: list[tuple[Hit, float | None, flo
             dated=day is not None,
         )
     return contexts
+
+
+def _knn(index: VectorIndex, namespace: str, vector: Sequence[float], flt: Filter, k: int) -> list[Hit] | None:
+    """The k-NN hits, or None when the k-NN failed (ranking then falls back to keywords alone)."""
+    try:
+        return index.knn(namespace, vector, flt, k)
+    except MnemoError as error:
+        logger.warning("k-NN search failed; ranking by keywords only: %s", error.message)
+        return None
 
 
 def _embed_query(embedder: Embedder, query: str) -> Sequence[float] | None:
