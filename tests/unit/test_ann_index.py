@@ -341,3 +341,23 @@ def test_bm25_rows_can_be_reused() -> None:
         fresh_scores, fresh_reference = fresh.scores(query, None)
         assert scores == pytest.approx(fresh_scores)
         assert reference == pytest.approx(fresh_reference)
+
+
+@pytest.mark.parametrize("k", [1, 3, 10, 60])
+def test_bm25_top_k_is_the_head_of_the_full_ranking(k: int) -> None:
+    """The top k skip rows below a floor (the k-th best contribution of one term): the same rows, scores and
+    tie order as ranking every matching row."""
+    rng = np.random.default_rng(k)
+    probabilities = np.array([0.3, 0.2, 0.15, 0.1, 0.08, 0.07, 0.05, 0.03, 0.019, 0.001])
+    bm25 = Bm25()
+    for row in range(3000):
+        bm25.add(row, " ".join(rng.choice(WORDS, size=int(rng.integers(1, 6)), p=probabilities)))
+    allowed = rng.random(3000) < 0.5
+
+    for query in ["coffee tea", "coffee tea garden river", "zebra coffee", "tea tea morning", "garden"]:
+        for mask, keep in ((None, None), (allowed, set(np.flatnonzero(allowed).tolist()))):
+            every, _ = bm25.scores(query, keep)
+            ranking = sorted(every.items(), key=lambda pair: (-pair[1], pair[0]))[:k]
+            rows, scores, _ = bm25.top(query, mask, k)
+            assert rows.tolist() == [row for row, _ in ranking]
+            assert scores.tolist() == [score for _, score in ranking]

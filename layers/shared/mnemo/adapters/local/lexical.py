@@ -298,7 +298,11 @@ class Bm25:
         The reference score is what a document of average length holding each query term once would get;
         dividing by it gives an absolute [0, 1]-ish scale that does not depend on which other documents matched.
         """
-        rows, scores, reference = self._score(text, allowed)
+        rows, scores, reference, floor = self._score(text, allowed, k)
+        if rows.shape[0] > k and floor > 0:
+            # At least k rows score ``floor`` or more: the others cannot reach the top k (nor tie at its cut).
+            keep = scores >= floor
+            rows, scores = rows[keep], scores[keep]
         if rows.shape[0] > k:
             # Equal scores are common (same tf, same length): those at the cut go by row, not by chance.
             kth = np.partition(scores, rows.shape[0] - k)[rows.shape[0] - k]
@@ -317,14 +321,16 @@ class Bm25:
             mask = np.zeros(self._present.shape[0], dtype=bool)
             inside = [row for row in allowed if 0 <= row < mask.shape[0]]
             mask[np.asarray(inside, dtype=np.int64)] = True
-        rows, scores, reference = self._score(text, mask)
+        rows, scores, reference, _ = self._score(text, mask)
         return dict(zip(rows.tolist(), scores.tolist(), strict=True)), reference
 
-    def _score(self, text: str, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, float]:
+    def _score(self, text: str, allowed: np.ndarray | None, k: int = 0) -> tuple[np.ndarray, np.ndarray, float, float]:
+        """Matching rows, their raw scores, the reference score and a floor: with ``k``, a score that at least
+        ``k`` rows reach (0 when unknown)."""
         counts = Counter(term for term in analyse(text) if term in self._terms)
         empty = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         if not counts:
-            return *empty, 0.0
+            return *empty, 0.0, 0.0
         avg = self._total_length / max(self._documents, 1)
         k1, b = self.k1, self.b
         # term_score, vectorised: weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg)).
@@ -348,18 +354,30 @@ class Bm25:
             if rows.shape[0]:
                 parts.append((rows, (weight * (k1 + 1)) * tfs / (tfs + base + per_length * self._length[rows])))
         if not parts:
-            return *empty, ceiling
+            return *empty, ceiling, 0.0
         if len(parts) == 1:
-            return parts[0][0], parts[0][1], ceiling
+            return parts[0][0], parts[0][1], ceiling, 0.0
+        # A row's score is the sum of its terms' positive contributions, so it is at least any one of them (also
+        # in floating point: adding a non-negative number never rounds below either operand). The k-th best
+        # contribution of one term is thus a score that k rows reach; the two smallest postings holding k rows
+        # give it cheaply.
+        floor = 0.0
+        if k > 0:
+            sizes = sorted((part[0].shape[0], n) for n, part in enumerate(parts) if part[0].shape[0] >= k)
+            for _, n in sizes[:2]:
+                contribution = parts[n][1]
+                floor = max(floor, float(np.partition(contribution, contribution.shape[0] - k)[-k]))
         total = sum(part[0].shape[0] for part in parts)
         if total * 8 < keep.shape[0]:
             # Few postings: merge them by sorting rather than touching an array as long as the index.
             every = np.concatenate([part[0] for part in parts])
             rows, inverse = np.unique(every, return_inverse=True)
             scores = np.bincount(inverse, weights=np.concatenate([part[1] for part in parts]), minlength=rows.shape[0])
-            return rows, scores, ceiling
+            return rows, scores, ceiling, floor
         accumulated = np.zeros(keep.shape[0], dtype=np.float64)
         for rows, contribution in parts:
             accumulated[rows] += contribution  # rows are unique within one term
-        rows = np.flatnonzero(accumulated)  # every contribution is positive (idf > 0, tf >= 1)
-        return rows, accumulated[rows], ceiling
+        # Every contribution is positive (idf > 0, tf >= 1): a row that matched is above 0, and above the floor
+        # only if it can be in the top k.
+        rows = np.flatnonzero(accumulated >= floor) if floor > 0 else np.flatnonzero(accumulated)
+        return rows, accumulated[rows], ceiling, floor
