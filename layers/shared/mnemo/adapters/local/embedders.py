@@ -12,6 +12,7 @@ import importlib.util
 import re
 import threading
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,20 @@ class BgeSmallEmbedder:
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
+@lru_cache(maxsize=1 << 18)
+def _word_slots(word: str, dimensions: int) -> tuple[tuple[int, float], ...]:
+    """Where one word's features land: (bucket, sign) of ``w:word`` and of each of its character trigrams.
+
+    Cached: the blake2b digest per feature is most of the embedder's cost, and words repeat.
+    """
+    grams = [word[i : i + 3] for i in range(max(len(word) - 2, 1))]
+    slots = []
+    for feature in [f"w:{word}"] + [f"g:{gram}" for gram in grams]:
+        digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+        slots.append((int.from_bytes(digest[:4], "little") % dimensions, 1.0 if digest[4] & 1 else -1.0))
+    return tuple(slots)
+
+
 class HashingEmbedder:
     """Deterministic bag-of-words (and character trigram) hashing into a unit vector.
 
@@ -120,13 +135,19 @@ class HashingEmbedder:
         return [f"w:{w}" for w in words] + [f"g:{g}" for g in grams]
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        # Each feature adds +-1.0 to its bucket. Sums and squares of small integers are exact in any order, so
+        # counting word by word (cached) over the buckets touched gives bit for bit the vector of adding every
+        # word's feature, then every trigram's, over a dense list.
+        dimensions = self.dimensions
         vectors = []
         for text in texts:
-            vector = [0.0] * self.dimensions
-            for feature in self._features(text):
-                digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
-                bucket = int.from_bytes(digest[:4], "little") % self.dimensions
-                vector[bucket] += 1.0 if digest[4] & 1 else -1.0
-            norm = sum(v * v for v in vector) ** 0.5 or 1.0
-            vectors.append([v / norm for v in vector])
+            counts: dict[int, float] = {}
+            for word in _WORD.findall(text.lower()):
+                for bucket, sign in _word_slots(word, dimensions):
+                    counts[bucket] = counts.get(bucket, 0.0) + sign
+            norm = sum(c * c for c in counts.values()) ** 0.5 or 1.0
+            vector = [0.0] * dimensions
+            for bucket, count in counts.items():
+                vector[bucket] = count / norm
+            vectors.append(vector)
         return vectors
