@@ -269,3 +269,62 @@ def test_bge_answers_in_the_callers_order_whatever_the_lengths(bge_services: Ser
         (alone,) = bge_services.embedder.embed([text])
         assert sum(a * b for a, b in zip(alone, vector, strict=True)) > 0.98  # int8: batch-mates shift a little
     assert sum(a * b for a, b in zip(together[1], together[3], strict=True)) < 0.98
+
+
+def test_the_bounded_in_call_check_answers_what_the_plain_product_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above PRUNE_FROM kept memories the in-call check bounds similarities in a few dimensions first; it must
+    find the very memory (the first one on a tie) that comparing every kept memory finds, whenever it reaches
+    the threshold."""
+    np = pytest.importorskip("numpy")
+    from mnemo.memory import batch as module
+
+    rng = np.random.default_rng(7)
+
+    def unit(rows: Any) -> Any:
+        return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+    topics = rng.normal(size=(6, 64))
+    kept = unit(rng.normal(size=(400, 6)) @ topics + 0.4 * rng.normal(size=(400, 64)))
+    kept[250] = kept[5]  # a tie: the first of the two is the answer
+    near = unit(kept[:120] + 0.03 * rng.normal(size=(120, 64)))  # at least 0.95 from their source
+    queries = np.vstack([near, unit(rng.normal(size=(40, 6)) @ topics + 0.4 * rng.normal(size=(40, 64))), kept[5:6]])
+
+    def answers() -> list[tuple[float, str] | None]:
+        similar = module._Similar(10**6, 0.95)
+        for n, vector in enumerate(kept):
+            similar.add("scope", f"m{n}", vector)
+        found = similar.best("scope", queries)
+        return [hit if hit is not None and hit[0] >= 0.95 else None for hit in found]
+
+    plain = answers()
+    monkeypatch.setattr(module, "PRUNE_FROM", 100)
+    monkeypatch.setattr(module, "PRUNE_DIMENSIONS", 8)
+    bounded = answers()
+    assert [hit and hit[1] for hit in bounded] == [hit and hit[1] for hit in plain]
+    assert [hit and round(hit[0], 5) for hit in bounded] == [hit and round(hit[0], 5) for hit in plain]
+    assert sum(hit is not None for hit in plain) >= 120 and plain[-1] is not None and plain[-1][1] == "m5"
+    assert any(hit is None for hit in plain)
+
+
+def test_a_large_import_deduplicates_as_a_small_one_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same requests through the plain and the bounded in-call check: the same answers and records."""
+    from mnemo.memory import batch as module
+
+    words = ["deploy", "invoice", "cache", "migration", "standup", "checklist", "rotation", "roadmap", "ranking"]
+    bodies: list[str] = []
+    repeats: list[int] = []
+    for n in range(160):
+        text = f"{words[n % 9]} {words[n * 7 % 9]} note {n} about {words[n * 5 % 9]} and item {n * 37 % 1000}"
+        bodies.append(text)
+        if n % 10 == 3:
+            repeats.append(len(bodies))
+            bodies.append(bodies[n * 3 // 4].upper() + "!")  # a near repeat (the same words) of an earlier one
+    alice = ctx()
+    plain = add_many(make_services(tmp_path / "plain").memory, alice, requests(*bodies), batch=25)
+    monkeypatch.setattr(module, "PRUNE_FROM", 20)
+    monkeypatch.setattr(module, "PRUNE_DIMENSIONS", 8)
+    bounded_services = make_services(tmp_path / "bounded")
+    bounded = add_many(bounded_services.memory, alice, requests(*bodies), batch=25)
+    assert shape(bounded) == shape(plain)
+    assert all(plain[n].deduplicated for n in repeats) and not plain[0].deduplicated
+    assert len(memories(bounded_services)) == len(bodies) - sum(o.deduplicated for o in plain) < len(bodies) - 16

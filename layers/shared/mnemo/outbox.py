@@ -36,12 +36,12 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from mnemo.ports import ConditionFailed, Delete, Item, Put, RecordStore
+from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put, RecordStore
 
 OUTBOX_PREFIX = "INDEX-OUTBOX#"
 DEAD_PARTITION = "INDEX-DEAD"
@@ -132,6 +132,47 @@ class IndexOutbox:
             return False
         self._clear(marker.item.pk, marker.item.sk, marker.item.version)
         return True
+
+    def settle_many(
+        self,
+        markers: Sequence[Put],
+        family: IndexedFamily,
+        first: Callable[[], Sequence[str]],
+        current: Callable[[Sequence[Reference]], Sequence[str]] | None = None,
+    ) -> int:
+        """``settle`` for many just-written markers whose records the caller indexes in one write.
+
+        ``first`` is that write, returning the version token indexed for each marker (in order); ``current``
+        reads the records' tokens in one go (default: ``family.version_token`` one by one). A record whose
+        token moved meanwhile is settled on its own as ``settle`` would; the markers of records the index
+        holds as they are now are cleared in batched deletes. Returns how many markers stay for a drain
+        (all of them if ``first`` fails).
+        """
+        if not markers:
+            return 0
+        refs = [marker.item.data["ref"] for marker in markers]
+        try:
+            indexed = list(first())
+        except Exception as error:  # any embedder or index failure: the markers keep the records queued
+            logger.warning("indexing %d %s records failed; queued: %s", len(markers), family.family, error)
+            return len(markers)
+        tokens = list(current(refs)) if current is not None else [family.version_token(ref) for ref in refs]
+        clear: list[Delete] = []
+        left = 0
+        for marker, was, now in zip(markers, indexed, tokens, strict=True):
+            if was == now:
+                clear.append(Delete(marker.item.pk, marker.item.sk, expect=marker.item.version))
+            elif not self.settle(marker, family):  # changed since it was written (or gone)
+                left += 1
+        for start in range(0, len(clear), MAX_WRITE_OPERATIONS):
+            chunk = clear[start : start + MAX_WRITE_OPERATIONS]
+            try:
+                self._records.write(chunk)
+            except ConditionFailed:  # one queued again meanwhile: clear the rest one by one
+                for delete in chunk:
+                    with contextlib.suppress(ConditionFailed):
+                        self._records.write([delete])
+        return left
 
     @staticmethod
     def _verified(family: IndexedFamily, ref: Reference, indexed: str) -> bool:

@@ -39,10 +39,8 @@ import`` derives a deterministic key for every line that does not carry one.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
-import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,9 +56,9 @@ from mnemo.memory.service import (
     _embedding_text,
     _hash,
     _iso,
-    _now,
     _partition,
 )
+from mnemo.outbox import Reference
 from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put
 
 #: Texts per embedder call.
@@ -71,9 +69,16 @@ DEFAULT_BATCH = 500
 SIMILAR_CAP = 100_000
 #: The most idempotency records read in one batch read.
 _READ_CHUNK = 100
+#: Kept memories of one scope from which the in-call check first bounds similarities in a few dimensions (below,
+#: one plain product is cheap).
+PRUNE_FROM = 8192
+#: Dimensions of that bound (principal directions of the kept memories).
+PRUNE_DIMENSIONS = 32
+#: Kept rows bounded per product (the bounds of one window's memories against them stay in cache).
+_BLOCK = 2048
+#: Float32 rounding room for the bound: a pair is looked at exactly whenever its bound comes this close.
+_ROOM = 1e-3
 
-DUPLICATE_MESSAGE = "A near-identical memory already exists in this scope; kept the existing one"
-STORED_MESSAGE = "Memory stored successfully"
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +148,71 @@ def _numpy() -> Any:
     return numpy
 
 
+class _Bound:
+    """A cheap upper bound on the similarities to one scope's kept memories, to skip most exact products.
+
+    With ``P`` an orthonormal basis of a few principal directions of the kept memories, every vector ``a`` is
+    ``P^T P a + a_perp``, so ``a . b = (P a) . (P b) + a_perp . b_perp <= (P a) . (P b) + |a_perp| |b_perp|``
+    (Cauchy-Schwarz). That bound is one product of ``PRUNE_DIMENSIONS + 1`` columns, ``[P a, |a_perp|]`` against
+    ``[P b, |b_perp|]``; only the pairs whose bound reaches the threshold are compared exactly, so the answer is
+    the exact one, found for a fraction of the cost when the memories have structure (and the plain cost plus a
+    little when they have none).
+    """
+
+    def __init__(self, np: Any, rows: Any) -> None:
+        self.np = np
+        # The principal directions of the rows kept so far (any orthonormal basis keeps the bound exact).
+        _, _, directions = np.linalg.svd(rows.astype(np.float64), full_matrices=False)
+        self.basis = np.ascontiguousarray(directions[:PRUNE_DIMENSIONS].T, dtype=np.float32)  # d x k
+        self.reduced = np.zeros((0, PRUNE_DIMENSIONS + 1), dtype=np.float32)
+        self.count = 0
+
+    def project(self, vectors: Any) -> Any:
+        np = self.np
+        inside = vectors @ self.basis
+        rest = vectors - inside @ self.basis.T
+        return np.hstack([inside, np.sqrt(np.einsum("ij,ij->i", rest, rest))[:, None]]).astype(np.float32)
+
+    def extend(self, rows: Any, count: int) -> None:
+        """Bring the reduced rows up to the first ``count`` kept rows."""
+        if count <= self.count:
+            return
+        if count > self.reduced.shape[0]:
+            grown = self.np.zeros((max(2 * self.reduced.shape[0], count), self.reduced.shape[1]), dtype=self.np.float32)
+            grown[: self.count] = self.reduced[: self.count]
+            self.reduced = grown
+        self.reduced[self.count : count] = self.project(rows[self.count : count])
+        self.count = count
+
+    def best(self, rows: Any, ids: list[str], matrix: Any, threshold: float) -> list[tuple[float, str] | None]:
+        """For each row of ``matrix``, the most similar kept memory if it is at least ``threshold``, else None."""
+        np = self.np
+        self.extend(rows, len(ids))
+        reduced = self.project(matrix)
+        floor = threshold - _ROOM
+        found_rows, found_columns = [], []
+        # Blocks of kept rows small enough for the bounds to stay in cache (the product itself is cheap).
+        for start in range(0, len(ids), _BLOCK):
+            bounds = reduced @ self.reduced[start : min(start + _BLOCK, len(ids))].T
+            near, columns = np.nonzero(bounds >= floor)
+            found_rows.append(near)
+            found_columns.append(columns + start)
+        near, columns = np.concatenate(found_rows), np.concatenate(found_columns)
+        scores = np.einsum("ij,ij->i", matrix[near], rows[columns])
+        keep = scores >= threshold
+        near, columns, scores = near[keep], columns[keep], scores[keep]
+        # The best per row, the first kept on a tie (as an argmax over every kept row would pick).
+        best: dict[int, tuple[float, int]] = {}
+        for n, column, score in zip(near.tolist(), columns.tolist(), scores.tolist(), strict=True):
+            held = best.get(n)
+            if held is None or score > held[0] or (score == held[0] and column < held[1]):
+                best[n] = (score, column)
+        found: list[tuple[float, str] | None] = [None] * len(matrix)
+        for n, (score, column) in best.items():
+            found[n] = (score, ids[column])
+        return found
+
+
 class _Similar:
     """Memories added in this call that the store check will not see, per scope: the in-batch near-duplicate check.
 
@@ -150,14 +220,17 @@ class _Similar:
     index has nothing to find there but this call's own memories, so every one
     of them is kept here (up to ``cap``) and the per-memory knn is skipped.
     Elsewhere a memory is kept only until the index holds it. Rows live in a
-    growing float32 matrix with numpy, in lists without.
+    growing float32 matrix with numpy, in lists without. Once a scope keeps
+    ``PRUNE_FROM`` memories, a ``_Bound`` spares most of the exact products.
     """
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, threshold: float) -> None:
         self.np = _numpy()
         self._cap = cap
+        self._threshold = threshold
         self._ids: dict[str, list[str]] = {}
         self._rows: dict[str, Any] = {}
+        self._bounds: dict[str, _Bound] = {}
         #: scope -> True while the knn is skipped for it.
         self.fresh: dict[str, bool] = {}
 
@@ -186,13 +259,21 @@ class _Similar:
                 rows = self._rows[scope]
                 self._rows[scope] = [rows[n] for n in keep] if self.np is None else rows[keep]
                 self._ids[scope] = [ids[n] for n in keep]
+                self._bounds.pop(scope, None)  # its reduced rows no longer line up
 
     def best(self, scope: str, matrix: Any) -> list[tuple[float, str] | None]:
-        """For each row of ``matrix``, the most similar memory kept for the scope."""
+        """For each row of ``matrix``, the most similar memory kept for the scope (None, or any one below the
+        threshold, when none reaches it: the caller only uses an answer at or above it)."""
         ids = self._ids.get(scope)
         if not ids:
             return [None] * len(matrix)
-        scores = _similarities(self.np, matrix, self._rows[scope][: len(ids)])
+        rows = self._rows[scope]
+        if self.np is not None and len(ids) >= PRUNE_FROM and matrix.shape[1] > 2 * PRUNE_DIMENSIONS:
+            bound = self._bounds.get(scope)
+            if bound is None:
+                bound = self._bounds[scope] = _Bound(self.np, rows[: len(ids)])
+            return bound.best(rows, ids, matrix, self._threshold)
+        scores = _similarities(self.np, matrix, rows[: len(ids)])
         if self.np is None:
             tops = [max(range(len(row)), key=row.__getitem__) for row in scores]
             return [(scores[n][top], ids[top]) for n, top in enumerate(tops)]
@@ -267,7 +348,7 @@ class BatchAdd:
         self._by_content: dict[tuple[str, str], str] = {}
         #: Ids written in this call (they exist: no read needed to trust an index hit on them).
         self._written: set[str] = set()
-        self._similar = _Similar(SIMILAR_CAP)
+        self._similar = _Similar(SIMILAR_CAP, self._threshold)
         #: partition -> (memory id, day, content) of the dated memory added last there (None: none).
         self._last: dict[str, tuple[str, str | None, str] | None] = {}
         #: Memories stored in this call whose index write did not happen (embedder or index down): the drain's.
@@ -439,51 +520,26 @@ class BatchAdd:
         return in_call[1] if in_call is not None and in_call[0] >= self._threshold else None
 
     def _decide(self, entry: _Entry, in_call: tuple[float, str] | None) -> None:
-        """Deduplicate or build the new record; the operations that go out together."""
-        request, scope = entry.request, entry.scope
+        """Deduplicate or build the new record (as ``add`` does, with its builders); the operations that go out
+        together."""
+        service, request, scope = self._service, entry.request, entry.scope
         duplicate = self._duplicate_of(entry, in_call)
         if duplicate is not None:
-            output = MemoryAddOutput(
-                memory_id=duplicate, message=DUPLICATE_MESSAGE, deduplicated=True, layer=request.layer
+            output, entry.operations = service._deduplicated(
+                self._context, request, scope, duplicate, entry.content_hash
             )
-            entry.operations = [
-                self._service._history(scope, duplicate, "DEDUPE", self._context, contentHash=entry.content_hash)
-            ]
         else:
-            memory_id = f"mem_{secrets.token_hex(12)}"
             occurred_at = _iso(request.occurred_at) if request.occurred_at else None
-            entry.data = {
-                "memoryId": memory_id,
-                "content": request.content,
-                "layer": request.layer,
-                "scope": scope,
-                "tags": request.tags,
-                "metadata": {"source": "manual", **request.metadata},
-                "createdAt": _iso(_now()),
-                "occurredAt": occurred_at,
-                "contentHash": entry.content_hash,
-                "embeddingModel": self._embedder.name,
-                "createdBy": self._context.user,
-            }
-            output = MemoryAddOutput(memory_id=memory_id, message=STORED_MESSAGE, layer=request.layer)
             previous = self._previous(entry.partition, occurred_at)
-            if previous is not None:
-                entry.data["after"], entry.previous_content = previous
-            entry.marker = self._service._marker(entry.partition, memory_id)
-            entry.operations = [
-                Put(Item(entry.partition, f"MEM#{memory_id}", entry.data), expect="absent"),
-                self._service._history(scope, memory_id, "ADD", self._context, contentHash=entry.content_hash),
-                entry.marker,
-            ]
+            new = service._new_record(self._context, request, scope, previous, entry.content_hash)
+            entry.data, entry.marker, entry.operations, output = new.data, new.marker, new.operations, new.output
+            entry.previous_content = previous[1] if previous is not None else None
             if occurred_at:  # the next dated memory of this scope on this day links to this one
-                entry.operations.append(
-                    Put(Item(entry.partition, LAST, {"memoryId": memory_id, "day": _day(occurred_at)}))
-                )
-                self._last[entry.partition] = (memory_id, _day(occurred_at), request.content)
-            self._by_content[(scope, entry.content_hash)] = memory_id
+                self._last[entry.partition] = (new.data["memoryId"], _day(occurred_at), request.content)
+            self._by_content[(scope, entry.content_hash)] = new.data["memoryId"]
         if request.idempotency_key:
             entry.operations.append(
-                self._service._idempotency_record(entry.partition, request.idempotency_key, entry.request_hash, output)
+                service._idempotency_record(entry.partition, request.idempotency_key, entry.request_hash, output)
             )
         entry.outcome = AddOutcome(output)
 
@@ -587,41 +643,33 @@ class BatchAdd:
 
     # ------------------------------------------------------------ index
     def _index_written(self, entries: list[_Entry]) -> None:
-        """One upsert for the batch, one read to check versions, batched deletes to clear the markers."""
+        """One upsert for the batch, one read to check versions, batched deletes to clear the markers
+        (``IndexOutbox.settle_many``)."""
         if not entries:
             return
         service = self._service
-        docs = [
-            service._index_doc(e.data, e.index_vector)
-            for e in entries
-            if e.data is not None and e.index_vector is not None
-        ]
-        try:
+        upserted = False
+
+        def first() -> list[str]:
+            nonlocal upserted
+            docs = [
+                service._index_doc(e.data, e.index_vector)
+                for e in entries
+                if e.data is not None and e.index_vector is not None
+            ]
             self._index.upsert(NAMESPACE, docs)
-        except Exception as error:  # any index failure: the markers keep the records queued
-            logger.warning("indexing %d memories failed; queued for the outbox drain: %s", len(entries), error)
-            self.queued += len(entries)
-            return
-        self._similar.indexed({entry.data["memoryId"] for entry in entries if entry.data is not None})
-        keys = [(entry.partition, f"MEM#{entry.data['memoryId']}") for entry in entries if entry.data is not None]
-        current = {(item.pk, item.sk): item for item in self._records.batch_get(keys)}
-        clear: list[Delete] = []
-        for entry, key in zip(entries, keys, strict=True):
-            marker = entry.marker
-            assert marker is not None
-            item = current.get(key)
-            if item is not None and item.version == 1 and not item.data.get("orphaned"):
-                clear.append(Delete(marker.item.pk, marker.item.sk, expect=marker.item.version))
-            elif not self._outbox.settle(marker, service):  # changed since it was written (or gone)
-                self.queued += 1
-        for start in range(0, len(clear), MAX_WRITE_OPERATIONS):
-            chunk = clear[start : start + MAX_WRITE_OPERATIONS]
-            try:
-                self._records.write(chunk)
-            except ConditionFailed:  # one queued again meanwhile: clear the rest one by one
-                for delete in chunk:
-                    with contextlib.suppress(ConditionFailed):
-                        self._records.write([delete])
+            upserted = True
+            return ["1"] * len(entries)  # each record was just written at version 1
+
+        def current(refs: Sequence[Reference]) -> list[str]:
+            keys = [(ref["pk"], ref["sk"]) for ref in refs]
+            found = {(item.pk, item.sk): item for item in self._records.batch_get(keys)}
+            return [service._token(found.get(key)) for key in keys]
+
+        markers = [entry.marker for entry in entries if entry.marker is not None]
+        self.queued += self._outbox.settle_many(markers, service, first, current)
+        if upserted:
+            self._similar.indexed({entry.data["memoryId"] for entry in entries if entry.data is not None})
 
 
 def add_many_outcomes(

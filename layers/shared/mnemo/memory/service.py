@@ -40,6 +40,8 @@ NAMESPACE = "memory"
 #: Sort key of each scope's pointer to the dated memory added last there: the next one links to it.
 LAST = "LAST"
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
+STORED_MESSAGE = "Memory stored successfully"
+DUPLICATE_MESSAGE = "A near-identical memory already exists in this scope; kept the existing one"
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +95,18 @@ def _embedding_text(content: str, previous: str | None) -> str:
 class _HasUser(Protocol):
     @property
     def user(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A memory about to be added: its record, the answer, and the operations that go out in one write."""
+
+    data: dict[str, Any]
+    output: MemoryAddOutput
+    #: The index outbox marker written with the record (settled once the index holds it).
+    marker: Put
+    #: The record, its ADD history item, the marker and, for a dated memory, the scope's LAST pointer.
+    operations: list[Put | DeleteOp]
 
 
 @dataclass(frozen=True)
@@ -193,41 +207,10 @@ class MemoryService:
         # indexing; only the near-duplicate check is skipped.
         duplicate = self._find_duplicate(partition, scope, content_vector) if content_vector is not None else None
         if duplicate is not None:
-            output = MemoryAddOutput(
-                memory_id=duplicate,
-                message="A near-identical memory already exists in this scope; kept the existing one",
-                deduplicated=True,
-                layer=request.layer,
-            )
-            operations: list[Put | DeleteOp] = [
-                self._history(scope, duplicate, "DEDUPE", context, contentHash=_hash(request.content))
-            ]
+            output, operations = self._deduplicated(context, request, scope, duplicate, _hash(request.content))
         else:
-            memory_id = f"mem_{secrets.token_hex(12)}"
-            data = {
-                "memoryId": memory_id,
-                "content": request.content,
-                "layer": request.layer,
-                "scope": scope,
-                "tags": request.tags,
-                "metadata": {"source": "manual", **request.metadata},
-                "createdAt": _iso(_now()),
-                "occurredAt": occurred_at,
-                "contentHash": _hash(request.content),
-                "embeddingModel": self._embedder.name,
-                "createdBy": context.user,
-            }
-            if previous is not None:
-                data["after"] = previous[0]
-            output = MemoryAddOutput(memory_id=memory_id, message="Memory stored successfully", layer=request.layer)
-            marker = self._marker(partition, memory_id)
-            operations = [
-                Put(Item(partition, f"MEM#{memory_id}", data), expect="absent"),
-                self._history(scope, memory_id, "ADD", context, contentHash=data["contentHash"]),
-                marker,
-            ]
-            if occurred_at:  # the next memory of this scope on this day links to this one
-                operations.append(Put(Item(partition, LAST, {"memoryId": memory_id, "day": _day(occurred_at)})))
+            new = self._new_record(context, request, scope, previous)
+            data, output, marker, operations = new.data, new.output, new.marker, new.operations
         if request.idempotency_key:
             operations.append(self._idempotency_record(partition, request.idempotency_key, request_hash, output))
         try:
@@ -242,6 +225,56 @@ class MemoryService:
         if duplicate is None and vector is not None:  # without a vector the marker waits for a drain
             self._outbox.settle(marker, self, first=self._upsert(data, vector, version=1))
         return output
+
+    def _new_record(
+        self,
+        context: RequestContext,
+        request: MemoryAddInput,
+        scope: str,
+        previous: tuple[str, str] | None,
+        content_hash: str | None = None,
+    ) -> NewMemory:
+        """The record of a new memory and its operations (``add`` and the batch path build it here).
+
+        ``previous`` is the (id, content) of the dated memory added just before it in its scope on the same
+        day (see ``_previous``): the record is linked to it (``after``) and is embedded with it
+        (``_embedding_text``). A dated memory also moves the scope's LAST pointer to itself.
+        """
+        partition = _partition(scope)
+        memory_id = f"mem_{secrets.token_hex(12)}"
+        occurred_at = _iso(request.occurred_at) if request.occurred_at else None
+        data: dict[str, Any] = {
+            "memoryId": memory_id,
+            "content": request.content,
+            "layer": request.layer,
+            "scope": scope,
+            "tags": request.tags,
+            "metadata": {"source": "manual", **request.metadata},
+            "createdAt": _iso(_now()),
+            "occurredAt": occurred_at,
+            "contentHash": content_hash or _hash(request.content),
+            "embeddingModel": self._embedder.name,
+            "createdBy": context.user,
+        }
+        if previous is not None:
+            data["after"] = previous[0]
+        output = MemoryAddOutput(memory_id=memory_id, message=STORED_MESSAGE, layer=request.layer)
+        marker = self._marker(partition, memory_id)
+        operations: list[Put | DeleteOp] = [
+            Put(Item(partition, f"MEM#{memory_id}", data), expect="absent"),
+            self._history(scope, memory_id, "ADD", context, contentHash=data["contentHash"]),
+            marker,
+        ]
+        if occurred_at:  # the next memory of this scope on this day links to this one
+            operations.append(Put(Item(partition, LAST, {"memoryId": memory_id, "day": _day(occurred_at)})))
+        return NewMemory(data, output, marker, operations)
+
+    def _deduplicated(
+        self, context: RequestContext, request: MemoryAddInput, scope: str, duplicate: str, content_hash: str
+    ) -> tuple[MemoryAddOutput, list[Put | DeleteOp]]:
+        """The answer naming the memory a request repeats, and the DEDUPE history item to write."""
+        output = MemoryAddOutput(memory_id=duplicate, message=DUPLICATE_MESSAGE, deduplicated=True, layer=request.layer)
+        return output, [self._history(scope, duplicate, "DEDUPE", context, contentHash=content_hash)]
 
     # ------------------------------------------------- index outbox and sync
     def _previous(self, partition: str, occurred_at: str | None) -> tuple[str, str] | None:
