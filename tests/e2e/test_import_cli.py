@@ -122,3 +122,14 @@ def test_a_layer_the_caller_cannot_write_is_refused_naming_the_line(tmp_path: Pa
     allowed = run("import", str(source), env={**env, "MNEMO_ROLES": "writer"})
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert json.loads(allowed.stdout)["added"] == 2
+
+
+def test_every_local_entry_point_runs_one_blas_thread_unless_told_otherwise() -> None:
+    """`mnemo` (serve, call, mcp, import) sets OPENBLAS_NUM_THREADS=1 before numpy loads; a caller's value stands."""
+    probe = "import os, mnemo.cli, numpy; print(os.environ.get('OPENBLAS_NUM_THREADS'))"
+    env = {key: value for key, value in os.environ.items() if key != "OPENBLAS_NUM_THREADS"}
+    unset = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
+    given = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env={**env, "OPENBLAS_NUM_THREADS": "2"}
+    )
+    assert (unset.stdout.strip(), given.stdout.strip()) == ("1", "2")

@@ -176,9 +176,6 @@ def run_import(
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    # One thread of matrix work per process: a BLAS pool only fights the embedder's threads (and is far
-    # slower on a busy machine). Set before anything imports numpy.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from mnemo.entry.identity import context_from_environment
 
     try:
