@@ -49,6 +49,7 @@ from mnemo.context import RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError
 from mnemo.memory.models import MemoryAddInput, MemoryAddOutput
 from mnemo.memory.service import (
+    CONTENT_HASH,
     LAST,
     NAMESPACE,
     MemoryService,
@@ -75,7 +76,7 @@ PRUNE_FROM = 8192
 #: Dimensions of that bound (principal directions of the kept memories).
 PRUNE_DIMENSIONS = 32
 #: Kept rows bounded per product (the bounds of one window's memories against them stay in cache).
-_BLOCK = 2048
+_BLOCK = 1024
 #: Float32 rounding room for the bound: a pair is looked at exactly whenever its bound comes this close.
 _ROOM = 1e-3
 
@@ -193,10 +194,10 @@ class _Bound:
         found_rows, found_columns = [], []
         # Blocks of kept rows small enough for the bounds to stay in cache (the product itself is cheap).
         for start in range(0, len(ids), _BLOCK):
-            bounds = reduced @ self.reduced[start : min(start + _BLOCK, len(ids))].T
-            near, columns = np.nonzero(bounds >= floor)
-            found_rows.append(near)
-            found_columns.append(columns + start)
+            stop = min(start + _BLOCK, len(ids))
+            hits = np.flatnonzero(reduced @ self.reduced[start:stop].T >= floor)  # far cheaper than a 2-d nonzero
+            found_rows.append(hits // (stop - start))
+            found_columns.append(hits % (stop - start) + start)
         near, columns = np.concatenate(found_rows), np.concatenate(found_columns)
         scores = np.einsum("ij,ij->i", matrix[near], rows[columns])
         keep = scores >= threshold
@@ -502,16 +503,20 @@ class BatchAdd:
     def _duplicate_of(self, entry: _Entry, in_call: tuple[float, str] | None) -> str | None:
         """The memory this entry repeats: the same content added in this call, else the most similar memory
         at or above the threshold, stored (the index's top 3) or added in this call (``in_call``)."""
-        exact = self._by_content.get((entry.scope, entry.content_hash))
-        if exact is not None:
-            return exact
+        in_call_repeat = self._by_content.get((entry.scope, entry.content_hash))
+        if in_call_repeat is not None:
+            return in_call_repeat
         if entry.vector is None:  # no vector: only exact repeats are caught (add skips the check entirely)
             return None
         floor = max(self._threshold, in_call[0]) if in_call is not None else self._threshold
         if not self._similar.fresh.get(entry.scope):
-            for hit in self._index.knn(NAMESPACE, entry.vector, {"scope": [entry.scope]}, 3):
-                if hit.score < floor:
-                    break
+            # The same content stored before (found by its hash: a dated memory's stored vector holds its
+            # predecessor too), else the nearest stored vectors.
+            same = self._index.knn(
+                NAMESPACE, entry.vector, {"scope": [entry.scope], CONTENT_HASH: [entry.content_hash]}, 1
+            )
+            near = self._index.knn(NAMESPACE, entry.vector, {"scope": [entry.scope]}, 3)
+            for hit in (*same, *(hit for hit in near if hit.score >= floor)):
                 if hit.id in self._written:
                     return hit.id
                 found = self._records.get(entry.partition, f"MEM#{hit.id}")
