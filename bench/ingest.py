@@ -20,7 +20,8 @@ stack (SQLite records, local index). For each embedder it measures:
   (before), to show what the sorting saves.
 
 bge runs on --bge-memories (default: --memories) with --bge-threads ONNX
-threads. Writes bench/results/ingest.json and prints a table.
+threads. Writes bench/results/ingest.json and prints a table; rows of other corpus sizes
+stay, and the rows a run replaces are kept under ``superseded`` with when they were measured.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -240,22 +242,27 @@ def run_sorting(texts: list[str], threads: int, rounds: int = 2) -> dict[str, An
 _CONDITIONS = ("bgeThreads", "openblasThreads", "cpus", "loadAverage")
 
 
-def _previous_rows(replaced: set[tuple[str, int]]) -> tuple[list[dict[str, Any]], Any]:
-    """Rows of the last results file for other (embedder, corpus size) pairs, so 10k and 100k runs sit together."""
+def _previous_rows(replaced: set[tuple[str, int]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Any]:
+    """Rows of the last results file for other (embedder, corpus size) pairs, so 10k and 100k runs sit together;
+    and the rows this run replaces (with when they were measured), kept as ``superseded`` for comparison."""
     from common import RESULTS
 
     try:
         earlier = json.loads((RESULTS / "ingest.json").read_text())
     except (OSError, ValueError):
-        return [], None
-    kept = []
+        return [], [], None
+    kept, superseded = [], []
     for row in earlier.get("rows", []):
         # Files of the first version named the corpus sizes once, at the top.
         corpus = row.get("corpus") or earlier.get("bgeMemories" if row["embedder"] == "bge" else "memories")
+        conditions = {key: earlier[key] for key in _CONDITIONS if key in earlier}
         if (row["embedder"], corpus) not in replaced:
-            conditions = {key: earlier[key] for key in _CONDITIONS if key in earlier}
             kept.append({**conditions, **row, "corpus": corpus})
-    return kept, earlier.get("bgeSorting")
+        else:
+            measured = row.get("measuredAt", earlier["at"])
+            superseded.append({**conditions, **row, "corpus": corpus, "measuredAt": measured})
+    superseded += [row for row in earlier.get("superseded", []) if (row["embedder"], row["corpus"]) not in replaced]
+    return kept, superseded, earlier.get("bgeSorting")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -311,8 +318,14 @@ def main(argv: list[str] | None = None) -> int:
         "loadAverage": [round(load, 2) for load in os.getloadavg()],
     }
     rows = [{**row, **conditions} for row in rows]
-    previous, earlier_sorting = _previous_rows({(row["embedder"], row["corpus"]) for row in rows})
-    path = write_results("ingest", {"rows": previous + rows, "bgeSorting": sorting or earlier_sorting})
+    previous, superseded, earlier_sorting = _previous_rows({(row["embedder"], row["corpus"]) for row in rows})
+    at = datetime.now(UTC).isoformat(timespec="seconds")
+    payload = {
+        "rows": previous + [{**row, "measuredAt": at} for row in rows],
+        "superseded": superseded,
+        "bgeSorting": sorting or earlier_sorting,
+    }
+    path = write_results("ingest", payload)
     print(f"wrote {path}", file=sys.stderr)
     return 0
 
