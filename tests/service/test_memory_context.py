@@ -65,6 +65,7 @@ def test_a_dated_memory_links_to_the_one_added_before_it_that_day_and_is_embedde
         "layer": ["user"],
         "tags": [],
         "meta.source": ['"manual"'],
+        "contentHash": [record(services, alice, second)["contentHash"]],
         AFTER: [first],
         EPISODE: ["2023-05-08"],
         SUBJECT: ["melanie"],
@@ -133,3 +134,79 @@ def test_the_near_duplicate_check_compares_content_not_content_in_context(servic
 
     assert not reply.deduplicated  # its vector holds the long turn, but the check looks at "Melanie: wow"
     assert again.deduplicated and again.memory_id == first.memory_id
+
+
+TURNS = [
+    "Caroline: I went to the support group yesterday",
+    "Melanie: how did it feel?",
+    "Caroline: powerful, I want to work in counseling",
+    "Melanie: you would be great at it",
+]
+
+
+def test_repeating_a_days_linked_memories_stores_nothing_new(services: Services) -> None:
+    alice = ctx()
+    first = [add(services, alice, turn, occurredAt=DAY) for turn in TURNS]
+    again = [
+        services.memory.add(alice, MemoryAddInput.model_validate({"content": t, "occurredAt": DAY})) for t in TURNS
+    ]
+
+    assert [out.memory_id for out in again] == first  # each found by its content, though stored in context
+    assert all(out.deduplicated for out in again)
+    assert services.index.count(NAMESPACE) == len(TURNS)
+
+
+def test_a_batch_repeating_linked_memories_added_one_by_one_stores_nothing_new(services: Services) -> None:
+    from mnemo.memory.batch import add_many
+
+    alice = ctx()
+    first = [add(services, alice, turn, occurredAt=DAY) for turn in TURNS]
+    requests = [MemoryAddInput.model_validate({"content": turn, "occurredAt": DAY}) for turn in TURNS]
+
+    again = add_many(services.memory, alice, requests)
+
+    assert [out.memory_id for out in again] == first and all(out.deduplicated for out in again)
+    assert services.index.count(NAMESPACE) == len(TURNS)
+
+
+class WriteHook:
+    """Runs ``before`` once, just before the first write that moves the scope's LAST pointer."""
+
+    def __init__(self, services: Services, before: Any) -> None:
+        self.write, self.before, self.fired = services.records.write, before, False
+        services.records.write = self  # type: ignore[method-assign]
+
+    def __call__(self, operations: Any) -> None:
+        moves_last = any(getattr(getattr(op, "item", None), "sk", None) == LAST for op in operations)
+        if moves_last and not self.fired:
+            self.fired = True
+            self.before()
+        self.write(operations)
+
+
+def test_an_add_racing_the_delete_of_its_predecessor_does_not_link_to_it(services: Services) -> None:
+    alice = ctx()
+    first = add(services, alice, "Caroline: my door code is 4412", occurredAt=DAY)
+    hook = WriteHook(services, lambda: services.memory.delete(alice, MemoryDeleteInput(memoryId=first)))
+
+    second = add(services, alice, "Melanie: noted", occurredAt=DAY)
+
+    assert hook.fired
+    assert "after" not in record(services, alice, second)
+    # its vector holds its own content only: nothing of the deleted memory
+    assert closest(services, alice, "Melanie: noted") == (second, pytest.approx(1.0, abs=1e-5))
+
+
+def test_two_dated_adds_racing_on_one_scope_keep_one_chain(services: Services) -> None:
+    alice = ctx()
+    first = add(services, alice, "Caroline: I painted a sunrise", occurredAt=DAY)
+    racer: list[str] = []
+    hook = WriteHook(services, lambda: racer.append(add(services, alice, "Melanie: show me!", occurredAt=DAY)))
+
+    last = add(services, alice, "Caroline: here it is", occurredAt=DAY)
+
+    assert hook.fired
+    assert record(services, alice, racer[0])["after"] == first
+    assert record(services, alice, last)["after"] == racer[0]  # retried after the racer, not beside it
+    pointer = services.records.get(_partition(alice.scope_key("user")), LAST)
+    assert pointer is not None and pointer.data["memoryId"] == last

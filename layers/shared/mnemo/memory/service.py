@@ -39,6 +39,11 @@ from mnemo.tools.paging import decode_cursor, encode_cursor, fingerprint
 NAMESPACE = "memory"
 #: Sort key of each scope's pointer to the dated memory added last there: the next one links to it.
 LAST = "LAST"
+#: Index keyword holding a memory's content hash: an exact repeat is found whatever its stored vector
+#: holds (a dated memory's vector is embedded with its predecessor's content).
+CONTENT_HASH = "contentHash"
+#: Tries of an add whose write lost a race on the scope's LAST pointer (another dated add or a delete).
+LINK_ATTEMPTS = 3
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 STORED_MESSAGE = "Memory stored successfully"
 DUPLICATE_MESSAGE = "A near-identical memory already exists in this scope; kept the existing one"
@@ -156,6 +161,7 @@ class MemoryService:
             "layer": [data["layer"]],
             "tags": sorted({tag.lower() for tag in data["tags"]}),
             **_meta_keywords(data["metadata"]),
+            CONTENT_HASH: [data["contentHash"]],
         }
         # The context signals of the ranker (mnemo.retrieval.ranker): neighbour link, episode, subject.
         if data.get("after"):
@@ -196,32 +202,47 @@ class MemoryService:
             replay = self._replay(partition, request.idempotency_key, request_hash)
             if replay is not None:
                 return replay
+        for _ in range(LINK_ATTEMPTS):
+            try:
+                return self._add_once(context, request, scope, request_hash)
+            except ConditionFailed:
+                # A concurrent retry with the same idempotency key won the race: answer as it did.
+                if request.idempotency_key:
+                    replay = self._replay(partition, request.idempotency_key, request_hash)
+                    if replay is not None:
+                        return replay
+                if request.occurred_at is None:  # only a dated add can lose a race (on the LAST pointer)
+                    break
+        raise Conflict("The memory changed while it was being written; retry")
 
+    def _add_once(
+        self, context: RequestContext, request: MemoryAddInput, scope: str, request_hash: str
+    ) -> MemoryAddOutput:
+        """One attempt of ``add``; ConditionFailed when its write lost a race."""
+        partition = _partition(scope)
         occurred_at = _iso(request.occurred_at) if request.occurred_at else None
-        previous = self._previous(partition, occurred_at)
+        last = self._records.get(partition, LAST) if occurred_at else None
+        previous = self._previous_of(partition, occurred_at, last)
         # The near-duplicate check compares the content alone; the index holds the content in context.
         texts = [request.content] + ([_embedding_text(request.content, previous[1])] if previous else [])
         vectors = self._try_embed_all(texts)
         content_vector, vector = (vectors[0], vectors[-1]) if vectors else (None, None)
+        content_hash = _hash(request.content)
         # Without a vector (embedder down) the memory is still stored and queued for
         # indexing; only the near-duplicate check is skipped.
-        duplicate = self._find_duplicate(partition, scope, content_vector) if content_vector is not None else None
+        duplicate = (
+            self._find_duplicate(partition, scope, content_vector, content_hash) if content_vector is not None else None
+        )
         if duplicate is not None:
-            output, operations = self._deduplicated(context, request, scope, duplicate, _hash(request.content))
+            output, operations = self._deduplicated(context, request, scope, duplicate, content_hash)
         else:
-            new = self._new_record(context, request, scope, previous)
+            # The LAST pointer moves only if no other add or delete moved it since it was read: a racing
+            # add would fork the chain, a racing delete would leave its content in this memory's vector.
+            new = self._new_record(context, request, scope, previous, content_hash, last=last)
             data, output, marker, operations = new.data, new.output, new.marker, new.operations
         if request.idempotency_key:
             operations.append(self._idempotency_record(partition, request.idempotency_key, request_hash, output))
-        try:
-            self._records.write(operations)
-        except ConditionFailed:
-            # A concurrent retry with the same idempotency key won the race: answer as it did.
-            if request.idempotency_key:
-                replay = self._replay(partition, request.idempotency_key, request_hash)
-                if replay is not None:
-                    return replay
-            raise Conflict("The memory changed while it was being written; retry") from None
+        self._records.write(operations)
         if duplicate is None and vector is not None:  # without a vector the marker waits for a drain
             self._outbox.settle(marker, self, first=self._upsert(data, vector, version=1))
         return output
@@ -233,12 +254,16 @@ class MemoryService:
         scope: str,
         previous: tuple[str, str] | None,
         content_hash: str | None = None,
+        *,
+        last: Item | Literal["unread"] | None = "unread",
     ) -> NewMemory:
         """The record of a new memory and its operations (``add`` and the batch path build it here).
 
         ``previous`` is the (id, content) of the dated memory added just before it in its scope on the same
         day (see ``_previous``): the record is linked to it (``after``) and is embedded with it
-        (``_embedding_text``). A dated memory also moves the scope's LAST pointer to itself.
+        (``_embedding_text``). A dated memory also moves the scope's LAST pointer to itself: given the
+        ``last`` pointer as read (None: read as absent), only if it has not moved since; "unread" (the batch
+        path, which writes it once per write): whatever it holds.
         """
         partition = _partition(scope)
         memory_id = f"mem_{secrets.token_hex(12)}"
@@ -266,7 +291,13 @@ class MemoryService:
             marker,
         ]
         if occurred_at:  # the next memory of this scope on this day links to this one
-            operations.append(Put(Item(partition, LAST, {"memoryId": memory_id, "day": _day(occurred_at)})))
+            pointer = {"memoryId": memory_id, "day": _day(occurred_at)}
+            if last == "unread":
+                operations.append(Put(Item(partition, LAST, pointer)))
+            else:
+                version = last.version + 1 if last is not None else 1
+                expect: int | Literal["absent"] = last.version if last is not None else "absent"
+                operations.append(Put(Item(partition, LAST, pointer, version=version), expect=expect))
         return NewMemory(data, output, marker, operations)
 
     def _deduplicated(
@@ -279,9 +310,12 @@ class MemoryService:
     # ------------------------------------------------- index outbox and sync
     def _previous(self, partition: str, occurred_at: str | None) -> tuple[str, str] | None:
         """The id and content of the dated memory added last in this scope, if it happened the same day."""
+        return self._previous_of(partition, occurred_at, self._records.get(partition, LAST) if occurred_at else None)
+
+    def _previous_of(self, partition: str, occurred_at: str | None, last: Item | None) -> tuple[str, str] | None:
+        """``_previous`` from the scope's LAST pointer as read."""
         if not occurred_at:
             return None
-        last = self._records.get(partition, LAST)
         if last is None or last.data.get("day") != _day(occurred_at):
             return None
         found = self._records.get(partition, f"MEM#{last.data['memoryId']}")
@@ -368,10 +402,22 @@ class MemoryService:
         """The stream indexer's entry: "indexed" or "removed"."""
         return "removed" if self.sync_reference({"pk": pk, "sk": sk}) == GONE else "indexed"
 
-    def _find_duplicate(self, partition: str, scope: str, vector: Sequence[float]) -> str | None:
-        for hit in self._index.knn(NAMESPACE, vector, {"scope": [scope]}, 3):
-            if hit.score < self._dedupe_similarity:
-                return None
+    def _find_duplicate(
+        self, partition: str, scope: str, vector: Sequence[float], content_hash: str | None = None
+    ) -> str | None:
+        """The stored memory of the scope this one repeats: the same content (found by its hash, whatever
+        the stored vector holds), else a vector at or above the near-duplicate similarity."""
+        exact = (
+            self._index.knn(NAMESPACE, vector, {"scope": [scope], CONTENT_HASH: [content_hash]}, 1)
+            if content_hash
+            else []
+        )
+        near = [
+            hit
+            for hit in self._index.knn(NAMESPACE, vector, {"scope": [scope]}, 3)
+            if hit.score >= self._dedupe_similarity
+        ]
+        for hit in (*exact, *near):
             found = self._records.get(partition, f"MEM#{hit.id}")
             if found is not None and not found.data.get("orphaned"):
                 return hit.id
@@ -493,8 +539,17 @@ class MemoryService:
                 )
             marker = self._marker(item.pk, memory_id)
             # The memories embedded after this one's content are re-indexed without it.
-            linked = self._followers(scope, memory_id) if item.data.get("occurredAt") else []  # only dated ones link
+            dated = bool(item.data.get("occurredAt"))  # only dated memories are linked
+            linked = self._followers(scope, memory_id) if dated else []
             followers = [self._marker(item.pk, follower) for follower in linked]
+            # A dated add that read the pointer to this memory must not link to it: the pointer goes with it,
+            # so such an add's conditional write fails and it tries again without this memory.
+            last = self._records.get(item.pk, LAST) if dated else None
+            unlink = (
+                [DeleteOp(item.pk, LAST, expect=last.version)]
+                if last and last.data.get("memoryId") == memory_id
+                else []
+            )
             try:
                 self._records.write(
                     [
@@ -502,6 +557,7 @@ class MemoryService:
                         self._history(scope, memory_id, "DELETE", context, contentHash=item.data["contentHash"]),
                         marker,
                         *followers,
+                        *unlink,
                     ]
                 )
             except ConditionFailed:

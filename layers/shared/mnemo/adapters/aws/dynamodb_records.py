@@ -64,7 +64,9 @@ class DynamoDbRecordStore(LazyClient):
                 raise ConditionFailed(str(error)) from None
             if code == "TransactionCanceledException":
                 reasons = [r.get("Code") for r in error.response.get("CancellationReasons", [])]
-                if "ConditionalCheckFailed" in reasons:
+                # TransactionConflict: another transaction was writing one of the items; like a lost
+                # condition, the caller re-reads and decides again (CONFLICT, or a retry).
+                if "ConditionalCheckFailed" in reasons or "TransactionConflict" in reasons:
                     raise ConditionFailed(f"transaction cancelled: {reasons}") from None
             raise provider_error("DynamoDB", error) from error
         except BotoCoreError as error:
