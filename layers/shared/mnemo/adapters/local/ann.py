@@ -23,7 +23,7 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-# Chosen on bench/scale.py's vectors (recall@10 of k=100 searches against exact; docs/scaling-local.md has the
+# Chosen on bench/scale.py's vectors (recall@10 of k=100 searches against exact; docs/scaling.md has the
 # tables). On its first, near-uniform vectors at 50,000 rows, M 32 / efConstruction 100 levelled off near 0.95
 # whatever efSearch: the graph, not the search, was the limit; M 48 / efConstruction 200 reached 0.98. On vectors
 # matched to bge-small's statistics, 8-bit storage and re-scoring 2 x k candidates: at 100,000 rows 0.994 at
