@@ -162,9 +162,11 @@ class _Bound:
 
     def __init__(self, np: Any, rows: Any) -> None:
         self.np = np
-        # The principal directions of the rows kept so far (any orthonormal basis keeps the bound exact).
-        _, _, directions = np.linalg.svd(rows.astype(np.float64), full_matrices=False)
-        self.basis = np.ascontiguousarray(directions[:PRUNE_DIMENSIONS].T, dtype=np.float32)  # d x k
+        # The principal directions of the rows kept so far, from their d x d second moments (any orthonormal
+        # basis keeps the bound exact; these make it tight).
+        moments = rows.T.astype(np.float64) @ rows.astype(np.float64)
+        _, directions = np.linalg.eigh(moments)  # ascending eigenvalues
+        self.basis = np.ascontiguousarray(directions[:, ::-1][:, :PRUNE_DIMENSIONS], dtype=np.float32)  # d x k
         self.reduced = np.zeros((0, PRUNE_DIMENSIONS + 1), dtype=np.float32)
         self.count = 0
 
