@@ -256,11 +256,9 @@ def _previous_rows(replaced: set[tuple[str, int]]) -> tuple[list[dict[str, Any]]
         # Files of the first version named the corpus sizes once, at the top.
         corpus = row.get("corpus") or earlier.get("bgeMemories" if row["embedder"] == "bge" else "memories")
         conditions = {key: earlier[key] for key in _CONDITIONS if key in earlier}
-        if (row["embedder"], corpus) not in replaced:
-            kept.append({**conditions, **row, "corpus": corpus})
-        else:
-            measured = row.get("measuredAt", earlier["at"])
-            superseded.append({**conditions, **row, "corpus": corpus, "measuredAt": measured})
+        # Rows of files before measuredAt existed: the file's time (that of its last run, at the latest).
+        row = {**conditions, **row, "corpus": corpus, "measuredAt": row.get("measuredAt", earlier["at"])}
+        (superseded if (row["embedder"], corpus) in replaced else kept).append(row)
     superseded += [row for row in earlier.get("superseded", []) if (row["embedder"], row["corpus"]) not in replaced]
     return kept, superseded, earlier.get("bgeSorting")
 
