@@ -133,3 +133,19 @@ def test_every_local_entry_point_runs_one_blas_thread_unless_told_otherwise() ->
         [sys.executable, "-c", probe], capture_output=True, text=True, env={**env, "OPENBLAS_NUM_THREADS": "2"}
     )
     assert (unset.stdout.strip(), given.stdout.strip()) == ("1", "2")
+
+
+def test_a_store_failure_mid_import_answers_an_envelope_not_a_traceback(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "index.sqlite3").write_bytes(b"this is not an SQLite database" * 100)  # a damaged index file
+    env = {"MNEMO_DATA_DIR": str(data), "MNEMO_EMBEDDER": "hashing", "MNEMO_USER": "dana"}
+    source = jsonl(tmp_path / "memories.jsonl", {"content": "Dana's standup is at nine"})
+
+    done = run("import", str(source), env=env)
+
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["success"] is False and answer["errorCode"] == "PROVIDER_ERROR"
+    assert "import again resumes it" in answer["message"]

@@ -34,7 +34,7 @@ from typing import Any, Literal, TextIO
 from pydantic import ValidationError
 
 from mnemo.context import RequestContext
-from mnemo.errors import InvalidInput, MnemoError, from_validation_errors
+from mnemo.errors import InvalidInput, MnemoError, ProviderError, from_validation_errors
 from mnemo.memory.models import MemoryAddInput
 from mnemo.models import ToolRequest
 
@@ -195,6 +195,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     except UnicodeDecodeError as error:
         envelope = InvalidInput(f"file: not UTF-8 text ({error.reason})", {"field": "file"}).envelope()
         sys.stdout.write(json.dumps(envelope, indent=2) + "\n")
+        return 1
+    except Exception as error:  # a store or index failure: an envelope, never a traceback
+        stopped = ProviderError(
+            f"the import stopped: {type(error).__name__}: {error}. The memories written before it are kept; "
+            "running the same import again resumes it (lines already stored are replayed)",
+            {"file": args.file},
+        )
+        sys.stdout.write(json.dumps(stopped.envelope(), indent=2) + "\n")
         return 1
     sys.stdout.write(json.dumps({"file": args.file, **summary}, indent=2) + "\n")
     return 0
