@@ -58,6 +58,7 @@ from mnemo.memory.service import (
     _hash,
     _iso,
     _partition,
+    key_reused,
 )
 from mnemo.outbox import Reference
 from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put
@@ -411,10 +412,7 @@ class BatchAdd:
             if earlier is None:
                 first[(entry.partition, key)] = entry
             elif earlier.request_hash != entry.request_hash:
-                raise _at(
-                    Conflict("idempotencyKey was already used for a different request", {"field": "idempotencyKey"}),
-                    entry.position,
-                )
+                raise _at(key_reused(), entry.position)
             else:
                 entry.replay_of = earlier
         keys = [(partition, f"IDEM#{key}") for partition, key in first]
@@ -427,10 +425,7 @@ class BatchAdd:
             if found is None:
                 continue
             if found.data["requestHash"] != entry.request_hash:
-                raise _at(
-                    Conflict("idempotencyKey was already used for a different request", {"field": "idempotencyKey"}),
-                    entry.position,
-                )
+                raise _at(key_reused(), entry.position)
             entry.outcome = AddOutcome(MemoryAddOutput.model_validate(found.data["response"]), replayed=True)
 
     # ------------------------------------------------------------ one batch

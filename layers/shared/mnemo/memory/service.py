@@ -83,6 +83,11 @@ def _lexical_text(content: str, occurred_at: str | None) -> str:
     return f"{content} {moment.day} {moment.strftime('%B %Y')}"
 
 
+def key_reused() -> Conflict:
+    """The answer to an idempotency key sent again with a different request."""
+    return Conflict("idempotencyKey was already used for a different request", {"field": "idempotencyKey"})
+
+
 def _day(occurred_at: str | None) -> str | None:
     """The UTC day a memory happened (``occurredAt`` is stored as UTC ISO 8601), or None."""
     return occurred_at[:10] if occurred_at else None
@@ -350,13 +355,6 @@ class MemoryService:
             logger.warning("embedding failed; the memory is stored and queued for indexing: %s", error.message)
             return []
 
-    def _try_embed(self, text: str) -> list[float] | None:
-        try:
-            return list(self._embedder.embed([text])[0])
-        except MnemoError as error:
-            logger.warning("embedding failed; the memory is stored and queued for indexing: %s", error.message)
-            return None
-
     def _marker(self, partition: str, memory_id: str) -> Put:
         return self._outbox.marker(self.family, {"pk": partition, "sk": f"MEM#{memory_id}"})
 
@@ -433,10 +431,7 @@ class MemoryService:
         if stored is None:
             return None
         if stored.data["requestHash"] != request_hash:
-            raise Conflict(
-                "idempotencyKey was already used for a different request",
-                {"field": "idempotencyKey"},
-            )
+            raise key_reused()
         return MemoryAddOutput.model_validate(stored.data["response"])
 
     # ------------------------------------------------------------- search
@@ -612,9 +607,9 @@ class MemoryService:
             )
         except ConditionFailed:
             raise Conflict("The knowledge pointer changed while it was being written; retry") from None
-        vector = self._try_embed(content)
-        if vector is not None:  # without one, the marker waits for a drain
-            self._outbox.settle(marker, self, first=self._upsert(data, vector, version))
+        vectors = self._try_embed_all([content])
+        if vectors:  # without one, the marker waits for a drain
+            self._outbox.settle(marker, self, first=self._upsert(data, vectors[0], version))
 
     def orphan_pointer(self, scope: str, memory_id: str, actor: str) -> bool:
         """Mark a knowledge pointer orphaned (its item is gone) and take it out of search."""
