@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from mnemo.adapters.local.sqlite_connect import connect
 from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put
 
 _SCHEMA = """
@@ -39,9 +40,7 @@ class SqliteRecordStore:
     def _connection(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self._path, timeout=30, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            conn = connect(self._path)
             self._local.conn = conn
         return conn
 

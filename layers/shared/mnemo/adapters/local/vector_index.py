@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -37,6 +36,7 @@ import numpy as np
 
 from mnemo.adapters.local import ann
 from mnemo.adapters.local.lexical import Bm25
+from mnemo.adapters.local.sqlite_connect import connect
 from mnemo.ports import Filter, Hit, IndexDoc
 
 logger = logging.getLogger(__name__)
@@ -226,9 +226,7 @@ class LocalVectorIndex:
         #: Public so that a benchmark can compare both paths on one loaded index.
         self.exact_below = exact_below
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(self._path, timeout=30, isolation_level=None, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn = connect(self._path)
         self._conn.executescript(_SCHEMA)
         self._spaces: dict[str, _Space] = {}
         self._seen_version = self._data_version()
