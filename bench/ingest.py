@@ -131,36 +131,24 @@ def _stored(services: Services) -> int:
     return sum(1 for item in services.records.scan("MEM|") if item.sk.startswith("MEM#"))
 
 
+def _timed_batch(
+    services: Services, context: RequestContext, embedder: str, path: str, texts: list[str]
+) -> dict[str, Any]:
+    """One batch import of ``texts``, timed, as a result row."""
+    started = time.perf_counter()
+    answers = add_many(services.memory, context, _requests(texts))
+    seconds = time.perf_counter() - started
+    deduplicated = sum(answer.deduplicated for answer in answers)
+    return _row(embedder, path, len(texts), seconds, deduplicated=deduplicated, stored=_stored(services))
+
+
 def run_batch(embedder: str, texts: list[str], threads: int) -> list[dict[str, Any]]:
     services = _stack(embedder, threads)
     context = _context()
-    rows = []
-    started = time.perf_counter()
-    first = add_many(services.memory, context, _requests(texts))
-    rows.append(
-        _row(
-            embedder,
-            "batch",
-            len(texts),
-            time.perf_counter() - started,
-            deduplicated=sum(o.deduplicated for o in first),
-            stored=_stored(services),
-        )
-    )
+    rows = [_timed_batch(services, context, embedder, "batch", texts)]
     pending = len(services.outbox.pending())
     assert pending == 0, f"{pending} markers left after a healthy import"
-    started = time.perf_counter()
-    again = add_many(services.memory, context, _requests(texts))
-    rows.append(
-        _row(
-            embedder,
-            "batch, again (retry)",
-            len(texts),
-            time.perf_counter() - started,
-            deduplicated=sum(o.deduplicated for o in again),
-            stored=_stored(services),
-        )
-    )
+    rows.append(_timed_batch(services, context, embedder, "batch, again (retry)", texts))
     assert rows[-1]["stored"] == rows[0]["stored"], "a retried import stored memories twice"
     return rows
 

@@ -49,7 +49,6 @@ from mnemo.context import RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError
 from mnemo.memory.models import MemoryAddInput, MemoryAddOutput
 from mnemo.memory.service import (
-    CONTENT_HASH,
     LAST,
     NAMESPACE,
     MemoryService,
@@ -507,18 +506,12 @@ class BatchAdd:
             return None
         floor = max(self._threshold, in_call[0]) if in_call is not None else self._threshold
         if not self._similar.fresh.get(entry.scope):
-            # The same content stored before (found by its hash: a dated memory's stored vector holds its
-            # predecessor too), else the nearest stored vectors.
-            same = self._index.knn(
-                NAMESPACE, entry.vector, {"scope": [entry.scope], CONTENT_HASH: [entry.content_hash]}, 1
-            )
-            near = self._index.knn(NAMESPACE, entry.vector, {"scope": [entry.scope]}, 3)
-            for hit in (*same, *(hit for hit in near if hit.score >= floor)):
-                if hit.id in self._written:
-                    return hit.id
-                found = self._records.get(entry.partition, f"MEM#{hit.id}")
+            for memory_id in self._service._repeat_candidates(entry.scope, entry.vector, entry.content_hash, floor):
+                if memory_id in self._written:
+                    return memory_id
+                found = self._records.get(entry.partition, f"MEM#{memory_id}")
                 if found is not None and not found.data.get("orphaned"):
-                    return hit.id
+                    return memory_id
         return in_call[1] if in_call is not None and in_call[0] >= self._threshold else None
 
     def _decide(self, entry: _Entry, in_call: tuple[float, str] | None) -> None:

@@ -403,23 +403,27 @@ class MemoryService:
     def _find_duplicate(
         self, partition: str, scope: str, vector: Sequence[float], content_hash: str | None = None
     ) -> str | None:
-        """The stored memory of the scope this one repeats: the same content (found by its hash, whatever
-        the stored vector holds), else a vector at or above the near-duplicate similarity."""
-        exact = (
+        """The stored memory of the scope this one repeats (see ``_repeat_candidates``), if its record stands."""
+        for memory_id in self._repeat_candidates(scope, vector, content_hash):
+            found = self._records.get(partition, f"MEM#{memory_id}")
+            if found is not None and not found.data.get("orphaned"):
+                return memory_id
+        return None
+
+    def _repeat_candidates(
+        self, scope: str, vector: Sequence[float], content_hash: str | None, floor: float | None = None
+    ) -> list[str]:
+        """Indexed memories of the scope this content may repeat, best first: the same content (found by its
+        hash, whatever the stored vector holds), then vectors at or above ``floor`` (default: the near-duplicate
+        similarity). The caller checks their records."""
+        floor = self._dedupe_similarity if floor is None else floor
+        same = (
             self._index.knn(NAMESPACE, vector, {"scope": [scope], CONTENT_HASH: [content_hash]}, 1)
             if content_hash
             else []
         )
-        near = [
-            hit
-            for hit in self._index.knn(NAMESPACE, vector, {"scope": [scope]}, 3)
-            if hit.score >= self._dedupe_similarity
-        ]
-        for hit in (*exact, *near):
-            found = self._records.get(partition, f"MEM#{hit.id}")
-            if found is not None and not found.data.get("orphaned"):
-                return hit.id
-        return None
+        near = self._index.knn(NAMESPACE, vector, {"scope": [scope]}, 3)
+        return [hit.id for hit in (*same, *(hit for hit in near if hit.score >= floor))]
 
     def _idempotency_record(self, partition: str, key: str, request_hash: str, output: MemoryAddOutput) -> Put:
         data = {"requestHash": request_hash, "response": output.model_dump(mode="json")}
