@@ -1,0 +1,131 @@
+"""The languages the outline reads, each a tree-sitter grammar from PyPI plus an extractor.
+
+A language is a ``LanguageSpec``: the file extensions it claims, its grammar
+(imported on first use: nothing is downloaded, the grammar packages ship
+compiled), the extractor that turns a parse tree into a ``FileOutline``, and
+what the resolver needs to know about it (how module names nest, which modules
+and names are the standard library or built in).
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mnemo.errors import invalid_field
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+    from mnemo.outline.model import FileOutline
+
+#: extract(root, source, path, workspace paths) -> the file's outline.
+Extractor = Callable[["Node", bytes, str, frozenset[str]], "FileOutline"]
+
+
+@dataclass(frozen=True)
+class LanguageSpec:
+    name: str
+    extensions: tuple[str, ...]
+    #: Returns the grammar's language pointer, e.g. ``tree_sitter_python.language()``; per extension when
+    #: one package holds several grammars (TypeScript and TSX).
+    grammar: Callable[[str], Any]
+    extract: Extractor
+    #: The module key a file at ``path`` gets in a workspace holding ``paths`` (see FileOutline.module_key).
+    #: Stored outlines whose key differs (a Python package gained an ``__init__.py``) are extracted again.
+    module_key: Callable[[str, frozenset[str]], str]
+    #: What separates the parts of a module key: '.' (Python, Java) or '/' (Go, TypeScript/JavaScript).
+    separator: str
+    #: Whether an imported module belongs to the standard library.
+    is_native_module: Callable[[str], bool]
+    #: Names usable without an import that the language itself provides (len, string, console, String...).
+    builtins: frozenset[str]
+    #: The module that native names are shown under: builtins, go, java.lang, globalThis.
+    builtin_module: str
+    #: Whether a class's members are in scope, unqualified, inside the class (Java: yes; Python, TS: no).
+    bare_members: bool = False
+    #: Whether files with one module key share their top-level names (Go and Java packages).
+    package_scope: bool = False
+
+    def claims(self, path: str) -> bool:
+        return path.endswith(self.extensions)
+
+
+_MODULES = {
+    "python": "mnemo.outline.lang_python",
+    "go": "mnemo.outline.lang_go",
+    "java": "mnemo.outline.lang_java",
+    "typescript": "mnemo.outline.lang_typescript",
+    "javascript": "mnemo.outline.lang_typescript",
+}
+LANGUAGES = tuple(_MODULES)
+
+
+def get_language(name: str) -> LanguageSpec:
+    """The spec of a language by its name; INVALID_INPUT naming ``language`` for any other."""
+    module = _MODULES.get(name)
+    if module is None:
+        raise invalid_field("language", f"'{name}' is not an outline language; use one of {', '.join(LANGUAGES)}")
+    spec: LanguageSpec = getattr(importlib.import_module(module), f"{name.upper()}")
+    return spec
+
+
+def language_of(path: str) -> LanguageSpec | None:
+    for name in LANGUAGES:
+        spec = get_language(name)
+        if spec.claims(path):
+            return spec
+    return None
+
+
+_parsers = threading.local()  # a tree-sitter Parser is not to be shared between threads
+
+
+def parse(spec: LanguageSpec, path: str, source: bytes) -> Node:
+    """The root node of ``source`` parsed with the grammar for ``path``'s extension."""
+    from tree_sitter import Language, Parser
+
+    extension = next(ext for ext in spec.extensions if path.endswith(ext))
+    cache: dict[tuple[str, str], Parser] = getattr(_parsers, "cache", None) or {}
+    _parsers.cache = cache
+    parser = cache.get((spec.name, extension))
+    if parser is None:
+        parser = cache[(spec.name, extension)] = Parser(Language(spec.grammar(extension)))
+    return parser.parse(source).root_node
+
+
+def extract(spec: LanguageSpec, path: str, source: bytes, paths: frozenset[str]) -> FileOutline:
+    return spec.extract(parse(spec, path, source), source, path, paths)
+
+
+# ----------------------------------------------------- helpers for extractors ---
+def text(node: Node | None) -> str:
+    """A node's source text (tree-sitter keeps the bytes it parsed)."""
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode(errors="replace")
+
+
+def line_of(node: Node) -> int:
+    return node.start_point[0] + 1
+
+
+def end_line_of(node: Node) -> int:
+    return node.end_point[0] + 1
+
+
+def count_errors(root: Node) -> int:
+    """How many ERROR or MISSING nodes the parser recovered with (0 for a file that parses cleanly)."""
+    if not root.has_error:
+        return 0
+    found, stack = 0, [root]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            found += 1
+            continue
+        stack.extend(child for child in node.children if child.has_error or child.is_missing)
+    return found
