@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mnemo.graph.service import GraphService
     from mnemo.knowledge.repository import KnowledgeRepository
     from mnemo.knowledge.service import KnowledgeService
+    from mnemo.outline.service import OutlineService
     from mnemo.sync.service import SyncService
     from mnemo.topics.service import TopicService
 
@@ -190,6 +191,12 @@ class Services:
         from mnemo.assets.expansion import Expander
 
         return Expander(self.files)
+
+    @cached_property
+    def outline(self) -> OutlineService:
+        from mnemo.outline.service import OutlineService
+
+        return OutlineService(self.records, self.file_store)
 
     @cached_property
     def graph(self) -> GraphService:

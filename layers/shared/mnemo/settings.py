@@ -31,6 +31,7 @@ the embedded default, so ``mnemo serve`` runs on a laptop with no cloud at all.
 | MNEMO_EXTRACTOR_MAX_CALLS | model calls one build_memory_from_text may make | 4 |
 | MNEMO_EXTRACTOR_CHUNK_CHARS | characters of text per model call | 12000 |
 | MNEMO_EXTRACTOR_TIMEOUT_SECONDS | how long one model call may take | 60 |
+| MNEMO_EXPERIMENTAL | serve the experimental tools (code outline): 1 or true | off |
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ class Settings(BaseModel):
     extractor_max_calls: int = Field(4, ge=1, le=20)
     extractor_chunk_chars: int = Field(12_000, ge=500, le=100_000)
     extractor_timeout_seconds: float = Field(60.0, gt=0, le=900)
+    #: Serve the experimental tools (read by mnemo.tools.registry.experimental_enabled, which the front
+    #: doors consult before any Services exist).
+    experimental: bool = False
     #: Roles granted to a local-server caller that sends no X-Mnemo-Roles header.
     default_local_roles: tuple[str, ...] = ("writer",)
 

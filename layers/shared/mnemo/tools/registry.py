@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -178,6 +179,15 @@ def _unpaired(path: tuple[str, ...], where: str) -> InvalidInput:
 CATALOG: dict[str, Tool] = {}
 #: The family modules, in the order the catalog (and everything generated from it) lists them.
 FAMILIES = ("memory", "knowledge", "sync", "conversations", "topics", "files", "graph")
+#: Families served only when the experimental setting is on; listed after the others.
+EXPERIMENTAL_FAMILIES = ("outline",)
+_TRUE = ("1", "true", "yes", "on")
+
+
+def experimental_enabled() -> bool:
+    """Whether experimental tools are served: ``MNEMO_EXPERIMENTAL`` (``mnemo serve --experimental`` sets it;
+    the template passes its ``ExperimentalTools`` parameter)."""
+    return os.environ.get("MNEMO_EXPERIMENTAL", "").strip().lower() in _TRUE
 
 
 def tool(family: str) -> Callable[[ToolFunction], ToolFunction]:
@@ -199,13 +209,16 @@ def tool(family: str) -> Callable[[ToolFunction], ToolFunction]:
     return register
 
 
-def load_catalog() -> Mapping[str, Tool]:
-    """Import every family module, so that each has registered its tools."""
+def load_catalog(experimental: bool | None = None) -> Mapping[str, Tool]:
+    """The tools served: every family's, and the experimental families' when ``experimental`` (by default
+    the setting) is on. Off, they are absent, whoever else imported their modules."""
     import importlib
 
-    for family in FAMILIES:
+    served = experimental_enabled() if experimental is None else experimental
+    families = FAMILIES + EXPERIMENTAL_FAMILIES if served else FAMILIES
+    for family in families:
         importlib.import_module(f"mnemo.tools.{family}")
-    return CATALOG
+    return {name: found for name, found in CATALOG.items() if found.family in families}
 
 
 def get_tool(name: str) -> Tool:

@@ -1,0 +1,181 @@
+"""The outline index: each workspace file's outline, kept on the records store beside the workspace.
+
+=====================================  ==============================================================
+key                                    holds
+=====================================  ==============================================================
+pk ``OUTLINE|{scope}``                 the outlines of one workspace (the same scope as ``WS|{scope}``)
+sk ``F#{language}#{path}``             the file's outline (``mnemo.outline.model.FileOutline``), the
+                                       sha256 and version of the content it was made from, its module
+                                       key; or, for a file the outline skips, why
+=====================================  ==============================================================
+
+``refresh`` brings a language's outlines in line with the workspace: it reads
+the workspace heads (names, hashes, sizes), parses only the files whose content
+or module key changed, and deletes the outlines of files that are gone. The sync
+job runs it when a workspace object changes and the tools run it before
+answering, so a tool call parses at most what changed since the last one. The
+index is derived: losing it loses nothing (the next refresh rebuilds it), and
+two refreshes racing write the same outline for the same content.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from mnemo.assets.store import FileStore, Location
+from mnemo.errors import invalid_field
+from mnemo.outline.languages import LanguageSpec, extract
+from mnemo.outline.model import FileOutline
+from mnemo.ports import Delete, Item, Put, RecordStore
+
+OUTLINE_PREFIX = "OUTLINE|"
+#: The most files of one language an outline covers; a bigger project gets INVALID_INPUT, not a timeout.
+MAX_PROJECT_FILES = 5_000
+#: The most bytes of one language's source an outline covers.
+MAX_PROJECT_BYTES = 40_000_000
+#: A larger file is listed as skipped, not parsed (generated code, bundles, data).
+MAX_FILE_BYTES = 1_000_000
+#: A file's outline must fit one DynamoDB item (400 KB) with room to spare.
+MAX_OUTLINE_JSON_BYTES = 350_000
+_READERS = 8  # workspace contents read in parallel (S3 round trips)
+
+
+@dataclass(frozen=True)
+class WorkspaceFile:
+    path: str
+    sha256: str
+    bytes: int
+    version: int
+    head: Item
+
+
+@dataclass
+class Refresh:
+    """What one refresh found and did."""
+
+    outlines: list[FileOutline] = field(default_factory=list)
+    #: Files of the language the outline does not cover, each with the reason.
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    parsed: int = 0
+    removed: int = 0
+    #: Every (path, sha256) of the language: equal fingerprints mean equal outlines.
+    fingerprint: tuple[tuple[str, str], ...] = ()
+
+
+def outline_pk(workspace: Location) -> str:
+    return OUTLINE_PREFIX + workspace.pk.split("|", 1)[1]
+
+
+class OutlineIndex:
+    def __init__(self, records: RecordStore, files: FileStore) -> None:
+        self._records = records
+        self._files = files
+
+    # ------------------------------------------------------------ reads
+    def workspace_files(self, where: Location) -> dict[str, WorkspaceFile]:
+        found: dict[str, WorkspaceFile] = {}
+        after: str | None = None
+        while True:
+            heads, more = self._files.heads(where, "", after, 1000)
+            for head in heads:
+                name = head.data["name"]
+                found[name] = WorkspaceFile(name, head.data["sha256"], int(head.data["bytes"]), head.version, head)
+            if not more or not heads:
+                return found
+            after = heads[-1].data["name"]
+
+    def stored(self, pk: str, language: str) -> dict[str, Item]:
+        prefix = f"F#{language}#"
+        found: dict[str, Item] = {}
+        low, high = prefix, prefix + "\U0010ffff"
+        while True:
+            page = self._records.query(pk, between=(low, high), limit=500)
+            found.update((item.sk.removeprefix(prefix), item) for item in page)
+            if len(page) < 500:
+                return found
+            low = page[-1].sk + "\x00"
+
+    # ------------------------------------------------------------ refresh
+    def check_size(self, spec: LanguageSpec, files: list[WorkspaceFile]) -> None:
+        total = sum(item.bytes for item in files)
+        if len(files) > MAX_PROJECT_FILES or total > MAX_PROJECT_BYTES:
+            raise invalid_field(
+                "language",
+                f"the workspace holds {len(files):,} {spec.name} files ({total:,} bytes); an outline covers at most "
+                f"{MAX_PROJECT_FILES:,} files and {MAX_PROJECT_BYTES:,} bytes of one language. Outline one file "
+                "(outline_file) or symbol (outline_symbol with file), or remove generated and vendored code",
+                limitFiles=MAX_PROJECT_FILES,
+                limitBytes=MAX_PROJECT_BYTES,
+                files=len(files),
+                bytes=total,
+            )
+
+    def refresh(
+        self,
+        where: Location,
+        spec: LanguageSpec,
+        workspace: dict[str, WorkspaceFile] | None = None,
+        stored: dict[str, Item] | None = None,
+    ) -> Refresh:
+        """The language's outlines, brought up to date with the workspace first."""
+        workspace = self.workspace_files(where) if workspace is None else workspace
+        paths = frozenset(workspace)
+        files = sorted((item for item in workspace.values() if spec.claims(item.path)), key=lambda item: item.path)
+        self.check_size(spec, files)
+        pk = outline_pk(where)
+        stored = self.stored(pk, spec.name) if stored is None else stored
+        result = Refresh(fingerprint=tuple((item.path, item.sha256) for item in files))
+        stale = [item for item in files if not _current(stored.get(item.path), item, spec.module_key(item.path, paths))]
+        fresh = self._parse(where, spec, stale, paths)
+        for item in stale:
+            self._records.write([Put(fresh[item.path])])
+            stored[item.path] = fresh[item.path]
+        gone = [path for path in stored if path not in workspace or not spec.claims(path)]
+        for path in gone:
+            self._records.write([Delete(pk, stored.pop(path).sk)])
+        result.parsed, result.removed = len(stale), len(gone)
+        for item in files:
+            data = stored[item.path].data
+            if "outline" in data:
+                result.outlines.append(FileOutline.from_json(json.loads(data["outline"])))
+            else:
+                result.skipped.append({"path": item.path, "reason": data["skipped"]})
+        return result
+
+    def _parse(
+        self, where: Location, spec: LanguageSpec, stale: list[WorkspaceFile], paths: frozenset[str]
+    ) -> dict[str, Item]:
+        pk = outline_pk(where)
+
+        def one(item: WorkspaceFile) -> Item:
+            data: dict[str, Any] = {
+                "path": item.path,
+                "sha256": item.sha256,
+                "version": item.version,
+                "moduleKey": spec.module_key(item.path, paths),
+            }
+            if item.bytes > MAX_FILE_BYTES:
+                data["skipped"] = f"{item.bytes:,} bytes; files over {MAX_FILE_BYTES:,} bytes are not outlined"
+                return Item(pk, f"F#{spec.name}#{item.path}", data)
+            content, _ = self._files.content(where, item.head)
+            outline = extract(spec, item.path, content.encode(), paths)
+            encoded = json.dumps(outline.to_json(), separators=(",", ":"))
+            if len(encoded) > MAX_OUTLINE_JSON_BYTES:
+                data["skipped"] = f"its outline takes {len(encoded):,} bytes, over {MAX_OUTLINE_JSON_BYTES:,}"
+            else:
+                data["outline"] = encoded
+            return Item(pk, f"F#{spec.name}#{item.path}", data)
+
+        run: Callable[[WorkspaceFile], Item] = one
+        if len(stale) <= 1:
+            return {item.path: run(item) for item in stale}
+        with ThreadPoolExecutor(max_workers=min(_READERS, len(stale))) as pool:
+            return {item.path: parsed for item, parsed in zip(stale, pool.map(run, stale), strict=True)}
+
+
+def _current(stored: Item | None, item: WorkspaceFile, module_key: str) -> bool:
+    return stored is not None and stored.data["sha256"] == item.sha256 and stored.data["moduleKey"] == module_key

@@ -1,0 +1,202 @@
+"""The outline tools over the caller's workspace: find the roots, build their trees, fit the answer.
+
+Each call first brings the outline index up to date (``OutlineIndex.refresh``:
+only files changed since the last build are parsed), then resolves the project
+graph, which a process keeps while the workspace's files of that language stay
+the same, so repeated calls on a warm Lambda read the workspace heads and
+nothing else. Trees are added root by root until ``limit`` or the front door's
+response budget is reached; the rest is one ``nextCursor`` away.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from mnemo.assets.paths import parse_path
+from mnemo.assets.scopes import workspace_location
+from mnemo.assets.store import FileStore, Location
+from mnemo.context import RequestContext
+from mnemo.errors import NotFound, invalid_field
+from mnemo.outline.graph import Graph, build_graph
+from mnemo.outline.index import OutlineIndex, Refresh
+from mnemo.outline.languages import LanguageSpec, get_language
+from mnemo.outline.models import (
+    OutlineFileInput,
+    OutlineNode,
+    OutlineOutput,
+    OutlineProjectInput,
+    OutlineSymbolInput,
+    SkippedFile,
+)
+from mnemo.outline.tree import TreeNode, relation_tree, render_text
+from mnemo.ports import RecordStore
+from mnemo.tools.paging import decode_cursor, encode_cursor, fingerprint
+
+#: What an answer may take when the front door sets no budget (Lambda's response limit is 6 MB).
+DEFAULT_BUDGET_BYTES = 4_000_000
+_CACHED_GRAPHS = 8
+
+
+@dataclass(frozen=True)
+class _Built:
+    graph: Graph
+    refresh: Refresh
+
+
+class _GraphCache:
+    """Resolved graphs by (workspace, language), each valid for one fingerprint of the language's files."""
+
+    def __init__(self) -> None:
+        self._graphs: OrderedDict[tuple[str, str], tuple[tuple[tuple[str, str], ...], _Built]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str], files: tuple[tuple[str, str], ...]) -> _Built | None:
+        with self._lock:
+            found = self._graphs.get(key)
+            if found is None or found[0] != files:
+                return None
+            self._graphs.move_to_end(key)
+            return found[1]
+
+    def put(self, key: tuple[str, str], files: tuple[tuple[str, str], ...], built: _Built) -> None:
+        with self._lock:
+            self._graphs[key] = (files, built)
+            self._graphs.move_to_end(key)
+            while len(self._graphs) > _CACHED_GRAPHS:
+                self._graphs.popitem(last=False)
+
+
+_CACHE = _GraphCache()
+
+
+class OutlineService:
+    def __init__(self, records: RecordStore, files: FileStore) -> None:
+        self._index = OutlineIndex(records, files)
+
+    @property
+    def index(self) -> OutlineIndex:
+        return self._index
+
+    # ------------------------------------------------------------ the tools
+    def symbol(self, context: RequestContext, request: OutlineSymbolInput) -> OutlineOutput:
+        spec = get_language(request.language)
+        built = self._built(workspace_location(context), spec)
+        path = self._workspace_path(request.file, spec, built) if request.file else None
+        roots = built.graph.find(request.symbol, path)
+        if not roots:
+            raise self._no_symbol(built.graph, request.symbol, path)
+        return self._answer(context, request, built, roots, offset=0, limit=len(roots), query=None)
+
+    def file(self, context: RequestContext, request: OutlineFileInput) -> OutlineOutput:
+        spec = get_language(request.language)
+        built = self._built(workspace_location(context), spec)
+        path = self._workspace_path(request.file, spec, built)
+        roots = built.graph.declared_in(path)
+        query = fingerprint(["file", path, request.model_dump(exclude={"limit", "cursor"})])
+        offset = decode_cursor(request.cursor, query)
+        return self._answer(context, request, built, roots, offset=offset, limit=request.limit, query=query)
+
+    def project(self, context: RequestContext, request: OutlineProjectInput) -> OutlineOutput:
+        spec = get_language(request.language)
+        built = self._built(workspace_location(context), spec)
+        query = fingerprint(["project", request.model_dump(exclude={"limit", "cursor"})])
+        offset = decode_cursor(request.cursor, query)
+        return self._answer(context, request, built, built.graph.order, offset=offset, limit=request.limit, query=query)
+
+    # ------------------------------------------------------------ the index
+    def refresh(self, where: Location, spec: LanguageSpec) -> Refresh:
+        """Bring one language's outlines up to date (the sync job, and every tool call, run this)."""
+        return self._built(where, spec).refresh
+
+    def _built(self, where: Location, spec: LanguageSpec) -> _Built:
+        workspace = self._index.workspace_files(where)
+        files = tuple(sorted((item.path, item.sha256) for item in workspace.values() if spec.claims(item.path)))
+        key = (where.pk, spec.name)
+        cached = _CACHE.get(key, files)
+        if cached is not None:
+            return _Built(cached.graph, Refresh(cached.refresh.outlines, cached.refresh.skipped, 0, 0, files))
+        refresh = self._index.refresh(where, spec, workspace)
+        built = _Built(build_graph(spec, refresh.outlines), refresh)
+        _CACHE.put(key, files, built)
+        return built
+
+    # ------------------------------------------------------------ answers
+    def _workspace_path(self, raw: str, spec: LanguageSpec, built: _Built) -> str:
+        path = parse_path(raw, field="file")
+        if path.store != "workspace":
+            raise invalid_field("file", "a relative path in the project workspace, e.g. src/app.py")
+        if not spec.claims(path.name):
+            raise invalid_field(
+                "file", f"'{path.name}' is not a {spec.name} file ({', '.join(spec.extensions)})", language=spec.name
+            )
+        if path.name not in built.graph.files:
+            skipped = next((item for item in built.refresh.skipped if item["path"] == path.name), None)
+            if skipped is not None:
+                raise invalid_field("file", f"'{path.name}' is not outlined: {skipped['reason']}")
+            raise NotFound(f"'{path.name}' is not in the workspace", {"field": "file", "path": path.name})
+        return path.name
+
+    @staticmethod
+    def _no_symbol(graph: Graph, symbol: str, path: str | None) -> NotFound:
+        names = {graph.nodes[node_id].name for node_id in graph.order}
+        shorts = {name.rpartition(".")[2]: name for name in names}
+        close = difflib.get_close_matches(symbol, list(names), n=5, cutoff=0.6)
+        close += [shorts[short] for short in difflib.get_close_matches(symbol, list(shorts), n=5, cutoff=0.6)]
+        where = f" in {path}" if path else ""
+        return NotFound(
+            f"no {graph.language} symbol '{symbol}'{where}",
+            {"field": "symbol", "symbol": symbol, "didYouMean": list(dict.fromkeys(close))[:5]},
+        )
+
+    def _answer(
+        self,
+        context: RequestContext,
+        request: OutlineSymbolInput | OutlineFileInput | OutlineProjectInput,
+        built: _Built,
+        roots: list[str],
+        *,
+        offset: int,
+        limit: int,
+        query: str | None,
+    ) -> OutlineOutput:
+        budget = context.response_budget or DEFAULT_BUDGET_BYTES
+        trees: list[TreeNode] = []
+        used = 0
+        for node_id in roots[offset : offset + limit]:
+            tree = relation_tree(
+                built.graph, node_id, depth=request.depth, relations=request.relations, omit_native=request.omit_native
+            )
+            size = len(render_text([tree])) if request.format == "text" else len(json.dumps(tree.to_json()))
+            if trees and used + size > budget * 0.9:
+                break
+            if not trees and size > budget * 0.9:
+                raise invalid_field(
+                    "depth",
+                    f"the tree of '{built.graph.nodes[node_id].name}' takes {size:,} bytes, more than this answer "
+                    f"may hold ({budget:,}); ask for a smaller depth or fewer relations",
+                    size=size,
+                    budget=budget,
+                )
+            trees.append(tree)
+            used += size
+        end = offset + len(trees)
+        output = OutlineOutput(
+            language=request.language,
+            format=request.format,
+            roots=len(trees),
+            nodes=sum(tree.count() for tree in trees),
+            files=len(built.graph.files),
+            parsed=built.refresh.parsed,
+            skipped=[SkippedFile(**item) for item in built.refresh.skipped],
+        )
+        if request.format == "text":
+            output.text = render_text(trees)
+        else:
+            output.symbols = [OutlineNode.model_validate(tree.to_json()) for tree in trees]
+        if query is not None and end < len(roots):
+            output.has_more, output.next_cursor = True, encode_cursor(end, query)
+        return output

@@ -1,0 +1,130 @@
+"""Code outline tools (seed 002, experimental): relation trees over the code in the project workspace.
+
+Served only when the experimental setting is on (``MNEMO_EXPERIMENTAL=1``,
+``mnemo serve --experimental``, the template's ``ExperimentalTools`` parameter);
+otherwise these tools are absent from the catalog and from every front door.
+The workspace is the one the file tools write (``mnemo workspace push DIR``
+fills it); the outline index is kept up to date by the sync job and before each
+call. Relation kinds and what each language yields: docs/outline.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mnemo.context import RequestContext
+from mnemo.outline.models import OutlineFileInput, OutlineOutput, OutlineProjectInput, OutlineSymbolInput
+from mnemo.tools.registry import tool
+
+if TYPE_CHECKING:
+    from mnemo.runtime import Services
+
+
+@tool("outline")
+def outline_symbol(services: Services, context: RequestContext, request: OutlineSymbolInput) -> OutlineOutput:
+    """[SPECIFICATION] Returns the relation tree for a named symbol, showing its connections across the codebase.
+
+    Tool exposure: `outline_symbol` (experimental)
+
+    Looks the symbol up in the project workspace's code: by its qualified name
+    (`shop.orders.service.OrderService.place`, `inventory.(*Manager).Reserve`)
+    or by its trailing part (`OrderService.place`, `Reserve`), which may match
+    several symbols: each is a root. The tree shows what the symbol contains,
+    calls, is called by, imports, extends, implements, references and its
+    type, `depth` levels out; `relations` keeps only some kinds and
+    `omit_native` drops standard-library and built-in symbols.
+
+    **When to use:** before changing a function or type, to see what it uses
+    and who depends on it; to find where something is declared.
+
+    **Usage:**
+    ```json
+    {"symbol": "OrderService.place", "language": "python", "depth": 1, "relations": ["calls", "type_of"], "omit_native": true}
+    ```
+
+    **Returns:**
+    ```json
+    {}
+    ```
+
+    **Errors:**
+    - INVALID_INPUT: an unknown language or relation, depth outside 1-6, a
+      `file` that is not a relative workspace path of that language, or a
+      workspace whose files of the language exceed the outline's size limit
+      (details give the limits and the counts). Details name the field.
+    - NOT_FOUND: no such symbol (`details.didYouMean` lists close names), or
+      `file` is not in the workspace.
+
+    @see mnemo.outline.service.OutlineService.symbol
+    """
+    return services.outline.symbol(context, request)
+
+
+@tool("outline")
+def outline_file(services: Services, context: RequestContext, request: OutlineFileInput) -> OutlineOutput:
+    """[SPECIFICATION] Returns the relation tree for every symbol declared in a source file.
+
+    Tool exposure: `outline_file` (experimental)
+
+    Every declaration of the file, the module or package first, each with its
+    relations `depth` levels out. Long answers come in pages: `hasMore` and
+    `nextCursor` give the next one.
+
+    **When to use:** to understand a file before editing it, or to review what a
+    file depends on and what depends on it.
+
+    **Usage:**
+    ```json
+    {"file": "shop/orders/models.py", "language": "python", "depth": 1, "relations": ["contains"]}
+    ```
+
+    **Returns:**
+    ```json
+    {}
+    ```
+
+    **Errors:**
+    - INVALID_INPUT: `file` is not a relative workspace path, is not a file of
+      `language`, or is too large to outline; an unknown language or relation;
+      a bad cursor. Details name the field.
+    - NOT_FOUND: the file is not in the workspace.
+
+    @see mnemo.outline.service.OutlineService.file
+    """
+    return services.outline.file(context, request)
+
+
+@tool("outline")
+def outline_project(services: Services, context: RequestContext, request: OutlineProjectInput) -> OutlineOutput:
+    """[SPECIFICATION] Returns the full relation tree for every symbol across the entire project.
+
+    Tool exposure: `outline_project` (experimental)
+
+    Every symbol of the language in the workspace, in file and line order, each
+    with its relations `depth` levels out, `limit` symbols per answer: follow
+    `nextCursor` for the rest. A workspace whose files of the language exceed
+    the outline's limits (5,000 files, 40 MB) gets INVALID_INPUT at once, not a
+    timeout.
+
+    **When to use:** for a map of a codebase: its modules, types and how they
+    connect. Ask for `relations` such as `["contains"]` or `["imports"]` to keep
+    it short.
+
+    **Usage:**
+    ```json
+    {"language": "python", "depth": 1, "relations": ["imports"], "limit": 3}
+    ```
+
+    **Returns:**
+    ```json
+    {}
+    ```
+
+    **Errors:**
+    - INVALID_INPUT: an unknown language or relation, depth outside 1-6, a bad
+      cursor, or a project over the size limit (details give `limitFiles`,
+      `limitBytes`, `files` and `bytes`). Details name the field.
+
+    @see mnemo.outline.service.OutlineService.project
+    """
+    return services.outline.project(context, request)
