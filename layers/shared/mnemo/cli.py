@@ -228,6 +228,9 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     return 0
 
 
+_EXPERIMENTAL_HELP = "serve the experimental tools too (code outline); as MNEMO_EXPERIMENTAL=1"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mnemo", description="Memory and knowledge tools for AI agents.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -244,19 +247,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--aws-endpoint", help="use the AWS adapters (DynamoDB, S3, EventBridge) against this endpoint, e.g. moto"
     )
     serve.set_defaults(run=cmd_serve)
+    for command in (
+        serve,
+        mcp := commands.add_parser(
+            "mcp", help="serve the tools over MCP on stdio (identity from MNEMO_*/MEMORY_USER_ID)"
+        ),
+    ):
+        command.add_argument("--experimental", action="store_true", help=_EXPERIMENTAL_HELP)
 
-    mcp = commands.add_parser("mcp", help="serve the tools over MCP on stdio (identity from MNEMO_*/MEMORY_USER_ID)")
     mcp.add_argument("--data-dir", type=Path)
     mcp.set_defaults(run=cmd_mcp)
 
     tools = commands.add_parser("tools", help="list the tool catalog")
     tools.add_argument("--json", action="store_true", help="names, descriptions and JSON Schemas")
+    tools.add_argument("--experimental", action="store_true", help=_EXPERIMENTAL_HELP)
     tools.set_defaults(run=cmd_tools)
 
     call = commands.add_parser("call", help="call one tool in process; identity from MNEMO_* variables")
     call.add_argument("tool")
     call.add_argument("payload", nargs="?", default="{}")
     call.add_argument("--data-dir", type=Path)
+    call.add_argument("--experimental", action="store_true", help=_EXPERIMENTAL_HELP)
     call.set_defaults(run=cmd_call)
 
     openapi = commands.add_parser("openapi", help="print the OpenAPI 3.0 document")
@@ -293,6 +304,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "experimental", False):
+        # The catalog reads the setting from the environment (front doors consult it before Services exist).
+        os.environ["MNEMO_EXPERIMENTAL"] = "1"
     _settings_env(args)
     return int(args.run(args))
 

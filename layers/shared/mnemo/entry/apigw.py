@@ -22,7 +22,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from mnemo.entry.identity import IDENTITY_CLAIMS, context_from_event, strip_identity_claims
 from mnemo.errors import MnemoError, NotFound, ProviderError, from_validation_errors, invalid_field
 from mnemo.runtime import get_services
-from mnemo.tools.registry import Tool, get_tool, load_catalog, parse_json_body
+from mnemo.tools.registry import Tool, experimental_enabled, get_tool, load_catalog, parse_json_body
 
 logger = Logger(service="mnemo")
 #: Powertools keeps the request being resolved in shared state (``BaseRouter.current_event`` is a class
@@ -162,12 +162,13 @@ def tool_handler(name: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     return handler
 
 
-_all_tools: APIGatewayRestResolver | None = None
+_all_tools: dict[bool, APIGatewayRestResolver] = {}
 
 
 def all_tools_resolver() -> APIGatewayRestResolver:
-    """One resolver for every tool in the catalog (the local server's API Gateway)."""
-    global _all_tools
-    if _all_tools is None:
-        _all_tools = build_resolver(load_catalog().values())
-    return _all_tools
+    """One resolver for every tool in the catalog (the local server's API Gateway), experimental ones
+    included exactly when the setting is on."""
+    experimental = experimental_enabled()
+    if experimental not in _all_tools:
+        _all_tools[experimental] = build_resolver(load_catalog(experimental).values())
+    return _all_tools[experimental]

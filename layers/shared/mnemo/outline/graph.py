@@ -65,12 +65,18 @@ class Graph:
     #: Project symbols in file and line order (what outline_project lists).
     order: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    #: Module or package node -> the files it spans (one, except for Go and Java packages).
+    module_files: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
 
     def relations(self, node_id: str) -> list[Edge]:
         return self.edges.get(node_id, [])
 
     def declared_in(self, path: str) -> list[str]:
-        return [node_id for node_id in self.order if self.nodes[node_id].path == path]
+        """The symbols declared in ``path``, its module or package first."""
+        return [node_id for node_id in self.order if self.in_file(node_id, path)]
+
+    def in_file(self, node_id: str, path: str) -> bool:
+        return self.nodes[node_id].path == path or path in self.module_files.get(node_id, ())
 
     def find(self, name: str, path: str | None = None) -> list[str]:
         """Project symbols named ``name``: the qualified name, or else every symbol whose name ends with
@@ -79,7 +85,7 @@ class Graph:
         if not found:
             suffix = "." + name
             found = [node_id for node_id in self.order if self.nodes[node_id].name.endswith(suffix)]
-        return [node_id for node_id in found if path is None or self.nodes[node_id].path == path]
+        return [node_id for node_id in found if path is None or self.in_file(node_id, path)]
 
 
 class _Builder:
@@ -135,6 +141,7 @@ class _Builder:
             self.local[(outline.path, symbol.name)] = node_id
             if symbol.container is None:
                 self.module_of[outline.path] = node_id
+                self.graph.module_files[node_id].append(outline.path)
                 for key in {outline.module_key, outline.module}:
                     if node_id not in self.modules[key]:
                         self.modules[key].append(node_id)
@@ -143,7 +150,8 @@ class _Builder:
             container = self.local.get((outline.path, symbol.container))
             if container is None:
                 continue
-            self.members[container][symbol.short].append(node_id)
+            if symbol.kind != "constructor":  # ``Invoice`` inside Invoice names the class, not its constructor
+                self.members[container][symbol.short].append(node_id)
             self.container.setdefault(node_id, container)
             self.edge(container, "contains", node_id, symbol.line)
 
@@ -214,12 +222,14 @@ class _Builder:
         return None
 
     # ------------------------------------------------------------ resolution
-    def resolve_name(self, outline: FileOutline, source: str, written: str) -> tuple[str | None, bool]:
+    def resolve_name(
+        self, outline: FileOutline, source: str, written: str, through: list[str] | None = None
+    ) -> tuple[str | None, bool]:
         """The node a dotted name reaches, and whether the whole name was followed."""
         parts = written.split(".")
         head = self.in_scope(outline, source, parts[0]) or self.through_imports(outline, parts[0])
         if head is not None:
-            return self.follow(head, parts[1:])
+            return self.follow(head, parts[1:], through)
         if parts[0] in self.spec.builtins:
             return self.external(f"{self.spec.builtin_module}.{written}", native=True), True
         return None, False
@@ -259,9 +269,12 @@ class _Builder:
                     return found
         return self.external(f"{item.module}.{item.member}", self.spec.is_native_module(item.module))
 
-    def follow(self, node_id: str, parts: list[str]) -> tuple[str, bool]:
+    def follow(self, node_id: str, parts: list[str], through: list[str] | None = None) -> tuple[str, bool]:
+        """Member by member from ``node_id``; the fields and variables passed on the way go to ``through``."""
         current = node_id
         for position, part in enumerate(parts):
+            if through is not None and self.graph.nodes[current].kind in VALUE_KINDS:
+                through.append(current)
             node = self.graph.nodes[current]
             if node.origin != "project":
                 return self.external(".".join([node.name, *parts[position:]]), node.native), True
@@ -280,16 +293,19 @@ class _Builder:
         source = self.local.get((outline.path, reference.source))
         if source is None:
             return
+        through: list[str] = []
         if reference.via_type is not None:
             typed, whole = self.resolve_name(outline, reference.source, reference.via_type)
             if typed is None or not whole:
                 return
-            target, whole = self.follow(typed, reference.target.split("."))
+            target, whole = self.follow(typed, reference.target.split("."), through)
         else:
-            found, whole = self.resolve_name(outline, reference.source, reference.target)
+            found, whole = self.resolve_name(outline, reference.source, reference.target, through)
             if found is None:
                 return
             target = found
+        for passed in through:  # ``self._orders.get`` uses the field _orders as well as calling dict.get
+            self.edge(source, "references", passed, reference.line)
         if not whole and self.graph.nodes[target].kind in MODULE_KINDS | TYPE_KINDS and reference.via_type:
             return  # a member the type does not declare (a dynamic attribute): nothing to show
         self.edge(source, reference.kind if whole else "references", target, reference.line)

@@ -36,7 +36,7 @@ OUTLINE_PREFIX = "OUTLINE|"
 #: The most files of one language an outline covers; a bigger project gets INVALID_INPUT, not a timeout.
 MAX_PROJECT_FILES = 5_000
 #: The most bytes of one language's source an outline covers.
-MAX_PROJECT_BYTES = 40_000_000
+MAX_PROJECT_BYTES = 20_000_000
 #: A larger file is listed as skipped, not parsed (generated code, bundles, data).
 MAX_FILE_BYTES = 1_000_000
 #: A file's outline must fit one DynamoDB item (400 KB) with room to spare.
@@ -145,6 +145,26 @@ class OutlineIndex:
             else:
                 result.skipped.append({"path": item.path, "reason": data["skipped"]})
         return result
+
+    def refresh_path(self, where: Location, spec: LanguageSpec, path: str) -> str:
+        """Bring one file's outline up to date (the sync job, on a workspace object event): 'parsed',
+        'current', 'removed' or 'absent'. Other files whose module key the change moves (a new
+        ``__init__.py``) are caught by the next full refresh, which every tool call runs."""
+        pk = outline_pk(where)
+        sk = f"F#{spec.name}#{path}"
+        head = self._files.head(where, path)
+        stored = self._records.get(pk, sk)
+        if head is None:
+            if stored is None:
+                return "absent"
+            self._records.write([Delete(pk, sk)])
+            return "removed"
+        item = WorkspaceFile(path, head.data["sha256"], int(head.data["bytes"]), head.version, head)
+        siblings = frozenset(self.workspace_files(where)) if spec.name == "python" else frozenset({path})
+        if _current(stored, item, spec.module_key(path, siblings)):
+            return "current"
+        self._records.write([Put(self._parse(where, spec, [item], siblings)[path])])
+        return "parsed"
 
     def _parse(
         self, where: Location, spec: LanguageSpec, stale: list[WorkspaceFile], paths: frozenset[str]

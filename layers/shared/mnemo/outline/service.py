@@ -48,7 +48,8 @@ class _Built:
 
 
 class _GraphCache:
-    """Resolved graphs by (workspace, language), each valid for one fingerprint of the language's files."""
+    """Resolved graphs by (workspace, language), each valid for one fingerprint of the language's files.
+    One per service, so per process on Lambda (and per data directory locally)."""
 
     def __init__(self) -> None:
         self._graphs: OrderedDict[tuple[str, str], tuple[tuple[tuple[str, str], ...], _Built]] = OrderedDict()
@@ -70,12 +71,10 @@ class _GraphCache:
                 self._graphs.popitem(last=False)
 
 
-_CACHE = _GraphCache()
-
-
 class OutlineService:
     def __init__(self, records: RecordStore, files: FileStore) -> None:
         self._index = OutlineIndex(records, files)
+        self._graphs = _GraphCache()
 
     @property
     def index(self) -> OutlineIndex:
@@ -116,12 +115,12 @@ class OutlineService:
         workspace = self._index.workspace_files(where)
         files = tuple(sorted((item.path, item.sha256) for item in workspace.values() if spec.claims(item.path)))
         key = (where.pk, spec.name)
-        cached = _CACHE.get(key, files)
+        cached = self._graphs.get(key, files)
         if cached is not None:
             return _Built(cached.graph, Refresh(cached.refresh.outlines, cached.refresh.skipped, 0, 0, files))
         refresh = self._index.refresh(where, spec, workspace)
         built = _Built(build_graph(spec, refresh.outlines), refresh)
-        _CACHE.put(key, files, built)
+        self._graphs.put(key, files, built)
         return built
 
     # ------------------------------------------------------------ answers

@@ -44,7 +44,7 @@ def outline_symbol(services: Services, context: RequestContext, request: Outline
 
     **Returns:**
     ```json
-    {}
+    {"success": true, "language": "python", "format": "text", "text": "shop.orders.service.OrderService.place [method] shop/orders/service.py:15\\n├── calls shop.orders.models.Order [class] shop/orders/models.py:14\\n├── calls shop.orders.models.Line [class] shop/orders/models.py:9\\n├── calls shop.orders.models.Order.add [method] shop/orders/models.py:21\\n├── calls shop.orders.repository.Repository.save [method] shop/orders/repository.py:9\\n└── type_of shop.orders.models.Order [class] shop/orders/models.py:14\\n", "symbols": null, "roots": 1, "nodes": 6, "files": 5, "parsed": 5, "skipped": [], "hasMore": false, "nextCursor": null}
     ```
 
     **Errors:**
@@ -75,12 +75,12 @@ def outline_file(services: Services, context: RequestContext, request: OutlineFi
 
     **Usage:**
     ```json
-    {"file": "shop/orders/models.py", "language": "python", "depth": 1, "relations": ["contains"]}
+    {"file": "shop/orders/repository.py", "language": "python", "depth": 1, "relations": ["extends"], "format": "json", "limit": 2}
     ```
 
     **Returns:**
     ```json
-    {}
+    {"success": true, "language": "python", "format": "json", "text": null, "symbols": [{"name": "shop.orders.repository", "kind": "module", "origin": "project", "path": "shop/orders/repository.py", "line": 1, "endLine": 23, "relation": null, "atLine": null, "cycle": false, "children": []}, {"name": "shop.orders.repository.Repository", "kind": "class", "origin": "project", "path": "shop/orders/repository.py", "line": 8, "endLine": 11, "relation": null, "atLine": null, "cycle": false, "children": [{"name": "typing.Protocol", "kind": "native", "origin": "native", "path": null, "line": null, "endLine": null, "relation": "extends", "atLine": 8, "cycle": false, "children": []}]}], "roots": 2, "nodes": 3, "files": 5, "parsed": 0, "skipped": [], "hasMore": true, "nextCursor": "eyJvIjoyLCJmIjoiNDA1MzU0ZTRjNTE2YTczNiJ9"}
     ```
 
     **Errors:**
@@ -103,7 +103,7 @@ def outline_project(services: Services, context: RequestContext, request: Outlin
     Every symbol of the language in the workspace, in file and line order, each
     with its relations `depth` levels out, `limit` symbols per answer: follow
     `nextCursor` for the rest. A workspace whose files of the language exceed
-    the outline's limits (5,000 files, 40 MB) gets INVALID_INPUT at once, not a
+    the outline's limits (5,000 files, 20 MB) gets INVALID_INPUT at once, not a
     timeout.
 
     **When to use:** for a map of a codebase: its modules, types and how they
@@ -117,7 +117,7 @@ def outline_project(services: Services, context: RequestContext, request: Outlin
 
     **Returns:**
     ```json
-    {}
+    {"success": true, "language": "python", "format": "text", "text": "shop [module] shop/__init__.py:1\\n\\nshop.orders [module] shop/orders/__init__.py:1\\n\\nshop.orders.models [module] shop/orders/models.py:1\\n└── imports dataclasses.dataclass (native)\\n", "symbols": null, "roots": 3, "nodes": 4, "files": 5, "parsed": 0, "skipped": [], "hasMore": true, "nextCursor": "eyJvIjozLCJmIjoiZWMzZjNmMTk1ZjA2NmI3NSJ9"}
     ```
 
     **Errors:**
