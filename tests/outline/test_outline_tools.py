@@ -25,7 +25,9 @@ def shop(services: Services, monkeypatch: pytest.MonkeyPatch) -> Iterator[Servic
 
 
 def tree(services: Services, symbol: str, language: str, **options: Any) -> dict[str, Any]:
-    answer = call(services, PROJECT, "outline_symbol", {"symbol": symbol, "language": language, "format": "json", **options})
+    answer = call(
+        services, PROJECT, "outline_symbol", {"symbol": symbol, "language": language, "format": "json", **options}
+    )
     (root,) = answer["symbols"]
     return root
 
@@ -51,9 +53,10 @@ def test_python_method_text_tree_lists_each_relation_by_kind_then_line(shop: Ser
 def test_python_relations_follow_self_fields_parameters_and_locals(shop: Services) -> None:
     # order = Order(number); order.add(...) -> Order.add; self._repository (typed by __init__'s parameter).save
     place = tree(shop, "shop.orders.service.OrderService.place", "python", depth=1)
-    assert {("calls", "shop.orders.models.Order.add"), ("calls", "shop.orders.repository.Repository.save")} <= relations(
-        place
-    )
+    assert {
+        ("calls", "shop.orders.models.Order.add"),
+        ("calls", "shop.orders.repository.Repository.save"),
+    } <= relations(place)
     # self._orders: dict[str, Order] -> dict.get, from the standard library
     get = tree(shop, "MemoryRepository.get", "python", depth=1)
     assert relations(get) == {
@@ -226,7 +229,9 @@ def test_the_budget_cuts_a_page_and_the_cursor_goes_on(shop: Services) -> None:
     small = PROJECT.model_copy(update={"response_budget": 2048})
     page = call(shop, small, "outline_project", {"language": "python", "depth": 2, "limit": 5000})
     assert page["hasMore"] and 1 <= page["roots"] < 40 and len(page["text"]) <= 2048
-    following = call(shop, small, "outline_project", {"language": "python", "limit": 5000, "cursor": page["nextCursor"]})
+    following = call(
+        shop, small, "outline_project", {"language": "python", "limit": 5000, "cursor": page["nextCursor"]}
+    )
     assert following["text"] and not following["text"].startswith(page["text"].split("\n")[0])
 
 
