@@ -1,0 +1,165 @@
+"""The outline index on the embedded stack: built on demand, refreshed incrementally, limited in size,
+and answering the docstring examples exactly."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from helpers import ctx
+from mnemo.entry.outline_events import workspace_file
+from mnemo.errors import MnemoError
+from mnemo.outline import index as outline_index
+from mnemo.outline.index import outline_pk
+from mnemo.outline.languages import get_language
+from mnemo.runtime import Services
+from mnemo.tools.registry import load_catalog
+from outline_support import call, push_shop
+
+PROJECT = ctx(project="shop", roles=("writer",))
+
+
+@pytest.fixture
+def shop(services: Services, monkeypatch: pytest.MonkeyPatch) -> Iterator[Services]:
+    monkeypatch.setenv("MNEMO_EXPERIMENTAL", "1")
+    push_shop(services, PROJECT)
+    yield services
+
+
+def write(services: Services, path: str, content: str) -> None:
+    load_catalog()["file_write"].invoke(services, PROJECT, {"path": path, "content": content})
+
+
+def outline_items(services: Services, language: str) -> list[str]:
+    pk = "OUTLINE|" + PROJECT.scope_key("project")
+    return [item.sk for item in services.records.query(pk) if item.sk.startswith(f"F#{language}#")]
+
+
+def test_docstring_examples_answer_exactly_what_they_show(shop: Services) -> None:
+    for name in ("outline_symbol", "outline_file", "outline_project"):
+        examples = dict(load_catalog(experimental=True)[name].examples())
+        assert call(shop, PROJECT, name, examples["Usage"]) == examples["Returns"], name
+
+
+def test_the_first_call_parses_every_file_and_later_ones_only_what_changed(shop: Services) -> None:
+    first = call(shop, PROJECT, "outline_project", {"language": "python", "limit": 1})
+    assert first["parsed"] == 5 and first["files"] == 5
+    assert len(outline_items(shop, "python")) == 5 and outline_items(shop, "go") == []
+    assert call(shop, PROJECT, "outline_project", {"language": "python", "limit": 1})["parsed"] == 0
+
+    service = "shop/orders/service.py"
+    content = load_catalog()["file_read"].invoke(shop, PROJECT, {"path": service})["content"]
+    write(shop, service, content.replace("        logger.info(", "        self.audit(order)\n        logger.info("))
+    write(shop, service, content.replace("        logger.info(", "        self.audit(order)\n        logger.info("))
+    again = call(shop, PROJECT, "outline_symbol", {"symbol": "OrderService.place", "language": "python"})
+    assert again["parsed"] == 1
+    # the new call names no declared method: self.audit is not followed, nothing is invented
+    assert "audit" not in again["text"]
+
+
+def test_a_deleted_file_leaves_the_outline(shop: Services) -> None:
+    call(shop, PROJECT, "outline_project", {"language": "python"})
+    load_catalog()["file_delete"].invoke(shop, PROJECT, {"path": "shop/orders/repository.py"})
+    answer = call(shop, PROJECT, "outline_symbol", {"symbol": "OrderService._repository", "language": "python"})
+    # the import now names a module outside the project
+    assert answer["files"] == 4 and answer["text"].endswith("type_of shop.orders.repository.Repository (external)\n")
+    assert len(outline_items(shop, "python")) == 4
+    with pytest.raises(MnemoError) as gone:
+        call(shop, PROJECT, "outline_symbol", {"symbol": "MemoryRepository", "language": "python"})
+    assert gone.value.envelope()["errorCode"] == "NOT_FOUND"
+
+
+def test_a_new_package_marker_renames_the_modules_beneath_it(shop: Services) -> None:
+    write(shop, "tools/report.py", "def render(text: str) -> str:\n    return text.upper()\n")
+    before = call(shop, PROJECT, "outline_file", {"file": "tools/report.py", "language": "python", "format": "json"})
+    assert [root["name"] for root in before["symbols"]] == ["report", "report.render"]
+    write(shop, "tools/__init__.py", "")
+    after = call(shop, PROJECT, "outline_file", {"file": "tools/report.py", "language": "python", "format": "json"})
+    assert [root["name"] for root in after["symbols"]] == ["tools.report", "tools.report.render"]
+    assert after["parsed"] == 2  # the new __init__.py and report.py, whose content did not change
+
+
+def test_a_project_over_the_size_limit_is_refused_before_any_parse(
+    shop: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(outline_index, "MAX_PROJECT_FILES", 4)
+    with pytest.raises(MnemoError) as refused:
+        call(shop, PROJECT, "outline_project", {"language": "python"})
+    envelope = refused.value.envelope()
+    assert envelope["errorCode"] == "INVALID_INPUT" and envelope["details"]["field"] == "language"
+    assert envelope["details"]["files"] == 5 and envelope["details"]["limitFiles"] == 4
+    assert "at most 4 files" in envelope["message"]
+    assert outline_items(shop, "python") == []
+    monkeypatch.setattr(outline_index, "MAX_PROJECT_FILES", 5_000)
+    monkeypatch.setattr(outline_index, "MAX_PROJECT_BYTES", 100)
+    with pytest.raises(MnemoError) as too_big:
+        call(shop, PROJECT, "outline_symbol", {"symbol": "main", "language": "go"})
+    assert too_big.value.envelope()["details"]["limitBytes"] == 100
+
+
+def test_a_file_over_the_file_limit_is_listed_as_skipped(shop: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(outline_index, "MAX_FILE_BYTES", 520)  # models.py 528 bytes, service.py 663
+    answer = call(shop, PROJECT, "outline_project", {"language": "python", "relations": ["contains"]})
+    skipped = {item["path"]: item["reason"] for item in answer["skipped"]}
+    assert set(skipped) == {"shop/orders/models.py", "shop/orders/service.py"}
+    assert "not outlined" in skipped["shop/orders/models.py"]
+    with pytest.raises(MnemoError) as refused:
+        call(shop, PROJECT, "outline_file", {"file": "shop/orders/models.py", "language": "python"})
+    assert refused.value.envelope()["details"]["field"] == "file"
+    assert "not outlined" in refused.value.envelope()["message"]
+
+
+def test_callers_racing_on_a_fresh_index_agree(shop: Services) -> None:
+    answers: list[dict[str, Any]] = []
+    errors: list[BaseException] = []
+
+    def one() -> None:
+        try:
+            answers.append(call(shop, PROJECT, "outline_project", {"language": "go", "format": "json"}))
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=one) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len({json.dumps(answer["symbols"]) for answer in answers}) == 1
+    assert len(outline_items(shop, "go")) == 3
+
+
+def test_refresh_path_follows_one_file(shop: Services) -> None:
+    where, path = workspace_file(f"workspace/{PROJECT.tenant}/project/shop/inventory/store.go") or (None, "")
+    assert where is not None and where.pk == "WS|" + PROJECT.scope_key("project") and path == "inventory/store.go"
+    index, go = shop.outline.index, get_language("go")
+    assert index.refresh_path(where, go, path) == "parsed"
+    assert index.refresh_path(where, go, path) == "current"
+    load_catalog()["file_delete"].invoke(shop, PROJECT, {"path": path})
+    assert index.refresh_path(where, go, path) == "removed"
+    assert index.refresh_path(where, go, path) == "absent"
+    assert outline_pk(where) == "OUTLINE|" + PROJECT.scope_key("project")
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "knowledge/local/adr.md",
+        "workspace/local/project",
+        "workspace/local/team/x/a.py",
+        "workspace/bad%7Ctenant/project/x/a.py",
+    ],
+)
+def test_keys_outside_a_workspace_name_no_file(key: str) -> None:
+    assert workspace_file(key) is None
+
+
+def test_quoted_key_parts_are_decoded() -> None:
+    found = workspace_file("workspace/acme/user/alice%40example.com/src/My%20App/main.py")
+    assert found is not None
+    where, path = found
+    assert where.pk == "WS|t=acme|user|u=alice@example.com" and path == "src/My App/main.py"
