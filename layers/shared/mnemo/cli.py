@@ -187,7 +187,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
     from mnemo.tools.docs import render_tools_markdown
     from mnemo.tools.registry import load_catalog
 
-    Path(args.output).write_text(render_tools_markdown(load_catalog()))
+    Path(args.output).write_text(render_tools_markdown(load_catalog(experimental=True)))
     print(f"wrote {args.output}")
     return 0
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mnemo.tools.registry import Tool
+from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, Tool
 from mnemo.tools.schema import input_schema, output_schema
 
 
@@ -50,6 +50,12 @@ def render_tools_markdown(tools: Mapping[str, Tool]) -> str:
     ]
     for family in dict.fromkeys(tool.family for tool in tools.values()):
         out += [f"## {family}", ""]
+        if family in EXPERIMENTAL_FAMILIES:
+            out += [
+                "Experimental: served only with `MNEMO_EXPERIMENTAL=1` (`mnemo serve --experimental`, the",
+                "template's `ExperimentalTools=true`); otherwise absent from the catalog and every front door.",
+                "",
+            ]
         for tool in (t for t in tools.values() if t.family == family):
             out += [f"### `{tool.name}`", "", inspect.cleandoc(tool.spec), ""]
             out += ["**Input**", "", *_fields(input_schema(tool)), ""]
