@@ -281,3 +281,44 @@ def test_the_identity_picks_the_workspace(shop: Services) -> None:
     with pytest.raises(MnemoError) as missing:
         call(shop, other, "outline_symbol", {"symbol": "OrderService", "language": "python"})
     assert missing.value.envelope()["errorCode"] == "NOT_FOUND"
+
+
+# -------------------------------------------------------- Java, TypeScript ---
+def test_java_heritage_constants_and_calls_through_fields(shop: Services) -> None:
+    invoice = tree(shop, "com.acme.billing.Invoice", "java", depth=1, relations=["extends", "implements"])
+    assert relations(invoice) == {
+        ("extends", "com.acme.billing.BaseDocument"),
+        ("implements", "com.acme.billing.Billable"),
+    }
+    due = tree(shop, "InvoiceService.due", "java", depth=1)
+    assert relations(due) == {
+        ("calls", "com.acme.billing.Billable.total"),
+        ("calls", "java.lang.Math.max"),
+        ("references", "com.acme.billing.InvoiceService.billable"),
+        ("type_of", "java.lang.long"),
+    }
+    add = tree(shop, "Invoice.add", "java", depth=1, omit_native=True)
+    assert relations(add) == {
+        ("references", "com.acme.billing.Invoice.Line"),
+        ("references", "com.acme.billing.Invoice.MAX_LINES"),
+        ("references", "com.acme.billing.Invoice.lines"),
+    }
+
+
+def test_typescript_and_javascript_resolve_across_each_other(shop: Services) -> None:
+    cart = tree(shop, "Cart", "typescript", depth=1, relations=["implements", "called_by"])
+    assert relations(cart) == {("implements", "web/src/cart.Store"), ("called_by", "web/src/app.main")}
+    main = tree(shop, "main", "javascript", depth=1)
+    # import Cart from "./cart.js" is cart.ts's default export; const cart = new Cart(...) types the local
+    assert relations(main) == {
+        ("calls", "web/src/cart.Cart"),
+        ("calls", "web/src/cart.Cart.add"),
+        ("calls", "web/src/cart.Cart.total"),
+        ("calls", "globalThis.console.log"),
+        ("references", "node:fs.readFileSync"),
+    }
+    project = call(shop, PROJECT, "outline_project", {"language": "javascript", "format": "json"})
+    assert project["files"] == 1 and [root["name"] for root in project["symbols"]] == [
+        "web/src/app",
+        "web/src/app.main",
+    ]

@@ -823,6 +823,7 @@ TYPESCRIPT = LanguageSpec(
     builtin_module="globalThis",
     bare_members=False,
     package_scope=False,
+    companions=("javascript",),
 )
 JAVASCRIPT = LanguageSpec(
     name="javascript",
@@ -836,4 +837,5 @@ JAVASCRIPT = LanguageSpec(
     builtin_module="globalThis",
     bare_members=False,
     package_scope=False,
+    companions=("typescript",),
 )

@@ -49,6 +49,9 @@ class LanguageSpec:
     bare_members: bool = False
     #: Whether files with one module key share their top-level names (Go and Java packages).
     package_scope: bool = False
+    #: Languages whose files import this one's and the other way round (TypeScript and JavaScript): the graph
+    #: resolves across them all, while the answer's roots stay in this language's files.
+    companions: tuple[str, ...] = ()
 
     def claims(self, path: str) -> bool:
         return path.endswith(self.extensions)

@@ -85,7 +85,7 @@ class OutlineService:
         spec = get_language(request.language)
         built = self._built(workspace_location(context), spec)
         path = self._workspace_path(request.file, spec, built) if request.file else None
-        roots = built.graph.find(request.symbol, path)
+        roots = [node_id for node_id in built.graph.find(request.symbol, path) if self._ours(built, spec, node_id)]
         if not roots:
             raise self._no_symbol(built.graph, request.symbol, path)
         return self._answer(context, request, built, roots, offset=0, limit=len(roots), query=None)
@@ -104,7 +104,8 @@ class OutlineService:
         built = self._built(workspace_location(context), spec)
         query = fingerprint(["project", request.model_dump(exclude={"limit", "cursor"})])
         offset = decode_cursor(request.cursor, query)
-        return self._answer(context, request, built, built.graph.order, offset=offset, limit=request.limit, query=query)
+        roots = [node_id for node_id in built.graph.order if self._ours(built, spec, node_id)]
+        return self._answer(context, request, built, roots, offset=offset, limit=request.limit, query=query)
 
     # ------------------------------------------------------------ the index
     def refresh(self, where: Location, spec: LanguageSpec) -> Refresh:
@@ -113,17 +114,31 @@ class OutlineService:
 
     def _built(self, where: Location, spec: LanguageSpec) -> _Built:
         workspace = self._index.workspace_files(where)
-        files = tuple(sorted((item.path, item.sha256) for item in workspace.values() if spec.claims(item.path)))
+        specs = [spec, *(get_language(name) for name in spec.companions)]
+        files = tuple(
+            sorted((item.path, item.sha256) for item in workspace.values() if any(s.claims(item.path) for s in specs))
+        )
         key = (where.pk, spec.name)
         cached = self._graphs.get(key, files)
         if cached is not None:
             return _Built(cached.graph, Refresh(cached.refresh.outlines, cached.refresh.skipped, 0, 0, files))
-        refresh = self._index.refresh(where, spec, workspace)
+        refresh = Refresh(fingerprint=files)
+        for each in specs:
+            part = self._index.refresh(where, each, workspace)
+            refresh.outlines += part.outlines
+            refresh.skipped += part.skipped
+            refresh.parsed += part.parsed
+            refresh.removed += part.removed
         built = _Built(build_graph(spec, refresh.outlines), refresh)
         self._graphs.put(key, files, built)
         return built
 
     # ------------------------------------------------------------ answers
+    @staticmethod
+    def _ours(built: _Built, spec: LanguageSpec, node_id: str) -> bool:
+        """Whether a symbol is declared in a file of the requested language (not of a companion)."""
+        return spec.claims(built.graph.nodes[node_id].path or "")
+
     def _workspace_path(self, raw: str, spec: LanguageSpec, built: _Built) -> str:
         path = parse_path(raw, field="file")
         if path.store != "workspace":
@@ -188,7 +203,7 @@ class OutlineService:
             format=request.format,
             roots=len(trees),
             nodes=sum(tree.count() for tree in trees),
-            files=len(built.graph.files),
+            files=sum(1 for path in built.graph.files if get_language(request.language).claims(path)),
             parsed=built.refresh.parsed,
             skipped=[SkippedFile(**item) for item in built.refresh.skipped],
         )
