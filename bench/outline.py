@@ -1,0 +1,141 @@
+"""Code outline over this repository's own layers/ directory (docs/benchmarks.md, "Code outline").
+
+Pushes every Python file under layers/ into a fresh embedded workspace (as `mnemo workspace push` does)
+and times, each over ``--repeat`` runs (median and max):
+
+- the first outline_project call: every file parsed, the index written, the graph resolved, one page;
+- a warm call: the index is current and the process keeps the resolved graph;
+- a call after one file changed: that file parsed again, the graph resolved again;
+- the whole project in pages (depth 2, text), as an agent reads it, cursor after cursor;
+- outline_symbol and outline_file on a warm index.
+
+Prints a table and writes bench/results/outline.json. Run: .venv/bin/python bench/outline.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from common import fresh_services, table, write_results
+from mnemo.assets.scopes import workspace_location
+from mnemo.context import RequestContext
+from mnemo.outline.languages import get_language
+from mnemo.runtime import Services
+from mnemo.tools.registry import load_catalog
+
+ROOT = Path(__file__).resolve().parents[1]
+CONTEXT = RequestContext(tenant="bench", user="bench", project="mnemo", roles=frozenset({"writer"}))
+CATALOG = load_catalog(experimental=True)
+
+
+def call(services: Services, tool: str, body: dict[str, Any]) -> dict[str, Any]:
+    return CATALOG[tool].invoke(services, CONTEXT, body)
+
+
+def push(services: Services, source: Path) -> tuple[int, int]:
+    files = sorted(path for path in source.rglob("*.py") if "__pycache__" not in path.parts)
+    for path in files:
+        call(services, "file_write", {"path": str(path.relative_to(ROOT)), "content": path.read_text()})
+    return len(files), sum(path.stat().st_size for path in files)
+
+
+def timed(action: Callable[[], dict[str, Any]]) -> tuple[float, dict[str, Any]]:
+    start = time.perf_counter()
+    answer = action()
+    return (time.perf_counter() - start) * 1000.0, answer
+
+
+def whole_project(services: Services) -> dict[str, Any]:
+    pages, roots, nodes, cursor, chars = 0, 0, 0, None, 0
+    while True:
+        body: dict[str, Any] = {"language": "python", "depth": 2}
+        if cursor:
+            body["cursor"] = cursor
+        page = call(services, "outline_project", body)
+        pages, roots, nodes, chars = pages + 1, roots + page["roots"], nodes + page["nodes"], chars + len(page["text"])
+        cursor = page["nextCursor"]
+        if not page["hasMore"]:
+            return {"pages": pages, "roots": roots, "nodes": nodes, "chars": chars}
+
+
+def one_run(source: Path) -> dict[str, Any]:
+    services = fresh_services(embedder="hashing")
+    files, size = push(services, source)
+    first_ms, first = timed(lambda: call(services, "outline_project", {"language": "python", "limit": 200}))
+    warm_ms, _ = timed(lambda: call(services, "outline_project", {"language": "python", "limit": 200}))
+    changed = "layers/shared/mnemo/outline/tree.py"
+    content = (ROOT / changed).read_text() + "\n\ndef added_for_the_benchmark() -> None:\n    render_text([])\n"
+    call(services, "file_write", {"path": changed, "content": content})
+    edit_ms, edited = timed(lambda: call(services, "outline_project", {"language": "python", "limit": 200}))
+    pages_ms, pages = timed(lambda: whole_project(services))
+    symbol_ms, _ = timed(
+        lambda: call(services, "outline_symbol", {"symbol": "FileStore.write_ops", "language": "python"})
+    )
+    file_ms, _ = timed(
+        lambda: call(services, "outline_file", {"file": "layers/shared/mnemo/assets/store.py", "language": "python"})
+    )
+    graph = services.outline._built(workspace_location(CONTEXT), get_language("python")).graph  # its size
+    return {
+        "files": files,
+        "bytes": size,
+        "symbols": len(graph.order),
+        "relations": sum(len(edges) for edges in graph.edges.values()),
+        "parsed_first": first["parsed"],
+        "parsed_after_edit": edited["parsed"],
+        "first_ms": first_ms,
+        "warm_ms": warm_ms,
+        "after_edit_ms": edit_ms,
+        "whole_project_ms": pages_ms,
+        "whole_project": pages,
+        "symbol_ms": symbol_ms,
+        "file_ms": file_ms,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--source", type=Path, default=ROOT / "layers")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    runs = [one_run(args.source) for _ in range(args.repeat)]
+    first = runs[0]
+    timings = ("first_ms", "warm_ms", "after_edit_ms", "whole_project_ms", "symbol_ms", "file_ms")
+    summary = {
+        name: {"median": statistics.median(run[name] for run in runs), "max": max(run[name] for run in runs)}
+        for name in timings
+    }
+    rows = [
+        ["first call: parse every file, index, resolve, one page", first["parsed_first"]],
+        ["warm call (index current, graph kept)", 0],
+        ["after one file changed", first["parsed_after_edit"]],
+        [f"whole project, depth 2, text ({first['whole_project']['pages']} pages)", 0],
+        ["outline_symbol FileStore.write_ops, depth 2", 0],
+        ["outline_file assets/store.py, depth 2", 0],
+    ]
+    print(
+        f"layers/: {first['files']} Python files, {first['bytes']:,} bytes, {first['symbols']:,} symbols, "
+        f"{first['relations']:,} relations; {args.repeat} runs, load {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        table(
+            ["call", "files parsed", "median ms", "max ms"],
+            [[*row, summary[name]["median"], summary[name]["max"]] for row, name in zip(rows, timings, strict=True)],
+        )
+    )
+    pages = first["whole_project"]
+    print(f"whole project: {pages['roots']:,} trees, {pages['nodes']:,} nodes, {pages['chars']:,} characters")
+    path = write_results(
+        "outline",
+        {"source": str(args.source.relative_to(ROOT)), "repeat": args.repeat, "runs": runs, "summary": summary},
+    )
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
