@@ -274,13 +274,24 @@ def test_unknown_symbols_and_files_are_not_found_with_suggestions(shop: Services
     assert elsewhere.value.envelope()["errorCode"] == "NOT_FOUND"
 
 
-def test_the_identity_picks_the_workspace(shop: Services) -> None:
-    other: RequestContext = ctx(project="other", roles=("writer",))
+@pytest.mark.parametrize(
+    "other",
+    [
+        ctx(project="other", roles=("writer",)),  # another project of the same tenant
+        ctx(tenant="globex", project="shop", roles=("writer",)),  # the same project id in another tenant
+        ctx(user="alice"),  # no project: the user's own workspace
+    ],
+    ids=["project", "tenant", "personal"],
+)
+def test_the_identity_picks_the_workspace(shop: Services, other: RequestContext) -> None:
     empty = call(shop, other, "outline_project", {"language": "python"})
     assert empty["files"] == 0 and empty["roots"] == 0 and empty["text"] == ""
     with pytest.raises(MnemoError) as missing:
         call(shop, other, "outline_symbol", {"symbol": "OrderService", "language": "python"})
     assert missing.value.envelope()["errorCode"] == "NOT_FOUND"
+    with pytest.raises(MnemoError) as absent:
+        call(shop, other, "outline_file", {"file": "shop/orders/models.py", "language": "python"})
+    assert absent.value.envelope()["errorCode"] == "NOT_FOUND"
 
 
 # -------------------------------------------------------- Java, TypeScript ---
