@@ -4,6 +4,7 @@ and answering the docstring examples exactly."""
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -163,3 +164,22 @@ def test_quoted_key_parts_are_decoded() -> None:
     assert found is not None
     where, path = found
     assert where.pk == "WS|t=acme|user|u=alice@example.com" and path == "src/My App/main.py"
+
+
+@pytest.mark.parametrize(
+    ("path", "source"),
+    [
+        ("deep/sum.py", "TOTAL = " + " + ".join(["a"] * 5000) + "\n"),
+        ("deep/Sum.java", "class Sum { int total = " + " + ".join(["a"] * 5000) + "; }\n"),
+        ("deep/sum.ts", "export const total = " + " + ".join(["a"] * 5000) + ";\n"),
+        ("deep/nest.py", "VALUE = " + "(" * 2000 + "1" + ")" * 2000 + "\n"),
+    ],
+    ids=["python", "java", "typescript", "parentheses"],
+)
+def test_deeply_nested_code_is_outlined(shop: Services, path: str, source: str) -> None:
+    write(shop, path, source)
+    language = {"py": "python", "java": "java", "ts": "typescript"}[path.rsplit(".", 1)[1]]
+    limit = sys.getrecursionlimit()
+    answer = call(shop, PROJECT, "outline_file", {"file": path, "language": language, "format": "json", "depth": 1})
+    assert len(answer["symbols"]) >= 2 and answer["skipped"] == []
+    assert sys.getrecursionlimit() == limit

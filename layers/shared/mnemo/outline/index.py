@@ -182,7 +182,11 @@ class OutlineIndex:
                 data["skipped"] = f"{item.bytes:,} bytes; files over {MAX_FILE_BYTES:,} bytes are not outlined"
                 return Item(pk, f"F#{spec.name}#{item.path}", data)
             content, _ = self._files.content(where, item.head)
-            outline = extract(spec, item.path, content.encode(), paths)
+            try:
+                outline = extract(spec, item.path, content.encode(), paths)
+            except RecursionError:
+                data["skipped"] = "its code nests deeper than the outline follows"
+                return Item(pk, f"F#{spec.name}#{item.path}", data)
             encoded = json.dumps(outline.to_json(), separators=(",", ":"))
             if len(encoded) > MAX_OUTLINE_JSON_BYTES:
                 data["skipped"] = f"its outline takes {len(encoded):,} bytes, over {MAX_OUTLINE_JSON_BYTES:,}"

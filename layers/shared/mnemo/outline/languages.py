@@ -10,6 +10,7 @@ and names are the standard library or built in).
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -100,8 +101,48 @@ def parse(spec: LanguageSpec, path: str, source: bytes) -> Node:
     return parser.parse(source).root_node
 
 
+#: A walk nested deeper than Python's default stack allows (a 600-term ``a + b + ...`` is 600 levels of
+#: binary expressions) runs again in a thread with this much stack and recursion.
+DEEP_STACK_BYTES = 512 * 1024 * 1024
+DEEP_RECURSION_LIMIT = 200_000
+
+
 def extract(spec: LanguageSpec, path: str, source: bytes, paths: frozenset[str]) -> FileOutline:
-    return spec.extract(parse(spec, path, source), source, path, paths)
+    """The file's outline; RecursionError only for code nested past DEEP_RECURSION_LIMIT."""
+    try:
+        return spec.extract(parse(spec, path, source), source, path, paths)
+    except RecursionError:
+        return _on_a_deep_stack(lambda: spec.extract(parse(spec, path, source), source, path, paths))
+
+
+def _on_a_deep_stack(work: Callable[[], FileOutline]) -> FileOutline:
+    result: list[FileOutline] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(work())
+        except BaseException as error:  # handed to the caller's thread
+            failure.append(error)
+
+    # The recursion limit is the interpreter's: raised only while the deep walk runs, one walk at a time.
+    with _deep_lock:
+        limit = sys.getrecursionlimit()
+        previous = threading.stack_size(DEEP_STACK_BYTES)
+        try:
+            sys.setrecursionlimit(max(limit, DEEP_RECURSION_LIMIT))
+            thread = threading.Thread(target=run, name="outline-deep-walk")
+            thread.start()
+            thread.join()
+        finally:
+            threading.stack_size(previous)
+            sys.setrecursionlimit(limit)
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
+_deep_lock = threading.Lock()
 
 
 # ----------------------------------------------------- helpers for extractors ---
