@@ -3,6 +3,7 @@ and answering the docstring examples exactly."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import threading
@@ -15,6 +16,7 @@ from helpers import ctx
 from mnemo.entry.outline_events import workspace_file
 from mnemo.errors import MnemoError
 from mnemo.outline import index as outline_index
+from mnemo.outline import lang_go
 from mnemo.outline.index import outline_pk
 from mnemo.outline.languages import get_language
 from mnemo.runtime import Services
@@ -183,3 +185,19 @@ def test_deeply_nested_code_is_outlined(shop: Services, path: str, source: str) 
     answer = call(shop, PROJECT, "outline_file", {"file": path, "language": language, "format": "json", "depth": 1})
     assert len(answer["symbols"]) >= 2 and answer["skipped"] == []
     assert sys.getrecursionlimit() == limit
+
+
+def test_a_file_the_extractor_fails_on_is_skipped_not_fatal(shop: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = lang_go.GO.extract
+
+    def failing(root: Any, source: bytes, path: str, paths: frozenset[str]) -> Any:
+        if path == "inventory/store.go":
+            raise ValueError("an extractor bug")
+        return real(root, source, path, paths)
+
+    monkeypatch.setattr(lang_go, "GO", dataclasses.replace(lang_go.GO, extract=failing))
+    answer = call(shop, PROJECT, "outline_project", {"language": "go", "relations": ["contains"]})
+    assert answer["skipped"] == [
+        {"path": "inventory/store.go", "reason": "the outline could not read this file (logged)"}
+    ]
+    assert "inventory.(*Manager).Reserve" in answer["text"] and "MemoryStore" not in answer["text"]

@@ -21,6 +21,7 @@ two refreshes racing write the same outline for the same content.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from mnemo.outline.languages import LanguageSpec, extract
 from mnemo.outline.model import FileOutline
 from mnemo.ports import Delete, Item, Put, RecordStore
 
+logger = logging.getLogger(__name__)
 OUTLINE_PREFIX = "OUTLINE|"
 #: The most files of one language an outline covers; a bigger project gets INVALID_INPUT, not a timeout.
 MAX_PROJECT_FILES = 5_000
@@ -186,6 +188,10 @@ class OutlineIndex:
                 outline = extract(spec, item.path, content.encode(), paths)
             except RecursionError:
                 data["skipped"] = "its code nests deeper than the outline follows"
+                return Item(pk, f"F#{spec.name}#{item.path}", data)
+            except Exception:  # one file the extractor cannot read must not take the project's outline down
+                logger.exception("outline extraction failed", extra={"path": item.path, "language": spec.name})
+                data["skipped"] = "the outline could not read this file (logged)"
                 return Item(pk, f"F#{spec.name}#{item.path}", data)
             encoded = json.dumps(outline.to_json(), separators=(",", ":"))
             if len(encoded) > MAX_OUTLINE_JSON_BYTES:
