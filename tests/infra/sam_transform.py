@@ -39,6 +39,12 @@ CASES: dict[str, dict[str, str]] = {
     },
     "bedrock-agent": {"CreateBedrockAgent": "true"},
     "bedrock-agent-all-families": {"CreateBedrockAgent": "true", "BedrockAgentAllFamilies": "true"},
+    "experimental": {"ExperimentalTools": "true"},
+    "experimental-bedrock-agent-all-families": {
+        "ExperimentalTools": "true",
+        "CreateBedrockAgent": "true",
+        "BedrockAgentAllFamilies": "true",
+    },
 }
 
 

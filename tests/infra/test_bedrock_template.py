@@ -18,14 +18,15 @@ from mnemo.tools.bedrock_schema import (
     bedrock_functions,
     cloudformation_function_schema,
 )
-from mnemo.tools.registry import load_catalog
+from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, load_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 TITAN_V2 = "amazon.titan-embed-text-v2:0"
 
 
 def _families() -> list[str]:
-    return sorted({tool.family for tool in load_catalog().values()})
+    """Every family's, the experimental ones' too (their functions exist only with ExperimentalTools)."""
+    return sorted({tool.family for tool in load_catalog(experimental=True).values()})
 
 
 def _function_id(family: str) -> str:
@@ -64,7 +65,7 @@ def test_one_action_group_function_per_family(family: str) -> None:
 _S3_BUCKET = {"GetAtt": "KnowledgeBucket.Arn"}
 _S3_OBJECTS = {"Sub": "${KnowledgeBucket.Arn}/knowledge/*"}
 _S3_WORKSPACE = {"Sub": "${KnowledgeBucket.Arn}/workspace/*"}
-FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool]] = {
+FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool | None]] = {
     "memory": (
         "DynamoDBCrudPolicy",
         {"EmbedWithTitan": "bedrock:InvokeModel", "VectorIndexReadWrite": "aoss:APIAccessAll"},
@@ -124,6 +125,10 @@ FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool]] = {
         },
         True,
     ),
+    # Outline (experimental): the outline index is items of the records table (put and deleted); workspace files
+    # are read at the version their head names. No embedding, no vector index (None: no principal of the
+    # collection).
+    "outline": ("DynamoDBCrudPolicy", {"WorkspaceObjects": "s3:GetObjectVersion"}, None),
 }
 EXTRACTOR_ARN = {"Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${ExtractorModelId}"}
 
@@ -143,9 +148,13 @@ def test_the_function_reaches_what_its_tools_need(family: str) -> None:
         for sid, statement in by_sid.items()
     }
     assert actions == inline_actions
-    assert by_sid["EmbedWithTitan"]["Resource"]["Sub"][1] == {"ModelId": {"FindInMap": ["Titan", "Model", "Id"]}}
-    index_sid = next(sid for sid in by_sid if sid.startswith("VectorIndex"))
-    assert by_sid[index_sid]["Resource"]["If"][1] == {"GetAtt": "VectorCollection.Arn"}
+    if "EmbedWithTitan" in by_sid:
+        titan = {"ModelId": {"FindInMap": ["Titan", "Model", "Id"]}}
+        assert by_sid["EmbedWithTitan"]["Resource"]["Sub"][1] == titan
+    index_sids = [sid for sid in by_sid if sid.startswith("VectorIndex")]
+    assert bool(index_sids) is (writes is not None)
+    for index_sid in index_sids:
+        assert by_sid[index_sid]["Resource"]["If"][1] == {"GetAtt": "VectorCollection.Arn"}
     if "KnowledgeBucketList" in by_sid:
         assert by_sid["KnowledgeBucketList"]["Resource"] == _S3_BUCKET
         assert by_sid["KnowledgeObjectRead"]["Resource"] == _S3_OBJECTS
@@ -159,7 +168,11 @@ def test_the_function_reaches_what_its_tools_need(family: str) -> None:
     # The collection's data-access policy names the role in one statement, which writes or only reads.
     policy = doc["Resources"]["VectorCollectionAccessPolicy"]["Properties"]["Policy"]["Sub"][1]
     role = f"${{{_function_id(family)}Role.Arn}}"
-    (statement,) = [json.dumps(s) for s in policy.values() if role in json.dumps(s)]
+    statements = [json.dumps(s) for s in policy.values() if role in json.dumps(s)]
+    if writes is None:
+        assert statements == []
+        return
+    (statement,) = statements
     assert "aoss:ReadDocument" in statement
     assert ("aoss:WriteDocument" in statement) is writes and ("aoss:CreateIndex" in statement) is writes
 
@@ -168,6 +181,12 @@ def test_the_function_reaches_what_its_tools_need(family: str) -> None:
 def test_bedrock_may_invoke_it_only_from_this_account(family: str) -> None:
     doc = load_template()
     function = _function_id(family)
+    invoke = [
+        r
+        for r in _resources(doc, "AWS::Lambda::Permission").values()
+        if r["Properties"]["FunctionName"] == {"GetAtt": f"{function}.Arn"}
+    ]
+    assert [r.get("Condition") for r in invoke] == [doc["Resources"][function].get("Condition")]
     permissions = [
         r["Properties"]
         for r in _resources(doc, "AWS::Lambda::Permission").values()
@@ -197,7 +216,11 @@ def test_the_agent_is_optional_and_off_by_default() -> None:
         assert doc["Outputs"][name]["Condition"] == "HasBedrockAgent"
     for family in _families():
         output = doc["Outputs"][f"{_function_id(family)}Arn"]
-        assert output["Value"] == {"GetAtt": f"{_function_id(family)}.Arn"} and "Condition" not in output
+        assert output["Value"] == {"GetAtt": f"{_function_id(family)}.Arn"}
+        # The experimental families' functions exist only with ExperimentalTools; the others always.
+        expected = "ServeExperimental" if family in EXPERIMENTAL_FAMILIES else None
+        assert output.get("Condition") == expected, family
+        assert doc["Resources"][_function_id(family)].get("Condition") == expected, family
 
 
 def test_the_agent_role_runs_only_the_chosen_model() -> None:
@@ -222,16 +245,28 @@ def test_the_agent_action_groups_are_the_generated_function_schemas() -> None:
     """The inline FunctionSchema is generated (`mnemo openapi --bedrock`): it must equal the generator's."""
     doc = load_template()
     agent = doc["Resources"]["BedrockAgent"]["Properties"]
-    declared, optional = {}, set()
+    declared, optional, conditions = {}, set(), {}
     for entry in agent["ActionGroups"]:
-        if "If" in entry:  # attached only with BedrockAgentAllFamilies
+        if "If" in entry:  # attached only with BedrockAgentAllFamilies (and ExperimentalTools for outline)
             condition, group, otherwise = entry["If"]
-            assert condition == "AgentHasAllFamilies" and otherwise == {"Ref": "AWS::NoValue"}
+            assert condition in {"AgentHasAllFamilies", "AgentHasOutline"} and otherwise == {"Ref": "AWS::NoValue"}
             optional.add(group["ActionGroupName"])
+            conditions[group["ActionGroupName"]] = condition
             entry = group
         declared[entry["ActionGroupName"]] = entry
-    groups = action_groups(load_catalog().values())
+    # The schemas are generated with the experimental catalog: the outline group is declared, under its condition.
+    groups = action_groups(load_catalog(experimental=True).values())
     assert set(declared) == {action_group_name(group) for group in groups}
+    for group, members in groups.items():
+        experimental = members[0].family in EXPERIMENTAL_FAMILIES
+        name = action_group_name(group)
+        assert conditions.get(name) == ("AgentHasOutline" if experimental else conditions.get(name)), name
+        if experimental:
+            assert name in optional
+    assert doc["Conditions"]["AgentHasOutline"] == {
+        "And": [{"Condition": "AgentHasAllFamilies"}, {"Condition": "ServeExperimental"}]
+    }
+    assert doc["Conditions"]["ServeExperimental"] == {"Equals": [{"Ref": "ExperimentalTools"}, "true"]}
     # The agent the stack creates by default stays within the default quota of 11 APIs per agent.
     default_apis = sum(len(m) for g, m in groups.items() if action_group_name(g) not in optional)
     assert default_apis <= 11, default_apis

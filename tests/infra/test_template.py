@@ -22,7 +22,7 @@ from mnemo.assets.scopes import WORKSPACE_ROOT
 from mnemo.knowledge.documents import ROOT as KNOWLEDGE_ROOT
 from mnemo.settings import Settings
 from mnemo.sync.service import LOCK_RENEW_SECONDS, LOCK_SECONDS
-from mnemo.tools.registry import load_catalog
+from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, load_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 TITAN_V2 = "amazon.titan-embed-text-v2:0"
@@ -57,13 +57,39 @@ def tool_routes(resource: dict[str, Any]) -> list[str]:
     return names
 
 
+def integrated_routes(doc: dict[str, Any]) -> dict[str, list[str]]:
+    """Function logical id -> the tool names whose path MnemoApi's body integrates with it directly.
+
+    A conditional function's route (the experimental tools') is written in the body, under !If, with its
+    integration: SAM's MergeDefinitions would drop the body's security from a conditional function's Api
+    event."""
+    found: dict[str, list[str]] = {}
+    for path, item in doc["Resources"]["MnemoApi"]["Properties"]["DefinitionBody"]["paths"].items():
+        if set(item) != {"If"}:
+            continue
+        _, when_true, _ = item["If"]
+        uri = when_true["post"]["x-amazon-apigateway-integration"]["uri"]["Sub"]
+        (function,) = re.findall(r"\$\{(\w+)\.Arn\}", uri)
+        found.setdefault(function, []).append(path.removeprefix("/v1/tools/"))
+    return found
+
+
+def served_routes(doc: dict[str, Any], name: str) -> list[str]:
+    """The tool names function ``name`` serves through POST /v1/tools/{name}, by an Api event or the body."""
+    return tool_routes(doc["Resources"][name]) + integrated_routes(doc).get(name, [])
+
+
 def tool_functions(doc: dict[str, Any]) -> dict[str, list[str]]:
     """Tool name -> logical ids of the functions that serve it."""
     found: dict[str, list[str]] = {}
-    for name, resource in functions(doc).items():
-        for tool in tool_routes(resource):
+    for name in functions(doc):
+        for tool in served_routes(doc, name):
             found.setdefault(tool, []).append(name)
     return found
+
+
+def experimental_tools() -> set[str]:
+    return {name for name, tool in load_catalog(experimental=True).items() if tool.family in EXPERIMENTAL_FAMILIES}
 
 
 # ------------------------------------------------------- evaluating conditions ---
@@ -147,7 +173,7 @@ def substitute(doc: dict[str, Any], node: Any, params: dict[str, str]) -> str:
 def test_one_function_per_catalog_tool() -> None:
     doc = template()
     found = tool_functions(doc)
-    assert set(found) == set(load_catalog())
+    assert set(found) == set(load_catalog(experimental=True))
     for name, logical_ids in found.items():
         assert len(logical_ids) == 1, f"{name} is served by {logical_ids}"
         properties = doc["Resources"][logical_ids[0]]["Properties"]
@@ -156,17 +182,18 @@ def test_one_function_per_catalog_tool() -> None:
 
 
 def test_every_function_serves_at_most_one_tool_and_has_code() -> None:
-    for name, resource in functions(template()).items():
-        assert len(tool_routes(resource)) <= 1, name
+    doc = template()
+    for name, resource in functions(doc).items():
+        assert len(served_routes(doc, name)) <= 1, name
         code = ROOT / resource["Properties"]["CodeUri"]
         assert (code / "app.py").is_file(), f"{name}: no {code}/app.py"
 
 
 def test_functions_that_serve_no_tool_are_named_for_what_they_do() -> None:
     doc = template()
-    catalog = set(load_catalog())
-    others = {name: r for name, r in functions(doc).items() if not tool_routes(r)}
-    assert "IndexerFunction" in others
+    catalog = set(load_catalog(experimental=True))
+    others = {name: r for name, r in functions(doc).items() if not served_routes(doc, name)}
+    assert {"IndexerFunction", "OutlineSyncFunction"} <= set(others)
     for name, resource in others.items():
         properties = resource["Properties"]
         folder = properties["CodeUri"].rstrip("/").removeprefix("functions/")
@@ -178,9 +205,47 @@ def test_functions_that_serve_no_tool_are_named_for_what_they_do() -> None:
 def test_api_body_routes_are_exactly_the_tool_functions() -> None:
     doc = template()
     paths = doc["Resources"]["MnemoApi"]["Properties"]["DefinitionBody"]["paths"]
-    assert set(paths) == {f"/v1/tools/{name}" for name in load_catalog()} | {"/mcp"}
+    assert set(paths) == {f"/v1/tools/{name}" for name in load_catalog(experimental=True)} | {"/mcp"}
+    served = parameters(doc, ExperimentalTools="true")
     for path, item in paths.items():
-        assert set(item) == {"post"}, path
+        assert set(choose(doc, item, served)) == {"post"}, path
+    # Deployed without the experimental tools, their paths are absent.
+    default = choose(doc, paths, parameters(doc))
+    assert set(default) == {f"/v1/tools/{name}" for name in load_catalog(experimental=False)} | {"/mcp"}
+
+
+def test_experimental_routes_carry_the_api_security_and_their_integration() -> None:
+    """The body's conditional paths keep the security AuthMode selects (as every route) and integrate with
+    their own function, which API Gateway may invoke on that route only."""
+    doc = template()
+    paths = doc["Resources"]["MnemoApi"]["Properties"]["DefinitionBody"]["paths"]
+    security = paths["/v1/tools/file_read"]["post"]["security"]
+    by_function = integrated_routes(doc)
+    assert sorted(tool for tools in by_function.values() for tool in tools) == sorted(experimental_tools())
+    for function, (tool,) in by_function.items():
+        condition_name, when_true, otherwise = paths[f"/v1/tools/{tool}"]["If"]
+        assert condition_name == "ServeExperimental" and otherwise == {"Ref": "AWS::NoValue"}
+        assert when_true["post"]["security"] == security
+        integration = when_true["post"]["x-amazon-apigateway-integration"]
+        assert (integration["type"], integration["httpMethod"]) == ("aws_proxy", "POST")
+        assert integration["uri"]["Sub"] == (
+            "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/"
+            f"${{{function}.Arn}}/invocations"
+        )
+        resource = doc["Resources"][function]
+        assert "Events" not in resource["Properties"], function
+        (permission,) = [
+            r
+            for r in resources_of(doc, "AWS::Lambda::Permission").values()
+            if r["Properties"]["FunctionName"] == {"Ref": function}
+        ]
+        assert permission["Condition"] == "ServeExperimental"
+        assert permission["Properties"]["Principal"] == "apigateway.amazonaws.com"
+        assert permission["Properties"]["Action"] == "lambda:InvokeFunction"
+        assert permission["Properties"]["SourceArn"] == {
+            "Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${MnemoApi}/*/POST/v1/tools/"
+            + tool
+        }
 
 
 def test_runtime_and_shared_layer() -> None:
@@ -390,6 +455,11 @@ def test_vector_collection_and_its_policies() -> None:
         "BlockUnpinFunction",
         "GetMemoryObjectFunction",
         "InvalidateMemoryLinkFunction",
+        "OutlineSymbolFunction",
+        "OutlineFileFunction",
+        "OutlineProjectFunction",
+        "OutlineSyncFunction",
+        "BedrockOutlineFunction",
     ):
         assert role(outsider) not in rights, outsider
     for principal, granted in rights.items():
@@ -573,6 +643,12 @@ def test_least_privilege_per_function() -> None:
         "DeleteMemoryObjectFunction": {"DynamoDBCrudPolicy": table},
         "BuildMemoryFromTextFunction": {"DynamoDBCrudPolicy": table},
         "BedrockGraphFunction": {"DynamoDBCrudPolicy": table},
+        # Outline (experimental): the tools, the index sync and their action group write the outline index.
+        "OutlineSymbolFunction": {"DynamoDBCrudPolicy": table},
+        "OutlineFileFunction": {"DynamoDBCrudPolicy": table},
+        "OutlineProjectFunction": {"DynamoDBCrudPolicy": table},
+        "OutlineSyncFunction": {"DynamoDBCrudPolicy": table},
+        "BedrockOutlineFunction": {"DynamoDBCrudPolicy": table},
     }
     assert {name: _templates(r) for name, r in functions(doc).items()} == expected_templates
     statements = _statements(doc, parameters(doc))
@@ -728,6 +804,12 @@ TOOL_NEEDS: dict[str, tuple[str, bool, frozenset[str], frozenset[tuple[str, str]
     "delete_memory_object": ("crud", False, INDEX_DELETE, NONE),
     # build_memory_from_text calls the extraction model, then adds each fact as add_memory_link does.
     "build_memory_from_text": ("crud", True, INDEX_WRITE, NONE),
+    # mnemo/outline (experimental): each call refreshes the outline index first: it reads the workspace heads,
+    # reads each changed file at the object version its head names, then puts the outlines it parsed and deletes
+    # those of files that are gone (OUTLINE| items, in transactions). No embedding, no vector index.
+    "outline_symbol": ("crud", False, NONE, WS_READ),
+    "outline_file": ("crud", False, NONE, WS_READ),
+    "outline_project": ("crud", False, NONE, WS_READ),
 }
 # Tools that call the extraction model (ExtractorModelId through Bedrock Converse).
 EXTRACTS = frozenset({"build_memory_from_text"})
@@ -740,12 +822,14 @@ def _bedrock_function(family: str) -> str:
 
 def _served_tools(doc: dict[str, Any]) -> dict[str, set[str]]:
     """Function -> the catalog tools it runs, whatever the front door."""
-    catalog = load_catalog()
+    catalog = load_catalog(experimental=True)
     served = {ids[0]: {tool} for tool, ids in tool_functions(doc).items()}
     for family in {tool.family for tool in catalog.values()}:
         served[_bedrock_function(family)] = {name for name, tool in catalog.items() if tool.family == family}
-    served["McpFunction"] = set(catalog)
+    served["McpFunction"] = set(catalog)  # the outline tools only with ExperimentalTools, as the catalog says
     served["KnowledgeSyncFunction"] = {"sync_now"}  # the same sync, on a schedule and on bucket events
+    # Re-outlines one workspace file on its bucket event, as every outline tool's refresh does.
+    served["OutlineSyncFunction"] = {"outline_file"}
     return served
 
 
@@ -761,7 +845,7 @@ def _s3_grants(statement: dict[str, Any]) -> set[tuple[str, str]]:
 
 def test_each_function_gets_exactly_what_its_tools_need() -> None:
     doc = template()
-    assert set(TOOL_NEEDS) == set(load_catalog()), "state what each new tool needs in TOOL_NEEDS"
+    assert set(TOOL_NEEDS) == set(load_catalog(experimental=True)), "state what each new tool needs in TOOL_NEEDS"
     served = _served_tools(doc)
     assert set(functions(doc)) - set(served) == {"IndexerFunction"}
     statements = _statements(doc, parameters(doc, **EXISTING_DOMAIN))
@@ -901,6 +985,12 @@ def test_s3_rights_are_read_only_and_scoped_to_the_knowledge_bucket() -> None:
         "FileDeleteFunction": {"s3:DeleteObject"},
         "BedrockFilesFunction": workspace_actions,
         "McpFunction": workspace_actions,
+        # The outline tools, their index sync and action group read workspace objects at their versions.
+        "OutlineSymbolFunction": {"s3:GetObjectVersion"},
+        "OutlineFileFunction": {"s3:GetObjectVersion"},
+        "OutlineProjectFunction": {"s3:GetObjectVersion"},
+        "OutlineSyncFunction": {"s3:GetObjectVersion"},
+        "BedrockOutlineFunction": {"s3:GetObjectVersion"},
     }
 
 
@@ -1014,7 +1104,7 @@ def test_every_function_gets_the_aws_adapters_from_settings() -> None:
     params = parameters(doc)
     settings = Settings.from_env(
         {
-            key: value if isinstance(value, str) else "placeholder"
+            key: value if isinstance(value, str) else params.get(value.get("Ref", ""), "placeholder")
             for key, value in choose(doc, env, params).items()
             if key.startswith("MNEMO_")
         }
@@ -1031,6 +1121,7 @@ def test_every_function_gets_the_aws_adapters_from_settings() -> None:
     assert env["MNEMO_BLOB_BUCKET"] == {"Ref": "KnowledgeBucket"}
     assert env["MNEMO_TITAN_DIMENSIONS"] == {"Ref": "TitanDimensions"}
     assert env["MNEMO_EVENT_BUS"] == {"Ref": "EventBusName"} and params["EventBusName"] == "default"
+    assert env["MNEMO_EXPERIMENTAL"] == {"Ref": "ExperimentalTools"} and settings.experimental is False
     titan = doc["Parameters"]["TitanDimensions"]
     assert titan["Default"] == "1024" and titan["AllowedValues"] == ["256", "512", "1024"]
     assert choose(doc, env["MNEMO_TITAN_MODEL_ID"], params) == {"FindInMap": ["Titan", "Model", "Id"]}
@@ -1158,3 +1249,169 @@ def test_the_index_outbox_dead_letters_raise_an_alarm() -> None:
         transformation["MetricName"],
     )
     assert alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+# ---------------------------------------------------------- experimental tools ---
+OUTLINE_FUNCTIONS = {
+    "OutlineSymbolFunction",
+    "OutlineFileFunction",
+    "OutlineProjectFunction",
+    "OutlineSyncFunction",
+    "BedrockOutlineFunction",
+}
+
+
+def test_experimental_tools_are_a_parameter_off_by_default() -> None:
+    doc = template()
+    parameter = doc["Parameters"]["ExperimentalTools"]
+    assert parameter["Type"] == "String" and parameter["Default"] == "false"
+    assert parameter["AllowedValues"] == ["true", "false"]
+    assert "experimental" in parameter["Description"] and "outline" in parameter["Description"]
+    assert doc["Conditions"]["ServeExperimental"] == {"Equals": [{"Ref": "ExperimentalTools"}, "true"]}
+    assert condition(doc, "ServeExperimental", parameters(doc)) is False
+    assert condition(doc, "ServeExperimental", parameters(doc, ExperimentalTools="true")) is True
+    # Every function's catalog serves the experimental tools exactly when they are deployed.
+    env = doc["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["MNEMO_EXPERIMENTAL"] == {"Ref": "ExperimentalTools"}
+    for value, served in (("true", True), ("false", False)):
+        assert Settings.from_env({"MNEMO_EXPERIMENTAL": value}).experimental is served
+    for name, resource in functions(doc).items():
+        assert "MNEMO_EXPERIMENTAL" not in resource["Properties"].get("Environment", {}).get("Variables", {}), name
+
+
+def test_only_the_experimental_tools_functions_are_conditional() -> None:
+    doc = template()
+    experimental = experimental_tools()
+    assert experimental == {"outline_symbol", "outline_file", "outline_project"}
+    assert experimental.isdisjoint(load_catalog(experimental=False))
+    for tool, (function,) in tool_functions(doc).items():
+        resource = doc["Resources"][function]
+        if tool in experimental:
+            assert resource.get("Condition") == "ServeExperimental", function
+            assert resource["Properties"]["Description"].startswith(f"Tool {tool}: "), function
+        else:
+            assert "Condition" not in resource, function
+    conditional = {name for name, r in functions(doc).items() if "Condition" in r}
+    assert conditional == OUTLINE_FUNCTIONS
+    for name in OUTLINE_FUNCTIONS:
+        assert doc["Resources"][name]["Condition"] == "ServeExperimental", name
+
+
+def _mentions(node: Any, names: set[str]) -> bool:
+    text = json.dumps(node)
+    return any(re.search(rf"\b{name}\b", text) for name in names)
+
+
+def test_the_default_deployment_creates_nothing_experimental() -> None:
+    """Each resource (and output) of the outline tools carries ServeExperimental, false for the default; nothing
+    created by default refers to one of them, except under that condition."""
+    doc = template()
+    default = parameters(doc)
+    assert default["ExperimentalTools"] == "false"
+    outline = {name for name in doc["Resources"] if "Outline" in name}
+    assert outline >= OUTLINE_FUNCTIONS
+    assert {"OutlineSyncDeadLetterQueue", "OutlineSyncDeadLetterQueuePolicy", "OutlineThrottlesAlarm"} <= outline
+    for name in outline:
+        resource = doc["Resources"][name]
+        assert resource.get("Condition") == "ServeExperimental", name
+        assert condition(doc, resource["Condition"], default) is False, name
+    for name, output in doc["Outputs"].items():
+        if "Outline" in name or _mentions(output, outline):
+            assert output.get("Condition") == "ServeExperimental", name
+    with_agent = parameters(doc, CreateBedrockAgent="true", BedrockAgentAllFamilies="true")
+    for params in (default, with_agent):
+        for name, resource in doc["Resources"].items():
+            if name in outline or ("Condition" in resource and not condition(doc, resource["Condition"], params)):
+                continue
+            created = choose(doc, resource, params)
+            assert not _mentions(created, outline), f"{name} refers to an experimental resource"
+            assert not _mentions(created, experimental_tools() | {"mnemo-outline"}), name
+    # Deployed with the parameter, the agent's outline group still needs BedrockAgentAllFamilies.
+    assert doc["Conditions"]["AgentHasOutline"] == {
+        "And": [{"Condition": "AgentHasAllFamilies"}, {"Condition": "ServeExperimental"}]
+    }
+
+
+def test_the_outline_sync_runs_on_workspace_object_events() -> None:
+    from mnemo.entry.outline_events import S3_DETAIL_TYPES
+
+    doc = template()
+    sync = doc["Resources"]["OutlineSyncFunction"]
+    assert sync["Condition"] == "ServeExperimental"
+    properties = sync["Properties"]
+    assert properties["CodeUri"].rstrip("/") == "functions/outline_sync"
+    assert properties.get("Handler", doc["Globals"]["Function"]["Handler"]) == "app.handler"
+    source = (ROOT / "functions/outline_sync/app.py").read_text()
+    assert "from mnemo.entry.outline_events import handler" in source
+    (event,) = properties["Events"].values()
+    assert event["Type"] == "EventBridgeRule"
+    rule = event["Properties"]
+    assert rule["Pattern"] == {
+        "source": ["aws.s3"],
+        "detail-type": sorted(S3_DETAIL_TYPES),
+        "detail": {
+            "bucket": {"name": [{"Ref": "KnowledgeBucket"}]},
+            "object": {"key": [{"prefix": WORKSPACE_ROOT}]},
+        },
+    }
+    assert "EventBusName" not in rule  # S3 sends its events to the default bus
+    bucket = doc["Resources"]["KnowledgeBucket"]["Properties"]
+    assert bucket["NotificationConfiguration"]["EventBridgeConfiguration"] == {"EventBridgeEnabled": True}
+    # Knowledge files never reach it, workspace files never reach knowledge sync.
+    assert not WORKSPACE_ROOT.startswith(f"{KNOWLEDGE_ROOT}/")
+    queue_arn = {"GetAtt": "OutlineSyncDeadLetterQueue.Arn"}
+    assert rule["DeadLetterConfig"] == {"Arn": queue_arn}
+    assert 0 < rule["RetryPolicy"]["MaximumRetryAttempts"] <= 185
+    assert 60 <= rule["RetryPolicy"]["MaximumEventAgeInSeconds"] <= 86400
+    invoke = properties["EventInvokeConfig"]
+    assert invoke["DestinationConfig"]["OnFailure"] == {"Type": "SQS", "Destination": queue_arn}
+    assert 0 < invoke["MaximumRetryAttempts"] <= 2
+    queue = doc["Resources"]["OutlineSyncDeadLetterQueue"]
+    assert queue["Condition"] == "ServeExperimental"
+    assert queue["Properties"]["SqsManagedSseEnabled"] is True
+    assert queue["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
+    (policy,) = [
+        r
+        for r in resources_of(doc, "AWS::SQS::QueuePolicy").values()
+        if r["Properties"]["Queues"] == [{"Ref": "OutlineSyncDeadLetterQueue"}]
+    ]
+    assert policy["Condition"] == "ServeExperimental"
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "events.amazonaws.com"} and statement["Action"] == "sqs:SendMessage"
+    assert statement["Resource"] == queue_arn
+    assert statement["Condition"]["ArnEquals"]["aws:SourceArn"] == [
+        {"GetAtt": "OutlineSyncFunctionWorkspaceObjects.Arn"}
+    ]
+    # Exactly its rights: the records table (read the heads, put and delete outline items), the workspace
+    # objects' versions; nothing of Bedrock, the index or the knowledge files.
+    assert _templates(sync) == {"DynamoDBCrudPolicy": {"TableName": {"Ref": "RecordsTable"}}}
+    for params in (parameters(doc), parameters(doc, **EXISTING_DOMAIN)):
+        (statement,) = _statements(doc, params)["OutlineSyncFunction"]
+        assert statement == {
+            "Sid": "WorkspaceObjects",
+            "Effect": "Allow",
+            "Action": "s3:GetObjectVersion",
+            "Resource": {"Sub": "${KnowledgeBucket.Arn}/" + WORKSPACE_ROOT + "*"},
+        }
+
+
+def test_the_outline_functions_are_logged_and_alarmed() -> None:
+    doc = template()
+    alarms = _alarms(doc)
+    (throttles,) = [
+        name
+        for name, alarm in alarms.items()
+        if {"Ref": "OutlineSyncFunction"} in [dimension for *_, dimension in _metrics(alarm)]
+        and "MetricName" not in alarm
+    ]
+    assert doc["Resources"][throttles]["Condition"] == "ServeExperimental"
+    assert {dimension["Ref"] for *_, dimension in _metrics(alarms[throttles])} == OUTLINE_FUNCTIONS
+    for name in OUTLINE_FUNCTIONS:
+        group = doc["Resources"][name]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        assert doc["Resources"][group]["Condition"] == "ServeExperimental", name
+        errors = [
+            alarm
+            for alarm, properties in alarms.items()
+            if properties.get("MetricName") == "Errors" and properties["Dimensions"][0]["Value"] == {"Ref": name}
+        ]
+        assert [doc["Resources"][alarm]["Condition"] for alarm in errors] == ["ServeExperimental"], name
