@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from aws_fixtures import shared_moto_server
@@ -82,3 +83,19 @@ def test_list_by_prefix_is_sorted(blobs: BlobStore) -> None:
 def test_keys_cannot_escape(blobs: BlobStore, key: str) -> None:
     with pytest.raises(InvalidInput):
         blobs.put(key, b"x")
+
+
+def test_a_segment_longer_than_a_file_name_once_quoted_is_stored_and_listed(blobs: BlobStore) -> None:
+    # 63 four-byte characters: 252 bytes, within a segment's 255, but 756 once percent-quoted (a file name
+    # may take 255): the directory store shortens the name on disk and still lists the key as given.
+    name = quote("\U0001d413" * 63, safe="")
+    key = f"workspace/acme/project/p/{name}/{name}"
+    version = blobs.put(key, b"long names", {"author": "a"})
+    found = blobs.get(key)
+    assert found is not None and found.content == b"long names" and found.version == version
+    assert key in blobs.list_keys("workspace/acme/")
+    other = f"workspace/acme/project/p/{name}/{name[:-3]}"
+    blobs.put(other, b"a sibling whose name shares the start")
+    sibling = blobs.get(other)
+    assert sibling is not None and sibling.content == b"a sibling whose name shares the start"
+    assert sorted(blobs.list_keys("workspace/acme/")) == sorted([key, other])

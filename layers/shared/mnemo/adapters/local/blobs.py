@@ -7,6 +7,7 @@ version, as S3 adds a delete marker.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -19,6 +20,20 @@ from mnemo.errors import InvalidInput
 from mnemo.ports import Blob, BlobVersion
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9._@+=,~%-]+$")
+
+
+#: The most bytes a file system takes in one name (ext4, APFS, NTFS: 255).
+MAX_NAME_BYTES = 255
+#: Where a directory whose name had to be shortened records the key it holds (list_keys reads it).
+KEY_FILE = "key"
+
+
+def _on_disk(part: str, suffix: str = "") -> str:
+    """A key segment as a file name: itself, or when too long (a quoted name takes up to three times its
+    bytes) its start and a hash of the whole, which no shorter segment of this store can be mistaken for."""
+    if len(part.encode()) + len(suffix) <= MAX_NAME_BYTES:
+        return part + suffix
+    return f"{part[:120]}~{hashlib.sha256(part.encode()).hexdigest()}{suffix}"
 
 
 def _check_key(key: str) -> list[str]:
@@ -36,7 +51,7 @@ class LocalBlobStore:
 
     def _dir(self, key: str) -> Path:
         parts = _check_key(key)
-        return self._root.joinpath(*parts[:-1], parts[-1] + ".versions")
+        return self._root.joinpath(*(_on_disk(part) for part in parts[:-1]), _on_disk(parts[-1], ".versions"))
 
     @staticmethod
     def _numbers(directory: Path) -> list[int]:
@@ -52,6 +67,8 @@ class LocalBlobStore:
         directory = self._dir(key)
         with self._lock:
             directory.mkdir(parents=True, exist_ok=True)
+            if directory.relative_to(self._root).as_posix() != key + ".versions":
+                (directory / KEY_FILE).write_text(key)
             number = (self._numbers(directory) or [0])[-1] + 1
             if content is not None:
                 (directory / f"{number:08d}.blob").write_bytes(content)
@@ -92,7 +109,12 @@ class LocalBlobStore:
     def list_keys(self, prefix: str = "") -> list[str]:
         keys = []
         for directory in self._root.rglob("*.versions"):
-            key = directory.relative_to(self._root).as_posix().removesuffix(".versions")
+            named = directory / KEY_FILE
+            key = (
+                named.read_text()
+                if named.is_file()
+                else directory.relative_to(self._root).as_posix().removesuffix(".versions")
+            )
             numbers = self._numbers(directory)
             if key.startswith(prefix) and numbers and not self._meta(directory, numbers[-1])["deleted"]:
                 keys.append(key)
