@@ -45,7 +45,9 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data_dir: Path = tmp_path_factory.mktemp("fuzz")
     services = make_services(data_dir)
     services.extractor = EchoExtractor()  # type: ignore[misc]
-    with local_server(services) as url:
+    # The experimental tools are fuzzed too: the server serves them while the setting is on.
+    with pytest.MonkeyPatch.context() as patch, local_server(services) as url:
+        patch.setenv("MNEMO_EXPERIMENTAL", "1")
         yield url
 
 

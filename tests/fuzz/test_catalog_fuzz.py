@@ -55,7 +55,7 @@ from mnemo.entry.identity import IDENTITY_CLAIMS as CLAIM_NAMES
 from mnemo.entry.local_server import MAX_DRAINED_BYTES
 from mnemo.tools.registry import load_catalog
 
-TOOLS = sorted(load_catalog())
+TOOLS = sorted(load_catalog(experimental=True))  # the server runs with the setting on (conftest)
 #: MNEMO_FUZZ_SCALE=10 fuzzes ten times deeper (locally; CI runs the default).
 SCALE = float(os.environ.get("MNEMO_FUZZ_SCALE", "1"))
 #: Examples per tool and kind: 37 tools x (200 + 200 + 120) = 19,240 generated requests.

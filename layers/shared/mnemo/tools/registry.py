@@ -218,7 +218,7 @@ def load_catalog(experimental: bool | None = None) -> Mapping[str, Tool]:
     families = FAMILIES + EXPERIMENTAL_FAMILIES if served else FAMILIES
     for family in families:
         importlib.import_module(f"mnemo.tools.{family}")
-    return {name: found for name, found in CATALOG.items() if found.family in families}
+    return {name: found for name, found in CATALOG.items() if served or found.family not in EXPERIMENTAL_FAMILIES}
 
 
 def get_tool(name: str) -> Tool:
