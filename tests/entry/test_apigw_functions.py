@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from aws_events import FakeLambdaContext, rest_event
+from mnemo.errors import NotFound
 from mnemo.runtime import Services
 from mnemo.tools.registry import load_catalog
 
@@ -34,9 +35,27 @@ def invoke(tool: str, body: Any, authorizer: dict[str, Any] | None = AUTH, **kw:
 
 
 def test_every_catalog_tool_has_a_function_folder() -> None:
-    for name in load_catalog():
+    for name in load_catalog(experimental=True):
         source = (ROOT / "functions" / name / "app.py").read_text()
         assert f'tool_handler("{name}")' in source
+
+
+def test_the_outline_lambdas_answer_with_the_setting_the_template_passes(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MNEMO_EXPERIMENTAL", "true")  # Globals: MNEMO_EXPERIMENTAL: !Ref ExperimentalTools
+    code = "def greet(name: str) -> str:\n    return name.title()\n\n\ndef main() -> None:\n    greet('x')\n"
+    assert invoke("file_write", {"path": "app/main.py", "content": code})[0] == 200
+    status, answer = invoke("outline_symbol", {"symbol": "greet", "language": "python", "depth": 1})
+    assert status == 200 and answer["text"].splitlines()[:2] == [
+        "main.greet [function] app/main.py:1",
+        "├── calls builtins.str.title (native)",
+    ]
+    status, envelope = invoke("outline_file", {"file": "../main.py", "language": "python"})
+    assert status == 400 and envelope["details"]["field"] == "file"
+    monkeypatch.setenv("MNEMO_EXPERIMENTAL", "false")  # never deployed so: the function would not initialise
+    with pytest.raises(NotFound):
+        load_function("outline_project")
 
 
 def test_add_search_delete_through_the_lambdas(services: Services) -> None:
