@@ -333,3 +333,15 @@ def test_typescript_and_javascript_resolve_across_each_other(shop: Services) -> 
         "web/src/app",
         "web/src/app.main",
     ]
+
+
+def test_trees_stop_growing_at_the_node_cap(shop: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mnemo.outline import service as outline_service
+
+    monkeypatch.setattr(outline_service, "MAX_ANSWER_NODES", 12)
+    with pytest.raises(MnemoError) as refused:
+        call(shop, PROJECT, "outline_symbol", {"symbol": "shop.orders.models", "language": "python", "depth": 6})
+    envelope = refused.value.envelope()
+    assert envelope["errorCode"] == "INVALID_INPUT" and envelope["details"]["field"] == "depth"
+    page = call(shop, PROJECT, "outline_project", {"language": "python", "depth": 1, "limit": 5000})
+    assert page["hasMore"] and 1 <= page["nodes"] <= 12

@@ -20,7 +20,7 @@ from mnemo.assets.paths import parse_path
 from mnemo.assets.scopes import workspace_location
 from mnemo.assets.store import FileStore, Location
 from mnemo.context import RequestContext
-from mnemo.errors import NotFound, invalid_field
+from mnemo.errors import MnemoError, NotFound, invalid_field
 from mnemo.outline.graph import Graph, build_graph
 from mnemo.outline.index import OutlineIndex, Refresh
 from mnemo.outline.languages import LanguageSpec, get_language
@@ -32,12 +32,15 @@ from mnemo.outline.models import (
     OutlineSymbolInput,
     SkippedFile,
 )
-from mnemo.outline.tree import TreeNode, relation_tree, render_text
+from mnemo.outline.tree import TreeNode, TreeTooLarge, relation_tree, render_text
 from mnemo.ports import RecordStore
 from mnemo.tools.paging import decode_cursor, encode_cursor, fingerprint
 
 #: What an answer may take when the front door sets no budget (Lambda's response limit is 6 MB).
 DEFAULT_BUDGET_BYTES = 4_000_000
+#: The most nodes one answer's trees hold: a dense graph at depth 6 would otherwise be built in full before
+#: its size could be measured.
+MAX_ANSWER_NODES = 50_000
 _CACHED_GRAPHS = 8
 
 
@@ -155,6 +158,12 @@ class OutlineService:
         return path.name
 
     @staticmethod
+    def _too_large(name: str, size: str) -> MnemoError:
+        return invalid_field(
+            "depth", f"the tree of '{name}' takes {size}; ask for a smaller depth or fewer relations", tooLarge=size
+        )
+
+    @staticmethod
     def _no_symbol(graph: Graph, symbol: str, path: str | None) -> NotFound:
         names = {graph.nodes[node_id].name for node_id in graph.order}
         shorts = {name.rpartition(".")[2]: name for name in names}
@@ -179,24 +188,31 @@ class OutlineService:
     ) -> OutlineOutput:
         budget = context.response_budget or DEFAULT_BUDGET_BYTES
         trees: list[TreeNode] = []
-        used = 0
+        used = nodes = 0
         for node_id in roots[offset : offset + limit]:
-            tree = relation_tree(
-                built.graph, node_id, depth=request.depth, relations=request.relations, omit_native=request.omit_native
-            )
+            try:
+                tree = relation_tree(
+                    built.graph,
+                    node_id,
+                    depth=request.depth,
+                    relations=request.relations,
+                    omit_native=request.omit_native,
+                    max_nodes=MAX_ANSWER_NODES - nodes,
+                )
+            except TreeTooLarge:
+                if trees:
+                    break
+                raise self._too_large(
+                    built.graph.nodes[node_id].name, f"more than {MAX_ANSWER_NODES:,} nodes"
+                ) from None
             size = len(render_text([tree])) if request.format == "text" else len(json.dumps(tree.to_json()))
             if trees and used + size > budget * 0.9:
                 break
             if not trees and size > budget * 0.9:
-                raise invalid_field(
-                    "depth",
-                    f"the tree of '{built.graph.nodes[node_id].name}' takes {size:,} bytes, more than this answer "
-                    f"may hold ({budget:,}); ask for a smaller depth or fewer relations",
-                    size=size,
-                    budget=budget,
-                )
+                raise self._too_large(built.graph.nodes[node_id].name, f"{size:,} bytes (this answer holds {budget:,})")
             trees.append(tree)
             used += size
+            nodes += tree.count()
         end = offset + len(trees)
         output = OutlineOutput(
             language=request.language,

@@ -45,6 +45,10 @@ class TreeNode:
         }
 
 
+class TreeTooLarge(Exception):
+    """The tree would hold more than the nodes allowed: stopped while being built, not after."""
+
+
 def relation_tree(
     graph: Graph,
     root: str,
@@ -52,15 +56,23 @@ def relation_tree(
     depth: int,
     relations: Iterable[str] | None,
     omit_native: bool,
+    max_nodes: int,
 ) -> TreeNode:
+    """``root`` and its relations ``depth`` levels out; TreeTooLarge past ``max_nodes`` nodes (a dense graph
+    grows as its degree to the power of the depth)."""
     kinds = set(relations or RELATION_KINDS)
+    count = 1
 
     def expand(node_id: str, levels: int, path: frozenset[str], into: TreeNode) -> None:
+        nonlocal count
         edges = sorted(graph.relations(node_id), key=lambda edge: (_ORDER[edge.kind], edge.line, edge.target))
         for edge in edges:
             target = graph.nodes[edge.target]
             if edge.kind not in kinds or (omit_native and target.native):
                 continue
+            count += 1
+            if count > max_nodes:
+                raise TreeTooLarge
             child = TreeNode(target, edge.kind, edge.line, cycle=edge.target in path)
             into.children.append(child)
             if levels > 1 and not child.cycle:
