@@ -18,6 +18,7 @@ set (embedded types included) has every method the interface asks for.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,8 +29,8 @@ from mnemo.outline.model import FileOutline, Import, Reference
 TYPE_KINDS = frozenset({"class", "interface", "struct", "type", "enum", "record", "annotation"})
 VALUE_KINDS = frozenset({"field", "variable", "constant"})
 MODULE_KINDS = frozenset({"module", "package"})
-#: How far a dotted name or a chain of bases is followed (a cycle in bad code must not loop).
-MAX_HOPS = 16
+#: How many owners one member lookup may look into (a class, its bases, a field's type...).
+MAX_OWNERS = 64
 
 
 @dataclass(frozen=True)
@@ -81,11 +82,15 @@ class Graph:
     def find(self, name: str, path: str | None = None) -> list[str]:
         """Project symbols named ``name``: the qualified name, or else every symbol whose name ends with
         ``.name`` (``RegisterExtractor``, ``(*OutlineManager).RegisterExtractor``); in ``path`` if given."""
-        found = list(self.by_name.get(name, []))
-        if not found:
-            suffix = "." + name
-            found = [node_id for node_id in self.order if self.nodes[node_id].name.endswith(suffix)]
-        return [node_id for node_id in found if path is None or self.in_file(node_id, path)]
+        exact = [node_id for node_id in self.by_name.get(name, []) if path is None or self.in_file(node_id, path)]
+        if exact:
+            return exact
+        suffix = "." + name
+        return [
+            node_id
+            for node_id in self.order
+            if self.nodes[node_id].name.endswith(suffix) and (path is None or self.in_file(node_id, path))
+        ]
 
 
 class _Builder:
@@ -105,6 +110,7 @@ class _Builder:
         self.declared_type: dict[str, str] = {}  # value node id -> its type's node id
         self.container: dict[str, str] = {}  # node id -> the id of the declaration it is in
         self.seen: set[tuple[str, str, str]] = set()
+        self._found: dict[str, list[str]] = {}  # find_module's answers: every module is known before a lookup
 
     # ------------------------------------------------------------ nodes
     def build(self) -> Graph:
@@ -142,7 +148,9 @@ class _Builder:
             if symbol.container is None:
                 self.module_of[outline.path] = node_id
                 self.graph.module_files[node_id].append(outline.path)
-                for key in {outline.module_key, outline.module}:
+                # Java imports name a package by its declared name; the others by the key (a Go import path
+                # ends with the directory, never with the package's name).
+                for key in {outline.module_key, outline.module if self.spec.name == "java" else outline.module_key}:
                     if node_id not in self.modules[key]:
                         self.modules[key].append(node_id)
                 self.exports.setdefault(node_id, {}).update(outline.exports)
@@ -166,25 +174,50 @@ class _Builder:
         self.graph.edges[source].append(Edge(kind, target, line))
 
     # ------------------------------------------------------------ lookups
-    def find_module(self, module: str) -> list[str]:
+    def find_module(self, module: str, importer: str | None = None) -> list[str]:
+        """The project modules an import names, the likeliest first for a file at ``importer``."""
+        if module not in self._found:
+            self._found[module] = self._modules_named(module)
+        found = self._found[module]
+        return found if len(found) < 2 or importer is None else sorted(found, key=lambda m: self._rank(m, importer))
+
+    def _modules_named(self, module: str) -> list[str]:
         if not module:
             return []
+        native = self.spec.is_native_module(module)
+        if native and self.spec.name == "go":
+            return []  # a standard-library path is never a directory of the module
         candidates = [module, f"{module}/index"] if self.spec.separator == "/" else [module]
         for candidate in candidates:
             if candidate in self.modules:
-                return self.modules[candidate]
-        if self.spec.name in ("python", "go"):
-            # A Go import path ends with the directory; a Python module may sit under a source root.
-            separator = self.spec.separator
-            ends = [key for key in self.modules if key and module.endswith(separator + key)]
-            if ends:
-                return self.modules[max(ends, key=len)]
+                return list(self.modules[candidate])
+        if native or self.spec.name not in ("python", "go"):
+            return []
+        # A Go import path ends with the directory; a Python module may sit under a source root. Looked up by
+        # trailing parts (an index built once), not by scanning every key for each import.
+        separator = self.spec.separator
+        parts = module.split(separator)
+        for start in range(1, len(parts)):
+            found = self.modules.get(separator.join(parts[start:]))
+            if found:
+                return list(found)
         return []
 
-    def member(self, owner: str, name: str, hops: int = 0) -> str | None:
-        """``name`` inside ``owner``: its members, its bases' (a class), its type's (a field or variable)."""
-        if hops > MAX_HOPS:
+    def _rank(self, module: str, importer: str) -> tuple[int, int, int]:
+        """Same language as the importer, then not a declaration file, then the longest shared directory."""
+        path = self.graph.nodes[module].path or ""
+        same_language = 0 if self.spec.claims(path) == self.spec.claims(importer) else 1
+        declaration = 1 if path.endswith((".d.ts", ".d.mts", ".d.cts")) else 0
+        shared = len(os.path.commonpath([os.path.dirname(path) or ".", os.path.dirname(importer) or "."]))
+        return same_language, declaration, -shared
+
+    def member(self, owner: str, name: str, seen: set[str] | None = None) -> str | None:
+        """``name`` inside ``owner``: its members, its bases' (a class), its type's (a field or variable).
+        Each owner is looked into once per lookup, so cyclic bases (legal in Go) cost nothing extra."""
+        seen = set() if seen is None else seen
+        if owner in seen or len(seen) > MAX_OWNERS:
             return None
+        seen.add(owner)
         found = self.members.get(owner, {}).get(name)
         if found:
             return found[0]
@@ -192,19 +225,19 @@ class _Builder:
         if kind in MODULE_KINDS:
             exported = self.exports.get(owner, {}).get(name)
             if exported is not None and exported != name:
-                return self.member(owner, exported, hops + 1)
+                return self.member(owner, exported, seen - {owner})
             if self.spec.name == "python":
                 submodule = self.find_module(f"{self.graph.nodes[owner].name}.{name}")
                 return submodule[0] if submodule else None
             return None
         if kind in TYPE_KINDS:
             for base in self.bases.get(owner, []):
-                through = self.member(base, name, hops + 1)
+                through = self.member(base, name, seen)
                 if through is not None:
                     return through
             return None
         typed = self.declared_type.get(owner)
-        return self.member(typed, name, hops + 1) if typed is not None else None
+        return self.member(typed, name, seen) if typed is not None else None
 
     def in_scope(self, outline: FileOutline, source: str, name: str) -> str | None:
         """A bare name seen from ``source``: enclosing declarations outward, then the module or package."""
@@ -240,20 +273,20 @@ class _Builder:
             if item.alias == head:
                 if item.member is None and item.module.startswith(head + "."):
                     # Python's ``import a.b`` binds ``a``; ``a.b`` is then followed as a submodule.
-                    modules = self.find_module(head)
+                    modules = self.find_module(head, outline.path)
                     return modules[0] if modules else self.external(head, self.spec.is_native_module(head))
-                return self.import_target(item)
+                return self.import_target(item, outline.path)
         for item in outline.imports:
             if item.member == "*":
-                for module in self.find_module(item.module):
+                for module in self.find_module(item.module, outline.path):
                     star = self.member(module, head)
                     if star is not None:
                         return star
         return None
 
-    def import_target(self, item: Import) -> str:
+    def import_target(self, item: Import, importer: str) -> str:
         """The module or member an import names: a project symbol, else an external or native node."""
-        modules = self.find_module(item.module)
+        modules = self.find_module(item.module, importer)
         if item.member in (None, "*"):
             return modules[0] if modules else self.external(item.module, self.spec.is_native_module(item.module))
         if modules:
@@ -319,10 +352,10 @@ class _Builder:
         if module is None:
             return
         if item.member == "*" or (not item.alias and item.member is None):
-            found = self.find_module(item.module)
+            found = self.find_module(item.module, outline.path)
             target = found[0] if found else self.external(item.module, self.spec.is_native_module(item.module))
         else:
-            target = self.import_target(item)
+            target = self.import_target(item, outline.path)
         self.edge(module, "imports", target, item.line)
 
     # ------------------------------------------------------------ derived relations
@@ -341,15 +374,20 @@ class _Builder:
                 if wanted and wanted <= methods:
                     self.edge(node_id, "implements", interface, node.line or 0)
 
-    def method_set(self, node_id: str, hops: int = 0) -> set[str]:
-        names = {
-            short
-            for short, ids in self.members.get(node_id, {}).items()
-            if any(self.graph.nodes[member].kind == "method" for member in ids)
-        }
-        if hops < MAX_HOPS:
-            for base in self.bases.get(node_id, []):
-                names |= self.method_set(base, hops + 1)
+    def method_set(self, node_id: str) -> set[str]:
+        """Method names of a type and of every type it embeds, each type visited once."""
+        names: set[str] = set()
+        stack, seen = [node_id], {node_id}
+        while stack:
+            current = stack.pop()
+            names |= {
+                short
+                for short, ids in self.members.get(current, {}).items()
+                if any(self.graph.nodes[member].kind == "method" for member in ids)
+            }
+            fresh = [base for base in self.bases.get(current, []) if base not in seen]
+            seen.update(fresh)
+            stack.extend(fresh)
         return names
 
     def reverse_calls(self) -> None:
