@@ -68,9 +68,20 @@ class Graph:
     files: list[str] = field(default_factory=list)
     #: Module or package node -> the files it spans (one, except for Go and Java packages).
     module_files: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    _grouped: dict[str, dict[str, list[Edge]]] = field(default_factory=dict, repr=False)
 
     def relations(self, node_id: str) -> list[Edge]:
         return self.edges.get(node_id, [])
+
+    def relations_by_kind(self, node_id: str) -> dict[str, list[Edge]]:
+        """The node's edges grouped by kind, each group in line order: sorted once per graph, not per tree."""
+        grouped = self._grouped.get(node_id)
+        if grouped is None:
+            grouped = defaultdict(list)
+            for edge in sorted(self.relations(node_id), key=lambda edge: (edge.line, edge.target)):
+                grouped[edge.kind].append(edge)
+            self._grouped[node_id] = grouped
+        return grouped
 
     def declared_in(self, path: str) -> list[str]:
         """The symbols declared in ``path``, its module or package first."""
