@@ -3,6 +3,7 @@ tests/fixtures/outline/shop; text and JSON formats, depth, relation filters, omi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -228,7 +229,8 @@ def test_a_cursor_of_another_query_is_refused(shop: Services) -> None:
 def test_the_budget_cuts_a_page_and_the_cursor_goes_on(shop: Services) -> None:
     small = PROJECT.model_copy(update={"response_budget": 2048})
     page = call(shop, small, "outline_project", {"language": "python", "depth": 2, "limit": 5000})
-    assert page["hasMore"] and 1 <= page["roots"] < 40 and len(page["text"]) <= 2048
+    # measured as it travels: JSON with the tree's box-drawing characters escaped (6 bytes each)
+    assert page["hasMore"] and 1 <= page["roots"] < 40 and len(json.dumps(page)) <= 2048
     following = call(
         shop, small, "outline_project", {"language": "python", "limit": 5000, "cursor": page["nextCursor"]}
     )
@@ -345,3 +347,24 @@ def test_trees_stop_growing_at_the_node_cap(shop: Services, monkeypatch: pytest.
     assert envelope["errorCode"] == "INVALID_INPUT" and envelope["details"]["field"] == "depth"
     page = call(shop, PROJECT, "outline_project", {"language": "python", "depth": 1, "limit": 5000})
     assert page["hasMore"] and 1 <= page["nodes"] <= 12
+
+
+def test_symbol_matches_come_in_pages_too(shop: Services) -> None:
+    every = call(shop, PROJECT, "outline_symbol", {"symbol": "get", "language": "python", "format": "json"})
+    names = [root["name"] for root in every["symbols"]]
+    assert names == ["shop.orders.repository.Repository.get", "shop.orders.repository.MemoryRepository.get"]
+    first = call(shop, PROJECT, "outline_symbol", {"symbol": "get", "language": "python", "format": "json", "limit": 1})
+    assert first["hasMore"] and [root["name"] for root in first["symbols"]] == names[:1]
+    body = {"symbol": "get", "language": "python", "format": "json", "limit": 1, "cursor": first["nextCursor"]}
+    second = call(shop, PROJECT, "outline_symbol", body)
+    assert not second["hasMore"] and [root["name"] for root in second["symbols"]] == names[1:]
+
+
+def test_a_cursor_from_before_a_change_is_refused(shop: Services) -> None:
+    first = call(shop, PROJECT, "outline_project", {"language": "go", "limit": 2})
+    call(
+        shop, PROJECT, "file_write", {"path": "inventory/extra.go", "content": "package inventory\n\nconst Extra = 1\n"}
+    )
+    with pytest.raises(MnemoError) as refused:
+        call(shop, PROJECT, "outline_project", {"language": "go", "limit": 2, "cursor": first["nextCursor"]})
+    assert refused.value.envelope()["details"]["field"] == "cursor"

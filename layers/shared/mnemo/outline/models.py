@@ -43,6 +43,10 @@ class OutlineSymbolInput(ToolRequest):
     relations: list[Relation] | None = _RELATIONS
     omit_native: bool = _OMIT_NATIVE
     format: Literal["text", "json"] = _FORMAT
+    limit: int = Field(
+        100, ge=1, le=5000, description="Most matching symbols (tree roots) in one answer. Default: 100."
+    )
+    cursor: str | None = Field(None, max_length=2048, description="nextCursor of the previous answer.")
 
 
 class OutlineFileInput(ToolRequest):

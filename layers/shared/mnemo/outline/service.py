@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from mnemo.assets.paths import parse_path
 from mnemo.assets.scopes import workspace_location
 from mnemo.assets.store import FileStore, Location
+from mnemo.budget import RESERVE_BYTES, wire_bytes
 from mnemo.context import RequestContext
 from mnemo.errors import MnemoError, NotFound, invalid_field
 from mnemo.outline.graph import Graph, build_graph
@@ -41,7 +42,8 @@ DEFAULT_BUDGET_BYTES = 4_000_000
 #: The most nodes one answer's trees hold: a dense graph at depth 6 would otherwise be built in full before
 #: its size could be measured.
 MAX_ANSWER_NODES = 50_000
-_CACHED_GRAPHS = 8
+#: Nodes plus edges the process keeps resolved (layers/: 26k; a 20 MB project: about 600k).
+CACHED_GRAPH_ELEMENTS = 1_500_000
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,13 @@ class _Built:
 
 class _GraphCache:
     """Resolved graphs by (workspace, language), each valid for one fingerprint of the language's files.
-    One per service, so per process on Lambda (and per data directory locally)."""
+    One per service, so per process on Lambda (and per data directory locally); bounded by the nodes and
+    edges it holds, so that a warm container serving several large projects stays within its memory."""
 
-    def __init__(self) -> None:
-        self._graphs: OrderedDict[tuple[str, str], tuple[tuple[tuple[str, str], ...], _Built]] = OrderedDict()
+    def __init__(self, capacity: int = CACHED_GRAPH_ELEMENTS) -> None:
+        self._graphs: OrderedDict[tuple[str, str], tuple[tuple[tuple[str, str], ...], _Built, int]] = OrderedDict()
+        self._capacity = capacity
+        self._held = 0
         self._lock = threading.Lock()
 
     def get(self, key: tuple[str, str], files: tuple[tuple[str, str], ...]) -> _Built | None:
@@ -67,11 +72,15 @@ class _GraphCache:
             return found[1]
 
     def put(self, key: tuple[str, str], files: tuple[tuple[str, str], ...], built: _Built) -> None:
+        size = len(built.graph.nodes) + sum(len(edges) for edges in built.graph.edges.values())
         with self._lock:
-            self._graphs[key] = (files, built)
-            self._graphs.move_to_end(key)
-            while len(self._graphs) > _CACHED_GRAPHS:
-                self._graphs.popitem(last=False)
+            replaced = self._graphs.pop(key, None)
+            self._held -= replaced[2] if replaced else 0
+            self._graphs[key] = (files, built, size)
+            self._held += size
+            while len(self._graphs) > 1 and self._held > self._capacity:
+                _, (_, _, evicted) = self._graphs.popitem(last=False)
+                self._held -= evicted
 
 
 class OutlineService:
@@ -91,24 +100,19 @@ class OutlineService:
         roots = [node_id for node_id in built.graph.find(request.symbol, path) if self._ours(built, spec, node_id)]
         if not roots:
             raise self._no_symbol(built.graph, request.symbol, path)
-        return self._answer(context, request, built, roots, offset=0, limit=len(roots), query=None)
+        return self._answer(context, request, built, roots, ["symbol", path])
 
     def file(self, context: RequestContext, request: OutlineFileInput) -> OutlineOutput:
         spec = get_language(request.language)
         built = self._built(workspace_location(context), spec)
         path = self._workspace_path(request.file, spec, built)
-        roots = built.graph.declared_in(path)
-        query = fingerprint(["file", path, request.model_dump(exclude={"limit", "cursor"})])
-        offset = decode_cursor(request.cursor, query)
-        return self._answer(context, request, built, roots, offset=offset, limit=request.limit, query=query)
+        return self._answer(context, request, built, built.graph.declared_in(path), ["file", path])
 
     def project(self, context: RequestContext, request: OutlineProjectInput) -> OutlineOutput:
         spec = get_language(request.language)
         built = self._built(workspace_location(context), spec)
-        query = fingerprint(["project", request.model_dump(exclude={"limit", "cursor"})])
-        offset = decode_cursor(request.cursor, query)
         roots = [node_id for node_id in built.graph.order if self._ours(built, spec, node_id)]
-        return self._answer(context, request, built, roots, offset=offset, limit=request.limit, query=query)
+        return self._answer(context, request, built, roots, ["project"])
 
     # ------------------------------------------------------------ the index
     def refresh(self, where: Location, spec: LanguageSpec) -> Refresh:
@@ -118,13 +122,13 @@ class OutlineService:
     def _built(self, where: Location, spec: LanguageSpec) -> _Built:
         workspace = self._index.workspace_files(where)
         specs = [spec, *(get_language(name) for name in spec.companions)]
-        files = tuple(
-            sorted((item.path, item.sha256) for item in workspace.values() if any(s.claims(item.path) for s in specs))
-        )
+        claimed = [item for item in workspace.values() if any(each.claims(item.path) for each in specs)]
+        files = tuple(sorted((item.path, item.sha256) for item in claimed))
         key = (where.pk, spec.name)
         cached = self._graphs.get(key, files)
         if cached is not None:
-            return _Built(cached.graph, Refresh(cached.refresh.outlines, cached.refresh.skipped, 0, 0, files))
+            return _Built(cached.graph, Refresh(skipped=cached.refresh.skipped, fingerprint=files))
+        self._index.check_size(spec, claimed)  # companions count together: one graph holds them all
         refresh = Refresh(fingerprint=files)
         for each in specs:
             part = self._index.refresh(where, each, workspace)
@@ -133,7 +137,8 @@ class OutlineService:
             refresh.parsed += part.parsed
             refresh.removed += part.removed
         built = _Built(build_graph(spec, refresh.outlines), refresh)
-        self._graphs.put(key, files, built)
+        # The outlines are in the graph now: the cache keeps the graph, not them twice.
+        self._graphs.put(key, files, _Built(built.graph, Refresh(skipped=refresh.skipped, fingerprint=files)))
         return built
 
     # ------------------------------------------------------------ answers
@@ -181,15 +186,27 @@ class OutlineService:
         request: OutlineSymbolInput | OutlineFileInput | OutlineProjectInput,
         built: _Built,
         roots: list[str],
-        *,
-        offset: int,
-        limit: int,
-        query: str | None,
+        query_parts: list[object],
     ) -> OutlineOutput:
-        budget = context.response_budget or DEFAULT_BUDGET_BYTES
+        # A cursor belongs to one query over one state of the files: after a change it is refused, not
+        # silently shifted.
+        query = fingerprint([*query_parts, request.model_dump(exclude={"limit", "cursor"}), built.refresh.fingerprint])
+        offset = decode_cursor(request.cursor, query)
+        output = OutlineOutput(
+            language=request.language,
+            format=request.format,
+            roots=0,
+            nodes=0,
+            files=sum(1 for path in built.graph.files if get_language(request.language).claims(path)),
+            parsed=built.refresh.parsed,
+            skipped=[SkippedFile(**item) for item in built.refresh.skipped],
+        )
+        # Measured as the front doors send it: JSON with non-ASCII escaped (a tree's "├" takes 6 bytes).
+        room = (context.response_budget or DEFAULT_BUDGET_BYTES) - wire_bytes(output) - RESERVE_BYTES
         trees: list[TreeNode] = []
         used = nodes = 0
-        for node_id in roots[offset : offset + limit]:
+        for node_id in roots[offset : offset + request.limit]:
+            name = built.graph.nodes[node_id].name
             try:
                 tree = relation_tree(
                     built.graph,
@@ -202,31 +219,22 @@ class OutlineService:
             except TreeTooLarge:
                 if trees:
                     break
-                raise self._too_large(
-                    built.graph.nodes[node_id].name, f"more than {MAX_ANSWER_NODES:,} nodes"
-                ) from None
-            size = len(render_text([tree])) if request.format == "text" else len(json.dumps(tree.to_json()))
-            if trees and used + size > budget * 0.9:
-                break
-            if not trees and size > budget * 0.9:
-                raise self._too_large(built.graph.nodes[node_id].name, f"{size:,} bytes (this answer holds {budget:,})")
+                raise self._too_large(name, f"more than {MAX_ANSWER_NODES:,} nodes") from None
+            shown = render_text([tree]) if request.format == "text" else tree.to_json()
+            size = len(json.dumps(shown))
+            if used + size > room:
+                if trees:
+                    break
+                raise self._too_large(name, f"{size:,} bytes (this answer holds {max(room, 0):,})")
             trees.append(tree)
             used += size
             nodes += tree.count()
         end = offset + len(trees)
-        output = OutlineOutput(
-            language=request.language,
-            format=request.format,
-            roots=len(trees),
-            nodes=sum(tree.count() for tree in trees),
-            files=sum(1 for path in built.graph.files if get_language(request.language).claims(path)),
-            parsed=built.refresh.parsed,
-            skipped=[SkippedFile(**item) for item in built.refresh.skipped],
-        )
+        output.roots, output.nodes = len(trees), nodes
         if request.format == "text":
             output.text = render_text(trees)
         else:
             output.symbols = [OutlineNode.model_validate(tree.to_json()) for tree in trees]
-        if query is not None and end < len(roots):
+        if end < len(roots):
             output.has_more, output.next_cursor = True, encode_cursor(end, query)
         return output

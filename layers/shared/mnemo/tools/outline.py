@@ -80,7 +80,7 @@ def outline_file(services: Services, context: RequestContext, request: OutlineFi
 
     **Returns:**
     ```json
-    {"success": true, "language": "python", "format": "json", "text": null, "symbols": [{"name": "shop.orders.repository", "kind": "module", "origin": "project", "path": "shop/orders/repository.py", "line": 1, "endLine": 23, "relation": null, "atLine": null, "cycle": false, "children": []}, {"name": "shop.orders.repository.Repository", "kind": "class", "origin": "project", "path": "shop/orders/repository.py", "line": 8, "endLine": 11, "relation": null, "atLine": null, "cycle": false, "children": [{"name": "typing.Protocol", "kind": "native", "origin": "native", "path": null, "line": null, "endLine": null, "relation": "extends", "atLine": 8, "cycle": false, "children": []}]}], "roots": 2, "nodes": 3, "files": 5, "parsed": 0, "skipped": [], "hasMore": true, "nextCursor": "eyJvIjoyLCJmIjoiNDA1MzU0ZTRjNTE2YTczNiJ9"}
+    {"success": true, "language": "python", "format": "json", "text": null, "symbols": [{"name": "shop.orders.repository", "kind": "module", "origin": "project", "path": "shop/orders/repository.py", "line": 1, "endLine": 23, "relation": null, "atLine": null, "cycle": false, "children": []}, {"name": "shop.orders.repository.Repository", "kind": "class", "origin": "project", "path": "shop/orders/repository.py", "line": 8, "endLine": 11, "relation": null, "atLine": null, "cycle": false, "children": [{"name": "typing.Protocol", "kind": "native", "origin": "native", "path": null, "line": null, "endLine": null, "relation": "extends", "atLine": 8, "cycle": false, "children": []}]}], "roots": 2, "nodes": 3, "files": 5, "parsed": 0, "skipped": [], "hasMore": true, "nextCursor": "eyJvIjoyLCJmIjoiYjBiYWRiZGRkNjRlNmNiNyJ9"}
     ```
 
     **Errors:**
@@ -117,7 +117,7 @@ def outline_project(services: Services, context: RequestContext, request: Outlin
 
     **Returns:**
     ```json
-    {"success": true, "language": "python", "format": "text", "text": "shop [module] shop/__init__.py:1\\n\\nshop.orders [module] shop/orders/__init__.py:1\\n\\nshop.orders.models [module] shop/orders/models.py:1\\n└── imports dataclasses.dataclass (native)\\n", "symbols": null, "roots": 3, "nodes": 4, "files": 5, "parsed": 0, "skipped": [], "hasMore": true, "nextCursor": "eyJvIjozLCJmIjoiZWMzZjNmMTk1ZjA2NmI3NSJ9"}
+    {"success": true, "language": "python", "format": "text", "text": "shop [module] shop/__init__.py:1\\n\\nshop.orders [module] shop/orders/__init__.py:1\\n\\nshop.orders.models [module] shop/orders/models.py:1\\n└── imports dataclasses.dataclass (native)\\n", "symbols": null, "roots": 3, "nodes": 4, "files": 5, "parsed": 0, "skipped": [], "hasMore": true, "nextCursor": "eyJvIjozLCJmIjoiODJlNjI3NTI2YmVjYzc1ZiJ9"}
     ```
 
     **Errors:**
