@@ -19,6 +19,8 @@ from mnemo.outline import index as outline_index
 from mnemo.outline import lang_go
 from mnemo.outline.index import outline_pk
 from mnemo.outline.languages import get_language
+from mnemo.outline.models import OutlineProjectInput
+from mnemo.ports import Item, Put
 from mnemo.runtime import Services
 from mnemo.tools.registry import load_catalog
 from outline_support import call, push_shop
@@ -155,6 +157,7 @@ def test_refresh_path_follows_one_file(shop: Services) -> None:
         "workspace/local/project",
         "workspace/local/team/x/a.py",
         "workspace/bad%7Ctenant/project/x/a.py",
+        "workspace/acme/project//a.py",
     ],
 )
 def test_keys_outside_a_workspace_name_no_file(key: str) -> None:
@@ -201,3 +204,24 @@ def test_a_file_the_extractor_fails_on_is_skipped_not_fatal(shop: Services, monk
         {"path": "inventory/store.go", "reason": "the outline could not read this file (logged)"}
     ]
     assert "inventory.(*Manager).Reserve" in answer["text"] and "MemoryStore" not in answer["text"]
+
+
+def test_the_sync_job_names_a_python_module_from_its_package_markers(shop: Services) -> None:
+    where, path = workspace_file(f"workspace/{PROJECT.tenant}/project/shop/shop/orders/models.py") or (None, "")
+    assert where is not None
+    assert shop.outline.index.refresh_path(where, get_language("python"), path) == "parsed"
+    stored = shop.records.get(outline_pk(where), f"F#python#{path}")
+    assert stored is not None and stored.data["moduleKey"] == "shop.orders.models"
+    # the tool agrees on its name: it parses the four other Python files, not this one
+    assert call(shop, PROJECT, "outline_file", {"file": path, "language": "python"})["parsed"] == 4
+
+
+def test_an_outline_stored_in_another_layout_is_made_again(shop: Services) -> None:
+    call(shop, PROJECT, "outline_project", {"language": "go", "limit": 1})
+    pk = "OUTLINE|" + PROJECT.scope_key("project")
+    old = shop.records.get(pk, "F#go#inventory/store.go")
+    assert old is not None
+    shop.records.write([Put(Item(pk, old.sk, {**old.data, "format": 0, "outline": "{not the current layout"}))])
+    fresh = shop.outline.__class__(shop.records, shop.file_store)  # a new process: no graph kept
+    answer = fresh.project(PROJECT, OutlineProjectInput(language="go", limit=1))
+    assert answer.parsed == 1

@@ -19,6 +19,7 @@ from aws_lambda_powertools import Logger
 from mnemo.assets.scopes import WORKSPACE_ROOT, workspace_location
 from mnemo.assets.store import Location
 from mnemo.context import RequestContext
+from mnemo.errors import MnemoError
 from mnemo.outline.languages import LanguageSpec, language_of
 from mnemo.runtime import get_services
 
@@ -32,16 +33,13 @@ def workspace_file(key: str) -> tuple[Location, str] | None:
     if len(parts) < 5 or parts[0] + "/" != WORKSPACE_ROOT:
         return None
     tenant, layer, owner = (unquote(part) for part in parts[1:4])
-    try:
-        if layer == "project":
-            context = RequestContext(tenant=tenant, project=owner)
-        elif layer == "user":
-            context = RequestContext(tenant=tenant, user=owner)
-        else:
-            return None
-    except ValueError:
+    if layer not in ("project", "user"):
         return None
-    return workspace_location(context), "/".join(unquote(part) for part in parts[4:])
+    try:
+        context = RequestContext(tenant=tenant, **{layer: owner})
+        return workspace_location(context), "/".join(unquote(part) for part in parts[4:])
+    except (ValueError, MnemoError):  # an empty or malformed id: no workspace has this key
+        return None
 
 
 def _code_files(key: str) -> list[tuple[Location, str, LanguageSpec]]:

@@ -35,6 +35,8 @@ from mnemo.ports import Delete, Item, Put, RecordStore
 
 logger = logging.getLogger(__name__)
 OUTLINE_PREFIX = "OUTLINE|"
+#: The stored outline's layout: an outline stored under another (older code) is made again, never misread.
+OUTLINE_FORMAT = 1
 #: The most files of one language an outline covers; a bigger project gets INVALID_INPUT, not a timeout.
 MAX_PROJECT_FILES = 5_000
 #: The most bytes of one language's source an outline covers.
@@ -132,10 +134,8 @@ class OutlineIndex:
         stored = self.stored(pk, spec.name) if stored is None else stored
         result = Refresh(fingerprint=tuple((item.path, item.sha256) for item in files))
         stale = [item for item in files if not _current(stored.get(item.path), item, spec.module_key(item.path, paths))]
-        fresh = self._parse(where, spec, stale, paths)
-        for item in stale:
-            self._records.write([Put(fresh[item.path])])
-            stored[item.path] = fresh[item.path]
+        # Each outline is written as soon as it is made: a call cut short keeps what it finished.
+        stored.update(self._parse(where, spec, stale, paths))
         gone = [path for path in stored if path not in workspace or not spec.claims(path)]
         for path in gone:
             self._records.write([Delete(pk, stored.pop(path).sk)])
@@ -162,11 +162,24 @@ class OutlineIndex:
             self._records.write([Delete(pk, sk)])
             return "removed"
         item = WorkspaceFile(path, head.data["sha256"], int(head.data["bytes"]), head.version, head)
-        siblings = frozenset(self.workspace_files(where)) if spec.name == "python" else frozenset({path})
-        if _current(stored, item, spec.module_key(path, siblings)):
+        known = self._package_markers(where, path) if spec.name == "python" else frozenset({path})
+        if _current(stored, item, spec.module_key(path, known)):
             return "current"
-        self._records.write([Put(self._parse(where, spec, [item], siblings)[path])])
+        self._parse(where, spec, [item], known)
         return "parsed"
+
+    def _package_markers(self, where: Location, path: str) -> frozenset[str]:
+        """``path`` and the ``__init__.py`` files above it that exist: all a Python module name depends on,
+        read with one lookup per folder instead of a listing of the workspace for every event."""
+        found = {path}
+        folders = path.split("/")[:-1]
+        while folders:
+            marker = "/".join([*folders, "__init__.py"])
+            if self._files.head(where, marker) is None:
+                break
+            found.add(marker)
+            folders.pop()
+        return frozenset(found)
 
     def _parse(
         self, where: Location, spec: LanguageSpec, stale: list[WorkspaceFile], paths: frozenset[str]
@@ -174,11 +187,17 @@ class OutlineIndex:
         pk = outline_pk(where)
 
         def one(item: WorkspaceFile) -> Item:
+            made = outline_item(item)
+            self._records.write([Put(made)])
+            return made
+
+        def outline_item(item: WorkspaceFile) -> Item:
             data: dict[str, Any] = {
                 "path": item.path,
                 "sha256": item.sha256,
                 "version": item.version,
                 "moduleKey": spec.module_key(item.path, paths),
+                "format": OUTLINE_FORMAT,
             }
             if item.bytes > MAX_FILE_BYTES:
                 data["skipped"] = f"{item.bytes:,} bytes; files over {MAX_FILE_BYTES:,} bytes are not outlined"
@@ -208,4 +227,9 @@ class OutlineIndex:
 
 
 def _current(stored: Item | None, item: WorkspaceFile, module_key: str) -> bool:
-    return stored is not None and stored.data["sha256"] == item.sha256 and stored.data["moduleKey"] == module_key
+    return (
+        stored is not None
+        and stored.data.get("format") == OUTLINE_FORMAT
+        and stored.data["sha256"] == item.sha256
+        and stored.data["moduleKey"] == module_key
+    )

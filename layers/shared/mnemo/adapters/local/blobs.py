@@ -30,10 +30,11 @@ KEY_FILE = "key"
 
 def _on_disk(part: str, suffix: str = "") -> str:
     """A key segment as a file name: itself, or when too long (a quoted name takes up to three times its
-    bytes) its start and a hash of the whole, which no shorter segment of this store can be mistaken for."""
+    bytes) its start and a hash of the whole after ``%~``, which percent-quoting never writes, so no segment
+    of a quoted name can be this name."""
     if len(part.encode()) + len(suffix) <= MAX_NAME_BYTES:
         return part + suffix
-    return f"{part[:120]}~{hashlib.sha256(part.encode()).hexdigest()}{suffix}"
+    return f"{part[:120]}%~{hashlib.sha256(part.encode()).hexdigest()}{suffix}"
 
 
 def _check_key(key: str) -> list[str]:
