@@ -14,7 +14,7 @@ Relation = Literal["contains", "calls", "called_by", "imports", "extends", "impl
 MAX_DEPTH = 6
 
 _LANGUAGE = Field(description="Target language: python, go, java, typescript or javascript.")
-_DEPTH = Field(2, ge=1, le=MAX_DEPTH, description="Levels of relations to traverse. Default: 2.")
+_DEPTH = Field(2, ge=1, le=MAX_DEPTH, description="Levels of relations to traverse.")
 _RELATIONS = Field(
     None,
     max_length=8,
@@ -22,7 +22,7 @@ _RELATIONS = Field(
     "type_of); all when omitted.",
 )
 _OMIT_NATIVE = Field(False, alias="omit_native", description="When true, omit standard-library and built-in symbols.")
-_FORMAT: Any = Field("text", description="text (default): a readable tree; json: the tree as structured nodes.")
+_FORMAT: Any = Field("text", description="text: a readable tree; json: the tree as structured nodes.")
 _FILE = Field(
     min_length=1, max_length=1024, description="Relative path to the source file in the workspace, e.g. src/app.py."
 )
@@ -43,9 +43,7 @@ class OutlineSymbolInput(ToolRequest):
     relations: list[Relation] | None = _RELATIONS
     omit_native: bool = _OMIT_NATIVE
     format: Literal["text", "json"] = _FORMAT
-    limit: int = Field(
-        100, ge=1, le=5000, description="Most matching symbols (tree roots) in one answer. Default: 100."
-    )
+    limit: int = Field(100, ge=1, le=5000, description="Most matching symbols (tree roots) in one answer.")
     cursor: str | None = Field(None, max_length=2048, description="nextCursor of the previous answer.")
 
 
@@ -56,7 +54,7 @@ class OutlineFileInput(ToolRequest):
     relations: list[Relation] | None = _RELATIONS
     omit_native: bool = _OMIT_NATIVE
     format: Literal["text", "json"] = _FORMAT
-    limit: int = Field(500, ge=1, le=5000, description="Most symbols (tree roots) in one answer. Default: 500.")
+    limit: int = Field(500, ge=1, le=5000, description="Most symbols (tree roots) in one answer.")
     cursor: str | None = Field(None, max_length=2048, description="nextCursor of the previous answer.")
 
 
@@ -66,7 +64,7 @@ class OutlineProjectInput(ToolRequest):
     relations: list[Relation] | None = _RELATIONS
     omit_native: bool = _OMIT_NATIVE
     format: Literal["text", "json"] = _FORMAT
-    limit: int = Field(200, ge=1, le=5000, description="Most symbols (tree roots) in one answer. Default: 200.")
+    limit: int = Field(200, ge=1, le=5000, description="Most symbols (tree roots) in one answer.")
     cursor: str | None = Field(None, max_length=2048, description="nextCursor of the previous answer.")
 
 
