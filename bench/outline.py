@@ -10,6 +10,7 @@ and times, each over ``--repeat`` runs (median and max):
 - outline_symbol and outline_file on a warm index.
 
 Prints a table and writes bench/results/outline.json. Run: .venv/bin/python bench/outline.py
+(``--source DIR`` outlines another folder of this checkout instead, into outline-<name>.json).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 from common import fresh_services, table, write_results
 from mnemo.assets.scopes import workspace_location
 from mnemo.context import RequestContext
+from mnemo.errors import MnemoError
 from mnemo.outline.languages import get_language
 from mnemo.runtime import Services
 from mnemo.tools.registry import load_catalog
@@ -38,10 +40,18 @@ def call(services: Services, tool: str, body: dict[str, Any]) -> dict[str, Any]:
     return CATALOG[tool].invoke(services, CONTEXT, body)
 
 
+def source_files(source: Path) -> list[Path]:
+    """The Python files to push: a workspace file holds at most 1,000,000 characters (file_write refuses
+    more, as `mnemo workspace push` does)."""
+    return sorted(
+        path for path in source.rglob("*.py") if "__pycache__" not in path.parts and path.stat().st_size <= 1_000_000
+    )
+
+
 def push(services: Services, source: Path) -> tuple[int, int]:
-    files = sorted(path for path in source.rglob("*.py") if "__pycache__" not in path.parts)
+    files = source_files(source)
     for path in files:
-        call(services, "file_write", {"path": str(path.relative_to(ROOT)), "content": path.read_text()})
+        call(services, "file_write", {"path": str(path.relative_to(source.parent)), "content": path.read_text()})
     return len(files), sum(path.stat().st_size for path in files)
 
 
@@ -64,22 +74,37 @@ def whole_project(services: Services) -> dict[str, Any]:
             return {"pages": pages, "roots": roots, "nodes": nodes, "chars": chars}
 
 
+#: What the symbol, file and edit cases use over layers/; another --source uses its largest file and a method
+#: in it.
+LAYERS_CASES = ("FileStore.write_ops", "layers/shared/mnemo/assets/store.py", "layers/shared/mnemo/outline/tree.py")
+
+
+def cases(services: Services, source: Path) -> tuple[str, str, str]:
+    if source == ROOT / "layers":
+        return LAYERS_CASES
+    for largest in sorted(source_files(source), key=lambda path: -path.stat().st_size):
+        path = str(largest.relative_to(source.parent))
+        try:  # the largest file the outline covers (a generated parser's outline may be over the item limit)
+            answer = call(services, "outline_file", {"file": path, "language": "python", "depth": 1, "format": "json"})
+        except MnemoError:
+            continue
+        methods = [root["name"] for root in answer["symbols"] if root["kind"] == "method"]
+        return (methods or [answer["symbols"][0]["name"]])[0], path, path
+    raise SystemExit(f"no file of {source} is outlined")
+
+
 def one_run(source: Path) -> dict[str, Any]:
     services = fresh_services(embedder="hashing")
     files, size = push(services, source)
     first_ms, first = timed(lambda: call(services, "outline_project", {"language": "python", "limit": 200}))
     warm_ms, _ = timed(lambda: call(services, "outline_project", {"language": "python", "limit": 200}))
-    changed = "layers/shared/mnemo/outline/tree.py"
-    content = (ROOT / changed).read_text() + "\n\ndef added_for_the_benchmark() -> None:\n    render_text([])\n"
+    symbol, file, changed = cases(services, source)
+    content = (source.parent / changed).read_text() + "\n\ndef added_for_the_benchmark() -> None:\n    pass\n"
     call(services, "file_write", {"path": changed, "content": content})
     edit_ms, edited = timed(lambda: call(services, "outline_project", {"language": "python", "limit": 200}))
     pages_ms, pages = timed(lambda: whole_project(services))
-    symbol_ms, _ = timed(
-        lambda: call(services, "outline_symbol", {"symbol": "FileStore.write_ops", "language": "python"})
-    )
-    file_ms, _ = timed(
-        lambda: call(services, "outline_file", {"file": "layers/shared/mnemo/assets/store.py", "language": "python"})
-    )
+    symbol_ms, _ = timed(lambda: call(services, "outline_symbol", {"symbol": symbol, "language": "python"}))
+    file_ms, _ = timed(lambda: call(services, "outline_file", {"file": file, "language": "python"}))
     graph = services.outline._built(workspace_location(CONTEXT), get_language("python")).graph  # its size
     return {
         "files": files,
@@ -95,6 +120,8 @@ def one_run(source: Path) -> dict[str, Any]:
         "whole_project": pages,
         "symbol_ms": symbol_ms,
         "file_ms": file_ms,
+        "symbol": symbol,
+        "file": file,
     }
 
 
@@ -103,6 +130,7 @@ def main() -> None:
     parser.add_argument("--source", type=Path, default=ROOT / "layers")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    args.source = args.source.resolve()
     runs = [one_run(args.source) for _ in range(args.repeat)]
     first = runs[0]
     timings = ("first_ms", "warm_ms", "after_edit_ms", "whole_project_ms", "symbol_ms", "file_ms")
@@ -115,11 +143,11 @@ def main() -> None:
         ["warm call (index current, graph kept)", 0],
         ["after one file changed", first["parsed_after_edit"]],
         [f"whole project, depth 2, text ({first['whole_project']['pages']} pages)", 0],
-        ["outline_symbol FileStore.write_ops, depth 2", 0],
-        ["outline_file assets/store.py, depth 2", 0],
+        [f"outline_symbol {first['symbol']}, depth 2", 0],
+        [f"outline_file {first['file']}, depth 2", 0],
     ]
     print(
-        f"layers/: {first['files']} Python files, {first['bytes']:,} bytes, {first['symbols']:,} symbols, "
+        f"{args.source.name}/: {first['files']} Python files, {first['bytes']:,} bytes, {first['symbols']:,} symbols, "
         f"{first['relations']:,} relations; {args.repeat} runs, load {os.getloadavg()[0]:.1f}"
     )
     print(
@@ -130,8 +158,9 @@ def main() -> None:
     )
     pages = first["whole_project"]
     print(f"whole project: {pages['roots']:,} trees, {pages['nodes']:,} nodes, {pages['chars']:,} characters")
+    name = "outline" if args.source == ROOT / "layers" else f"outline-{args.source.name}"
     path = write_results(
-        "outline",
+        name,
         {"source": str(args.source.relative_to(ROOT)), "repeat": args.repeat, "runs": runs, "summary": summary},
     )
     print(f"wrote {path}")
