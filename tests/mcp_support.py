@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -26,11 +26,14 @@ REGION = "eu-west-1"
 
 
 @asynccontextmanager
-async def stdio_session(env: Mapping[str, str], identity: dict[str, str]) -> AsyncIterator[ClientSession]:
-    """`mnemo mcp` as a subprocess (hashing embedder unless ``env`` says otherwise), the caller in its environment."""
+async def stdio_session(
+    env: Mapping[str, str], identity: dict[str, str], args: Sequence[str] = ()
+) -> AsyncIterator[ClientSession]:
+    """`mnemo mcp [args]` as a subprocess (hashing embedder unless ``env`` says otherwise), the caller in its
+    environment."""
     wire = {f"MNEMO_{key.upper()}": value for key, value in identity.items()}
     full = {**os.environ, "MNEMO_EMBEDDER": "hashing", **env, **wire}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mnemo.cli", "mcp"], env=full)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mnemo.cli", "mcp", *args], env=full)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session

@@ -87,12 +87,16 @@ def test_mcp_over_http_follows_the_flag(server: tuple[str, bool]) -> None:
     anyio.run(scenario)
 
 
-@pytest.mark.parametrize("experimental", [False, True], ids=["off", "on"])
-def test_mcp_over_stdio_follows_the_flag(tmp_path: Path, experimental: bool) -> None:
-    env = {"MNEMO_DATA_DIR": str(tmp_path), "MNEMO_EXPERIMENTAL": "1" if experimental else ""}
+@pytest.mark.parametrize(
+    ("setting", "args", "experimental"),
+    [("", [], False), ("1", [], True), ("", ["--experimental"], True)],
+    ids=["off", "MNEMO_EXPERIMENTAL", "--experimental"],
+)
+def test_mcp_over_stdio_follows_the_flag(tmp_path: Path, setting: str, args: list[str], experimental: bool) -> None:
+    env = {"MNEMO_DATA_DIR": str(tmp_path), "MNEMO_EXPERIMENTAL": setting}
 
     async def scenario() -> None:
-        async with stdio_session(env, {"user": "alice"}) as session:
+        async with stdio_session(env, {"user": "alice"}, args) as session:
             listed = {tool.name for tool in (await session.list_tools()).tools}
             assert (listed >= OUTLINE) is experimental and (not OUTLINE & listed) is (not experimental)
 

@@ -7,13 +7,13 @@ from mnemo.outline.graph import Graph, build_graph
 from mnemo.outline.languages import extract, get_language
 
 
-def graph(language: str, files: dict[str, str]) -> Graph:
+def graph(language: str, files: dict[str, str], go_modules: dict[str, str] | None = None) -> Graph:
     paths = frozenset(files)
     outlines = []
     for path, source in files.items():
         spec = get_language("javascript" if path.endswith(".js") else language)
         outlines.append(extract(spec, path, source.encode(), paths))
-    return build_graph(get_language(language), outlines)
+    return build_graph(get_language(language), outlines, go_modules)
 
 
 def targets(built: Graph, source: str, kind: str) -> set[str]:
@@ -104,3 +104,37 @@ def test_python_classes_in_a_cycle_of_bases_resolve_once_each() -> None:
     built = graph("python", {"cyc.py": source})
     assert targets(built, "cyc.C3", "extends") == {f"cyc.{n}@cyc.py" for n in names if n != "C3"}
     assert targets(built, "cyc.C3.go", "calls") == set()
+
+
+INVENTORY = "package inventory\n\nfunc New() int { return 1 }\n"
+
+
+def test_go_imports_name_project_packages_through_go_mod_only() -> None:
+    main = (
+        'package main\n\nimport (\n\t"example.com/shop/inventory"\n\tother "github.com/someone/inventory"\n)\n\n'
+        "func main() {\n\tinventory.New()\n\tother.New()\n}\n"
+    )
+    built = graph("go", {"inventory/stock.go": INVENTORY, "cmd/main.go": main}, go_modules={"example.com/shop": "."})
+    assert targets(built, "main.main", "calls") == {
+        "inventory.New@inventory/stock.go",
+        "external:github.com/someone/inventory.New",
+    }
+
+
+def test_a_go_module_path_without_a_dot_is_the_project_not_the_standard_library() -> None:
+    main = 'package main\n\nimport "myapp/inventory"\n\nfunc main() {\n\tinventory.New()\n}\n'
+    built = graph("go", {"svc/inventory/stock.go": INVENTORY, "svc/cmd/main.go": main}, go_modules={"myapp": "svc"})
+    assert targets(built, "main.main", "calls") == {"inventory.New@svc/inventory/stock.go"}
+
+
+def test_python_modules_under_a_source_root_resolve_and_other_packages_do_not() -> None:
+    built = graph(
+        "python",
+        {
+            "src/app/models.py": "def load(): pass\n",
+            "utils.py": "def quote(x): pass\n",
+            "src/app/main.py": "from app.models import load\nfrom requests.utils import quote\n\n"
+            "def run():\n    load()\n    quote('x')\n",
+        },
+    )
+    assert targets(built, "main.run", "calls") == {"models.load@src/app/models.py", "external:requests.utils.quote"}

@@ -19,8 +19,9 @@ set (embedded types included) has every method the interface asks for.
 from __future__ import annotations
 
 import os
+import posixpath
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from mnemo.outline.languages import LanguageSpec
@@ -105,8 +106,12 @@ class Graph:
 
 
 class _Builder:
-    def __init__(self, spec: LanguageSpec, outlines: Iterable[FileOutline]) -> None:
+    def __init__(
+        self, spec: LanguageSpec, outlines: Iterable[FileOutline], go_modules: Mapping[str, str] | None = None
+    ) -> None:
         self.spec = spec
+        #: Go module path -> the folder of its go.mod ('.' at the root), longest path first.
+        self.go_modules = dict(sorted((go_modules or {}).items(), key=lambda item: -len(item[0])))
         self.outlines = sorted(outlines, key=lambda outline: outline.path)
         self.graph = Graph(language=spec.name, files=[outline.path for outline in self.outlines])
         #: (path, qualified name) -> node id; package symbols map every file of the package to one node.
@@ -195,23 +200,38 @@ class _Builder:
     def _modules_named(self, module: str) -> list[str]:
         if not module:
             return []
-        native = self.spec.is_native_module(module)
-        if native and self.spec.name == "go":
-            return []  # a standard-library path is never a directory of the module
+        if self.spec.name == "go":
+            return self._go_package(module)
         candidates = [module, f"{module}/index"] if self.spec.separator == "/" else [module]
         for candidate in candidates:
             if candidate in self.modules:
                 return list(self.modules[candidate])
-        if native or self.spec.name not in ("python", "go"):
+        if self.spec.name != "python" or self.spec.is_native_module(module):
             return []
-        # A Go import path ends with the directory; a Python module may sit under a source root. Looked up by
-        # trailing parts (an index built once), not by scanning every key for each import.
-        separator = self.spec.separator
-        parts = module.split(separator)
+        # A module beneath a source root (``src/app/models.py`` imported as ``app.models`` when ``src`` is no
+        # package): the trailing parts name it, and the leading parts must be the folders above it, so that
+        # ``requests.utils`` never lands on the project's own ``utils.py``.
+        parts = module.split(".")
         for start in range(1, len(parts)):
-            found = self.modules.get(separator.join(parts[start:]))
+            found = [m for m in self.modules.get(".".join(parts[start:]), []) if self._below(m, parts[:start])]
             if found:
-                return list(found)
+                return found
+        return []
+
+    def _below(self, module: str, folders: list[str]) -> bool:
+        """Whether the folders holding ``module``'s top package end with ``folders``."""
+        path = (self.graph.nodes[module].path or "").rsplit(".", 1)[0].removesuffix("/__init__")
+        above = path.split("/")[: -len(self.graph.nodes[module].name.split("."))]
+        return len(above) >= len(folders) and above[len(above) - len(folders) :] == folders
+
+    def _go_package(self, path: str) -> list[str]:
+        """A Go import path through the workspace's go.mod files: ``example.com/shop/inventory`` is the folder
+        ``inventory`` beside the go.mod of module ``example.com/shop``. Anything else is outside the project
+        (the standard library when the path has no dot in its first element)."""
+        for module, folder in self.go_modules.items():
+            if path == module or path.startswith(module + "/"):
+                key = posixpath.normpath(posixpath.join(folder, path[len(module) :].lstrip("/")))
+                return list(self.modules.get(key, []))
         return []
 
     def _rank(self, module: str, importer: str) -> tuple[int, int, int]:
@@ -408,5 +428,8 @@ class _Builder:
                     self.edge(edge.target, "called_by", source, edge.line)
 
 
-def build_graph(spec: LanguageSpec, outlines: Iterable[FileOutline]) -> Graph:
-    return _Builder(spec, outlines).build()
+def build_graph(
+    spec: LanguageSpec, outlines: Iterable[FileOutline], go_modules: Mapping[str, str] | None = None
+) -> Graph:
+    """The resolved graph of ``outlines``; ``go_modules`` maps each go.mod's module path to its folder."""
+    return _Builder(spec, outlines, go_modules).build()

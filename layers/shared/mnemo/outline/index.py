@@ -11,9 +11,9 @@ sk ``F#{language}#{path}``             the file's outline (``mnemo.outline.model
 
 ``refresh`` brings a language's outlines in line with the workspace: it reads
 the workspace heads (names, hashes, sizes), parses only the files whose content
-or module key changed, and deletes the outlines of files that are gone. The sync
-job runs it when a workspace object changes and the tools run it before
-answering, so a tool call parses at most what changed since the last one. The
+or module key changed, and deletes the outlines of files that are gone. The tools
+run it before answering, so a call parses at most what changed since the last
+one; the sync job runs ``refresh_path`` for the one file an S3 event names. The
 index is derived: losing it loses nothing (the next refresh rebuilds it), and
 two refreshes racing write the same outline for the same content.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ MAX_PROJECT_BYTES = 20_000_000
 MAX_FILE_BYTES = 1_000_000
 #: A file's outline must fit one DynamoDB item (400 KB) with room to spare.
 MAX_OUTLINE_JSON_BYTES = 350_000
+_GO_MODULE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
 _READERS = 8  # workspace contents read in parallel (S3 round trips)
 
 
@@ -103,15 +105,29 @@ class OutlineIndex:
                 return found
             low = page[-1].sk + "\x00"
 
+    def go_modules(self, where: Location, workspace: dict[str, WorkspaceFile]) -> dict[str, str]:
+        """Each go.mod's module path and its folder ('.' at the root): how Go imports name the project."""
+        found: dict[str, str] = {}
+        for item in workspace.values():
+            if item.path == "go.mod" or item.path.endswith("/go.mod"):
+                content, _ = self._files.content(where, item.head)
+                match = _GO_MODULE.search(content)
+                if match:
+                    found[match.group(1).strip('"`')] = item.path.rpartition("/")[0] or "."
+        return found
+
     # ------------------------------------------------------------ refresh
     def check_size(self, spec: LanguageSpec, files: list[WorkspaceFile]) -> None:
+        """INVALID_INPUT naming ``language`` when ``files`` (the language's and its companions') are more than
+        one outline covers; every outline tool resolves the whole project, so this holds for all three."""
         total = sum(item.bytes for item in files)
         if len(files) > MAX_PROJECT_FILES or total > MAX_PROJECT_BYTES:
+            languages = " and ".join([spec.name, *spec.companions])
             raise invalid_field(
                 "language",
-                f"the workspace holds {len(files):,} {spec.name} files ({total:,} bytes); an outline covers at most "
-                f"{MAX_PROJECT_FILES:,} files and {MAX_PROJECT_BYTES:,} bytes of one language. Outline one file "
-                "(outline_file) or symbol (outline_symbol with file), or remove generated and vendored code",
+                f"the workspace holds {len(files):,} {languages} files ({total:,} bytes); an outline covers at most "
+                f"{MAX_PROJECT_FILES:,} files and {MAX_PROJECT_BYTES:,} bytes. Remove generated, vendored or "
+                "unrelated code from the workspace (file_delete), or keep it in another project's workspace",
                 limitFiles=MAX_PROJECT_FILES,
                 limitBytes=MAX_PROJECT_BYTES,
                 files=len(files),

@@ -44,7 +44,7 @@ class LanguageSpec:
     is_native_module: Callable[[str], bool]
     #: Names usable without an import that the language itself provides (len, string, console, String...).
     builtins: frozenset[str]
-    #: The module that native names are shown under: builtins, go, java.lang, globalThis.
+    #: The module that native names are shown under: builtins, builtin (Go), java.lang, globalThis.
     builtin_module: str
     #: Whether a class's members are in scope, unqualified, inside the class (Java: yes; Python, TS: no).
     bare_members: bool = False

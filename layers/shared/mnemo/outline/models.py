@@ -73,8 +73,8 @@ class OutlineNode(WireModel):
 
     name: str = Field(description="Qualified name (for native and external symbols, as imported).")
     kind: str = Field(
-        description="module, package, class, interface, struct, type, enum, record, function, method, constructor, "
-        "field, variable or constant; native or external outside the project."
+        description="module, package, class, interface, struct, type, enum, record, annotation, function, method, "
+        "constructor, field, variable or constant; native or external outside the project."
     )
     origin: Literal["project", "native", "external"]
     path: str | None = Field(None, description="The file declaring it (project symbols).")

@@ -115,15 +115,15 @@ class OutlineService:
         return self._answer(context, request, built, roots, ["project"])
 
     # ------------------------------------------------------------ the index
-    def refresh(self, where: Location, spec: LanguageSpec) -> Refresh:
-        """Bring one language's outlines up to date (the sync job, and every tool call, run this)."""
-        return self._built(where, spec).refresh
-
     def _built(self, where: Location, spec: LanguageSpec) -> _Built:
         workspace = self._index.workspace_files(where)
         specs = [spec, *(get_language(name) for name in spec.companions)]
         claimed = [item for item in workspace.values() if any(each.claims(item.path) for each in specs)]
-        files = tuple(sorted((item.path, item.sha256) for item in claimed))
+        # Go's graph also depends on the go.mod files (their module paths name the project's packages).
+        markers = [
+            item for item in workspace.values() if spec.name == "go" and item.path.rpartition("/")[2] == "go.mod"
+        ]
+        files = tuple(sorted((item.path, item.sha256) for item in [*claimed, *markers]))
         key = (where.pk, spec.name)
         cached = self._graphs.get(key, files)
         if cached is not None:
@@ -136,7 +136,8 @@ class OutlineService:
             refresh.skipped += part.skipped
             refresh.parsed += part.parsed
             refresh.removed += part.removed
-        built = _Built(build_graph(spec, refresh.outlines), refresh)
+        go_modules = self._index.go_modules(where, workspace) if spec.name == "go" else None
+        built = _Built(build_graph(spec, refresh.outlines, go_modules), refresh)
         # The outlines are in the graph now: the cache keeps the graph, not them twice.
         self._graphs.put(key, files, _Built(built.graph, Refresh(skipped=refresh.skipped, fingerprint=files)))
         return built
