@@ -49,9 +49,11 @@ def outline_symbol(services: Services, context: RequestContext, request: Outline
 
     **Errors:**
     - INVALID_INPUT: an unknown language or relation, depth outside 1-6, a
-      `file` that is not a relative workspace path of that language, or a
-      workspace whose files of the language exceed the outline's size limit
-      (details give the limits and the counts). Details name the field.
+      `file` that is not a relative workspace path of that language, a cursor
+      of another query or of files since changed; a workspace whose files of
+      the language exceed the outline's size limit (`language`; details give
+      `limitFiles`, `limitBytes`, `files` and `bytes`); a tree too large for
+      one answer (`depth`, with `tooLarge`). Details name the field.
     - NOT_FOUND: no such symbol (`details.didYouMean` lists close names), or
       `file` is not in the workspace.
 
@@ -85,8 +87,11 @@ def outline_file(services: Services, context: RequestContext, request: OutlineFi
 
     **Errors:**
     - INVALID_INPUT: `file` is not a relative workspace path, is not a file of
-      `language`, or is too large to outline; an unknown language or relation;
-      a bad cursor. Details name the field.
+      `language`, or is too large to outline; an unknown language or relation,
+      depth outside 1-6; a cursor of another query or of files since changed;
+      a workspace over the outline's size limit (`language`, with `limitFiles`,
+      `limitBytes`, `files` and `bytes`); a tree too large for one answer
+      (`depth`, with `tooLarge`). Details name the field.
     - NOT_FOUND: the file is not in the workspace.
 
     @see mnemo.outline.service.OutlineService.file
@@ -121,9 +126,11 @@ def outline_project(services: Services, context: RequestContext, request: Outlin
     ```
 
     **Errors:**
-    - INVALID_INPUT: an unknown language or relation, depth outside 1-6, a bad
-      cursor, or a project over the size limit (details give `limitFiles`,
-      `limitBytes`, `files` and `bytes`). Details name the field.
+    - INVALID_INPUT: an unknown language or relation, depth outside 1-6, a
+      cursor of another query or of files since changed, a project over the
+      size limit (`language`; details give `limitFiles`, `limitBytes`, `files`
+      and `bytes`), or a single tree too large for one answer (`depth`, with
+      `tooLarge`). Details name the field.
 
     @see mnemo.outline.service.OutlineService.project
     """
