@@ -62,6 +62,7 @@ bench: install
 
 docs: install
 	$(BIN)/mnemo docs --output docs/tools.md
+	$(BIN)/mnemo client-gen --output layers/shared/mnemo/client/tools.py
 
 sam-install: $(SAM_STAMP)
 

@@ -183,6 +183,15 @@ def _bedrock_definitions(output_dir: str | None) -> int:
     return 0
 
 
+def cmd_client_gen(args: argparse.Namespace) -> int:
+    from mnemo.tools.client_gen import render_client_module
+    from mnemo.tools.registry import load_catalog
+
+    Path(args.output).write_text(render_client_module(load_catalog(experimental=True)))
+    print(f"wrote {args.output}")
+    return 0
+
+
 def cmd_docs(args: argparse.Namespace) -> int:
     from mnemo.tools.docs import render_tools_markdown
     from mnemo.tools.registry import load_catalog
@@ -282,6 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
     docs = commands.add_parser("docs", help="write the tool reference (docs/tools.md)")
     docs.add_argument("--output", "-o", default="docs/tools.md")
     docs.set_defaults(run=cmd_docs)
+
+    client_gen = commands.add_parser("client-gen", help="write the Python client's typed methods from the catalog")
+    client_gen.add_argument("--output", "-o", default="layers/shared/mnemo/client/tools.py")
+    client_gen.set_defaults(run=cmd_client_gen)
 
     reindex = commands.add_parser(
         "reindex",

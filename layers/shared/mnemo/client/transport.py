@@ -1,0 +1,141 @@
+"""HTTP to a Mnemo deployment: the caller's credentials, JSON in and out, retries on retryable answers.
+
+Standard library only (``urllib``), so the client installs without the service's dependencies; SigV4
+signing imports botocore when it is used.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mnemo.client.errors import MnemoClientError, RateLimitedError, TransportError, from_envelope
+
+#: Statuses that say "try again" even without an envelope (a gateway's own 502/503/504, throttling).
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+
+class Auth(Protocol):
+    def headers(self, method: str, url: str, body: bytes) -> dict[str, str]:
+        """Headers that authenticate this request."""
+        ...
+
+
+@dataclass(frozen=True)
+class LocalIdentity:
+    """``mnemo serve``'s identity headers (X-Mnemo-*): for a local server, or behind a trusted proxy."""
+
+    user: str | None = None
+    tenant: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    project: str | None = None
+    team: str | None = None
+    org: str | None = None
+    roles: tuple[str, ...] = ()
+
+    def headers(self, method: str, url: str, body: bytes) -> dict[str, str]:
+        found = {
+            f"X-Mnemo-{name.title()}": value
+            for name in ("tenant", "user", "agent", "session", "project", "team", "org")
+            if (value := getattr(self, name))
+        }
+        if self.roles:
+            found["X-Mnemo-Roles"] = ",".join(self.roles)
+        return found
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """API Gateway's API key (the template's AuthMode API_KEY)."""
+
+    key: str
+
+    def headers(self, method: str, url: str, body: bytes) -> dict[str, str]:
+        return {"x-api-key": self.key}
+
+
+@dataclass(frozen=True)
+class SigV4:
+    """IAM: each request signed with SigV4 for execute-api (the template's AuthMode IAM); credentials from
+    botocore's chain (environment, profile, role) unless given."""
+
+    region: str
+    service: str = "execute-api"
+    credentials: Any = None
+
+    def headers(self, method: str, url: str, body: bytes) -> dict[str, str]:
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.session import Session
+
+        credentials = self.credentials or Session().get_credentials()
+        if credentials is None:
+            raise TransportError("SigV4: no AWS credentials found (environment, profile or role)")
+        request = AWSRequest(method=method, url=url, data=body, headers={"Content-Type": "application/json"})
+        SigV4Auth(credentials, self.service, self.region).add_auth(request)
+        return dict(request.headers.items())
+
+
+@dataclass
+class Transport:
+    base_url: str
+    auth: Auth | None = None
+    timeout: float = 30.0
+    #: Attempts after the first for an answer that says it may be retried.
+    retries: int = 3
+    backoff: float = 0.2
+    sleep: Callable[[float], None] = time.sleep
+    extra_headers: Mapping[str, str] = field(default_factory=dict)
+
+    def call(self, tool: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """POST /v1/tools/{tool}; the answer's JSON, or the envelope raised as its exception class."""
+        attempt = 0
+        while True:
+            try:
+                return self._once(tool, body)
+            except MnemoClientError as error:
+                if not error.retryable or attempt >= self.retries:
+                    raise
+                delay = self.backoff * (2**attempt) * (1 + random.random())
+                wait = error.details.get("retryAfterSeconds")
+                self.sleep(max(delay, float(wait)) if isinstance(wait, int | float) else delay)
+                attempt += 1
+
+    def _once(self, tool: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        url = f"{self.base_url.rstrip('/')}/v1/tools/{tool}"
+        raw = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json", **self.extra_headers}
+        if self.auth is not None:
+            headers.update(self.auth.headers("POST", url, raw))
+        request = urllib.request.Request(url, data=raw, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return _answer(response.status, response.read())
+        except urllib.error.HTTPError as error:
+            return _answer(error.code, error.read())
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+            raise TransportError(f"no answer from {url}: {error}", retryable=True) from error
+
+
+def _answer(status: int, raw: bytes) -> dict[str, Any]:
+    try:
+        payload = json.loads(raw) if raw else None
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict) and payload.get("success") is False:
+        raise from_envelope(payload, status)
+    if status == 429:
+        raise RateLimitedError("throttled", retryable=True, status=status)
+    if status >= 400 or not isinstance(payload, dict):
+        retryable = status in RETRY_STATUSES
+        raise TransportError(
+            f"HTTP {status} without the error envelope: {raw[:200]!r}", retryable=retryable, status=status
+        )
+    return payload
