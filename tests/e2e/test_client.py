@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import http.server
 import json
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from mnemo.client import (
     MnemoClient,
     NotFoundError,
     ProviderError,
+    SigV4,
     TransportError,
 )
 from mnemo.client.transport import Transport
@@ -163,3 +165,26 @@ def test_no_server_is_a_transport_error() -> None:
     with pytest.raises(TransportError) as failed:
         Transport("http://127.0.0.1:9", retries=1, sleep=lambda _: None).call("memory_add", {"content": "x"})
     assert failed.value.retryable and failed.value.code == "TRANSPORT"
+
+
+def test_sigv4_signs_each_request_in_the_documented_form(flaky: str) -> None:
+    """What an IAM-authorised API Gateway checks (docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request):
+    Authorization 'AWS4-HMAC-SHA256 Credential=<key>/<date>/<region>/execute-api/aws4_request, SignedHeaders=...,
+    Signature=<64 hex>', X-Amz-Date, and the session token when the credentials have one."""
+    from botocore.credentials import Credentials
+
+    _Flaky.answers = [(200, {"success": True})]
+    _Flaky.seen = []
+    auth = SigV4("eu-west-1", credentials=Credentials("AKIDEXAMPLE", "secret", "session-token"))
+    Transport(flaky, auth=auth).call("memory_search", {"query": "x"})
+    (headers,) = _Flaky.seen
+    authorization = headers["authorization"]
+    match = re.fullmatch(
+        r"AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/(\d{8})/eu-west-1/execute-api/aws4_request, "
+        r"SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})",
+        authorization,
+    )
+    assert match is not None, authorization
+    assert headers["x-amz-date"].startswith(match.group(1)) and re.fullmatch(r"\d{8}T\d{6}Z", headers["x-amz-date"])
+    assert {"host", "x-amz-date", "x-amz-security-token"} <= set(match.group(2).split(";"))
+    assert headers["x-amz-security-token"] == "session-token"
