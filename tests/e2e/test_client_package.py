@@ -46,10 +46,12 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_wheel_holds_the_client_and_nothing_else(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
-    code = sorted(name for name in names if name.endswith(".py"))
-    assert code == [f"mnemo/client/{name}" for name in ("__init__.py", "errors.py", "tools.py", "transport.py")]
+    shipped = sorted(name for name in names if name.startswith("mnemo/"))
+    modules = ("__init__.py", "catalog.json", "errors.py", "langchain.py", "tools.py", "transport.py")
+    assert shipped == [f"mnemo/client/{name}" for name in modules]
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
-    assert "Requires-Dist: botocore" in metadata and metadata.count("Requires-Dist") == 1  # the sigv4 extra only
+    requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist")]
+    assert all("extra ==" in line for line in requires) and len(requires) == 2  # the sigv4 and langchain extras
 
 
 def test_installed_alone_it_calls_a_real_server(wheel: Path, tmp_path: Path, services: Services) -> None:

@@ -184,11 +184,14 @@ def _bedrock_definitions(output_dir: str | None) -> int:
 
 
 def cmd_client_gen(args: argparse.Namespace) -> int:
-    from mnemo.tools.client_gen import render_client_module
+    from mnemo.tools.client_gen import render_client_catalog, render_client_module
     from mnemo.tools.registry import load_catalog
 
-    Path(args.output).write_text(render_client_module(load_catalog(experimental=True)))
-    print(f"wrote {args.output}")
+    catalog = load_catalog(experimental=True)
+    Path(args.output).write_text(render_client_module(catalog))
+    listing = Path(args.output).with_name("catalog.json")
+    listing.write_text(render_client_catalog(catalog))
+    print(f"wrote {args.output} and {listing}")
     return 0
 
 

@@ -3,13 +3,14 @@ methods cannot drift from the tools the service serves."""
 
 from __future__ import annotations
 
+import json
 import keyword
 import textwrap
 from collections.abc import Mapping
 from typing import Any
 
 from mnemo.tools.registry import Tool
-from mnemo.tools.schema import input_schema
+from mnemo.tools.schema import input_schema, tool_listing
 
 _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
 
@@ -104,3 +105,12 @@ def render_client_module(tools: Mapping[str, Tool]) -> str:
         lines += _method(tool, asynchronous=True)
     lines += ["", "TOOL_NAMES = (", *(f'    "{name}",' for name in tools), ")"]
     return "\n".join(lines) + "\n"
+
+
+def render_client_catalog(tools: Mapping[str, Tool]) -> str:
+    """mnemo/client/catalog.json: each tool's name, family, description and input schema, which the
+    agent-framework adapters turn into their tool objects without asking the service."""
+    entries = [
+        {key: entry[key] for key in ("name", "family", "description", "inputSchema")} for entry in tool_listing(tools)
+    ]
+    return json.dumps(entries, indent=1, sort_keys=False) + "\n"

@@ -1,0 +1,64 @@
+"""mnemo.client.langchain: LangChain StructuredTools built from the catalog, invoked against a real local
+server (no model needed: a tool is what an agent calls)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langchain_core.tools import BaseTool
+
+from helpers import local_server
+from mnemo.client import AsyncMnemoClient, LocalIdentity, MnemoClient
+from mnemo.client.langchain import catalog, mnemo_tools
+from mnemo.runtime import Services
+from mnemo.tools.client_gen import render_client_catalog
+from mnemo.tools.registry import load_catalog
+
+ALICE = LocalIdentity(user="alice", project="atlas", roles=("writer",))
+
+
+def test_the_client_catalog_is_generated_from_the_service_catalog() -> None:
+    committed = (Path(__file__).resolve().parents[2] / "layers/shared/mnemo/client/catalog.json").read_text()
+    assert committed == render_client_catalog(load_catalog(experimental=True)), "run `make docs`"
+
+
+@pytest.fixture
+def tools(services: Services) -> Iterator[dict[str, BaseTool]]:
+    with local_server(services) as url:
+        built = mnemo_tools(MnemoClient(url, auth=ALICE), async_client=AsyncMnemoClient(url, auth=ALICE))
+        yield {tool.name: tool for tool in built}
+
+
+def test_every_catalog_tool_becomes_a_langchain_tool_with_its_schema(tools: dict[str, BaseTool]) -> None:
+    assert list(tools) == [entry["name"] for entry in catalog()]
+    add = tools["memory_add"]
+    assert add.description == load_catalog()["memory_add"].description
+    assert add.args["content"]["type"] == "string" and "layer" in add.args
+
+
+def test_an_agent_framework_call_stores_and_finds_a_memory(tools: dict[str, BaseTool]) -> None:
+    added = json.loads(
+        tools["memory_add"].invoke({"content": "The atlas service deploys on Fridays", "layer": "project"})
+    )
+    assert added["success"] and added["layer"] == "project"
+    found = json.loads(tools["memory_search"].invoke({"query": "when does atlas deploy?", "threshold": 0.0}))
+    assert found["results"][0]["memoryId"] == added["memoryId"]
+    later = json.loads(asyncio.run(tools["memory_search"].ainvoke({"query": "atlas deploys", "threshold": 0.0})))
+    assert later["results"][0]["memoryId"] == added["memoryId"]
+
+
+def test_an_error_goes_back_to_the_model_as_the_envelope(tools: dict[str, BaseTool]) -> None:
+    answer = tools["memory_delete"].invoke({"memoryId": "mem_nope"})
+    envelope = json.loads(answer)
+    assert envelope["success"] is False and envelope["errorCode"] == "NOT_FOUND"
+    assert envelope["details"]["field"] == "memoryId"
+
+
+def test_a_subset_of_tools_by_name(services: Services) -> None:
+    with local_server(services) as url:
+        chosen = mnemo_tools(MnemoClient(url, auth=ALICE), names=["memory_add", "memory_search"])
+    assert [tool.name for tool in chosen] == ["memory_add", "memory_search"]
