@@ -13,7 +13,8 @@ from langchain_core.tools import BaseTool
 
 from helpers import local_server
 from mnemo.client import AsyncMnemoClient, LocalIdentity, MnemoClient
-from mnemo.client.langchain import catalog, mnemo_tools
+from mnemo.client.langchain import mnemo_tools
+from mnemo.client.listing import catalog
 from mnemo.runtime import Services
 from mnemo.tools.client_gen import render_client_catalog
 from mnemo.tools.registry import load_catalog

@@ -47,11 +47,20 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_wheel_holds_the_client_and_nothing_else(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     shipped = sorted(name for name in names if name.startswith("mnemo/"))
-    modules = ("__init__.py", "catalog.json", "errors.py", "langchain.py", "tools.py", "transport.py")
+    modules = (
+        "__init__.py",
+        "catalog.json",
+        "errors.py",
+        "langchain.py",
+        "listing.py",
+        "strands.py",
+        "tools.py",
+        "transport.py",
+    )
     assert shipped == [f"mnemo/client/{name}" for name in modules]
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist")]
-    assert all("extra ==" in line for line in requires) and len(requires) == 2  # the sigv4 and langchain extras
+    assert all("extra ==" in line for line in requires) and len(requires) == 3  # the sigv4, langchain, strands extras
 
 
 def test_installed_alone_it_calls_a_real_server(wheel: Path, tmp_path: Path, services: Services) -> None:

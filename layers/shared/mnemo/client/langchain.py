@@ -15,25 +15,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from mnemo.client.errors import MnemoClientError
+from mnemo.client.listing import envelope, selected
 
 if TYPE_CHECKING:
     from langchain_core.tools import StructuredTool
 
     from mnemo.client import AsyncMnemoClient, MnemoClient
-
-
-def catalog() -> list[dict[str, Any]]:
-    """Each tool's name, family, description and input JSON Schema."""
-    loaded: list[dict[str, Any]] = json.loads(resources.files("mnemo.client").joinpath("catalog.json").read_text())
-    return loaded
-
-
-def _envelope(error: MnemoClientError) -> str:
-    return json.dumps({"success": False, "errorCode": error.code, "message": error.message, "details": error.details})
 
 
 def mnemo_tools(
@@ -45,18 +35,15 @@ def mnemo_tools(
     ``ainvoke``)."""
     from langchain_core.tools import StructuredTool, ToolException
 
-    wanted = set(names) if names is not None else None
     built = []
-    for entry in catalog():
-        if wanted is not None and entry["name"] not in wanted:
-            continue
+    for entry in selected(names):
         name = entry["name"]
 
         def run(_name: str = name, **arguments: Any) -> str:
             try:
                 return json.dumps(client.call(_name, arguments))
             except MnemoClientError as error:
-                raise ToolException(_envelope(error)) from error
+                raise ToolException(json.dumps(envelope(error))) from error
 
         async def arun(_name: str = name, **arguments: Any) -> str:
             if async_client is None:
@@ -64,16 +51,15 @@ def mnemo_tools(
             try:
                 return json.dumps(await async_client.call(_name, arguments))
             except MnemoClientError as error:
-                raise ToolException(_envelope(error)) from error
+                raise ToolException(json.dumps(envelope(error))) from error
 
-        schema = {key: value for key, value in entry["inputSchema"].items() if key != "$schema"}
         built.append(
             StructuredTool.from_function(
                 func=run,
                 coroutine=arun,
                 name=name,
                 description=entry["description"],
-                args_schema=schema,
+                args_schema=entry["inputSchema"],
                 handle_tool_error=True,
             )
         )

@@ -1,0 +1,72 @@
+"""mnemo.client.strands: Strands Agents tools built from the catalog and invoked, through a Strands Agent's
+direct tool calls (no model is asked), against a real local server.
+
+Strands pins an older MCP SDK than the service does, so, as a user would, the test installs Strands and
+the client wheel into a virtual environment of their own and runs the agent there."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from helpers import local_server
+from mnemo.runtime import Services
+
+ROOT = Path(__file__).resolve().parents[2]
+STRANDS = "strands-agents==1.62.0"
+
+SCRIPT = """
+import json, sys
+from strands import Agent
+from mnemo.client import LocalIdentity, MnemoClient
+from mnemo.client.strands import mnemo_tools
+
+client = MnemoClient(sys.argv[1], auth=LocalIdentity(user="alice", project="atlas", roles=("writer",)))
+tools = mnemo_tools(client, names=["memory_add", "memory_search", "memory_delete"])
+agent = Agent(tools=tools, callback_handler=None)
+added = agent.tool.memory_add(content="The atlas service deploys on Fridays", layer="project")
+found = agent.tool.memory_search(query="when does atlas deploy?", threshold=0.0)
+missing = agent.tool.memory_delete(memoryId="mem_nope")
+print(json.dumps({"names": [tool.tool_name for tool in tools], "specs": [tool.tool_spec for tool in tools],
+                  "added": added, "found": found, "missing": missing}))
+"""
+
+
+@pytest.fixture(scope="module")
+def strands_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtual environment with Strands Agents and the client wheel (and nothing of the service)."""
+    root = tmp_path_factory.mktemp("strands")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(root), str(ROOT / "clients" / "python")],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = root.glob("mnemo_client-*.whl")
+    venv.EnvBuilder(with_pip=True).create(root / "venv")
+    python = root / "venv" / "bin" / "python"
+    subprocess.run([python, "-m", "pip", "install", "-q", STRANDS, str(wheel)], check=True, capture_output=True)
+    return python
+
+
+def test_a_strands_agent_calls_mnemo_tools(strands_python: Path, services: Services) -> None:
+    env = {**os.environ, "AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "x"}
+    with local_server(services) as url:
+        done = subprocess.run(
+            [strands_python, "-c", SCRIPT, url], check=True, capture_output=True, text=True, env=env, timeout=120
+        )
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer["names"] == ["memory_add", "memory_search", "memory_delete"]
+    spec = answer["specs"][0]
+    assert spec["inputSchema"]["json"]["required"] == ["content"] and spec["description"].startswith("Store")
+    assert answer["added"]["status"] == "success"
+    stored = answer["added"]["content"][0]["json"]
+    assert stored["layer"] == "project"
+    assert answer["found"]["content"][0]["json"]["results"][0]["memoryId"] == stored["memoryId"]
+    assert answer["missing"]["status"] == "error"
+    assert answer["missing"]["content"][0]["json"]["errorCode"] == "NOT_FOUND"
