@@ -5,6 +5,7 @@ error envelope comes back raised as a mnemo.client.errors class."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 
@@ -12,9 +13,10 @@ def _given(fields: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in fields.items() if value is not None}
 
 
-class SyncTools:
+class SyncTools(ABC):
+    @abstractmethod
     def call(self, tool: str, body: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
+        """One tool call: MnemoClient sends it over HTTP."""
 
     def memory_add(
         self,
@@ -893,9 +895,10 @@ class SyncTools:
         )
 
 
-class AsyncTools:
+class AsyncTools(ABC):
+    @abstractmethod
     async def call(self, tool: str, body: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
+        """One tool call: AsyncMnemoClient sends it over HTTP."""
 
     async def memory_add(
         self,

@@ -80,6 +80,7 @@ def render_client_module(tools: Mapping[str, Tool]) -> str:
         "",
         "from __future__ import annotations",
         "",
+        "from abc import ABC, abstractmethod",
         "from typing import Any",
         "",
         "",
@@ -87,18 +88,20 @@ def render_client_module(tools: Mapping[str, Tool]) -> str:
         "    return {name: value for name, value in fields.items() if value is not None}",
         "",
         "",
-        "class SyncTools:",
+        "class SyncTools(ABC):",
+        "    @abstractmethod",
         "    def call(self, tool: str, body: dict[str, Any]) -> dict[str, Any]:",
-        "        raise NotImplementedError",
+        '        """One tool call: MnemoClient sends it over HTTP."""',
         "",
     ]
     for tool in tools.values():
         lines += _method(tool, asynchronous=False)
     lines += [
         "",
-        "class AsyncTools:",
+        "class AsyncTools(ABC):",
+        "    @abstractmethod",
         "    async def call(self, tool: str, body: dict[str, Any]) -> dict[str, Any]:",
-        "        raise NotImplementedError",
+        '        """One tool call: AsyncMnemoClient sends it over HTTP."""',
         "",
     ]
     for tool in tools.values():
