@@ -310,11 +310,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reindex.set_defaults(run=cmd_reindex)
 
-    from mnemo import cli_import, cli_knowledge, cli_workspace
+    from mnemo import cli_import, cli_knowledge, cli_portability, cli_workspace
 
     cli_knowledge.add_commands(commands)
     cli_workspace.add_commands(commands)
     cli_import.add_command(commands)
+    cli_portability.add_command(commands)
     return parser
 
 

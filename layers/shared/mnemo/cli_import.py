@@ -37,14 +37,18 @@ from mnemo.context import RequestContext
 from mnemo.errors import InvalidInput, MnemoError, ProviderError, from_validation_errors
 from mnemo.memory.models import MemoryAddInput
 from mnemo.models import ToolRequest
+from mnemo.progress import Progress
 
 FORMAT_VERSION = 1
 DEFAULT_BATCH = 500
-#: Seconds between progress lines on stderr.
-PROGRESS_EVERY = 2.0
 
 FORMAT_HELP = """\
-FILE is JSON Lines (use - for stdin), format version 1:
+FILE is JSON Lines (use - for stdin). A file `mnemo export` wrote (its first
+line {"mnemoExport": 2, ...}) is imported whole: every family, into the stores
+the MNEMO_* settings name, with the identities it was exported with; checked
+first, idempotent, re-embedded with this store's model. See `mnemo export -h`.
+
+Otherwise, format version 1:
   an optional first line {"mnemoExport": 1, "kind": "memories"}, then one
   memory_add input per line: {"content": "...", "layer": "user", "tags": [...],
   "metadata": {...}, "occurredAt": "2024-03-01T00:00:00Z", "idempotencyKey": "..."}
@@ -142,15 +146,10 @@ def run_import(
     from mnemo.runtime import get_services
 
     started = time.perf_counter()
-    last = started
+    bar = Progress("imported", len(lines), progress)
 
     def report(done: int, total: int) -> None:
-        nonlocal last
-        now = time.perf_counter()
-        if progress is not None and (now - last >= PROGRESS_EVERY or (done == total and now - started >= 2.0)):
-            last = now
-            rate = done / max(now - started, 1e-9)
-            print(f"imported {done}/{total} ({rate:.0f}/s)", file=progress, flush=True)
+        bar.update(done, "memories")
 
     adder = BatchAdd(get_services().memory, context, batch=batch, progress=report)
     try:
@@ -161,6 +160,7 @@ def run_import(
             error.details.pop("index")
             raise _at_line(error, lines[index].number) from None
         raise
+    bar.close()
     seconds = time.perf_counter() - started
     replayed = sum(outcome.replayed for outcome in outcomes)
     deduplicated = sum(outcome.output.deduplicated and not outcome.replayed for outcome in outcomes)
@@ -175,19 +175,36 @@ def run_import(
     }
 
 
-def cmd_import(args: argparse.Namespace) -> int:
-    from mnemo.entry.identity import context_from_environment
+def _first_line(path: Path) -> str:
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        return next((line for line in handle if line.strip()), "")
 
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from mnemo.cli_portability import import_full, spooled
+    from mnemo.entry.identity import context_from_environment
+    from mnemo.portability.importer import is_full_export
+
+    spool = spooled(sys.stdin) if args.file == "-" else None
+    path = spool or Path(args.file)
     try:
-        context = context_from_environment(os.environ)
-        if args.file == "-":
-            lines = read_lines(sys.stdin, context)
-        else:
-            path = Path(args.file)
-            if not path.is_file():
-                raise InvalidInput(f"file: no such file {args.file}", {"field": "file", "file": args.file})
-            with path.open(encoding="utf-8") as handle:
-                lines = read_lines(handle, context)
+        if not path.is_file():
+            envelope = InvalidInput(f"file: no such file {args.file}", {"field": "file", "file": args.file})
+            sys.stdout.write(json.dumps(envelope.envelope(), indent=2) + "\n")
+            return 1
+        if is_full_export(_first_line(path)):
+            return import_full(path, args.file)
+        return _import_memories(args, path, context_from_environment)
+    finally:
+        if spool is not None:
+            spool.unlink(missing_ok=True)
+
+
+def _import_memories(args: argparse.Namespace, path: Path, identity: Any) -> int:
+    try:
+        context = identity(os.environ)
+        with path.open(encoding="utf-8") as handle:
+            lines = read_lines(handle, context)
         summary = run_import(with_derived_keys(lines), context, batch=args.batch, progress=sys.stderr)
     except MnemoError as error:
         sys.stdout.write(json.dumps(error.envelope(), indent=2) + "\n")
@@ -218,8 +235,8 @@ def _batch_size(text: str) -> int:
 def add_command(commands: Any) -> None:
     parser = commands.add_parser(
         "import",
-        help="add memories from a JSON Lines file in batches; identity from MNEMO_* variables",
-        description="Add memories from a JSON Lines file through the batch path.",
+        help="import what `mnemo export` wrote, or add memories from JSON Lines (identity from MNEMO_*)",
+        description="Import an export (format 2), or add memories from JSON Lines through the batch path.",
         epilog=FORMAT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

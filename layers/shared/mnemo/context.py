@@ -8,6 +8,7 @@ the MCP process environment, or the local server's ``X-Mnemo-*`` headers).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -91,3 +92,29 @@ class RequestContext(BaseModel):
     def readable_layers(self, requested: list[str] | None = None) -> list[Layer]:
         wanted = set(requested) if requested else set(MEMORY_LAYERS)
         return [layer for layer in MEMORY_LAYERS if layer in wanted and self.can_read(layer)]
+
+
+@dataclass(frozen=True)
+class ScopeKey:
+    """A parsed scope key: the tenant, the layer, and the layer's ids (``{"user": "alice"}``)."""
+
+    tenant: str
+    layer: str
+    ids: dict[str, str]
+
+
+def parse_scope(key: str) -> ScopeKey | None:
+    """The scope a key names, or None when it is not a well-formed scope key."""
+    parts = key.split("|")
+    if len(parts) < 2 or not parts[0].startswith("t=") or parts[1] not in LAYER_IDS:
+        return None
+    names = LAYER_IDS[parts[1]]
+    if len(parts) != 2 + len(names):
+        return None
+    ids: dict[str, str] = {}
+    for name, part in zip(names, parts[2:], strict=True):
+        label, _, value = part.partition("=")
+        if label != name[0] or not value:
+            return None
+        ids[name] = value
+    return ScopeKey(parts[0].removeprefix("t="), parts[1], ids)

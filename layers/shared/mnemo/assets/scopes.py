@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mnemo.assets.paths import FilePath
 from mnemo.assets.store import Location, blob_prefix
-from mnemo.context import WRITER_ROLE, RequestContext
+from mnemo.context import WRITER_ROLE, RequestContext, parse_scope
 from mnemo.errors import InvalidInput, Unauthorized
 
 ASSET_PREFIX = "ASSET|"
@@ -81,6 +81,15 @@ def workspace_location(context: RequestContext, *, write: bool = False) -> Locat
         WORKSPACE_PREFIX + context.scope_key(layer),
         WORKSPACE_ROOT + blob_prefix(context.tenant, layer, owner),
     )
+
+
+def workspace_location_of(pk: str) -> Location | None:
+    """The Location of a workspace partition (``WS|{scope key}``), blob prefix included; None if it is none."""
+    scope = parse_scope(pk.removeprefix(WORKSPACE_PREFIX)) if pk.startswith(WORKSPACE_PREFIX) else None
+    if scope is None or scope.layer not in ("project", "user"):
+        return None
+    owner = scope.ids[scope.layer]
+    return Location(pk, WORKSPACE_ROOT + blob_prefix(scope.tenant, scope.layer, owner))
 
 
 def display_uri(context: RequestContext, pk: str, name: str) -> str:

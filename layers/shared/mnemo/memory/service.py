@@ -63,6 +63,20 @@ def _hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _says_the_same(stored: dict[str, Any], content: str, layer: str, tags: list[str], pointer: dict[str, Any]) -> bool:
+    """Whether a stored knowledge pointer already says what sync would write, apart from when it synced."""
+    before = stored.get("metadata", {}).get("knowledgePointer", {})
+    return (
+        not stored.get("orphaned")
+        and (stored.get("content"), stored.get("layer"), stored.get("tags")) == (content, layer, tags)
+        and _unsynced(before) == _unsynced(pointer)
+    )
+
+
+def _unsynced(pointer: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in pointer.items() if key != "syncedAt"}
+
+
 def _partition(scope: str) -> str:
     return f"MEM|{scope}"
 
@@ -587,6 +601,13 @@ class MemoryService:
         """
         partition = _partition(scope)
         existing = self._records.get(partition, f"MEM#{memory_id}")
+        if existing is not None and _says_the_same(existing.data, content, layer, tags, pointer):
+            # Only the sync time would change: no new version or history item. The index write stays, as a
+            # forced sync is how an operator repairs a pointer's index entry.
+            vectors = self._try_embed_all([content])
+            if vectors:
+                self._upsert(existing.data, vectors[0], existing.version)()
+            return
         data = {
             "memoryId": memory_id,
             "content": content,

@@ -1,0 +1,153 @@
+"""`mnemo export` and the full-export half of `mnemo import`: a tenant, a user or some layers as JSON Lines.
+
+The format (version 2) is described in ``mnemo.portability.lines``; ``mnemo
+export --schema`` prints its JSON Schema. The stores are the ones the MNEMO_*
+settings name, so the same two commands move data between the embedded default
+and DynamoDB/S3 (``MNEMO_RECORDS=dynamodb``, ``MNEMO_BLOBS=s3`` ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, TextIO
+
+from mnemo.context import MEMORY_LAYERS
+from mnemo.errors import InvalidInput, MnemoError, ProviderError
+
+EXPORT_HELP = """\
+Writes JSON Lines, format version 2: a header line, every version of the
+selection's knowledge and workspace files (base64), every record of its
+memories (with their history), conversations, executions, topics, blocks and
+pins, workspace and graph, exactly as stored, and an end line with the counts.
+Vectors are not exported: `mnemo import` re-embeds with the target's model.
+The stores are those the MNEMO_* settings name (MNEMO_RECORDS=dynamodb,
+MNEMO_BLOBS=s3, MNEMO_BLOB_BUCKET ... for AWS). `--schema` prints the JSON
+Schema of a line."""
+
+
+def _write(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from mnemo.portability.lines import line_schema
+
+    if args.schema:
+        _write(line_schema())
+        return 0
+    from mnemo.portability.exporter import export
+    from mnemo.portability.selection import Selection
+    from mnemo.progress import Progress
+    from mnemo.runtime import get_services
+
+    tenant = args.tenant or os.environ.get("MNEMO_TENANT") or "local"
+    selection = Selection(tenant, args.user, tuple(dict.fromkeys(args.layer or ())))
+    progress = Progress("exported", None, sys.stderr)
+    started = time.perf_counter()
+    try:
+        with ExitStack() as stack:
+            out: TextIO = sys.stdout
+            if args.output != "-":
+                target = Path(args.output)
+                partial = target.with_name(target.name + ".partial")
+                out = stack.enter_context(partial.open("w", encoding="utf-8"))
+            counts = export(get_services(), selection, out, lambda done, what: progress.update(done, what))
+        if args.output != "-":
+            # Only a whole export takes the name: a crash leaves the .partial file, never a cut-off export.
+            os.replace(partial, target)
+    except MnemoError as error:
+        print(json.dumps(error.envelope()), file=sys.stderr)
+        return 1
+    except Exception as error:  # a store failure: an envelope, never a traceback
+        stopped = ProviderError(f"the export stopped: {type(error).__name__}: {error}", {"output": args.output})
+        print(json.dumps(stopped.envelope()), file=sys.stderr)
+        return 1
+    progress.close()
+    summary = {
+        "output": args.output,
+        "kind": selection.kind,
+        "selection": {"tenant": selection.tenant, "user": selection.user, "layers": list(selection.layers)},
+        "records": counts.records,
+        "blobs": counts.blobs,
+        "missingBlobs": counts.missing_blobs,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    print(json.dumps(summary, indent=2), file=sys.stderr if args.output == "-" else sys.stdout)
+    return 0
+
+
+def import_full(path: Path, label: str) -> int:
+    """Check the whole file, then write it; one JSON summary (or envelope) on stdout."""
+    from mnemo.portability.importer import Importer, check
+    from mnemo.progress import Progress
+    from mnemo.runtime import get_services
+
+    started = time.perf_counter()
+    try:
+        with path.open(encoding="utf-8") as handle:
+            plan = check(handle)
+        progress = Progress("imported", plan.lines, sys.stderr)
+        with path.open(encoding="utf-8") as handle:
+            summary = Importer(get_services(), plan, progress).run(handle)
+        progress.close()
+    except MnemoError as error:
+        _write(error.envelope())
+        return 1
+    except UnicodeDecodeError as error:
+        _write(InvalidInput(f"file: not UTF-8 text ({error.reason})", {"field": "file"}).envelope())
+        return 1
+    except Exception as error:  # a store or index failure: an envelope, never a traceback
+        stopped = ProviderError(
+            f"the import stopped: {type(error).__name__}: {error}. What was written is kept; running the same "
+            "import again completes it (records already there are left as they are)",
+            {"file": label},
+        )
+        _write(stopped.envelope())
+        return 1
+    answer = {
+        "file": label,
+        "format": plan.header.mnemo_export,
+        "kind": plan.header.kind,
+        "selection": plan.header.selection.model_dump(by_alias=True),
+        "lines": plan.lines,
+        **summary.as_json(),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    if summary.index_pending:
+        answer["next"] = "some records are not indexed yet: run `mnemo reindex --pending` once the cause is fixed"
+    _write(answer)
+    return 0
+
+
+def spooled(stdin: TextIO) -> Path:
+    """Standard input copied to a temporary file: the import reads it twice (check, then write)."""
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".jsonl", delete=False) as handle:
+        shutil.copyfileobj(stdin, handle)
+    return Path(handle.name)
+
+
+def add_command(commands: Any) -> None:
+    parser = commands.add_parser(
+        "export",
+        help="write a tenant, a user or some layers as JSON Lines (every family; `mnemo import` reads it)",
+        description="Export a tenant, one user of it, or some of its layers, as JSON Lines.",
+        epilog=EXPORT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--output", "-o", default="-", metavar="FILE", help="where to write (default - : stdout)")
+    parser.add_argument("--tenant", help="the tenant (default MNEMO_TENANT, else local)")
+    parser.add_argument("--user", help="only this user's layers (agent, user, session): their own memories and records")
+    parser.add_argument(
+        "--layer", action="append", choices=MEMORY_LAYERS, help="only this layer (repeat for more); default all"
+    )
+    parser.add_argument("--schema", action="store_true", help="print the JSON Schema of a line and stop")
+    parser.add_argument("--data-dir", type=Path)
+    parser.set_defaults(run=cmd_export)

@@ -1,0 +1,154 @@
+"""Writing an export: the selection's blobs and records, as the lines of ``mnemo.portability.lines``.
+
+Records are exported exactly as stored, so every family keeps what makes it
+whole: a memory its history items, a file its versions, a graph fact its
+validity and invalidation. What other records are derived from is exported and
+what is derived is not:
+
+* the knowledge catalog (``KNOW|``) and sync state (``SYNC|``) are rebuilt by
+  the sync the import runs, from the knowledge files;
+* code outlines (``OUTLINE|``) are rebuilt by the next outline call;
+* vectors are never exported: the target embeds with its own model;
+* index outbox markers and dead letters are the source's own bookkeeping.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from mnemo.assets.scopes import workspace_location_of
+from mnemo.assets.store import HEAD, HISTORY
+from mnemo.portability.lines import FORMAT_VERSION
+from mnemo.portability.selection import Selection, split_partition
+from mnemo.ports import BlobStore, RecordStore
+from mnemo.runtime import Services
+
+#: Called with (lines written so far, what is being exported).
+Progress = Callable[[int, str], None]
+
+
+@dataclass
+class ExportCounts:
+    records: dict[str, int] = field(default_factory=dict)
+    blobs: dict[str, int] = field(default_factory=dict)
+    #: Workspace versions whose content the source's blob store no longer holds (their records still go).
+    missing_blobs: int = 0
+
+    def add(self, counts: dict[str, int], family: str) -> None:
+        counts[family] = counts.get(family, 0) + 1
+
+
+def _header(services: Services, selection: Selection) -> dict[str, Any]:
+    settings = services.settings
+    return {
+        "mnemoExport": FORMAT_VERSION,
+        "kind": selection.kind,
+        "selection": {"tenant": selection.tenant, "user": selection.user, "layers": list(selection.layers)},
+        "exportedAt": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        "source": {
+            "records": settings.records,
+            "blobs": settings.blobs,
+            "vectorIndex": settings.vector_index,
+            "embedder": services.embedder.name,
+        },
+    }
+
+
+def _blob_line(family: str, key: str, version: str, content: bytes, **rest: Any) -> dict[str, Any]:
+    return {
+        "type": "blob",
+        "family": family,
+        "key": key,
+        "version": version,
+        **rest,
+        "content": base64.b64encode(content).decode("ascii"),
+        "sha256": hashlib.sha256(content).hexdigest(),
+    }
+
+
+def knowledge_lines(blobs: BlobStore, selection: Selection) -> Iterator[dict[str, Any]]:
+    """Every kept version of the selection's knowledge files, oldest first (deletions are not versions)."""
+    for key in blobs.list_keys(f"knowledge/{selection.tenant}/"):
+        if not selection.holds_knowledge(key):
+            continue
+        for version in reversed(blobs.versions(key)):
+            blob = None if version.deleted else blobs.get(key, version.version)
+            if blob is not None:
+                yield _blob_line(
+                    "knowledge",
+                    key,
+                    blob.version,
+                    blob.content,
+                    modifiedAt=version.modified_at,
+                    metadata=dict(version.metadata),
+                )
+
+
+def workspace_versions(records: RecordStore, selection: Selection) -> Iterator[tuple[str, str]]:
+    """(blob key, blob version) of every workspace file version the selection's records name, in order."""
+    seen: set[tuple[str, str]] = set()
+    for item in records.scan(f"WS|t={selection.tenant}|"):
+        where = workspace_location_of(item.pk)
+        if where is None or not selection.holds_partition(item.pk):
+            continue
+        if not item.sk.startswith((HEAD, HISTORY)) or "blobVersion" not in item.data:
+            continue
+        name = item.sk[2:].rsplit("#", 1)[0] if item.sk.startswith(HISTORY) else item.sk[2:]
+        found = (where.blob_key(name), str(item.data["blobVersion"]))
+        if found not in seen:
+            seen.add(found)
+            yield found
+
+
+def record_lines(records: RecordStore, selection: Selection) -> Iterator[dict[str, Any]]:
+    for prefix in selection.scan_prefixes():
+        for item in records.scan(prefix):
+            found = split_partition(item.pk)
+            if found is None or not selection.holds(found[1]):
+                continue
+            yield {
+                "type": "record",
+                "family": found[0],
+                "pk": item.pk,
+                "sk": item.sk,
+                "version": item.version,
+                "expiresAt": item.expires_at,
+                "data": item.data,
+            }
+
+
+def export(services: Services, selection: Selection, out: TextIO, progress: Progress | None = None) -> ExportCounts:
+    """Write the selection to ``out`` as JSON Lines; the counts, as the end line states them."""
+    counts = ExportCounts()
+    written = 0
+
+    def emit(line: dict[str, Any], what: str) -> None:
+        nonlocal written
+        out.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+        written += 1
+        if progress is not None:
+            progress(written, what)
+
+    emit(_header(services, selection), "header")
+    for line in knowledge_lines(services.blobs, selection):
+        counts.add(counts.blobs, "knowledge")
+        emit(line, "knowledge files")
+    for key, version in workspace_versions(services.records, selection):
+        blob = services.blobs.get(key, version)
+        if blob is None:
+            counts.missing_blobs += 1
+            continue
+        counts.add(counts.blobs, "workspace")
+        meta = {"modifiedAt": blob.modified_at, "metadata": blob.metadata}
+        emit(_blob_line("workspace", key, version, blob.content, **meta), "workspace files")
+    for line in record_lines(services.records, selection):
+        counts.add(counts.records, line["family"])
+        emit(line, line["family"])
+    emit({"type": "end", "records": counts.records, "blobs": counts.blobs}, "end")
+    return counts

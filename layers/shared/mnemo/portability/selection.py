@@ -1,0 +1,85 @@
+"""What one export holds: a tenant, or one user of it, optionally narrowed to some layers.
+
+Every record that belongs to someone lives in a partition ``{PREFIX}|{scope key}``
+(``RequestContext.scope_key``: ``t={tenant}|{layer}|{x}={id}...``), so the scope
+key alone says whether a record is in a selection. Knowledge files say it by
+their path (``company/``, ``orgs/{id}/`` ...), workspace files by the partition
+of the records that name them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mnemo.context import LAYER_IDS, MEMORY_LAYERS, ScopeKey, parse_scope
+from mnemo.knowledge.documents import LAYER_FOLDERS, split_key
+
+#: Partition prefix -> family, for every record family an export carries (the rest is derived and rebuilt).
+RECORD_FAMILIES: dict[str, str] = {
+    "MEM": "memories",
+    "CONV": "conversations",
+    "EXEC": "executions",
+    "TOPIC": "topics",
+    "ASSET": "blocks",
+    "PINS": "pins",
+    "WS": "workspace",
+    "GRAPH": "graph",
+}
+#: Blob families: the knowledge repository and the project workspace's file contents.
+BLOB_FAMILIES = ("knowledge", "workspace")
+FAMILIES = (*RECORD_FAMILIES.values(), "knowledge")
+#: Layers that belong to one user: a user's export is these, for that user.
+USER_LAYERS = frozenset(layer for layer, ids in LAYER_IDS.items() if "user" in ids)
+
+
+def split_partition(pk: str) -> tuple[str, ScopeKey] | None:
+    """(family, scope) of an exportable record's partition, else None."""
+    prefix, _, rest = pk.partition("|")
+    family = RECORD_FAMILIES.get(prefix)
+    scope = parse_scope(rest) if family else None
+    return (family, scope) if family and scope else None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A tenant; with ``user``, only that user's layers; with ``layers``, only those layers."""
+
+    tenant: str
+    user: str | None = None
+    layers: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [layer for layer in self.layers if layer not in MEMORY_LAYERS]
+        if unknown:
+            raise ValueError(f"unknown layer {unknown[0]!r}; layers are {', '.join(MEMORY_LAYERS)}")
+
+    @property
+    def kind(self) -> str:
+        if self.layers:
+            return "layer"
+        return "user" if self.user else "tenant"
+
+    def holds(self, scope: ScopeKey) -> bool:
+        if scope.tenant != self.tenant or (self.layers and scope.layer not in self.layers):
+            return False
+        if self.user is not None:
+            return scope.layer in USER_LAYERS and scope.ids.get("user") == self.user
+        return True
+
+    def holds_partition(self, pk: str) -> bool:
+        found = split_partition(pk)
+        return found is not None and self.holds(found[1])
+
+    def holds_knowledge(self, key: str) -> bool:
+        """Knowledge is the shared layers' (company, org, team, project): never in a user's export."""
+        found = split_key(key)
+        if found is None or found[0] != self.tenant or self.user is not None:
+            return False
+        if not self.layers:
+            return True
+        folder = found[1].split("/", 1)[0]
+        return ("company" if folder == "company" else LAYER_FOLDERS.get(folder)) in self.layers
+
+    def scan_prefixes(self) -> list[str]:
+        """Record partitions to scan: one prefix per family, narrowed to the tenant."""
+        return [f"{prefix}|t={self.tenant}|" for prefix in RECORD_FAMILIES]
