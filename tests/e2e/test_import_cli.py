@@ -90,7 +90,7 @@ def test_a_bad_line_is_refused_with_its_number_and_field_and_nothing_is_written(
     broken = json.loads(run("import", str(source), env=env).stdout)
     assert broken["details"]["line"] == 2 and broken["details"]["field"] == "body"
 
-    jsonl(source, {"mnemoExport": 2, "kind": "memories"}, {"content": "from the future"})
+    jsonl(source, {"mnemoExport": 3, "kind": "memories"}, {"content": "from the future"})
     future = json.loads(run("import", str(source), env=env).stdout)
     assert future["details"]["line"] == 1 and future["details"]["field"] == "mnemoExport"
 

@@ -1,10 +1,12 @@
-"""`mnemo import FILE`: memories from JSON Lines, through the batch path (mnemo.memory.batch).
+"""`mnemo import FILE`: a whole export (format 2, ``mnemo.cli_portability``), or memories from JSON Lines
+through the batch path (mnemo.memory.batch).
 
 The format, version 1 (``FORMAT_HELP`` is what ``mnemo import --help`` shows):
 
 * An optional first line ``{"mnemoExport": 1, "kind": "memories"}`` names the
-  format version and what the file holds. Only ``memories`` exists now; a file
-  of a later version, or of another kind, is refused rather than misread.
+  format version and what the file holds: ``memories``. A first line with
+  ``mnemoExport`` 2 or later is a whole export, which ``mnemo.portability``
+  reads (and refuses by name when its version is not one it knows).
 * Then one ``memory_add`` input per line: ``content`` and optionally ``layer``,
   ``tags``, ``metadata``, ``occurredAt``, ``idempotencyKey``. Blank lines are
   skipped. Identity never comes from the file: it is the caller's, from the

@@ -47,6 +47,7 @@ class ExportCounts:
 def _header(services: Services, selection: Selection) -> dict[str, Any]:
     settings = services.settings
     return {
+        "type": "header",
         "mnemoExport": FORMAT_VERSION,
         "kind": selection.kind,
         "selection": {"tenant": selection.tenant, "user": selection.user, "layers": list(selection.layers)},
@@ -91,19 +92,25 @@ def knowledge_lines(blobs: BlobStore, selection: Selection) -> Iterator[dict[str
 
 
 def workspace_versions(records: RecordStore, selection: Selection) -> Iterator[tuple[str, str]]:
-    """(blob key, blob version) of every workspace file version the selection's records name, in order."""
+    """(blob key, blob version) of every workspace file version the selection's records name, oldest first.
+
+    History entries come in version order (their keys are zero-padded); a head is only a fallback for a
+    version whose history entry is missing, so the target's blob store gets the versions in the same order.
+    """
     seen: set[tuple[str, str]] = set()
+    heads: list[tuple[str, str]] = []
     for item in records.scan(f"WS|t={selection.tenant}|"):
         where = workspace_location_of(item.pk)
-        if where is None or not selection.holds_partition(item.pk):
+        if where is None or not selection.holds_partition(item.pk) or "blobVersion" not in item.data:
             continue
-        if not item.sk.startswith((HEAD, HISTORY)) or "blobVersion" not in item.data:
-            continue
-        name = item.sk[2:].rsplit("#", 1)[0] if item.sk.startswith(HISTORY) else item.sk[2:]
-        found = (where.blob_key(name), str(item.data["blobVersion"]))
-        if found not in seen:
-            seen.add(found)
-            yield found
+        if item.sk.startswith(HISTORY):
+            found = (where.blob_key(item.sk[2:].rsplit("#", 1)[0]), str(item.data["blobVersion"]))
+            if found not in seen:
+                seen.add(found)
+                yield found
+        elif item.sk.startswith(HEAD):
+            heads.append((where.blob_key(item.sk[2:]), str(item.data["blobVersion"])))
+    yield from (head for head in dict.fromkeys(heads) if head not in seen)
 
 
 def record_lines(records: RecordStore, selection: Selection) -> Iterator[dict[str, Any]]:

@@ -38,7 +38,7 @@ from mnemo.assets.scopes import workspace_location_of
 from mnemo.assets.store import HEAD, HISTORY
 from mnemo.errors import InvalidInput, MnemoError, from_validation_errors
 from mnemo.portability.indexing import index_marker
-from mnemo.portability.lines import LINE, BlobLine, End, Header, RecordLine
+from mnemo.portability.lines import FORMAT_VERSION, LINE, BlobLine, End, Header, RecordLine
 from mnemo.portability.selection import Selection, split_partition
 from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Item, Put
 from mnemo.progress import Progress
@@ -73,12 +73,14 @@ def _numbered(handle: Iterable[str]) -> Iterator[tuple[int, str]]:
 
 
 def is_full_export(first_line: str) -> bool:
-    """Whether a file's first line is a format-2 header (else it is a file of memory_add lines)."""
+    """Whether a file's first line is a whole export's header, of this format version or a later one (which
+    ``check`` refuses by name); else the file is memory_add lines (format 1)."""
     try:
         payload = json.loads(first_line)
     except ValueError:
         return False
-    return isinstance(payload, dict) and payload.get("mnemoExport") == 2
+    version = payload.get("mnemoExport") if isinstance(payload, dict) else None
+    return isinstance(version, int) and version >= FORMAT_VERSION
 
 
 @dataclass
@@ -105,6 +107,13 @@ def check(handle: Iterable[str]) -> Plan:
             raise _invalid(number, "line", "not valid JSON") from None
         try:
             if plan is None:
+                if isinstance(payload, dict) and payload.get("mnemoExport") != FORMAT_VERSION:
+                    raise _invalid(
+                        number,
+                        "mnemoExport",
+                        f"format version {payload.get('mnemoExport')!r} is not one this Mnemo reads "
+                        f"({FORMAT_VERSION}): import it with the Mnemo that wrote it, or a later one",
+                    )
                 header = Header.model_validate(payload)
                 selection = Selection(header.selection.tenant, header.selection.user, tuple(header.selection.layers))
                 plan = Plan(header, selection)
@@ -112,7 +121,12 @@ def check(handle: Iterable[str]) -> Plan:
                 continue
             line = LINE.validate_python(payload)
         except ValidationError as error:
-            raise _at(number, from_validation_errors(error.errors(include_url=False))) from None
+            # A line's errors are located under its type (the union's tag): the field is what matters.
+            tag = payload.get("type") if plan is not None and isinstance(payload, dict) else None
+            errors = error.errors(include_url=False)
+            raise _at(
+                number, from_validation_errors(errors, drop_prefix=tag if isinstance(tag, str) else None)
+            ) from None
         except ValueError as error:
             raise _invalid(number, "selection", str(error)) from None
         plan.lines += 1

@@ -2,7 +2,7 @@
 
 A file is JSON Lines, in this order:
 
-1. one ``header``: ``{"mnemoExport": 2, "kind": "tenant", "selection": {...}, ...}``;
+1. one ``header``: ``{"type": "header", "mnemoExport": 2, "kind": "tenant", "selection": {...}, ...}``;
 2. ``blob`` lines: every kept version of each knowledge file, then every version of
    each workspace file that a workspace record names, oldest first, content in base64;
 3. ``record`` lines: the records of every family, exactly as stored (keys, body,
@@ -41,6 +41,7 @@ class SelectionModel(_Line):
 class Header(_Line):
     """What the file holds and where it came from."""
 
+    type: Literal["header"]
     mnemo_export: Literal[2]
     kind: Literal["tenant", "user", "layer"]
     selection: SelectionModel

@@ -1,0 +1,264 @@
+"""Export and import between two embedded stores: what a selection holds, counts that add up, a second import
+that changes nothing, a target that re-embeds with its own model, and files refused before anything is written."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from helpers import make_services
+from mnemo.errors import InvalidInput
+from mnemo.portability.lines import line_schema
+from mnemo.progress import Progress
+from mnemo.runtime import Services
+from mnemo.settings import Settings
+from portability_support import (
+    ALICE,
+    BOB,
+    answers,
+    call,
+    export_to,
+    file_counts,
+    import_from,
+    lines,
+    outcome,
+    populate,
+    records_by_key,
+)
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Services:
+    built = make_services(tmp_path_factory.mktemp("source"))
+    populate(built)
+    return built
+
+
+@pytest.fixture(scope="module")
+def tenant_file(source: Services, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return export_to(source, tmp_path_factory.mktemp("export") / "acme.jsonl")
+
+
+def target(path: Path, dimensions: int = 128) -> Services:
+    """An empty embedded store whose embedder differs from the source's (256 dimensions)."""
+    return Services(Settings(data_dir=path, embedder="hashing", hashing_dimensions=dimensions))  # type: ignore[call-arg]
+
+
+def _records(services: Services, tenant: str = "acme") -> int:
+    return sum(
+        1
+        for prefix in ("MEM", "CONV", "EXEC", "TOPIC", "ASSET", "PINS", "WS", "GRAPH")
+        for _ in services.records.scan(f"{prefix}|t={tenant}|")
+    )
+
+
+def test_a_tenant_export_holds_every_family_and_nothing_of_another_tenant(tenant_file: Path) -> None:
+    counts = file_counts(tenant_file)
+    for family in ("memories", "conversations", "executions", "topics", "blocks", "pins", "workspace", "graph"):
+        assert counts.get(family, 0) > 0, family
+    assert counts["blob:knowledge"] == 13 and counts["blob:workspace"] > 0
+    text = tenant_file.read_text()
+    assert "globex" not in text and "Globex secret plan" not in text
+    header, *_, end = lines(tenant_file)
+    assert header["mnemoExport"] == 2 and header["kind"] == "tenant" and header["source"]["embedder"] == "hashing"
+    assert set(end) == {"type", "records", "blobs"} and end["type"] == "end"
+    assert sum(end["records"].values()) + sum(end["blobs"].values()) == len(lines(tenant_file)) - 2
+
+
+def test_every_line_is_valid_against_the_published_schema(tenant_file: Path) -> None:
+    validator = jsonschema.Draft202012Validator(line_schema())
+    for number, line in enumerate(lines(tenant_file), start=1):
+        assert not list(validator.iter_errors(line)), number
+    broken = {"type": "record", "family": "memories", "pk": "MEM|x", "sk": "MEM#1", "version": 1, "data": {}, "x": 1}
+    assert list(validator.iter_errors(broken))
+
+
+def test_an_import_adds_everything_and_the_counts_match_the_file(
+    source: Services, tenant_file: Path, tmp_path: Path
+) -> None:
+    moved = target(tmp_path)
+    summary = import_from(moved, tenant_file)
+    assert outcome(summary, "added") == file_counts(tenant_file)
+    assert outcome(summary, "unchanged") == {} and outcome(summary, "kept") == {} and summary["kept"] == []
+    assert summary["indexPending"] == 0 and summary["indexed"] > 0
+    assert summary["sync"]["result"]["failures"] == 0
+    assert _records(moved) == len(records_by_key(tenant_file))
+    # the records are the source's, exactly: an export of the target is the same file but for its header
+    again = export_to(moved, tmp_path / "again.jsonl")
+    source_records, moved_records = records_by_key(tenant_file), records_by_key(again)
+    assert moved_records.keys() == source_records.keys()
+    changed = {key for key in source_records if source_records[key] != moved_records[key]}
+    # memories name the model their vector now comes from: the target's, which re-embedded them
+    assert all(key[1].startswith("MEM#") for key in changed)
+    for key in changed:
+        assert moved_records[key]["data"]["embeddingModel"] == moved.embedder.name != source.embedder.name
+    assert file_counts(again) == file_counts(tenant_file)
+
+
+def test_the_target_answers_as_the_source_did_from_its_own_index(
+    source: Services, tenant_file: Path, tmp_path: Path
+) -> None:
+    moved = target(tmp_path)
+    import_from(moved, tenant_file)
+    assert moved.embedder.dimensions != source.embedder.dimensions
+    before, after = answers(source), answers(moved)
+    assert after == before
+    assert after["memory_search"][1] == "hybrid" and after["search_memories"][1] == "hybrid"
+    assert after["memory_search"][0] == ["Bob works from Lisbon"]
+
+
+def test_a_second_import_changes_nothing(tenant_file: Path, tmp_path: Path) -> None:
+    moved = target(tmp_path)
+    import_from(moved, tenant_file)
+    blob_versions = {key: len(moved.blobs.versions(key)) for key in moved.blobs.list_keys("")}
+    records = _stored(moved)
+    summary = import_from(moved, tenant_file)
+    assert outcome(summary, "unchanged") == file_counts(tenant_file)
+    assert outcome(summary, "added") == {} and summary["kept"] == [] and summary["indexed"] == 0
+    assert summary["sync"]["result"]["unchanged"] == 13
+    assert {key: len(moved.blobs.versions(key)) for key in moved.blobs.list_keys("")} == blob_versions
+    assert _stored(moved) == records
+
+
+def _stored(services: Services) -> dict[tuple[str, str], Any]:
+    """Every record but the sync's run statistics (the import's sync ran once more, and found nothing to do)."""
+    return {(i.pk, i.sk): (i.data, i.version) for i in services.records.scan("") if i.sk != "STATE"}
+
+
+def test_a_record_the_target_changed_since_is_kept_not_overwritten(tenant_file: Path, tmp_path: Path) -> None:
+    moved = target(tmp_path)
+    import_from(moved, tenant_file)
+    call(moved, ALICE, "file_write", {"path": "notes/plan.md", "content": "# Plan v4, written at the target\n"})
+    summary = import_from(moved, tenant_file)
+    assert summary["records"]["workspace"]["kept"] == 1
+    assert summary["kept"] == [{"pk": "WS|" + ALICE.scope_key("project"), "sk": "F#notes/plan.md"}]
+    assert call(moved, ALICE, "file_read", {"path": "notes/plan.md"})["content"].startswith("# Plan v4")
+
+
+def test_a_user_export_holds_only_that_users_own_layers(source: Services, tmp_path: Path) -> None:
+    path = export_to(source, tmp_path / "bob.jsonl", user="bob")
+    header = lines(path)[0]
+    assert header["kind"] == "user" and header["selection"] == {"tenant": "acme", "user": "bob", "layers": []}
+    scopes = {line["pk"].split("|", 1)[1] for line in lines(path) if line["type"] == "record"}
+    assert scopes == {BOB.scope_key("user")}
+    assert not [line for line in lines(path) if line["type"] == "blob"]
+    moved = target(tmp_path / "moved")
+    import_from(moved, path)
+    assert call(moved, BOB, "memory_search", {"query": "Lisbon"})["results"][0]["content"] == "Bob works from Lisbon"
+    assert call(moved, ALICE, "memory_search", {"query": "A fact kept in the agent layer"})["results"] == []
+
+
+def test_a_layer_export_holds_only_that_layer(source: Services, tmp_path: Path) -> None:
+    path = export_to(source, tmp_path / "project.jsonl", layers=("project",))
+    scopes = {line["pk"].split("|", 1)[1] for line in lines(path) if line["type"] == "record"}
+    assert scopes == {"t=acme|project|p=p1", "t=acme|project|p=checkout-api"}
+    knowledge = {line["key"] for line in lines(path) if line["type"] == "blob" and line["family"] == "knowledge"}
+    assert knowledge and all(key.startswith("knowledge/acme/projects/") for key in knowledge)
+    assert {line["family"] for line in lines(path) if line["type"] == "record"} >= {"memories", "topics", "workspace"}
+
+
+# ------------------------------------------------------------------ refusals
+def _rewritten(tenant_file: Path, path: Path, change: Any) -> Path:
+    found = lines(tenant_file)
+    change(found)
+    path.write_text("".join(json.dumps(line) + "\n" for line in found))
+    return path
+
+
+def _first(found: list[dict[str, Any]], **fields: str) -> dict[str, Any]:
+    return next(line for line in found if all(line.get(k) == v for k, v in fields.items()))
+
+
+@pytest.mark.parametrize(
+    ("case", "field"),
+    [
+        ("cut off", "file"),
+        ("other tenant", "pk"),
+        ("wrong family", "pk"),
+        ("bad digest", "sha256"),
+        ("not base64", "content"),
+        ("record before blob", "type"),
+        ("unknown field", "surprise"),
+        ("counts disagree", "records"),
+        ("foreign workspace file", "key"),
+        ("line after the end", "type"),
+    ],
+)
+def test_a_bad_file_is_refused_naming_the_line_and_field_and_nothing_is_written(
+    tenant_file: Path, tmp_path: Path, case: str, field: str
+) -> None:
+    def change(found: list[dict[str, Any]]) -> None:
+        record = _first(found, type="record", family="memories")
+        blob = _first(found, type="blob")
+        if case == "cut off":
+            found.pop()
+        elif case == "other tenant":
+            record["pk"] = record["pk"].replace("t=acme", "t=globex")
+        elif case == "wrong family":
+            record["family"] = "graph"
+        elif case == "bad digest":
+            blob["sha256"] = "0" * 64
+        elif case == "not base64":
+            blob["content"] = "%%%"
+        elif case == "record before blob":
+            found.insert(1, found.pop(found.index(record)))
+        elif case == "unknown field":
+            record["surprise"] = 1
+        elif case == "counts disagree":
+            found[-1]["records"]["memories"] += 1
+        elif case == "foreign workspace file":
+            workspace = _first(found, type="blob", family="workspace")
+            workspace["key"] = workspace["key"].replace("/project/p1/", "/project/elsewhere/")
+        elif case == "line after the end":
+            found.append(record)
+
+    path = _rewritten(tenant_file, tmp_path / "bad.jsonl", change)
+    moved = target(tmp_path / "target")
+    with pytest.raises(InvalidInput) as refused:
+        import_from(moved, path)
+    assert refused.value.details["field"] == field
+    if case != "cut off":
+        assert isinstance(refused.value.details["line"], int) and f"line {refused.value.details['line']}" in str(
+            refused.value.message
+        )
+    assert list(moved.records.scan("")) == [] and moved.blobs.list_keys("") == []
+
+
+# ------------------------------------------------------------------ progress
+def test_progress_draws_a_bar_on_a_terminal_and_lines_in_a_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("mnemo.progress.QUIET_SECONDS", 0.0)
+    monkeypatch.setattr("mnemo.progress.REDRAW_SECONDS", 0.0)
+    monkeypatch.setattr("mnemo.progress.LINE_SECONDS", 0.0)
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal, log = Terminal(), io.StringIO()
+    for stream in (terminal, log):
+        bar = Progress("imported", 200, stream)
+        bar.update(50, "memories")
+        bar.update(200, "graph")
+        bar.close()
+    assert "\r" in terminal.getvalue() and "[#######" in terminal.getvalue() and terminal.getvalue().endswith("\n")
+    shown = log.getvalue().splitlines()
+    assert "\r" not in log.getvalue() and " 25% 50/200 " in shown[0] and "memories" in shown[0]
+    assert "100% 200/200" in shown[-1]
+    unknown = io.StringIO()
+    counting = Progress("exported", None, unknown)
+    counting.update(7)
+    assert unknown.getvalue().startswith("exported 7 (")
+
+
+def test_a_run_quicker_than_the_quiet_time_shows_no_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("mnemo.progress.QUIET_SECONDS", 1e9)
+    quiet = io.StringIO()
+    bar = Progress("imported", 10, quiet)
+    bar.update(10)
+    bar.close()
+    assert quiet.getvalue() == ""
