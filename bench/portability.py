@@ -1,0 +1,161 @@
+"""Export and import throughput: a tenant moved between stores with `mnemo export` / `mnemo import`'s code.
+
+    python bench/portability.py [--memories 10000] [--embedder hashing|bge] [--moto-memories 2000]
+
+A tenant of --memories memories (through the batch path, in 10 user scopes),
+one conversation and one execution per 10 memories, one graph fact per 10
+memories and one workspace file per 20, in a fresh embedded stack, is:
+
+* ``export``: written to a file (records and files as stored);
+* ``import``: read into an empty embedded stack with --embedder, checked first,
+  then written, and every indexed record embedded again by the target (the
+  outbox drain);
+* ``import again``: read once more into that stack, where everything is
+  ``unchanged`` and nothing is embedded;
+* ``import, moto``: --moto-memories of it read into DynamoDB and S3 on a moto server (the
+  AWS adapters' calls, not AWS's speed).
+
+Every run checks the counts: what the import added equals what the file holds.
+Writes bench/results/portability.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from common import fresh_services, moto_services, table, write_results
+from mnemo.context import RequestContext
+from mnemo.memory.batch import add_many
+from mnemo.memory.models import MemoryAddInput
+from mnemo.portability.exporter import export
+from mnemo.portability.importer import Importer, check
+from mnemo.portability.selection import Selection
+from mnemo.runtime import Services
+from mnemo.tools.registry import load_catalog
+
+USERS = 10
+
+
+def populate(services: Services, memories: int) -> None:
+    catalog = load_catalog()
+    per_user = memories // USERS
+    for user in range(USERS):
+        context = RequestContext(tenant="bench", user=f"user{user}", project="p1", roles=frozenset({"writer"}))
+        requests = [
+            MemoryAddInput(content=f"User {user} fact {n}: the {n % 97}th queue drains into bucket {n * 7} nightly")
+            for n in range(per_user)
+        ]
+        add_many(services.memory, context, requests)
+        for n in range(per_user // 10):
+            message = f"msg_{user}_{n}"
+            catalog["add_conversation"].invoke(
+                services,
+                context,
+                {
+                    "user_input": f"question {n}",
+                    "agent_response": f"answer {n}",
+                    "message_id": message,
+                    "explanation": "b",
+                },
+            )
+            catalog["add_execution"].invoke(
+                services,
+                context,
+                {
+                    "message_id": message,
+                    "explanation": "b",
+                    "execution_summary": f"looked up {n}",
+                    "tools_used": ["search"],
+                    "errors": [],
+                    "observations": "none",
+                    "success": True,
+                },
+            )
+            catalog["add_memory_link"].invoke(
+                services, context, {"subject": f"Person {n}", "predicate": "works_at", "object": f"Company {n % 50}"}
+            )
+        if user == 0:
+            for n in range(memories // 20):
+                catalog["file_write"].invoke(services, context, {"path": f"src/m{n}.py", "content": f"X = {n}\n" * 20})
+
+
+def timed_import(target: Services, path: Path) -> tuple[float, dict[str, Any]]:
+    started = time.perf_counter()
+    with path.open(encoding="utf-8") as handle:
+        plan = check(handle)
+    with path.open(encoding="utf-8") as handle:
+        summary = Importer(target, plan).run(handle).as_json()
+    return time.perf_counter() - started, summary
+
+
+def added(summary: dict[str, Any], outcome: str = "added") -> int:
+    return sum(row[outcome] for part in ("records", "blobs") for row in summary[part].values())
+
+
+def run_size(memories: int, embedder: str, workdir: Path, moto: bool) -> list[dict[str, Any]]:
+    source = fresh_services("hashing", workdir / f"source-{memories}")
+    populate(source, memories)
+    path = workdir / f"bench-{memories}.jsonl"
+    started = time.perf_counter()
+    with path.open("w", encoding="utf-8") as out:
+        counts = export(source, Selection("bench"), out)
+    seconds = time.perf_counter() - started
+    lines = sum(counts.records.values()) + sum(counts.blobs.values())
+    size_mb = path.stat().st_size / 1e6
+    rows = [{"step": "export", "memories": memories, "lines": lines, "seconds": seconds, "mb": size_mb}]
+    target = moto_services(f"portability-{memories}-{int(time.time())}", embedder, bucket=True) if moto else None
+    target = target or fresh_services(embedder, workdir / f"target-{memories}-{embedder}")
+    step = "import, moto" if moto else "import"
+    seconds, summary = timed_import(target, path)
+    assert added(summary) == lines, (added(summary), lines)
+    rows.append({"step": step, "memories": memories, "lines": lines, "seconds": seconds, "indexed": summary["indexed"]})
+    if not moto:
+        seconds, again = timed_import(target, path)
+        assert added(again, "unchanged") == lines and again["indexed"] == 0
+        rows.append({"step": "import again", "memories": memories, "lines": lines, "seconds": seconds, "indexed": 0})
+    for row in rows:
+        row["embedder"] = embedder if row["step"] != "export" else "-"
+        row["linesPerSecond"] = round(row["lines"] / row["seconds"], 1)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--embedder", default="hashing", choices=["hashing", "bge"])
+    parser.add_argument("--moto-memories", type=int, default=2_000)
+    args = parser.parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="mnemo-bench-portability-"))
+    rows = run_size(args.memories, args.embedder, workdir, moto=False)
+    if args.moto_memories:
+        rows += [
+            row for row in run_size(args.moto_memories, args.embedder, workdir, moto=True) if row["step"] != "export"
+        ]
+    print(
+        table(
+            ["step", "memories", "embedder", "lines", "seconds", "lines/s", "re-embedded"],
+            [
+                [
+                    r["step"],
+                    r["memories"],
+                    r["embedder"],
+                    r["lines"],
+                    r["seconds"],
+                    r["linesPerSecond"],
+                    r.get("indexed", "-"),
+                ]
+                for r in rows
+            ],
+        )
+    )
+    print(f"wrote {write_results('portability', {'rows': rows, 'args': vars(args)})}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
