@@ -88,8 +88,7 @@ def timed_import(target: Services, path: Path) -> tuple[float, dict[str, Any]]:
     started = time.perf_counter()
     with path.open(encoding="utf-8") as handle:
         plan = check(handle)
-    with path.open(encoding="utf-8") as handle:
-        summary = Importer(target, plan).run(handle).as_json()
+    summary = Importer(target, plan).run(path).as_json()
     return time.perf_counter() - started, summary
 
 

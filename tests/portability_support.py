@@ -126,8 +126,7 @@ def import_from(services: Services, path: Path) -> dict[str, Any]:
 
     with path.open(encoding="utf-8") as handle:
         plan = check(handle)
-    with path.open(encoding="utf-8") as handle:
-        return Importer(services, plan).run(handle).as_json()
+    return Importer(services, plan).run(path).as_json()
 
 
 def outcome(summary: dict[str, Any], outcome_name: str) -> dict[str, int]:

@@ -74,6 +74,10 @@ def test_embedded_to_dynamodb_and_s3_and_back_loses_nothing(on_aws: Services, tm
     )
     assert call(on_aws, ALICE, "file_read", {"path": "notes/plan.md", "version": 2})["content"] == "# Plan v2\n"
     assert moved.keys() == records_by_key(exported).keys()
+    # a file deleted at the source is deleted in the target's bucket too (its versions stay, as S3 keeps them)
+    workspace_keys = on_aws.blobs.list_keys("workspace/acme/")
+    assert any(key.endswith("notes/plan.md") for key in workspace_keys)
+    assert not any(key.endswith("notes/gone.md") for key in workspace_keys)
 
     # the same file again changes nothing on AWS either
     again = import_from(on_aws, exported)

@@ -11,12 +11,13 @@ from typing import Any
 import jsonschema
 import pytest
 
-from helpers import make_services
-from mnemo.errors import InvalidInput
+from helpers import ctx, make_services
+from mnemo.errors import InvalidInput, NotFound
 from mnemo.portability.lines import line_schema
 from mnemo.progress import Progress
 from mnemo.runtime import Services
 from mnemo.settings import Settings
+from mnemo.sync.models import SyncNowInput
 from portability_support import (
     ALICE,
     BOB,
@@ -182,7 +183,14 @@ def _first(found: list[dict[str, Any]], **fields: str) -> dict[str, Any]:
         ("wrong family", "pk"),
         ("bad digest", "sha256"),
         ("not base64", "content"),
-        ("record before blob", "type"),
+        ("blob before record", "type"),
+        ("forged id", "data.memoryId"),
+        ("forged scope", "data.scope"),
+        ("same key twice", "sk"),
+        ("lone surrogate", "line"),
+        ("kind disagrees", "kind"),
+        ("not an object", "line"),
+        ("record too large", "data"),
         ("unknown field", "surprise"),
         ("counts disagree", "records"),
         ("foreign workspace file", "key"),
@@ -205,8 +213,25 @@ def test_a_bad_file_is_refused_naming_the_line_and_field_and_nothing_is_written(
             blob["sha256"] = "0" * 64
         elif case == "not base64":
             blob["content"] = "%%%"
-        elif case == "record before blob":
-            found.insert(1, found.pop(found.index(record)))
+        elif case == "blob before record":
+            found.insert(1, found.pop(found.index(blob)))
+        elif case == "forged id":
+            memory_head = next(line for line in found if line.get("sk", "").startswith("MEM#"))
+            memory_head["data"]["memoryId"] = "mem_of_someone_else"
+        elif case == "forged scope":
+            memory_head = next(line for line in found if line.get("sk", "").startswith("MEM#"))
+            memory_head["data"]["scope"] = "t=globex|user|u=eve"
+        elif case == "same key twice":
+            found.insert(2, dict(record))
+            found[-1]["records"]["memories"] += 1
+        elif case == "lone surrogate":
+            record["data"]["note"] = "\ud800"
+        elif case == "kind disagrees":
+            found[0]["kind"] = "user"
+        elif case == "not an object":
+            found.insert(1, [1, 2])  # type: ignore[arg-type]
+        elif case == "record too large":
+            record["data"]["note"] = "x" * 400_000
         elif case == "unknown field":
             record["surprise"] = 1
         elif case == "counts disagree":
@@ -262,3 +287,79 @@ def test_a_run_quicker_than_the_quiet_time_shows_no_progress(monkeypatch: pytest
     bar.update(10)
     bar.close()
     assert quiet.getvalue() == ""
+
+
+# ------------------------------------------------------------------ merging
+def test_an_object_the_target_has_of_its_own_takes_nothing_from_the_file(tenant_file: Path, tmp_path: Path) -> None:
+    moved = target(tmp_path)
+    call(moved, ALICE, "file_write", {"path": "notes/plan.md", "content": "the target's own plan\n"})
+    summary = import_from(moved, tenant_file)
+    assert {"pk": "WS|" + ALICE.scope_key("project"), "sk": "F#notes/plan.md"} in summary["kept"]
+    assert call(moved, ALICE, "file_read", {"path": "notes/plan.md"})["content"] == "the target's own plan\n"
+    with pytest.raises(NotFound):  # the source's version 2 is not grafted onto the target's file
+        call(moved, ALICE, "file_read", {"path": "notes/plan.md", "version": 2})
+    assert call(moved, ALICE, "file_read", {"path": "notes/gone.md", "version": 1})["content"] == "temporary\n"
+
+
+def test_a_backup_restored_into_its_own_store_changes_nothing_and_keeps_later_edits(tmp_path: Path) -> None:
+    services = make_services(tmp_path / "store")
+    populate(services)
+    backup = export_to(services, tmp_path / "backup.jsonl")
+    versions = {key: len(services.blobs.versions(key)) for key in services.blobs.list_keys("")}
+    # edits after the backup: a knowledge file, a workspace file, a new memory
+    policy = "knowledge/acme/company/policy-cryptography.md"
+    edited = services.blobs.get(policy)
+    assert edited is not None
+    services.repository.push(
+        "acme", "company/policy-cryptography.md", edited.content + b"\nEdited.\n", author="x", message="edit"
+    )
+    call(services, ALICE, "file_write", {"path": "notes/plan.md", "content": "# Plan v4\n"})
+    later = call(services, BOB, "memory_add", {"content": "Bob moved to Porto"})
+    services.sync.sync("acme", SyncNowInput())
+
+    summary = import_from(services, backup)
+    assert outcome(summary, "added") == {}
+    assert summary["blobs"]["knowledge"] == {"added": 0, "unchanged": 13, "kept": 0}
+    assert summary["sync"]["result"]["updated"] == 0
+    current = services.blobs.get(policy)
+    assert current is not None and current.content.endswith(b"Edited.\n")
+    assert {key: len(services.blobs.versions(key)) for key in services.blobs.list_keys("")} == {
+        **versions,
+        policy: versions[policy] + 1,
+        next(key for key in versions if key.endswith("notes/plan.md")): versions[
+            next(key for key in versions if key.endswith("notes/plan.md"))
+        ]
+        + 1,
+    }
+    assert call(services, ALICE, "file_read", {"path": "notes/plan.md"})["content"] == "# Plan v4\n"
+    assert call(services, BOB, "memory_search", {"query": "Porto"})["results"][0]["memoryId"] == later["memoryId"]
+
+
+def test_a_tenant_whose_id_is_quoted_in_blob_keys_moves_with_its_workspace(tmp_path: Path) -> None:
+    source = make_services(tmp_path / "source")
+    europe = ctx(tenant="acme:eu", project="p1", roles=("writer",))
+    call(source, europe, "file_write", {"path": "docs/readme.md", "content": "hello from eu\n"})
+    path = export_to(source, tmp_path / "eu.jsonl", tenant="acme:eu")
+    moved = target(tmp_path / "target")
+    summary = import_from(moved, path)
+    assert summary["blobs"]["workspace"]["added"] == 1
+    assert call(moved, europe, "file_read", {"path": "docs/readme.md"})["content"] == "hello from eu\n"
+
+
+def test_a_version_the_source_had_lost_reads_as_missing_on_the_target(tenant_file: Path, tmp_path: Path) -> None:
+    found = lines(tenant_file)
+    lost = next(
+        line
+        for line in found
+        if line["type"] == "blob" and line["key"].endswith("notes/plan.md") and line["version"] == "2"
+    )
+    found.remove(lost)
+    found[-1]["blobs"]["workspace"] -= 1
+    path = tmp_path / "lost.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in found))
+    moved = target(tmp_path / "target")
+    summary = import_from(moved, path)
+    assert summary["missingBlobs"] == 1
+    assert call(moved, ALICE, "file_read", {"path": "notes/plan.md", "version": 3})["content"] == "# Plan v3\n"
+    with pytest.raises(NotFound):
+        call(moved, ALICE, "file_read", {"path": "notes/plan.md", "version": 2})

@@ -187,19 +187,26 @@ def cmd_import(args: argparse.Namespace) -> int:
     from mnemo.entry.identity import context_from_environment
     from mnemo.portability.importer import is_full_export
 
-    spool = spooled(sys.stdin) if args.file == "-" else None
-    path = spool or Path(args.file)
+    if args.file != "-" and not Path(args.file).is_file():
+        envelope = InvalidInput(f"file: no such file {args.file}", {"field": "file", "file": args.file})
+        sys.stdout.write(json.dumps(envelope.envelope(), indent=2) + "\n")
+        return 1
     try:
-        if not path.is_file():
-            envelope = InvalidInput(f"file: no such file {args.file}", {"field": "file", "file": args.file})
-            sys.stdout.write(json.dumps(envelope.envelope(), indent=2) + "\n")
-            return 1
-        if is_full_export(_first_line(path)):
-            return import_full(path, args.file)
-        return _import_memories(args, path, context_from_environment)
+        if args.file == "-":
+            copy = spooled(sys.stdin.buffer)
+        else:
+            with Path(args.file).open("rb") as source:
+                copy = spooled(source)
+    except OSError as error:
+        envelope = InvalidInput(f"file: cannot be read ({error.strerror})", {"field": "file", "file": args.file})
+        sys.stdout.write(json.dumps(envelope.envelope(), indent=2) + "\n")
+        return 1
+    try:
+        if is_full_export(_first_line(copy)):
+            return import_full(copy, args.file)
+        return _import_memories(args, copy, context_from_environment)
     finally:
-        if spool is not None:
-            spool.unlink(missing_ok=True)
+        copy.unlink(missing_ok=True)
 
 
 def _import_memories(args: argparse.Namespace, path: Path, identity: Any) -> int:

@@ -17,7 +17,7 @@ import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from mnemo.context import MEMORY_LAYERS
 from mnemo.errors import InvalidInput, MnemoError, ProviderError
@@ -44,12 +44,21 @@ def cmd_export(args: argparse.Namespace) -> int:
         _write(line_schema())
         return 0
     from mnemo.portability.exporter import export
-    from mnemo.portability.selection import Selection
+    from mnemo.portability.selection import USER_LAYERS, Selection
     from mnemo.progress import Progress
     from mnemo.runtime import get_services
 
     tenant = args.tenant or os.environ.get("MNEMO_TENANT") or "local"
-    selection = Selection(tenant, args.user, tuple(dict.fromkeys(args.layer or ())))
+    layers = tuple(dict.fromkeys(args.layer or ()))
+    shared = [layer for layer in layers if layer not in USER_LAYERS]
+    if args.user and shared:
+        refused = InvalidInput(
+            f"layer: a user's export holds only their own layers ({', '.join(sorted(USER_LAYERS))}), not {shared[0]}",
+            {"field": "layer", "layer": shared[0]},
+        )
+        print(json.dumps(refused.envelope()), file=sys.stderr)
+        return 1
+    selection = Selection(tenant, args.user, layers)
     progress = Progress("exported", None, sys.stderr)
     started = time.perf_counter()
     try:
@@ -85,7 +94,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def import_full(path: Path, label: str) -> int:
-    """Check the whole file, then write it; one JSON summary (or envelope) on stdout."""
+    """Check the whole file, then write it; one JSON summary (or envelope) on stdout. ``path`` is the
+    command's own copy of the input, so what is written is what was checked."""
     from mnemo.portability.importer import Importer, check
     from mnemo.progress import Progress
     from mnemo.runtime import get_services
@@ -95,8 +105,7 @@ def import_full(path: Path, label: str) -> int:
         with path.open(encoding="utf-8") as handle:
             plan = check(handle)
         progress = Progress("imported", plan.lines, sys.stderr)
-        with path.open(encoding="utf-8") as handle:
-            summary = Importer(get_services(), plan, progress).run(handle)
+        summary = Importer(get_services(), plan, progress).run(path)
         progress.close()
     except MnemoError as error:
         _write(error.envelope())
@@ -127,10 +136,15 @@ def import_full(path: Path, label: str) -> int:
     return 0
 
 
-def spooled(stdin: TextIO) -> Path:
-    """Standard input copied to a temporary file: the import reads it twice (check, then write)."""
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".jsonl", delete=False) as handle:
-        shutil.copyfileobj(stdin, handle)
+def spooled(source: BinaryIO) -> Path:
+    """A private copy of the input, byte for byte: an import reads it more than once (check, then write),
+    and the copy cannot change in between."""
+    with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as handle:
+        try:
+            shutil.copyfileobj(source, handle)
+        except BaseException:
+            Path(handle.name).unlink(missing_ok=True)
+            raise
     return Path(handle.name)
 
 

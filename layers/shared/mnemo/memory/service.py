@@ -602,11 +602,13 @@ class MemoryService:
         partition = _partition(scope)
         existing = self._records.get(partition, f"MEM#{memory_id}")
         if existing is not None and _says_the_same(existing.data, content, layer, tags, pointer):
-            # Only the sync time would change: no new version or history item. The index write stays, as a
-            # forced sync is how an operator repairs a pointer's index entry.
+            # Only the sync time would change: no new version or history item. The index write stays (through
+            # the outbox, as every index write), as a forced sync is how an operator repairs a pointer's entry.
+            marker = self._marker(partition, memory_id)
+            self._records.write([marker])
             vectors = self._try_embed_all([content])
-            if vectors:
-                self._upsert(existing.data, vectors[0], existing.version)()
+            if vectors:  # without one, the marker waits for a drain
+                self._outbox.settle(marker, self, first=self._upsert(existing.data, vectors[0], existing.version))
             return
         data = {
             "memoryId": memory_id,

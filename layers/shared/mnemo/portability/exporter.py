@@ -26,7 +26,7 @@ from mnemo.assets.scopes import workspace_location_of
 from mnemo.assets.store import HEAD, HISTORY
 from mnemo.portability.lines import FORMAT_VERSION
 from mnemo.portability.selection import Selection, split_partition
-from mnemo.ports import BlobStore, RecordStore
+from mnemo.ports import BlobStore, Item, RecordStore
 from mnemo.runtime import Services
 
 #: Called with (lines written so far, what is being exported).
@@ -91,43 +91,51 @@ def knowledge_lines(blobs: BlobStore, selection: Selection) -> Iterator[dict[str
                 )
 
 
-def workspace_versions(records: RecordStore, selection: Selection) -> Iterator[tuple[str, str]]:
-    """(blob key, blob version) of every workspace file version the selection's records name, oldest first.
+class WorkspaceVersions:
+    """The workspace file versions that exported records name, collected as the records go out (so the blobs
+    exported are exactly those the exported records need), oldest first.
 
-    History entries come in version order (their keys are zero-padded); a head is only a fallback for a
-    version whose history entry is missing, so the target's blob store gets the versions in the same order.
+    History entries come in version order (their keys are zero-padded); a head only adds a version whose
+    history entry is missing, so the target's blob store gets each file's versions in the same order.
     """
-    seen: set[tuple[str, str]] = set()
-    heads: list[tuple[str, str]] = []
-    for item in records.scan(f"WS|t={selection.tenant}|"):
+
+    def __init__(self) -> None:
+        self._named: dict[tuple[str, str], None] = {}
+        self._heads: dict[tuple[str, str], None] = {}
+
+    def note(self, item: Item) -> None:
         where = workspace_location_of(item.pk)
-        if where is None or not selection.holds_partition(item.pk) or "blobVersion" not in item.data:
-            continue
+        if where is None or "blobVersion" not in item.data:
+            return
         if item.sk.startswith(HISTORY):
-            found = (where.blob_key(item.sk[2:].rsplit("#", 1)[0]), str(item.data["blobVersion"]))
-            if found not in seen:
-                seen.add(found)
-                yield found
+            self._named[(where.blob_key(item.sk[2:].rsplit("#", 1)[0]), str(item.data["blobVersion"]))] = None
         elif item.sk.startswith(HEAD):
-            heads.append((where.blob_key(item.sk[2:]), str(item.data["blobVersion"])))
-    yield from (head for head in dict.fromkeys(heads) if head not in seen)
+            self._heads[(where.blob_key(item.sk[2:]), str(item.data["blobVersion"]))] = None
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        yield from self._named
+        yield from (head for head in self._heads if head not in self._named)
 
 
-def record_lines(records: RecordStore, selection: Selection) -> Iterator[dict[str, Any]]:
+def records_of(records: RecordStore, selection: Selection) -> Iterator[tuple[str, Item]]:
+    """(family, item) of every record of the selection."""
     for prefix in selection.scan_prefixes():
         for item in records.scan(prefix):
             found = split_partition(item.pk)
-            if found is None or not selection.holds(found[1]):
-                continue
-            yield {
-                "type": "record",
-                "family": found[0],
-                "pk": item.pk,
-                "sk": item.sk,
-                "version": item.version,
-                "expiresAt": item.expires_at,
-                "data": item.data,
-            }
+            if found is not None and selection.holds(found[1]):
+                yield found[0], item
+
+
+def record_line(family: str, item: Item) -> dict[str, Any]:
+    return {
+        "type": "record",
+        "family": family,
+        "pk": item.pk,
+        "sk": item.sk,
+        "version": item.version,
+        "expiresAt": item.expires_at,
+        "data": item.data,
+    }
 
 
 def export(services: Services, selection: Selection, out: TextIO, progress: Progress | None = None) -> ExportCounts:
@@ -143,19 +151,21 @@ def export(services: Services, selection: Selection, out: TextIO, progress: Prog
             progress(written, what)
 
     emit(_header(services, selection), "header")
+    workspace = WorkspaceVersions()
+    for family, item in records_of(services.records, selection):
+        workspace.note(item)
+        counts.add(counts.records, family)
+        emit(record_line(family, item), family)
     for line in knowledge_lines(services.blobs, selection):
         counts.add(counts.blobs, "knowledge")
         emit(line, "knowledge files")
-    for key, version in workspace_versions(services.records, selection):
+    for key, version in workspace:
         blob = services.blobs.get(key, version)
-        if blob is None:
+        if blob is None:  # the source lost it: its records still go, and read as missing on the target too
             counts.missing_blobs += 1
             continue
         counts.add(counts.blobs, "workspace")
         meta = {"modifiedAt": blob.modified_at, "metadata": blob.metadata}
         emit(_blob_line("workspace", key, version, blob.content, **meta), "workspace files")
-    for line in record_lines(services.records, selection):
-        counts.add(counts.records, line["family"])
-        emit(line, line["family"])
     emit({"type": "end", "records": counts.records, "blobs": counts.blobs}, "end")
     return counts

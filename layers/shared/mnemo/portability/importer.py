@@ -1,18 +1,26 @@
 """Reading an export into a store: checked whole first, then written so that running it again changes nothing.
 
 **Checked first.** Every line is validated (``mnemo.portability.lines``) before
-anything is written: its shape, that each record's partition is of its family
-and inside the header's selection, that each blob is under the selection's
-knowledge or workspace and matches its sha256, and that the end line's counts
+anything is written: its shape and the limits of the stores (a record's size,
+a blob's key and metadata); that each record's partition is of its family and
+inside the header's selection, and that the ids and scope in its body agree
+with its keys (an index document is keyed by them); that no key comes twice;
+that each blob is a knowledge file of the selection, or a version an exported
+workspace record names, and matches its sha256; and that the end line's counts
 agree with the lines before it. A bad or cut-off file is refused, naming the
 line and field, and nothing is written.
 
-**Idempotent.** A record is written only where its key is absent. One already
-there with the same body and version is ``unchanged``; one that differs is
-``kept``: the target's own record wins and is never overwritten (the summary
-names the first few). A blob version is stored with the ``mnemo-origin`` it
-came from, so a version already imported is found again instead of stored twice;
-workspace records are rewritten to name the target's blob versions.
+**Idempotent, and the target's own data wins.** Records are merged by object (a
+memory with its history, a file with its versions and content, a fact with its
+edges, a topic with its body): an object whose head the target holds in another
+state is the target's own, and none of its records is written (``kept``; the
+summary names the first few). Otherwise a record is written only where its key
+is absent; one already there with the same body and version is ``unchanged``.
+Each blob version is stored with the ``mnemo-origin`` it came from, and a version
+the target already holds (by origin, or by the same id and content when a backup
+goes back into its own store) is never stored twice; a knowledge file the target
+changed since is left as it is. Workspace records are rewritten to name the
+target's blob versions.
 
 **Re-embedded.** Vectors never travel. Each new record the index mirrors is
 written with its index outbox marker in the same write, and the import then
@@ -30,12 +38,15 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from mnemo.adapters.local.blobs import _check_key as check_blob_key
 from mnemo.assets.scopes import workspace_location_of
 from mnemo.assets.store import HEAD, HISTORY
+from mnemo.context import ScopeKey
 from mnemo.errors import InvalidInput, MnemoError, from_validation_errors
 from mnemo.portability.indexing import index_marker
 from mnemo.portability.lines import FORMAT_VERSION, LINE, BlobLine, End, Header, RecordLine
@@ -46,16 +57,74 @@ from mnemo.runtime import Services
 
 #: Blob metadata naming the source version a target version was imported from.
 ORIGIN = "mnemo-origin"
+#: What a workspace record names when the source had lost that version's content: no store gives out this
+#: id (local versions count from 1; S3 refuses it), so a read answers "missing", as it did at the source.
+MISSING_VERSION = "0"
 #: Records checked and written together (one batched read, then as few writes as the limits allow).
 RECORD_BATCH = 25
 #: JSON bytes of one write at most (a DynamoDB transaction moves at most 4 MB).
 WRITE_BYTES = 3_000_000
+#: A record's keys and body at most (a DynamoDB item holds 400 KB).
+MAX_RECORD_BYTES = 400_000
+#: A blob's metadata at most (S3 allows 2 KB of user metadata; the origin takes the rest).
+MAX_METADATA_BYTES = 1_800
 #: How many kept records the summary names.
 KEPT_SHOWN = 20
+#: Body fields an import rewrites, left out when objects are compared.
+REWRITTEN = ("blobVersion", "embeddingModel")
 
 
 def origin(key: str, version: str, sha256: str) -> str:
     return hashlib.sha256(f"{key}\n{version}\n{sha256}".encode()).hexdigest()[:40]
+
+
+def head_of(family: str, sk: str) -> str | None:
+    """The sort key of the head of the object a record belongs to (its own for a head); None if it stands alone."""
+    kind, _, rest = sk.partition("#")
+    if family == "memories":
+        return {"MEM": sk, "HIST": f"MEM#{rest.split('#', 1)[0]}"}.get(kind)
+    if family in ("conversations", "executions"):
+        return {"MSG": sk, "TS": f"MSG#{rest.split('#', 1)[-1]}"}.get(kind)
+    if family == "topics":
+        return {"TOPIC": sk, "BODY": f"TOPIC#{rest}"}.get(kind)
+    if family in ("blocks", "workspace"):
+        name = {"F": rest, "P": rest, "H": rest.rsplit("#", 1)[0], "V": rest.rsplit("#", 2)[0]}.get(kind)
+        return None if name is None else f"F#{name}"
+    if family == "graph":
+        return {"ENT": sk, "FACT": sk, "EDGE": f"FACT#{rest.rsplit('#', 1)[-1]}"}.get(kind)
+    return None
+
+
+def identity(data: dict[str, Any], version: int) -> str:
+    """What makes two heads the same object in the same state (the fields an import rewrites left out)."""
+    kept = {key: value for key, value in data.items() if key not in REWRITTEN}
+    return hashlib.sha256(json.dumps([version, kept], sort_keys=True).encode()).hexdigest()
+
+
+def disagreement(family: str, scope: ScopeKey, scope_key: str, sk: str, data: dict[str, Any]) -> str | None:
+    """The body field that disagrees with the record's keys, if any: index documents are keyed by these ids and
+    filtered by this scope, so a body naming another record or scope could reach into another's index."""
+    kind, _, rest = sk.partition("#")
+    own = rest.split("#", 1)[0]
+    checks: dict[str, Any] = {}
+    if family == "memories" and kind in ("MEM", "HIST"):
+        checks = {"memoryId": own}
+        if kind == "MEM":
+            checks |= {"scope": scope_key, "layer": scope.layer}
+    elif family in ("conversations", "executions") and kind in ("MSG", "TS"):
+        checks = {"message_id": rest if kind == "MSG" else rest.split("#", 1)[-1]}
+        if kind == "MSG":
+            checks["scope"] = scope_key
+    elif family == "graph" and kind in ("ENT", "FACT"):
+        checks = {"entityId" if kind == "ENT" else "factId": rest, "scope": scope_key}
+    elif family == "graph" and kind == "EDGE":
+        checks = {"factId": rest.rsplit("#", 1)[-1]}
+    elif family in ("blocks", "workspace") and kind == "F":
+        checks = {"name": rest}
+    for name, expected in checks.items():
+        if data.get(name, expected if name == "scope" and family == "graph" else None) != expected:
+            return f"data.{name}"
+    return None
 
 
 def _at(line: int, error: MnemoError) -> MnemoError:
@@ -70,6 +139,20 @@ def _numbered(handle: Iterable[str]) -> Iterator[tuple[int, str]]:
     for number, raw in enumerate(handle, start=1):
         if raw.strip():
             yield number, raw
+
+
+def _parsed(number: int, raw: str) -> dict[str, Any]:
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        raise _invalid(number, "line", "not valid JSON") from None
+    if not isinstance(payload, dict):
+        raise _invalid(number, "line", "each line is a JSON object")
+    try:
+        json.dumps(payload, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        raise _invalid(number, "line", "holds text that is not valid Unicode (a lone surrogate)") from None
+    return payload
 
 
 def is_full_export(first_line: str) -> bool:
@@ -92,97 +175,139 @@ class Plan:
     lines: int = 0
     records: dict[str, int] = field(default_factory=dict)
     blobs: dict[str, int] = field(default_factory=dict)
+    #: (pk, head sk) -> identity of that head in the file.
+    heads: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: (blob key, source version) -> (pk, head sk) of the workspace file that names it.
+    named: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    #: (blob key, source version) of every blob line.
+    present: set[tuple[str, str]] = field(default_factory=set)
+
+
+class _Checker:
+    def __init__(self) -> None:
+        self.plan: Plan | None = None
+        self.stage = 0  # 0 header, 1 records, 2 blobs, 3 after the end line
+        self.keys: set[bytes] = set()
+
+    def header(self, number: int, payload: dict[str, Any]) -> None:
+        if payload.get("mnemoExport") != FORMAT_VERSION:
+            raise _invalid(
+                number,
+                "mnemoExport",
+                f"format version {payload.get('mnemoExport')!r} is not one this Mnemo reads "
+                f"({FORMAT_VERSION}): import it with the Mnemo that wrote it, or a later one",
+            )
+        header = Header.model_validate(payload)
+        try:
+            chosen = header.selection
+            selection = Selection(chosen.tenant, chosen.user, tuple(chosen.layers))
+        except ValueError as error:
+            raise _invalid(number, "selection", str(error)) from None
+        if selection.kind != header.kind:
+            raise _invalid(number, "kind", f"the selection is a {selection.kind}'s, not a {header.kind}'s")
+        self.plan = Plan(header, selection)
+        self.stage = 1
+
+    def line(self, number: int, payload: dict[str, Any]) -> None:
+        assert self.plan is not None
+        line = LINE.validate_python(payload)
+        self.plan.lines += 1
+        if self.stage == 3:
+            raise _invalid(number, "type", "nothing may follow the end line")
+        if isinstance(line, RecordLine):
+            if self.stage != 1:
+                raise _invalid(number, "type", "record lines come before the blob lines")
+            self.record(number, line)
+        elif isinstance(line, BlobLine):
+            self.stage = 2
+            self.blob(number, line)
+        else:
+            self.end(number, line)
+            self.stage = 3
+
+    def _once(self, number: int, field_name: str, *key: str) -> None:
+        digest = hashlib.sha256("\n".join(key).encode()).digest()[:16]
+        if digest in self.keys:
+            raise _invalid(number, field_name, "the same key came earlier in the file")
+        self.keys.add(digest)
+
+    def record(self, number: int, line: RecordLine) -> None:
+        assert self.plan is not None
+        found = split_partition(line.pk)
+        if found is None or found[0] != line.family:
+            raise _invalid(number, "pk", f"not a partition of the {line.family} family")
+        family, scope = found
+        if not self.plan.selection.holds(scope):
+            raise _invalid(number, "pk", "outside the selection the header names")
+        wrong = disagreement(family, scope, line.pk.split("|", 1)[1], line.sk, line.data)
+        if wrong:
+            raise _invalid(number, wrong, "disagrees with the record's keys")
+        if len(json.dumps(line.data, ensure_ascii=False).encode()) + len(line.pk) + len(line.sk) > MAX_RECORD_BYTES:
+            raise _invalid(number, "data", f"a record holds at most {MAX_RECORD_BYTES:,} bytes")
+        self._once(number, "sk", "record", line.pk, line.sk)
+        head = head_of(family, line.sk)
+        if head == line.sk:
+            self.plan.heads[(line.pk, line.sk)] = identity(line.data, line.version)
+        where = workspace_location_of(line.pk)
+        if where is not None and head is not None and "blobVersion" in line.data:
+            blob_key = where.blob_key(head.removeprefix(HEAD))
+            self.plan.named[(blob_key, str(line.data["blobVersion"]))] = (line.pk, head)
+        self.plan.records[family] = self.plan.records.get(family, 0) + 1
+
+    def blob(self, number: int, line: BlobLine) -> None:
+        assert self.plan is not None
+        try:
+            content = base64.b64decode(line.content, validate=True)
+        except (binascii.Error, ValueError):
+            raise _invalid(number, "content", "not base64") from None
+        if hashlib.sha256(content).hexdigest() != line.sha256:
+            raise _invalid(number, "sha256", "does not match the content")
+        try:
+            check_blob_key(line.key)
+        except InvalidInput as error:
+            raise _at(number, error) from None
+        if len(json.dumps(line.metadata).encode()) > MAX_METADATA_BYTES:
+            raise _invalid(number, "metadata", f"at most {MAX_METADATA_BYTES:,} bytes")
+        if line.family == "knowledge" and not self.plan.selection.holds_knowledge(line.key):
+            raise _invalid(number, "key", "not a knowledge file of the selection")
+        if line.family == "workspace" and (line.key, line.version) not in self.plan.named:
+            raise _invalid(number, "key", "a workspace file version that no workspace record of the file names")
+        self._once(number, "version", "blob", line.key, line.version)
+        self.plan.present.add((line.key, line.version))
+        self.plan.blobs[line.family] = self.plan.blobs.get(line.family, 0) + 1
+
+    def end(self, number: int, line: End) -> None:
+        assert self.plan is not None
+        plan = self.plan
+        for what, stated, found in (("records", line.records, plan.records), ("blobs", line.blobs, plan.blobs)):
+            if {k: v for k, v in stated.items() if v} != found:
+                raise _invalid(number, what, f"the end line counts {stated} but the file holds {found}")
 
 
 def check(handle: Iterable[str]) -> Plan:
     """Validate a whole file; the first bad line raises INVALID_INPUT naming it and its field."""
-    plan: Plan | None = None
-    stage = 0  # 0 header, 1 blobs, 2 records, 3 after the end line
-    workspace_keys: list[tuple[int, str]] = []
-    workspace_roots: set[str] = set()
+    checker = _Checker()
     for number, raw in _numbered(handle):
+        payload = _parsed(number, raw)
         try:
-            payload = json.loads(raw)
-        except ValueError:
-            raise _invalid(number, "line", "not valid JSON") from None
-        try:
-            if plan is None:
-                if isinstance(payload, dict) and payload.get("mnemoExport") != FORMAT_VERSION:
-                    raise _invalid(
-                        number,
-                        "mnemoExport",
-                        f"format version {payload.get('mnemoExport')!r} is not one this Mnemo reads "
-                        f"({FORMAT_VERSION}): import it with the Mnemo that wrote it, or a later one",
-                    )
-                header = Header.model_validate(payload)
-                selection = Selection(header.selection.tenant, header.selection.user, tuple(header.selection.layers))
-                plan = Plan(header, selection)
-                stage = 1
-                continue
-            line = LINE.validate_python(payload)
+            if checker.plan is None:
+                checker.header(number, payload)
+            else:
+                checker.line(number, payload)
         except ValidationError as error:
             # A line's errors are located under its type (the union's tag): the field is what matters.
-            tag = payload.get("type") if plan is not None and isinstance(payload, dict) else None
-            errors = error.errors(include_url=False)
-            raise _at(
-                number, from_validation_errors(errors, drop_prefix=tag if isinstance(tag, str) else None)
-            ) from None
-        except ValueError as error:
-            raise _invalid(number, "selection", str(error)) from None
-        plan.lines += 1
-        if stage == 3:
-            raise _invalid(number, "type", "nothing may follow the end line")
-        if isinstance(line, BlobLine):
-            if stage != 1:
-                raise _invalid(number, "type", "blob lines come before the record lines")
-            _check_blob(number, line, plan, workspace_keys)
-            plan.blobs[line.family] = plan.blobs.get(line.family, 0) + 1
-        elif isinstance(line, RecordLine):
-            stage = 2
-            found = split_partition(line.pk)
-            if found is None or found[0] != line.family:
-                raise _invalid(number, "pk", f"not a partition of the {line.family} family")
-            if not plan.selection.holds(found[1]):
-                raise _invalid(number, "pk", "outside the selection the header names")
-            where = workspace_location_of(line.pk)
-            if where is not None and where.blob_prefix is not None:
-                workspace_roots.add(where.blob_prefix)
-            plan.records[line.family] = plan.records.get(line.family, 0) + 1
-        else:
-            _check_end(number, line, plan)
-            stage = 3
-    if plan is None:
+            tag = payload.get("type") if checker.plan is not None else None
+            errors = from_validation_errors(
+                error.errors(include_url=False), drop_prefix=tag if isinstance(tag, str) else None
+            )
+            raise _at(number, errors) from None
+    if checker.plan is None:
         raise InvalidInput("file: empty; an export starts with its header line", {"field": "file"})
-    if stage != 3:
+    if checker.stage != 3:
         raise InvalidInput(
             "file: the end line is missing: the file was cut off, and nothing was imported", {"field": "file"}
         )
-    for number, key in workspace_keys:
-        if not any(key.startswith(root) for root in workspace_roots):
-            raise _invalid(number, "key", "a workspace file that no workspace record of the file names")
-    return plan
-
-
-def _check_blob(number: int, line: BlobLine, plan: Plan, workspace_keys: list[tuple[int, str]]) -> None:
-    try:
-        content = base64.b64decode(line.content, validate=True)
-    except (binascii.Error, ValueError):
-        raise _invalid(number, "content", "not base64") from None
-    if hashlib.sha256(content).hexdigest() != line.sha256:
-        raise _invalid(number, "sha256", "does not match the content")
-    if line.family == "knowledge":
-        if not plan.selection.holds_knowledge(line.key):
-            raise _invalid(number, "key", "not a knowledge file of the selection")
-    else:
-        if not line.key.startswith(f"workspace/{plan.selection.tenant}/") or "/../" in f"{line.key}/":
-            raise _invalid(number, "key", "not a workspace file of the selection's tenant")
-        workspace_keys.append((number, line.key))
-
-
-def _check_end(number: int, line: End, plan: Plan) -> None:
-    for what, stated, found in (("records", line.records, plan.records), ("blobs", line.blobs, plan.blobs)):
-        if {k: v for k, v in stated.items() if v} != found:
-            raise _invalid(number, what, f"the end line counts {stated} but the file holds {found}")
+    return checker.plan
 
 
 # ------------------------------------------------------------------ writing
@@ -191,19 +316,22 @@ class ImportSummary:
     records: dict[str, dict[str, int]] = field(default_factory=dict)
     blobs: dict[str, dict[str, int]] = field(default_factory=dict)
     kept: list[dict[str, str]] = field(default_factory=list)
+    missing_blobs: int = 0
     indexed: int = 0
     index_pending: int = 0
     sync: dict[str, Any] | None = None
 
-    def count(self, table: dict[str, dict[str, int]], family: str, outcome: str) -> None:
-        row = table.setdefault(family, {"added": 0, "unchanged": 0, **({"kept": 0} if table is self.records else {})})
-        row[outcome] += 1
+    @staticmethod
+    def count(table: dict[str, dict[str, int]], family: str, outcome: str, many: int = 1) -> None:
+        row = table.setdefault(family, {"added": 0, "unchanged": 0, "kept": 0})
+        row[outcome] += many
 
     def as_json(self) -> dict[str, Any]:
         return {
             "records": self.records,
             "blobs": self.blobs,
             "kept": self.kept,
+            "missingBlobs": self.missing_blobs,
             "indexed": self.indexed,
             "indexPending": self.index_pending,
             "sync": self.sync,
@@ -219,25 +347,17 @@ class Importer:
         self.summary = ImportSummary()
         #: (blob key, source version) -> the target's version id.
         self._versions: dict[tuple[str, str], str] = {}
-        self._origins: dict[str, dict[str, str]] = {}
         self._pending: list[tuple[RecordLine, Item]] = []
         self._deleted_files: list[str] = []
+        self._queued: set[tuple[str, str]] = set()
         self._embedder_name = services.embedder.name
 
-    def run(self, handle: Iterable[str]) -> ImportSummary:
-        """Write a file ``check`` accepted (the same lines, read again)."""
-        first = True
-        for _, raw in _numbered(handle):
-            if first:
-                first = False
-                continue
-            line = LINE.validate_json(raw)
-            if isinstance(line, BlobLine):
-                self._blob(line)
-            elif isinstance(line, RecordLine):
-                self._record(line)
-            self._step(line)
-        self._flush()
+    def run(self, path: Path) -> ImportSummary:
+        """Write a file ``check`` accepted: its blobs first (the records name their versions), then its records."""
+        with path.open(encoding="utf-8") as handle:
+            self._blob_pass(handle)
+        with path.open(encoding="utf-8") as handle:
+            self._record_pass(handle)
         for key in self._deleted_files:
             if self._services.blobs.get(key) is not None:
                 self._services.blobs.delete(key)
@@ -246,55 +366,117 @@ class Importer:
             self._sync()
         return self.summary
 
-    def _step(self, line: Any) -> None:
-        self._done += 1
+    @staticmethod
+    def _lines(handle: Iterable[str], kind: str) -> Iterator[Any]:
+        """The lines of one type (``check`` accepted them all)."""
+        for _, raw in _numbered(handle):
+            payload = json.loads(raw)
+            if payload.get("type") == kind:
+                yield LINE.validate_python(payload)
+
+    def _step(self, family: str, many: int = 1) -> None:
+        self._done += many
         if self._progress is not None:
-            self._progress.update(self._done, getattr(line, "family", ""))
+            self._progress.update(self._done, family)
 
     # ------------------------------------------------------------ blobs
-    def _blob(self, line: BlobLine) -> None:
-        blobs = self._services.blobs
-        if line.key not in self._origins:
-            self._origins[line.key] = {
-                version.metadata[ORIGIN]: version.version
-                for version in blobs.versions(line.key)
-                if not version.deleted and ORIGIN in version.metadata
-            }
-        known = self._origins[line.key]
-        mark = origin(line.key, line.version, line.sha256)
-        if mark in known:
-            self.summary.count(self.summary.blobs, line.family, "unchanged")
-        else:
-            content = base64.b64decode(line.content)
-            known[mark] = blobs.put(line.key, content, {**line.metadata, ORIGIN: mark})
-            self.summary.count(self.summary.blobs, line.family, "added")
-        self._versions[(line.key, line.version)] = known[mark]
+    def _blob_pass(self, handle: Iterable[str]) -> None:
+        group: list[BlobLine] = []
+        for line in self._lines(handle, "blob"):
+            if group and (line.key != group[0].key or line.family != group[0].family):
+                self._blob_group(group)
+                group = []
+            group.append(line)
+        if group:
+            self._blob_group(group)
+
+    def _blob_group(self, group: list[BlobLine]) -> None:
+        """Every exported version of one file: mapped to what the target holds, the rest stored in order."""
+        blobs, key, family = self._services.blobs, group[0].key, group[0].family
+        stored = blobs.versions(key)  # newest first
+        by_origin = {v.metadata[ORIGIN]: v.version for v in stored if not v.deleted and ORIGIN in v.metadata}
+        live = {v.version for v in stored if not v.deleted}
+        held: list[str | None] = []
+        for line in group:
+            found = by_origin.get(origin(key, line.version, line.sha256))
+            if found is None and line.version in live:  # a backup going back into its own store
+                same = blobs.get(key, line.version)
+                found = line.version if same and hashlib.sha256(same.content).hexdigest() == line.sha256 else None
+            held.append(found)
+        start = 0
+        if family == "workspace" and self._workspace_file_kept(group[0]):
+            start = len(group)  # the target's own file: what it holds is mapped, nothing is added to it
+        elif family == "knowledge" and stored:
+            current = stored[0]
+            if current.deleted or current.version not in held:
+                # The target changed or removed this file since: its own state wins over the export's.
+                kept = sum(found is None for found in held)
+                self.summary.count(self.summary.blobs, family, "kept", kept)
+                self.summary.count(self.summary.blobs, family, "unchanged", len(group) - kept)
+                self._step(family, len(group))
+                return
+            start = held.index(current.version) + 1
+        for position, (line, found) in enumerate(zip(group, held, strict=True)):
+            if found is None and position >= start:
+                mark = origin(key, line.version, line.sha256)
+                found = blobs.put(key, base64.b64decode(line.content), {**line.metadata, ORIGIN: mark})
+                self.summary.count(self.summary.blobs, family, "added")
+            else:
+                self.summary.count(self.summary.blobs, family, "unchanged" if found is not None else "kept")
+            if found is not None:
+                self._versions[(key, line.version)] = found
+            self._step(family)
+
+    def _workspace_file_kept(self, line: BlobLine) -> bool:
+        pk, head = self._plan.named[(line.key, line.version)]
+        return self._kept_object(pk, head, self._services.records.get(pk, head))
+
+    def _kept_object(self, pk: str, head: str, there: Item | None) -> bool:
+        """Whether the target holds this object's head in a state other than the file's: the object is its own."""
+        wanted = self._plan.heads.get((pk, head))
+        return wanted is not None and there is not None and identity(there.data, there.version) != wanted
 
     # ---------------------------------------------------------- records
-    def _record(self, line: RecordLine) -> None:
+    def _record_pass(self, handle: Iterable[str]) -> None:
+        for line in self._lines(handle, "record"):
+            self._pending.append((line, self._rewritten(line)))
+            if len(self._pending) >= RECORD_BATCH:
+                self._flush()
+        self._flush()
+
+    def _rewritten(self, line: RecordLine) -> Item:
         data = line.data
         where = workspace_location_of(line.pk)
         if where is not None and line.sk.startswith((HEAD, HISTORY)) and "blobVersion" in data:
             name = line.sk[2:].rsplit("#", 1)[0] if line.sk.startswith(HISTORY) else line.sk[2:]
             mapped = self._versions.get((where.blob_key(name), str(data["blobVersion"])))
-            if mapped is not None:
-                data = {**data, "blobVersion": mapped}
+            if mapped is None and (where.blob_key(name), str(data["blobVersion"])) not in self._plan.present:
+                self.summary.missing_blobs += 1
+            data = {**data, "blobVersion": mapped or MISSING_VERSION}
         if line.family == "memories" and line.sk.startswith("MEM#") and "embeddingModel" in data:
             # The target embeds it again, with its own model; the record names the model its vector is from.
             data = {**data, "embeddingModel": self._embedder_name}
-        self._pending.append((line, Item(line.pk, line.sk, data, line.version, line.expires_at)))
-        if len(self._pending) >= RECORD_BATCH:
-            self._flush()
+        return Item(line.pk, line.sk, data, line.version, line.expires_at)
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
         if not pending:
             return
-        records = self._services.records
-        stored = {(item.pk, item.sk): item for item in records.batch_get([(i.pk, i.sk) for _, i in pending])}
+        heads = {(item.pk, head) for line, item in pending if (head := head_of(line.family, item.sk))}
+        keys = [(item.pk, item.sk) for _, item in pending] + sorted(heads)
+        stored = {(item.pk, item.sk): item for item in self._services.records.batch_get(keys)}
         units: list[tuple[RecordLine, Item, list[Put]]] = []
         for line, item in pending:
+            head = head_of(line.family, item.sk)
             there = stored.get((item.pk, item.sk))
+            if head is not None and self._kept_object(item.pk, head, stored.get((item.pk, head))):
+                # The target's own object: nothing of the file's is written into it.
+                if there is not None and (there.data, there.version) == (item.data, item.version):
+                    self.summary.count(self.summary.records, line.family, "unchanged")
+                    self._step(line.family)
+                else:
+                    self._kept(line, item, head_record=head == item.sk)
+                continue
             if there is None:
                 units.append((line, item, self._unit(line, item)))
             else:
@@ -313,7 +495,11 @@ class Importer:
 
     def _unit(self, line: RecordLine, item: Item) -> list[Put]:
         marker = index_marker(self._services.outbox, line.family, item)
-        return [Put(item, expect="absent"), *([marker] if marker else [])]
+        if marker is None:
+            return [Put(item, expect="absent")]
+        data = marker.item.data
+        self._queued.add((data["family"], json.dumps(data["ref"], sort_keys=True)))
+        return [Put(item, expect="absent"), marker]
 
     def _write(self, group: list[tuple[RecordLine, Item, list[Put]]]) -> None:
         if not group:
@@ -340,6 +526,7 @@ class Importer:
 
     def _added(self, line: RecordLine) -> None:
         self.summary.count(self.summary.records, line.family, "added")
+        self._step(line.family)
         if line.family == "workspace" and line.sk.startswith(HEAD) and line.data.get("deleted"):
             where = workspace_location_of(line.pk)
             if where is not None:
@@ -348,9 +535,14 @@ class Importer:
     def _settled(self, line: RecordLine, item: Item, there: Item) -> None:
         if there.data == item.data and there.version == item.version:
             self.summary.count(self.summary.records, line.family, "unchanged")
+            self._step(line.family)
             return
+        self._kept(line, item, head_record=True)
+
+    def _kept(self, line: RecordLine, item: Item, *, head_record: bool) -> None:
         self.summary.count(self.summary.records, line.family, "kept")
-        if len(self.summary.kept) < KEPT_SHOWN:
+        self._step(line.family)
+        if head_record and len(self.summary.kept) < KEPT_SHOWN:
             self.summary.kept.append({"pk": item.pk, "sk": item.sk})
 
     # ------------------------------------------------------- index, sync
@@ -363,7 +555,10 @@ class Importer:
                 self._progress.update(self._done, f"indexed {self.summary.indexed:,}")
             if report.indexed == 0:
                 break
-        self.summary.index_pending = len(outbox.pending())
+        if self._queued:  # this import's markers that are still queued or were dead-lettered
+            waiting = [*outbox.pending(limit=1_000_000), *outbox.dead_letters(limit=1_000_000)]
+            ours = {(m["family"], json.dumps(m["ref"], sort_keys=True)) for m in waiting} & self._queued
+            self.summary.index_pending = len(ours)
 
     def _sync(self) -> None:
         from mnemo.sync.models import SyncNowInput

@@ -3,10 +3,10 @@
 A file is JSON Lines, in this order:
 
 1. one ``header``: ``{"type": "header", "mnemoExport": 2, "kind": "tenant", "selection": {...}, ...}``;
-2. ``blob`` lines: every kept version of each knowledge file, then every version of
-   each workspace file that a workspace record names, oldest first, content in base64;
-3. ``record`` lines: the records of every family, exactly as stored (keys, body,
+2. ``record`` lines: the records of every family, exactly as stored (keys, body,
    version, expiry);
+3. ``blob`` lines: every kept version of each knowledge file, then every version of
+   each workspace file that an exported workspace record names, oldest first, content in base64;
 4. one ``end`` line with the counts, so a cut-off file is refused, never half-imported.
 
 ``mnemo export --schema`` prints the JSON Schema of a line (``line_schema``).
@@ -57,7 +57,7 @@ class RecordLine(_Line):
     family: Family
     pk: str = Field(min_length=1, max_length=2048)
     sk: str = Field(min_length=1, max_length=1024)
-    version: int = Field(ge=0)
+    version: int = Field(ge=0, le=2**63 - 1)
     expires_at: int | None = None
     data: dict[str, Any]
 
@@ -97,7 +97,7 @@ def line_schema() -> dict[str, Any]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"Mnemo export line, format version {FORMAT_VERSION}",
-        "description": "The first line is a Header; then Blob lines, Record lines, and one End line.",
+        "description": "The first line is a Header; then Record lines, Blob lines, and one End line.",
         "anyOf": [{"$ref": f"#/$defs/{model.__name__}"} for model in models],
         **schema,
     }
