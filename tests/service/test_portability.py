@@ -363,3 +363,64 @@ def test_a_version_the_source_had_lost_reads_as_missing_on_the_target(tenant_fil
     assert call(moved, ALICE, "file_read", {"path": "notes/plan.md", "version": 3})["content"] == "# Plan v3\n"
     with pytest.raises(NotFound):
         call(moved, ALICE, "file_read", {"path": "notes/plan.md", "version": 2})
+
+
+def test_a_memory_deleted_since_the_backup_is_not_brought_back(tmp_path: Path) -> None:
+    services = make_services(tmp_path / "store")
+    kept = call(services, BOB, "memory_add", {"content": "Bob drinks green tea"})
+    gone = call(services, BOB, "memory_add", {"content": "Bob parks on level 3"})
+    backup = export_to(services, tmp_path / "backup.jsonl")
+    call(services, BOB, "memory_delete", {"memoryId": gone["memoryId"]})
+
+    summary = import_from(services, backup)
+    assert outcome(summary, "added") == {}
+    assert any(entry["sk"] == f"MEM#{gone['memoryId']}" for entry in summary["kept"])
+    found = [hit["memoryId"] for hit in call(services, BOB, "memory_search", {"query": "Bob"})["results"]]
+    assert found == [kept["memoryId"]]
+    # into an empty store the same backup brings both
+    fresh = target(tmp_path / "fresh")
+    assert import_from(fresh, backup)["records"]["memories"]["kept"] == 0
+    assert len(call(fresh, BOB, "memory_search", {"query": "Bob"})["results"]) == 2
+
+
+def test_a_fact_invalidated_since_the_backup_stays_ended(tmp_path: Path) -> None:
+    services = make_services(tmp_path / "store")
+    link = {"subject": "Bob", "predicate": "lives_in", "object": "Lisbon", "text": "Bob lives in Lisbon."}
+    fact = call(services, BOB, "add_memory_link", link)
+    backup = export_to(services, tmp_path / "backup.jsonl")
+    call(services, BOB, "invalidate_memory_link", {"factId": fact["factId"], "reason": "moved"})
+
+    summary = import_from(services, backup)
+    assert outcome(summary, "added") == {}
+    assert summary["records"]["graph"]["kept"] >= 2  # the fact and the pointer that named it open
+    assert call(services, BOB, "graph_search", {"query": "Lisbon", "kind": "facts"})["facts"] == []
+    again = call(services, BOB, "add_memory_link", link)
+    assert again["created"] is True and again["factId"] != fact["factId"]
+
+
+@pytest.mark.parametrize(
+    ("case", "field"),
+    [
+        ("non-ASCII metadata", "metadata"),
+        ("key too long for S3", "key"),
+        ("record too large once escaped", "data"),
+    ],
+)
+def test_what_a_store_would_refuse_is_refused_before_anything_is_written(
+    tenant_file: Path, tmp_path: Path, case: str, field: str
+) -> None:
+    def change(found: list[dict[str, Any]]) -> None:
+        blob = _first(found, type="blob", family="knowledge")
+        if case == "non-ASCII metadata":
+            blob["metadata"] = {**blob["metadata"], "author": "Zoë"}
+        elif case == "key too long for S3":
+            blob["key"] = blob["key"].removesuffix(".md") + "/".join(["é" * 100] * 6) + ".md"
+        else:  # 150,000 characters, 900,000 bytes once escaped as DynamoDB's adapter stores them
+            _first(found, type="record", family="memories")["data"]["note"] = "é" * 150_000
+
+    path = _rewritten(tenant_file, tmp_path / "bad.jsonl", change)
+    moved = target(tmp_path / "target")
+    with pytest.raises(InvalidInput) as refused:
+        import_from(moved, path)
+    assert refused.value.details["field"] == field
+    assert list(moved.records.scan("")) == [] and moved.blobs.list_keys("") == []

@@ -68,6 +68,8 @@ WRITE_BYTES = 3_000_000
 MAX_RECORD_BYTES = 400_000
 #: A blob's metadata at most (S3 allows 2 KB of user metadata; the origin takes the rest).
 MAX_METADATA_BYTES = 1_800
+#: A blob key at most (S3's limit).
+MAX_KEY_BYTES = 1024
 #: How many kept records the summary names.
 KEPT_SHOWN = 20
 #: Body fields an import rewrites, left out when objects are compared.
@@ -78,8 +80,11 @@ def origin(key: str, version: str, sha256: str) -> str:
     return hashlib.sha256(f"{key}\n{version}\n{sha256}".encode()).hexdigest()[:40]
 
 
-def head_of(family: str, sk: str) -> str | None:
-    """The sort key of the head of the object a record belongs to (its own for a head); None if it stands alone."""
+def head_of(family: str, sk: str, data: dict[str, Any]) -> str | None:
+    """The sort key of the head of the object a record belongs to (its own for a head); None if it stands alone.
+
+    The graph's pointer records belong to what they point at: a name to its entity, the open-fact and
+    exclusivity records of a triple to their fact."""
     kind, _, rest = sk.partition("#")
     if family == "memories":
         return {"MEM": sk, "HIST": f"MEM#{rest.split('#', 1)[0]}"}.get(kind)
@@ -91,7 +96,9 @@ def head_of(family: str, sk: str) -> str | None:
         name = {"F": rest, "P": rest, "H": rest.rsplit("#", 1)[0], "V": rest.rsplit("#", 2)[0]}.get(kind)
         return None if name is None else f"F#{name}"
     if family == "graph":
-        return {"ENT": sk, "FACT": sk, "EDGE": f"FACT#{rest.rsplit('#', 1)[-1]}"}.get(kind)
+        pointed = {"NAME": f"ENT#{data.get('entityId')}", "LINK": f"FACT#{data.get('factId')}"}
+        pointed["EXCL"] = pointed["LINK"]
+        return {"ENT": sk, "FACT": sk, "EDGE": f"FACT#{rest.rsplit('#', 1)[-1]}", **pointed}.get(kind)
     return None
 
 
@@ -125,6 +132,13 @@ def disagreement(family: str, scope: ScopeKey, scope_key: str, sk: str, data: di
         if data.get(name, expected if name == "scope" and family == "graph" else None) != expected:
             return f"data.{name}"
     return None
+
+
+def record_bytes(line: RecordLine) -> int:
+    """A record's size as the DynamoDB adapter stores it: compact JSON with non-ASCII escaped, the keys in
+    UTF-8, and room for the attribute names and numbers."""
+    body = len(json.dumps(line.data, separators=(",", ":")))
+    return body + len(line.pk.encode()) + len(line.sk.encode()) + 100
 
 
 def _at(line: int, error: MnemoError) -> MnemoError:
@@ -242,10 +256,10 @@ class _Checker:
         wrong = disagreement(family, scope, line.pk.split("|", 1)[1], line.sk, line.data)
         if wrong:
             raise _invalid(number, wrong, "disagrees with the record's keys")
-        if len(json.dumps(line.data, ensure_ascii=False).encode()) + len(line.pk) + len(line.sk) > MAX_RECORD_BYTES:
+        if record_bytes(line) > MAX_RECORD_BYTES:
             raise _invalid(number, "data", f"a record holds at most {MAX_RECORD_BYTES:,} bytes")
         self._once(number, "sk", "record", line.pk, line.sk)
-        head = head_of(family, line.sk)
+        head = head_of(family, line.sk, line.data)
         if head == line.sk:
             self.plan.heads[(line.pk, line.sk)] = identity(line.data, line.version)
         where = workspace_location_of(line.pk)
@@ -266,8 +280,11 @@ class _Checker:
             check_blob_key(line.key)
         except InvalidInput as error:
             raise _at(number, error) from None
-        if len(json.dumps(line.metadata).encode()) > MAX_METADATA_BYTES:
-            raise _invalid(number, "metadata", f"at most {MAX_METADATA_BYTES:,} bytes")
+        metadata = json.dumps(line.metadata, ensure_ascii=False)
+        if len(metadata.encode()) > MAX_METADATA_BYTES or not metadata.isascii():
+            raise _invalid(number, "metadata", f"ASCII, at most {MAX_METADATA_BYTES:,} bytes (S3's user metadata)")
+        if len(line.key.encode()) > MAX_KEY_BYTES:
+            raise _invalid(number, "key", f"at most {MAX_KEY_BYTES:,} bytes (an S3 key)")
         if line.family == "knowledge" and not self.plan.selection.holds_knowledge(line.key):
             raise _invalid(number, "key", "not a knowledge file of the selection")
         if line.family == "workspace" and (line.key, line.version) not in self.plan.named:
@@ -350,6 +367,10 @@ class Importer:
         self._pending: list[tuple[RecordLine, Item]] = []
         self._deleted_files: list[str] = []
         self._queued: set[tuple[str, str]] = set()
+        #: The history items of the file's memories, seen before their heads (HIST# sorts before MEM#), and
+        #: the memories some of whose history the target already holds.
+        self._history: dict[tuple[str, str], set[str]] = {}
+        self._shared: set[tuple[str, str]] = set()
         self._embedder_name = services.embedder.name
 
     def run(self, path: Path) -> ImportSummary:
@@ -462,13 +483,21 @@ class Importer:
         pending, self._pending = self._pending, []
         if not pending:
             return
-        heads = {(item.pk, head) for line, item in pending if (head := head_of(line.family, item.sk))}
+        heads = {(item.pk, head) for line, item in pending if (head := head_of(line.family, item.sk, item.data))}
         keys = [(item.pk, item.sk) for _, item in pending] + sorted(heads)
         stored = {(item.pk, item.sk): item for item in self._services.records.batch_get(keys)}
         units: list[tuple[RecordLine, Item, list[Put]]] = []
         for line, item in pending:
-            head = head_of(line.family, item.sk)
+            head = head_of(line.family, item.sk, item.data)
             there = stored.get((item.pk, item.sk))
+            self._note_index_reference(line, item)
+            if line.family == "memories" and head is not None and head != item.sk:
+                self._history.setdefault((item.pk, head), set()).add(item.sk)
+                if there is not None:
+                    self._shared.add((item.pk, head))
+            if head == item.sk and there is None and self._deleted_since(item.pk, head):
+                self._kept(line, item, head_record=True)
+                continue
             if head is not None and self._kept_object(item.pk, head, stored.get((item.pk, head))):
                 # The target's own object: nothing of the file's is written into it.
                 if there is not None and (there.data, there.version) == (item.data, item.version):
@@ -493,13 +522,28 @@ class Importer:
             size += unit_size
         self._write(group)
 
+    def _deleted_since(self, pk: str, head: str) -> bool:
+        """Whether a memory whose record the target lacks was deleted there since the export: the target's
+        history of it holds items the file does not (a DELETE), which a resumed import never leaves."""
+        seen = self._history.pop((pk, head), set())
+        if (pk, head) not in self._shared:  # none of its history is there: a new memory (the common case)
+            return False
+        self._shared.discard((pk, head))
+        memory_id = head.removeprefix("MEM#")
+        theirs = {item.sk for item in self._services.records.query(pk, f"HIST#{memory_id}#", limit=1000)}
+        return bool(theirs - seen)
+
     def _unit(self, line: RecordLine, item: Item) -> list[Put]:
         marker = index_marker(self._services.outbox, line.family, item)
-        if marker is None:
-            return [Put(item, expect="absent")]
-        data = marker.item.data
-        self._queued.add((data["family"], json.dumps(data["ref"], sort_keys=True)))
-        return [Put(item, expect="absent"), marker]
+        return [Put(item, expect="absent"), *([marker] if marker is not None else [])]
+
+    def _note_index_reference(self, line: RecordLine, item: Item) -> None:
+        """Remember which index references this file's records have, added or not: a marker an earlier run
+        left queued for one of them counts as this import's pending work."""
+        marker = index_marker(self._services.outbox, line.family, item)
+        if marker is not None:
+            data = marker.item.data
+            self._queued.add((data["family"], json.dumps(data["ref"], sort_keys=True)))
 
     def _write(self, group: list[tuple[RecordLine, Item, list[Put]]]) -> None:
         if not group:
