@@ -1,15 +1,21 @@
 """mnemo.client.langchain: LangChain StructuredTools built from the catalog, invoked against a real local
-server (no model needed: a tool is what an agent calls)."""
+server, on their own and by a LangChain agent (``create_agent``) whose model is a fixed script: the agent's
+loop is real, no language model is needed."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from helpers import local_server
 from mnemo.client import AsyncMnemoClient, LocalIdentity, MnemoClient
@@ -63,3 +69,43 @@ def test_a_subset_of_tools_by_name(services: Services) -> None:
     with local_server(services) as url:
         chosen = mnemo_tools(MnemoClient(url, auth=ALICE), names=["memory_add", "memory_search"])
     assert [tool.name for tool in chosen] == ["memory_add", "memory_search"]
+
+
+class ScriptedModel(GenericFakeChatModel):
+    """A chat model that answers a fixed script of messages (tool calls, then text) and records the tools an
+    agent offers it: an agent's whole loop runs, with no language model."""
+
+    offered: list[dict[str, Any]] = []
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:
+        self.offered.extend(convert_to_openai_tool(tool) for tool in tools)
+        return self
+
+
+def _call(name: str, call_id: str, **arguments: Any) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": name, "args": arguments, "id": call_id}])
+
+
+def test_a_langchain_agent_runs_its_loop_over_mnemo_tools(services: Services) -> None:
+    script = [
+        _call("memory_add", "call_1", content="The atlas service deploys on Fridays", layer="project"),
+        _call("memory_search", "call_2", query="when does atlas deploy?", threshold=0.0),
+        _call("memory_delete", "call_3", memoryId="mem_nope"),
+        AIMessage(content="Atlas deploys on Fridays."),
+    ]
+    model = ScriptedModel(messages=iter(script))
+    with local_server(services) as url:
+        agent = create_agent(
+            model, mnemo_tools(MnemoClient(url, auth=ALICE), names=["memory_add", "memory_search", "memory_delete"])
+        )
+        state = agent.invoke({"messages": [{"role": "user", "content": "When does atlas deploy?"}]})
+    offered = {tool["function"]["name"]: tool["function"] for tool in model.offered}
+    assert set(offered) == {"memory_add", "memory_search", "memory_delete"}
+    assert offered["memory_search"]["parameters"]["required"] == ["query"]
+    results = {message.tool_call_id: message for message in state["messages"] if isinstance(message, ToolMessage)}
+    added = json.loads(results["call_1"].content)
+    found = json.loads(results["call_2"].content)
+    assert added["success"] and found["results"][0]["memoryId"] == added["memoryId"]
+    refused = json.loads(results["call_3"].content)
+    assert results["call_3"].status == "error" and refused["errorCode"] == "NOT_FOUND"
+    assert state["messages"][-1].content == "Atlas deploys on Fridays."
