@@ -16,6 +16,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import Field
 
 from helpers import local_server
 from mnemo.client import AsyncMnemoClient, LocalIdentity, MnemoClient
@@ -75,7 +76,7 @@ class ScriptedModel(GenericFakeChatModel):
     """A chat model that answers a fixed script of messages (tool calls, then text) and records the tools an
     agent offers it: an agent's whole loop runs, with no language model."""
 
-    offered: list[dict[str, Any]] = []
+    offered: list[dict[str, Any]] = Field(default_factory=list)
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:
         self.offered.extend(convert_to_openai_tool(tool) for tool in tools)

@@ -1,5 +1,6 @@
 """mnemo.client.strands: Strands Agents tools built from the catalog and invoked, through a Strands Agent's
-direct tool calls (no model is asked), against a real local server.
+direct tool calls (no model is asked) and through its own loop with a scripted model, against a real
+local server.
 
 Strands pins an older MCP SDK than the service does, so, as a user would, the test installs Strands and
 the client wheel into a virtual environment of their own and runs the agent there."""
@@ -70,3 +71,20 @@ def test_a_strands_agent_calls_mnemo_tools(strands_python: Path, services: Servi
     assert answer["found"]["content"][0]["json"]["results"][0]["memoryId"] == stored["memoryId"]
     assert answer["missing"]["status"] == "error"
     assert answer["missing"]["content"][0]["json"]["errorCode"] == "NOT_FOUND"
+
+
+def test_a_strands_agent_loop_calls_the_tools_its_model_asks_for(strands_python: Path, services: Services) -> None:
+    env = {**os.environ, "AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "x"}
+    script = Path(__file__).with_name("strands_agent_loop.py")
+    with local_server(services) as url:
+        done = subprocess.run(
+            [strands_python, script, url], check=True, capture_output=True, text=True, env=env, timeout=120
+        )
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer["offered"] == ["memory_add", "memory_search"]
+    added, found = answer["results"]
+    assert [added["toolUseId"], found["toolUseId"]] == ["t1", "t2"]
+    stored = added["content"][0]["json"]
+    assert added["status"] == "success" and stored["layer"] == "project"
+    assert found["content"][0]["json"]["results"][0]["memoryId"] == stored["memoryId"]
+    assert answer["reply"].strip() == "Atlas deploys on Fridays."
