@@ -1,13 +1,15 @@
 """Export and import throughput: a tenant moved between stores with `mnemo export` / `mnemo import`'s code.
 
-    python bench/portability.py [--memories 10000] [--embedder hashing|bge] [--moto-memories 2000]
+    python bench/portability.py [--memories 10000] [--embedders hashing,bge] [--bge-memories 2000]
+                                [--moto-memories 2000]
 
 A tenant of --memories memories (through the batch path, in 10 user scopes),
 one conversation and one execution per 10 memories, one graph fact per 10
 memories and one workspace file per 20, in a fresh embedded stack, is:
 
 * ``export``: written to a file (records and files as stored);
-* ``import``: read into an empty embedded stack with --embedder, checked first,
+* ``import``: read into an empty embedded stack with each of --embedders (bge on
+  --bge-memories), checked first,
   then written, and every indexed record embedded again by the target (the
   outbox drain);
 * ``import again``: read once more into that stack, where everything is
@@ -97,9 +99,10 @@ def added(summary: dict[str, Any], outcome: str = "added") -> int:
 
 
 def run_size(memories: int, embedder: str, workdir: Path, moto: bool) -> list[dict[str, Any]]:
-    source = fresh_services("hashing", workdir / f"source-{memories}")
+    run = f"{memories}-{embedder}-{'moto' if moto else 'embedded'}"  # each run its own source and file
+    source = fresh_services("hashing", workdir / f"source-{run}")
     populate(source, memories)
-    path = workdir / f"bench-{memories}.jsonl"
+    path = workdir / f"bench-{run}.jsonl"
     started = time.perf_counter()
     with path.open("w", encoding="utf-8") as out:
         counts = export(source, Selection("bench"), out)
@@ -108,7 +111,7 @@ def run_size(memories: int, embedder: str, workdir: Path, moto: bool) -> list[di
     size_mb = path.stat().st_size / 1e6
     rows = [{"step": "export", "memories": memories, "lines": lines, "seconds": seconds, "mb": size_mb}]
     target = moto_services(f"portability-{memories}-{int(time.time())}", embedder, bucket=True) if moto else None
-    target = target or fresh_services(embedder, workdir / f"target-{memories}-{embedder}")
+    target = target or fresh_services(embedder, workdir / f"target-{run}")
     step = "import, moto" if moto else "import"
     seconds, summary = timed_import(target, path)
     assert added(summary) == lines, (added(summary), lines)
@@ -126,15 +129,18 @@ def run_size(memories: int, embedder: str, workdir: Path, moto: bool) -> list[di
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=10_000)
-    parser.add_argument("--embedder", default="hashing", choices=["hashing", "bge"])
+    parser.add_argument("--embedders", default="hashing,bge")
+    parser.add_argument("--bge-memories", type=int, default=2_000)
     parser.add_argument("--moto-memories", type=int, default=2_000)
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="mnemo-bench-portability-"))
-    rows = run_size(args.memories, args.embedder, workdir, moto=False)
+    rows: list[dict[str, Any]] = []
+    for embedder in args.embedders.split(","):
+        size = args.bge_memories if embedder == "bge" else args.memories
+        rows += run_size(size, embedder, workdir, moto=False)
     if args.moto_memories:
-        rows += [
-            row for row in run_size(args.moto_memories, args.embedder, workdir, moto=True) if row["step"] != "export"
-        ]
+        moto = run_size(args.moto_memories, "hashing", workdir, moto=True)
+        rows += [row for row in moto if row["step"] != "export"]
     print(
         table(
             ["step", "memories", "embedder", "lines", "seconds", "lines/s", "re-embedded"],
