@@ -195,6 +195,9 @@ def _first(found: list[dict[str, Any]], **fields: str) -> dict[str, Any]:
         ("counts disagree", "records"),
         ("foreign workspace file", "key"),
         ("line after the end", "type"),
+        ("non-ASCII metadata", "metadata"),
+        ("key too long for S3", "key"),
+        ("record too large once escaped", "data"),
     ],
 )
 def test_a_bad_file_is_refused_naming_the_line_and_field_and_nothing_is_written(
@@ -241,6 +244,14 @@ def test_a_bad_file_is_refused_naming_the_line_and_field_and_nothing_is_written(
             workspace["key"] = workspace["key"].replace("/project/p1/", "/project/elsewhere/")
         elif case == "line after the end":
             found.append(record)
+        elif case == "non-ASCII metadata":
+            knowledge = _first(found, type="blob", family="knowledge")
+            knowledge["metadata"] = {**knowledge["metadata"], "author": "Zoë"}
+        elif case == "key too long for S3":
+            knowledge = _first(found, type="blob", family="knowledge")
+            knowledge["key"] = knowledge["key"].removesuffix(".md") + "/".join(["é" * 100] * 6) + ".md"
+        elif case == "record too large once escaped":  # 150,000 characters, 900,000 bytes as DynamoDB stores them
+            record["data"]["note"] = "é" * 150_000
 
     path = _rewritten(tenant_file, tmp_path / "bad.jsonl", change)
     moved = target(tmp_path / "target")
@@ -396,31 +407,3 @@ def test_a_fact_invalidated_since_the_backup_stays_ended(tmp_path: Path) -> None
     assert call(services, BOB, "graph_search", {"query": "Lisbon", "kind": "facts"})["facts"] == []
     again = call(services, BOB, "add_memory_link", link)
     assert again["created"] is True and again["factId"] != fact["factId"]
-
-
-@pytest.mark.parametrize(
-    ("case", "field"),
-    [
-        ("non-ASCII metadata", "metadata"),
-        ("key too long for S3", "key"),
-        ("record too large once escaped", "data"),
-    ],
-)
-def test_what_a_store_would_refuse_is_refused_before_anything_is_written(
-    tenant_file: Path, tmp_path: Path, case: str, field: str
-) -> None:
-    def change(found: list[dict[str, Any]]) -> None:
-        blob = _first(found, type="blob", family="knowledge")
-        if case == "non-ASCII metadata":
-            blob["metadata"] = {**blob["metadata"], "author": "Zoë"}
-        elif case == "key too long for S3":
-            blob["key"] = blob["key"].removesuffix(".md") + "/".join(["é" * 100] * 6) + ".md"
-        else:  # 150,000 characters, 900,000 bytes once escaped as DynamoDB's adapter stores them
-            _first(found, type="record", family="memories")["data"]["note"] = "é" * 150_000
-
-    path = _rewritten(tenant_file, tmp_path / "bad.jsonl", change)
-    moved = target(tmp_path / "target")
-    with pytest.raises(InvalidInput) as refused:
-        import_from(moved, path)
-    assert refused.value.details["field"] == field
-    assert list(moved.records.scan("")) == [] and moved.blobs.list_keys("") == []
