@@ -89,3 +89,9 @@ def test_embedded_to_dynamodb_and_s3_and_back_loses_nothing(on_aws: Services, tm
     assert outcome(returned, "added") == counts
     assert records_by_key(export_to(back, tmp_path / "back.jsonl")) == records_by_key(exported)
     assert answers(back) == answers(source)
+
+    # DynamoDB + S3 -> the source itself: S3's copies are known by the origin they carry, so nothing is doubled
+    versions = {key: len(source.blobs.versions(key)) for key in source.blobs.list_keys("")}
+    home = import_from(source, tmp_path / "from-aws.jsonl")
+    assert outcome(home, "added") == {} and home["kept"] == []
+    assert {key: len(source.blobs.versions(key)) for key in source.blobs.list_keys("")} == versions

@@ -719,3 +719,18 @@ def test_knn_with_a_query_of_the_wrong_dimension_raises(index: VectorIndex) -> N
 
     with pytest.raises(ValueError):
         index.knn(NS, unit(1, 0, 0), {}, 10)
+
+
+# ------------------------------------------------------------ keywords_of ---
+def test_keywords_of_answers_the_held_docs_filter_fields_by_id(index_opener: Opener) -> None:
+    index = index_opener()
+    index.upsert(NS, [doc("a", E1, scope=["t=acme|user|u=alice"]), doc("b", E2, scope=["t=globex|user|u=eve"])])
+    index.upsert("other", [doc("c", E3, scope=["t=acme|user|u=alice"])])
+    index.delete(NS, ["b"])
+    index.upsert(NS, [doc("a", E1, scope=["t=acme|user|u=bob"], kind=["memory"])])
+
+    assert index.keywords_of(NS, ["a", "b", "c", "never"]) == {
+        "a": {"scope": ["t=acme|user|u=bob"], "kind": ["memory"]}
+    }
+    assert index_opener().keywords_of(NS, ["a"])["a"]["scope"] == ["t=acme|user|u=bob"]  # another handle too
+    assert index.keywords_of("empty", ["a"]) == {} and index.keywords_of(NS, []) == {}

@@ -198,6 +198,10 @@ def _first(found: list[dict[str, Any]], **fields: str) -> dict[str, Any]:
         ("non-ASCII metadata", "metadata"),
         ("key too long for S3", "key"),
         ("record too large once escaped", "data"),
+        ("sort key too long in bytes", "sk"),
+        ("a file name no store takes", "sk"),
+        ("expiry out of range", "expiresAt"),
+        ("one id in two scopes", "data.memoryId"),
     ],
 )
 def test_a_bad_file_is_refused_naming_the_line_and_field_and_nothing_is_written(
@@ -252,6 +256,18 @@ def test_a_bad_file_is_refused_naming_the_line_and_field_and_nothing_is_written(
             knowledge["key"] = knowledge["key"].removesuffix(".md") + "/".join(["é" * 100] * 6) + ".md"
         elif case == "record too large once escaped":  # 150,000 characters, 900,000 bytes as DynamoDB stores them
             record["data"]["note"] = "é" * 150_000
+        elif case == "sort key too long in bytes":  # 600 characters, 1,200 bytes
+            history = next(line for line in found if line.get("sk", "").startswith("HIST#"))
+            history["sk"] += "é" * 600
+        elif case == "a file name no store takes":
+            deleted = next(line for line in found if line.get("sk") == "F#notes/gone.md")
+            deleted["sk"], deleted["data"]["name"] = "F#notes//gone.md", "notes//gone.md"
+        elif case == "expiry out of range":
+            record["expiresAt"] = 10**20
+        elif case == "one id in two scopes":
+            heads = [line for line in found if line.get("sk", "").startswith("MEM#")]
+            twin = next(line for line in heads if line["pk"] != heads[0]["pk"])
+            twin["sk"], twin["data"]["memoryId"] = heads[0]["sk"], heads[0]["data"]["memoryId"]
 
     path = _rewritten(tenant_file, tmp_path / "bad.jsonl", change)
     moved = target(tmp_path / "target")
@@ -407,3 +423,55 @@ def test_a_fact_invalidated_since_the_backup_stays_ended(tmp_path: Path) -> None
     assert call(services, BOB, "graph_search", {"query": "Lisbon", "kind": "facts"})["facts"] == []
     again = call(services, BOB, "add_memory_link", link)
     assert again["created"] is True and again["factId"] != fact["factId"]
+
+
+def _family_moved(path: Path, found: list[dict[str, Any]], family: str, tenant: str) -> Path:
+    """A file of only the ``family`` records of ``found``, moved into ``tenant`` (as a copy made by renaming
+    would be)."""
+    kept = [line for line in found if line["type"] == "record" and line["family"] == family]
+    for line in kept:
+        line["pk"] = line["pk"].replace("|t=acme|", f"|t={tenant}|")
+        if "scope" in line["data"]:
+            line["data"]["scope"] = line["data"]["scope"].replace("t=acme|", f"t={tenant}|")
+    header = {**found[0], "selection": {**found[0]["selection"], "tenant": tenant}}
+    end = {"type": "end", "records": {family: len(kept)}, "blobs": {}}
+    path.write_text("".join(json.dumps(line) + "\n" for line in [header, *kept, end]))
+    return path
+
+
+def test_an_id_the_target_indexes_for_another_tenant_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """Memory and graph documents are keyed by their ids: a file reusing one (a tenant copied by renaming, or a
+    crafted file) would replace another tenant's document, so the import refuses it."""
+    services = make_services(tmp_path / "store")
+    secret = call(services, BOB, "memory_add", {"content": "Bob keeps the launch codes in the blue folder"})
+    link = {"subject": "Bob", "predicate": "lives_in", "object": "Lisbon", "text": "Bob lives in Lisbon."}
+    call(services, BOB, "add_memory_link", link)
+    found = lines(export_to(services, tmp_path / "acme.jsonl"))
+    for family, fields in (("memories", {"data.memoryId"}), ("graph", {"data.entityId", "data.factId"})):
+        copy = _family_moved(tmp_path / f"{family}.jsonl", json.loads(json.dumps(found)), family, "acme2")
+        with pytest.raises(InvalidInput) as refused:
+            import_from(services, copy)
+        assert refused.value.details["field"] in fields and isinstance(refused.value.details["line"], int)
+        assert list(services.records.scan("MEM|t=acme2|")) == list(services.records.scan("GRAPH|t=acme2|")) == []
+        # into a store that does not hold them, the same ids are the copy's own
+        assert import_from(target(tmp_path / f"elsewhere-{family}"), copy)["records"][family]["added"] > 0
+    assert (
+        call(services, BOB, "memory_search", {"query": "launch codes"})["results"][0]["memoryId"] == secret["memoryId"]
+    )
+    assert call(services, BOB, "graph_search", {"query": "Lisbon", "kind": "facts"})["facts"][0]["text"] == link["text"]
+
+
+def test_records_expired_by_the_time_of_the_import_are_not_written(tmp_path: Path) -> None:
+    services = make_services(tmp_path / "store")
+    call(services, BOB, "memory_add", {"content": "Bob likes tea", "idempotencyKey": "tea-1"})
+    found = lines(export_to(services, tmp_path / "acme.jsonl"))
+    expiring = [line for line in found if line["type"] == "record" and line.get("expiresAt")]
+    assert expiring  # the idempotency record lives a day
+    for line in expiring:
+        line["expiresAt"] = 1_700_000_000  # what the file holds once it is older than that day
+    path = tmp_path / "old.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in found))
+    moved = target(tmp_path / "target")
+    first, second = import_from(moved, path), import_from(moved, path)
+    assert first["records"]["memories"]["expired"] == len(expiring) == second["records"]["memories"]["expired"]
+    assert second["records"]["memories"]["added"] == 0

@@ -36,6 +36,7 @@ import base64
 import binascii
 import hashlib
 import json
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +49,7 @@ from mnemo.assets.scopes import workspace_location_of
 from mnemo.assets.store import HEAD, HISTORY
 from mnemo.context import ScopeKey
 from mnemo.errors import InvalidInput, MnemoError, from_validation_errors
-from mnemo.portability.indexing import index_marker
+from mnemo.portability.indexing import GRAPH_FAMILY, MEMORY_FAMILY, index_marker
 from mnemo.portability.lines import FORMAT_VERSION, LINE, BlobLine, End, Header, RecordLine
 from mnemo.portability.selection import Selection, split_partition
 from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Item, Put
@@ -66,10 +67,14 @@ RECORD_BATCH = 25
 WRITE_BYTES = 3_000_000
 #: A record's keys and body at most (a DynamoDB item holds 400 KB).
 MAX_RECORD_BYTES = 400_000
+#: A record's partition and sort key at most, in UTF-8 (DynamoDB's limits).
+MAX_PK_BYTES, MAX_SK_BYTES = 2048, 1024
 #: A blob's metadata at most (S3 allows 2 KB of user metadata; the origin takes the rest).
 MAX_METADATA_BYTES = 1_800
 #: A blob key at most (S3's limit).
 MAX_KEY_BYTES = 1024
+#: Ids looked up in the target's index at a time.
+INDEX_LOOKUP = 500
 #: How many kept records the summary names.
 KEPT_SHOWN = 20
 #: Body fields an import rewrites, left out when objects are compared.
@@ -99,6 +104,16 @@ def head_of(family: str, sk: str, data: dict[str, Any]) -> str | None:
         pointed = {"NAME": f"ENT#{data.get('entityId')}", "LINK": f"FACT#{data.get('factId')}"}
         pointed["EXCL"] = pointed["LINK"]
         return {"ENT": sk, "FACT": sk, "EDGE": f"FACT#{rest.rsplit('#', 1)[-1]}", **pointed}.get(kind)
+    return None
+
+
+def indexed_id(family: str, sk: str) -> tuple[str, str, str] | None:
+    """(index namespace, document id, body field) of a record whose index document is keyed by its bare id."""
+    kind, _, rest = sk.partition("#")
+    if family == "memories" and kind == "MEM":
+        return MEMORY_FAMILY, rest, "data.memoryId"
+    if family == "graph" and kind in ("ENT", "FACT"):
+        return GRAPH_FAMILY, rest, "data.entityId" if kind == "ENT" else "data.factId"
     return None
 
 
@@ -195,6 +210,8 @@ class Plan:
     named: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     #: (blob key, source version) of every blob line.
     present: set[tuple[str, str]] = field(default_factory=set)
+    #: (index namespace, document id) -> (line, field, scope) of the records indexed by their bare id.
+    indexed: dict[tuple[str, str], tuple[int, str, str]] = field(default_factory=dict)
 
 
 class _Checker:
@@ -253,9 +270,19 @@ class _Checker:
         family, scope = found
         if not self.plan.selection.holds(scope):
             raise _invalid(number, "pk", "outside the selection the header names")
-        wrong = disagreement(family, scope, line.pk.split("|", 1)[1], line.sk, line.data)
+        scope_key = line.pk.split("|", 1)[1]
+        wrong = disagreement(family, scope, scope_key, line.sk, line.data)
         if wrong:
             raise _invalid(number, wrong, "disagrees with the record's keys")
+        keyed = indexed_id(family, line.sk)
+        if keyed is not None:
+            namespace, doc_id, field_name = keyed
+            earlier = self.plan.indexed.setdefault((namespace, doc_id), (number, field_name, scope_key))
+            if earlier[2] != scope_key:
+                raise _invalid(number, field_name, f"line {earlier[0]} has the same id in another scope")
+        if len(line.pk.encode()) > MAX_PK_BYTES or len(line.sk.encode()) > MAX_SK_BYTES:
+            field_name = "pk" if len(line.pk.encode()) > MAX_PK_BYTES else "sk"
+            raise _invalid(number, field_name, f"at most {MAX_PK_BYTES:,} bytes (pk), {MAX_SK_BYTES:,} (sk)")
         if record_bytes(line) > MAX_RECORD_BYTES:
             raise _invalid(number, "data", f"a record holds at most {MAX_RECORD_BYTES:,} bytes")
         self._once(number, "sk", "record", line.pk, line.sk)
@@ -263,9 +290,16 @@ class _Checker:
         if head == line.sk:
             self.plan.heads[(line.pk, line.sk)] = identity(line.data, line.version)
         where = workspace_location_of(line.pk)
-        if where is not None and head is not None and "blobVersion" in line.data:
+        if where is not None and head is not None:
             blob_key = where.blob_key(head.removeprefix(HEAD))
-            self.plan.named[(blob_key, str(line.data["blobVersion"]))] = (line.pk, head)
+            try:  # a name no blob store takes would stop the import half-way
+                check_blob_key(blob_key)
+            except InvalidInput as error:
+                raise _invalid(number, "sk", f"the file's blob key: {error.message}") from None
+            if len(blob_key.encode()) > MAX_KEY_BYTES:
+                raise _invalid(number, "sk", f"the file's blob key is over {MAX_KEY_BYTES:,} bytes (an S3 key)")
+            if "blobVersion" in line.data:
+                self.plan.named[(blob_key, str(line.data["blobVersion"]))] = (line.pk, head)
         self.plan.records[family] = self.plan.records.get(family, 0) + 1
 
     def blob(self, number: int, line: BlobLine) -> None:
@@ -341,7 +375,7 @@ class ImportSummary:
     @staticmethod
     def count(table: dict[str, dict[str, int]], family: str, outcome: str, many: int = 1) -> None:
         row = table.setdefault(family, {"added": 0, "unchanged": 0, "kept": 0})
-        row[outcome] += many
+        row[outcome] = row.get(outcome, 0) + many
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -375,6 +409,7 @@ class Importer:
 
     def run(self, path: Path) -> ImportSummary:
         """Write a file ``check`` accepted: its blobs first (the records name their versions), then its records."""
+        self._check_index_owners()
         with path.open(encoding="utf-8") as handle:
             self._blob_pass(handle)
         with path.open(encoding="utf-8") as handle:
@@ -386,6 +421,23 @@ class Importer:
         if self._plan.blobs.get("knowledge"):
             self._sync()
         return self.summary
+
+    def _check_index_owners(self) -> None:
+        """Refuse, before anything is written, a memory or graph id that the target's index holds for another
+        scope: their documents are keyed by the bare id, so the import would replace another's document (a
+        tenant copied by renaming its ids' scope, or a crafted file)."""
+        wanted: dict[str, list[str]] = {}
+        for namespace, doc_id in self._plan.indexed:
+            wanted.setdefault(namespace, []).append(doc_id)
+        for namespace, ids in wanted.items():
+            for start in range(0, len(ids), INDEX_LOOKUP):
+                held = self._services.index.keywords_of(namespace, ids[start : start + INDEX_LOOKUP])
+                for doc_id, keywords in held.items():
+                    number, field_name, scope_key = self._plan.indexed[(namespace, doc_id)]
+                    if keywords.get("scope", [scope_key]) != [scope_key]:
+                        raise _invalid(
+                            number, field_name, "the target holds this id in another scope; nothing was imported"
+                        )
 
     @staticmethod
     def _lines(handle: Iterable[str], kind: str) -> Iterator[Any]:
@@ -418,11 +470,15 @@ class Importer:
         by_origin = {v.metadata[ORIGIN]: v.version for v in stored if not v.deleted and ORIGIN in v.metadata}
         live = {v.version for v in stored if not v.deleted}
         held: list[str | None] = []
+        own: dict[str, str] | None = None
         for line in group:
             found = by_origin.get(origin(key, line.version, line.sha256))
             if found is None and line.version in live:  # a backup going back into its own store
                 same = blobs.get(key, line.version)
                 found = line.version if same and hashlib.sha256(same.content).hexdigest() == line.sha256 else None
+            if found is None and ORIGIN in line.metadata:  # back from a store this one's versions went to
+                own = self._own_origins(key, live) if own is None else own
+                found = own.get(line.metadata[ORIGIN])
             held.append(found)
         start = 0
         if family == "workspace" and self._workspace_file_kept(group[0]):
@@ -447,6 +503,15 @@ class Importer:
             if found is not None:
                 self._versions[(key, line.version)] = found
             self._step(family)
+
+    def _own_origins(self, key: str, live: set[str]) -> dict[str, str]:
+        """The origin each of the target's live versions of ``key`` gives the copies made of it elsewhere."""
+        found: dict[str, str] = {}
+        for version in live:
+            blob = self._services.blobs.get(key, version)
+            if blob is not None:
+                found[origin(key, version, hashlib.sha256(blob.content).hexdigest())] = version
+        return found
 
     def _workspace_file_kept(self, line: BlobLine) -> bool:
         pk, head = self._plan.named[(line.key, line.version)]
@@ -487,7 +552,13 @@ class Importer:
         keys = [(item.pk, item.sk) for _, item in pending] + sorted(heads)
         stored = {(item.pk, item.sk): item for item in self._services.records.batch_get(keys)}
         units: list[tuple[RecordLine, Item, list[Put]]] = []
+        now = time.time()
         for line, item in pending:
+            if item.expires_at is not None and item.expires_at <= now:
+                # Gone by now (an idempotency record past its day): the store would hide it, so it is not written.
+                self.summary.count(self.summary.records, line.family, "expired")
+                self._step(line.family)
+                continue
             head = head_of(line.family, item.sk, item.data)
             there = stored.get((item.pk, item.sk))
             self._note_index_reference(line, item)

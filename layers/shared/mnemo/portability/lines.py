@@ -58,7 +58,8 @@ class RecordLine(_Line):
     pk: str = Field(min_length=1, max_length=2048)
     sk: str = Field(min_length=1, max_length=1024)
     version: int = Field(ge=0, le=2**63 - 1)
-    expires_at: int | None = None
+    #: Epoch seconds after which the store drops the record (idempotency records, locks).
+    expires_at: int | None = Field(None, ge=0, le=2**63 - 1)
     data: dict[str, Any]
 
 

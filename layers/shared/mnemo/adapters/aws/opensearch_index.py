@@ -470,6 +470,25 @@ class OpenSearchVectorIndex:
                 best[doc_id] = Hit(doc_id, score, keywords_from_filters(source.get("filters", [])))
         return sorted(best.values(), key=lambda hit: (-hit.score, hit.id))[:k]
 
+    def keywords_of(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, list[str]]]:
+        wanted = list(dict.fromkeys(ids))
+        index = self.index_name(namespace)
+        found: dict[str, dict[str, list[str]]] = {}
+        with _translated():
+            for start in range(0, len(wanted), LOOKUP_IDS):
+                chunk = wanted[start : start + LOOKUP_IDS]
+                body = {
+                    "size": min(MAX_K, 4 * len(chunk)),
+                    "_source": ["doc_id", "filters"],
+                    "track_total_hits": False,
+                    "query": {"terms": {"doc_id": chunk}},
+                }
+                response = self._search_or_none(index, body)
+                for hit in response["hits"]["hits"] if response is not None else []:
+                    source = hit.get("_source") or {}
+                    found[source["doc_id"]] = keywords_from_filters(source.get("filters", []))
+        return found
+
     def count(self, namespace: str) -> int:
         index = self.index_name(namespace)
         with _translated():

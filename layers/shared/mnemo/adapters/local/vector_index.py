@@ -504,6 +504,12 @@ class LocalVectorIndex:
                 space.hit(int(row), min(1.0, float(score) / reference)) for row, score in zip(rows, scores, strict=True)
             ]
 
+    def keywords_of(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, list[str]]]:
+        with self._lock:
+            space = self._space(namespace)
+            rows = {doc_id: space.row_of.get(doc_id) for doc_id in ids}
+            return {doc_id: space.hit(row, 0.0).keywords for doc_id, row in rows.items() if row is not None}
+
     def count(self, namespace: str) -> int:
         with self._lock:
             return len(self._space(namespace))
