@@ -5,7 +5,9 @@ loop is real, no language model is needed."""
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -110,3 +112,45 @@ def test_a_langchain_agent_runs_its_loop_over_mnemo_tools(services: Services) ->
     refused = json.loads(results["call_3"].content)
     assert results["call_3"].status == "error" and refused["errorCode"] == "NOT_FOUND"
     assert state["messages"][-1].content == "Atlas deploys on Fridays."
+
+
+def test_ainvoke_without_an_async_client_leaves_the_event_loop_free() -> None:
+    """The sync client runs in a worker thread: while its call is out, the loop runs other tasks. The server
+    answers only once a task on the loop has released it (or gives up after 10 s, which a blocked loop causes)."""
+    arrived, released, seen = threading.Event(), threading.Event(), []
+
+    class Held(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            arrived.set()
+            seen.append(released.wait(10))
+            raw = b'{"success": true, "results": []}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Held)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        (search,) = mnemo_tools(MnemoClient(url, auth=ALICE), names=["memory_search"])
+
+        async def release_once_the_call_is_out() -> None:  # runs only while the loop is free
+            while not arrived.is_set():
+                await asyncio.sleep(0.01)
+            released.set()
+
+        async def scenario() -> str:
+            call = asyncio.create_task(search.ainvoke({"query": "anything"}))
+            await asyncio.wait_for(release_once_the_call_is_out(), timeout=30)
+            return str(await call)
+
+        assert json.loads(asyncio.run(scenario()))["success"] is True
+    finally:
+        server.shutdown()
+    assert seen == [True]

@@ -227,7 +227,7 @@ def test_expected_version_and_edit_conflicts(server: Server, tenant: str) -> Non
     url = server.url
     ok(url, "file_write", {"path": DECISIONS, "content": "a [END] b [END]\n"}, me)
     status, stale = call(url, "file_write", {"path": DECISIONS, "content": "x", "expectedVersion": 0}, me)
-    assert status == 409 and stale["retryable"] is True
+    assert status == 409 and stale["retryable"] is False  # the same call fails again: read, then write
     assert stale["details"]["field"] == "expectedVersion" and stale["details"]["currentVersion"] == 1
     status, twice = call(url, "file_edit", {"path": DECISIONS, "old": "[END]", "new": "."}, me)
     assert status == 409 and twice["details"]["field"] == "old" and twice["details"]["occurrences"] == 2

@@ -94,7 +94,7 @@ def test_concurrent_refines_over_http_the_second_gets_conflict(base: str) -> Non
     status, second = call(
         base, "refine_memory", {"topic": "t", "newContent": "second", "expectedVersion": second_read["version"]}
     )
-    assert status == 409 and second["errorCode"] == "CONFLICT" and second["retryable"] is True
+    assert status == 409 and second["errorCode"] == "CONFLICT" and second["retryable"] is False  # recall, refine
     assert second["details"] == {"field": "expectedVersion", "currentVersion": version + 1}
     assert call(base, "recall_memory", {"topic": "t"})[1]["content"] == "first"
 

@@ -167,7 +167,10 @@ def check_envelope(reply: Reply, *, allowed_fields: set[str] | None = None) -> d
     code = body["errorCode"]
     assert code in HTTP_STATUS, code
     assert HTTP_STATUS[code] == reply.status, f"{code} answered with HTTP {reply.status}"
-    assert body["retryable"] is (code in RETRYABLE)
+    if code == "CONFLICT":  # a race may be retried; a stale version, a taken name or an ambiguous edit not
+        assert isinstance(body["retryable"], bool), body
+    else:
+        assert body["retryable"] is (code in RETRYABLE)
     assert isinstance(body["message"], str) and body["message"], body
     assert isinstance(body["details"], dict), body
     if code == "INVALID_INPUT":

@@ -273,8 +273,8 @@ def test_bge_answers_in_the_callers_order_whatever_the_lengths(bge_services: Ser
 
 def test_the_bounded_in_call_check_answers_what_the_plain_product_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Above PRUNE_FROM kept memories the in-call check bounds similarities in a few dimensions first; it must
-    find the very memory (the first one on a tie) that comparing every kept memory finds, whenever it reaches
-    the threshold."""
+    find the very memory (or an identical copy of it) that comparing every kept memory finds, whenever it
+    reaches the threshold."""
     np = pytest.importorskip("numpy")
     from mnemo.memory import batch as module
 
@@ -300,9 +300,17 @@ def test_the_bounded_in_call_check_answers_what_the_plain_product_answers(monkey
     monkeypatch.setattr(module, "PRUNE_FROM", 100)
     monkeypatch.setattr(module, "PRUNE_DIMENSIONS", 8)
     bounded = answers()
-    assert [hit and hit[1] for hit in bounded] == [hit and hit[1] for hit in plain]
-    assert [hit and round(hit[0], 5) for hit in bounded] == [hit and round(hit[0], 5) for hit in plain]
-    assert sum(hit is not None for hit in plain) >= 120 and plain[-1] is not None and plain[-1][1] == "m5"
+
+    # Two copies of one vector (m5 and m250) may score a float32 rounding apart: BLAS kernels sum rows in
+    # different orders on different CPUs. Either copy is then the right answer.
+    def same_memory(one: str, other: str) -> bool:
+        return one == other or bool(np.array_equal(kept[int(one[1:])], kept[int(other[1:])]))
+
+    assert [hit is None for hit in bounded] == [hit is None for hit in plain]
+    for got, expected in zip(bounded, plain, strict=True):
+        if got is not None and expected is not None:
+            assert same_memory(got[1], expected[1]) and abs(got[0] - expected[0]) < 1e-5, (got, expected)
+    assert sum(hit is not None for hit in plain) >= 120 and plain[-1] is not None and same_memory(plain[-1][1], "m5")
     assert any(hit is None for hit in plain)
 
 

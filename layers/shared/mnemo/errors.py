@@ -61,13 +61,21 @@ class NotFound(MnemoError):
 
 
 class Conflict(MnemoError):
+    """The stored state changed while the call ran (a race): the same call may succeed when sent again."""
+
     code = "CONFLICT"
 
 
-class BudgetExceeded(Conflict):
-    """A write or pin that would take a pinned total past its budget: the caller must free space first."""
+class ConflictingRequest(Conflict):
+    """A call that disagrees with what is stored (a stale expectedVersion, a name already taken, an id
+    stored with other content, an ambiguous edit): sent again unchanged it fails the same way, so it is not
+    retryable; the caller reads again or changes the request."""
 
     retryable = False
+
+
+class BudgetExceeded(ConflictingRequest):
+    """A write or pin that would take a pinned total past its budget: the caller must free space first."""
 
 
 class RateLimited(MnemoError):

@@ -44,7 +44,7 @@ from mnemo.assets.store import HEAD, FileStore, Location, check_storable
 from mnemo.assets.tokens import count_tokens
 from mnemo.budget import RESERVE_BYTES, fit_head, wire_bytes
 from mnemo.context import RequestContext
-from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, invalid_field
+from mnemo.errors import Conflict, ConflictingRequest, InvalidInput, MnemoError, NotFound, invalid_field
 from mnemo.outbox import IndexOutbox
 from mnemo.ports import ConditionFailed, Delete, Item, Put, RecordStore
 from mnemo.tools.paging import decode_after, encode_after
@@ -70,7 +70,7 @@ def _missing(path: FilePath) -> NotFound:
 
 def _stale(path: FilePath, current: int, expected: int) -> Conflict:
     where = "does not exist" if current == 0 else f"is at version {current}"
-    return Conflict(
+    return ConflictingRequest(
         f"{path.uri} {where}, not at version {expected}; read it again and retry",
         {"field": "expectedVersion", "currentVersion": current, "path": path.uri},
     )
@@ -277,7 +277,7 @@ class FileService:
                 {"field": "old", "occurrences": 0, "path": path.uri},
             )
         if count > 1 and not request.replace_all:
-            raise Conflict(
+            raise ConflictingRequest(
                 f"`old` occurs {count} times in {path.uri}; give more surrounding text to pick one, or set replaceAll",
                 {"field": "old", "occurrences": count, "path": path.uri},
             )

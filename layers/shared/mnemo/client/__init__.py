@@ -15,7 +15,6 @@ have landed the first time: give ``memory_add`` an ``idempotency_key`` (and ``ad
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from mnemo.client.errors import (
@@ -62,10 +61,11 @@ class MnemoClient(SyncTools):
 
 
 class AsyncMnemoClient(AsyncTools):
-    """The same methods as coroutines (each request runs in a worker thread: no event-loop blocking)."""
+    """The same methods as coroutines (each attempt runs in a worker thread, the waits between retries on the
+    event loop: nothing blocks it, and a cancelled call is not sent again)."""
 
     def __init__(self, base_url: str, *, auth: Auth | None = None, timeout: float = 30.0, retries: int = 3) -> None:
         self.transport = Transport(base_url, auth=auth, timeout=timeout, retries=retries)
 
     async def call(self, tool: str, body: dict[str, Any]) -> dict[str, Any]:
-        return await asyncio.to_thread(self.transport.call, tool, body)
+        return await self.transport.call_async(tool, body)

@@ -13,6 +13,7 @@ Needs ``langchain-core`` (the ``langchain`` extra).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -46,8 +47,8 @@ def mnemo_tools(
                 raise ToolException(json.dumps(envelope(error))) from error
 
         async def arun(_name: str = name, **arguments: Any) -> str:
-            if async_client is None:
-                return run(_name, **arguments)
+            if async_client is None:  # the sync client in a worker thread: the event loop keeps running
+                return await asyncio.to_thread(run, _name, **arguments)
             try:
                 return json.dumps(await async_client.call(_name, arguments))
             except MnemoClientError as error:

@@ -6,8 +6,11 @@ signing imports botocore when it is used.
 
 from __future__ import annotations
 
+import asyncio
+import http.client
 import json
 import random
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -61,26 +64,45 @@ class ApiKey:
         return {"x-api-key": self.key}
 
 
-@dataclass(frozen=True)
+@dataclass
 class SigV4:
     """IAM: each request signed with SigV4 for execute-api (the template's AuthMode IAM); credentials from
-    botocore's chain (environment, profile, role) unless given."""
+    botocore's chain (environment, profile, role) unless given, looked up once and refreshed by botocore."""
 
     region: str
     service: str = "execute-api"
     credentials: Any = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+
+    def _credentials(self) -> Any:
+        with self._lock:
+            if self.credentials is None:
+                from botocore.session import Session
+
+                self.credentials = Session().get_credentials()
+            return self.credentials
 
     def headers(self, method: str, url: str, body: bytes) -> dict[str, str]:
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
-        from botocore.session import Session
 
-        credentials = self.credentials or Session().get_credentials()
+        credentials = self._credentials()
         if credentials is None:
             raise TransportError("SigV4: no AWS credentials found (environment, profile or role)")
         request = AWSRequest(method=method, url=url, data=body, headers={"Content-Type": "application/json"})
         SigV4Auth(credentials, self.service, self.region).add_auth(request)
         return dict(request.headers.items())
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect comes back as the 3xx it is: following it would re-send the call as a GET without its body,
+    perhaps to another host, with the caller's credentials."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
 
 
 @dataclass
@@ -99,16 +121,32 @@ class Transport:
         attempt = 0
         while True:
             try:
-                return self._once(tool, body)
+                return self.once(tool, body)
             except MnemoClientError as error:
-                if not error.retryable or attempt >= self.retries:
-                    raise
-                delay = self.backoff * (2**attempt) * (1 + random.random())
-                wait = error.details.get("retryAfterSeconds")
-                self.sleep(max(delay, float(wait)) if isinstance(wait, int | float) else delay)
+                self.sleep(self.delay(error, attempt))
                 attempt += 1
 
-    def _once(self, tool: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def call_async(self, tool: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """``call`` for an event loop: each attempt in a worker thread, the waits on the loop, so a cancelled
+        call sends nothing more."""
+        attempt = 0
+        while True:
+            try:
+                return await asyncio.to_thread(self.once, tool, body)
+            except MnemoClientError as error:
+                await asyncio.sleep(self.delay(error, attempt))
+                attempt += 1
+
+    def delay(self, error: MnemoClientError, attempt: int) -> float:
+        """How long to wait before attempt ``attempt + 1``; re-raises ``error`` when it is not to be retried."""
+        if not error.retryable or attempt >= self.retries:
+            raise error
+        delay = self.backoff * (2**attempt) * (1 + random.random())
+        wait = error.details.get("retryAfterSeconds")
+        return max(delay, float(wait)) if isinstance(wait, int | float) else delay
+
+    def once(self, tool: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """One attempt."""
         url = f"{self.base_url.rstrip('/')}/v1/tools/{tool}"
         raw = json.dumps(body).encode()
         headers = {"Content-Type": "application/json", **self.extra_headers}
@@ -116,12 +154,16 @@ class Transport:
             headers.update(self.auth.headers("POST", url, raw))
         request = urllib.request.Request(url, data=raw, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return _answer(response.status, response.read())
-        except urllib.error.HTTPError as error:
-            return _answer(error.code, error.read())
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
-            raise TransportError(f"no answer from {url}: {error}", retryable=True) from error
+            try:
+                with _OPENER.open(request, timeout=self.timeout) as response:
+                    status, raw = response.status, response.read()
+            except urllib.error.HTTPError as error:
+                with error:
+                    status, raw = error.code, error.read()
+        # http.client's errors (a cut-off body, a garbled status line) are not wrapped by urllib
+        except (urllib.error.URLError, http.client.HTTPException, TimeoutError, ConnectionError) as error:
+            raise TransportError(f"no answer from {url}: {error!r}", retryable=True) from error
+        return _answer(status, raw)
 
 
 def _answer(status: int, raw: bytes) -> dict[str, Any]:

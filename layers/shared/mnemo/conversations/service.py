@@ -42,7 +42,7 @@ from mnemo.conversations.models import (
 )
 from mnemo.conversations.retrieval import Criteria, Finder
 from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS, EntryStore, key_time, new_message_id, parse_time
-from mnemo.errors import Conflict, InvalidInput
+from mnemo.errors import Conflict, ConflictingRequest, InvalidInput
 from mnemo.outbox import IndexOutbox
 from mnemo.ports import ConditionFailed, Embedder, Filter, RecordStore, VectorIndex
 
@@ -208,7 +208,7 @@ class ConversationService:
             differs.append("timestamp")
         if differs:
             message_id = existing["message_id"]
-            raise Conflict(
+            raise ConflictingRequest(
                 f"message_id: a {store.kind.name} with message_id '{message_id}' is already stored with a "
                 f"different {', '.join(differs)}; use a new message_id",
                 {"field": "message_id", "message_id": message_id, "differs": differs},

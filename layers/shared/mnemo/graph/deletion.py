@@ -14,7 +14,7 @@ import hashlib
 
 from mnemo.budget import fit_head
 from mnemo.context import RequestContext
-from mnemo.errors import Conflict, NotFound
+from mnemo.errors import Conflict, ConflictingRequest, NotFound
 from mnemo.graph.index import GraphIndex
 from mnemo.graph.models import DeleteMemoryObjectInput, DeleteMemoryObjectOutput, ObjectSelector
 from mnemo.graph.names import name_key
@@ -84,7 +84,7 @@ class GraphDeletion:
             output.confirmation_token = token
             return output
         if request.confirmation_token != token:
-            raise Conflict(
+            raise ConflictingRequest(
                 "The entity or its facts changed since the preview (or the token is not this entity's); preview again",
                 {"field": "confirmationToken"},
             )
@@ -98,7 +98,7 @@ class GraphDeletion:
                 ]
             )
         except ConditionFailed:
-            raise Conflict(
+            raise ConflictingRequest(
                 "The entity changed while it was being deleted; preview again", {"field": "entityId"}
             ) from None
         erased, finished = self.erase(pk, entity.data["entityId"])
@@ -186,14 +186,18 @@ class GraphDeletion:
             output.confirmation_token = token
             return output
         if request.confirmation_token != token:
-            raise Conflict("The fact changed since the preview; preview again", {"field": "confirmationToken"})
+            raise ConflictingRequest(
+                "The fact changed since the preview; preview again", {"field": "confirmationToken"}
+            )
         marker = self._index.marker(pk, fact.sk)
         try:
             self._records.write(
                 [*self._store.link_release(pk, [fact.data]), *self._store.fact_deletes(pk, fact), marker]
             )
         except ConditionFailed:
-            raise Conflict("The fact changed while it was being deleted; preview again", {"field": "factId"}) from None
+            raise ConflictingRequest(
+                "The fact changed while it was being deleted; preview again", {"field": "factId"}
+            ) from None
         self._index.settle([marker])
         output.deleted, output.message = True, "Fact deleted"
         return output

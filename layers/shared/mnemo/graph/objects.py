@@ -14,7 +14,7 @@ from typing import Any
 
 from mnemo.budget import fit_head
 from mnemo.context import RequestContext
-from mnemo.errors import Conflict, invalid_field
+from mnemo.errors import Conflict, ConflictingRequest, invalid_field
 from mnemo.graph.index import GraphIndex
 from mnemo.graph.models import (
     MAX_ALIASES,
@@ -127,7 +127,7 @@ class EntityObjects:
         layer, scope, entity = self._lookup.entity(context, request)
         writable_scope(context, layer, "entityId" if request.entity_id else "name")
         if request.expected_version is not None and request.expected_version != entity.version:
-            raise Conflict(
+            raise ConflictingRequest(
                 f"Entity '{entity.data['name']}' is at version {entity.version}, not {request.expected_version}; "
                 "read it and update again",
                 {"field": "expectedVersion", "currentVersion": entity.version},
@@ -178,7 +178,7 @@ class EntityObjects:
             holder = self._records.get(pk, NAME + key)
             if holder is not None and holder.data["entityId"] != data["entityId"]:
                 field = "newName" if request.new_name and name_key(request.new_name) == key else "aliases"
-                return Conflict(
+                return ConflictingRequest(
                     f"The name '{holder.data['name']}' already belongs to another entity in this layer",
                     {"field": field, "entityId": holder.data["entityId"]},
                 )

@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol
 
 from mnemo.budget import fit_head
 from mnemo.context import MEMORY_LAYERS, SHARED_LAYERS, WRITER_ROLE, Layer, RequestContext
-from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized
+from mnemo.errors import Conflict, ConflictingRequest, InvalidInput, MnemoError, NotFound, Unauthorized
 from mnemo.memory.models import (
     MemoryAddInput,
     MemoryAddOutput,
@@ -99,7 +99,7 @@ def _lexical_text(content: str, occurred_at: str | None) -> str:
 
 def key_reused() -> Conflict:
     """The answer to an idempotency key sent again with a different request."""
-    return Conflict("idempotencyKey was already used for a different request", {"field": "idempotencyKey"})
+    return ConflictingRequest("idempotencyKey was already used for a different request", {"field": "idempotencyKey"})
 
 
 def _day(occurred_at: str | None) -> str | None:

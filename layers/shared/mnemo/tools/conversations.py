@@ -61,7 +61,8 @@ def add_conversation(
       over 10000 characters; message_id over 100; timestamp not ISO 8601; an unknown
       field; no user id in the request context (details name the field).
     - UNAUTHORIZED: a body user_id that is not the caller.
-    - CONFLICT: the message_id is already stored with different content.
+    - CONFLICT: the message_id is already stored with different content (not
+      retryable: use a new message_id).
     - PROVIDER_ERROR: the record store failed (retryable). An index failure does not
       fail the call: the conversation is stored and queued for indexing.
 
@@ -101,7 +102,8 @@ def add_execution(services: Services, context: RequestContext, request: AddExecu
       characters; observations over 5000; duration_ms negative; success not a
       boolean; an unknown field; no user id in the request context.
     - UNAUTHORIZED: a body user_id that is not the caller.
-    - CONFLICT: the message_id already has an execution with different content.
+    - CONFLICT: the message_id already has an execution with different content
+      (not retryable: use a new message_id).
     - PROVIDER_ERROR: the record store failed (retryable).
 
     @see mnemo.conversations.service.ConversationService.add_execution

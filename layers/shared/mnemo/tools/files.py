@@ -70,7 +70,8 @@ def file_write(services: Services, context: RequestContext, request: FileWriteIn
       content over 1,000,000 characters; ids the scope needs are missing from the
       request context. Details name the field.
     - UNAUTHORIZED: changing the project's files without the writer role.
-    - CONFLICT: `expectedVersion` is stale, or a concurrent write won (retryable);
+    - CONFLICT: `expectedVersion` is stale (not retryable: read again), or a
+      concurrent write won (retryable);
       or, with `details.reason` BLOCK_BUDGET_EXCEEDED (not retryable as is), the
       write would take a pinned context past its budget: `details` give `current`,
       `limit`, `size` (this file's tokens), `wouldBe` and `advice` (compact a block
@@ -110,8 +111,9 @@ def file_edit(services: Services, context: RequestContext, request: FileEditInpu
     - INVALID_INPUT: a bad path (as for file_write); the result over 1,000,000 characters.
     - UNAUTHORIZED: changing the project's files without the writer role.
     - CONFLICT: `old` occurs more than once without `replaceAll` (details give
-      `occurrences`); `expectedVersion` is stale or a concurrent write won
-      (retryable); or the block budget would be exceeded (as for file_write).
+      `occurrences`; not retryable); `expectedVersion` is stale (not retryable);
+      a concurrent write won (retryable); or the block budget would be exceeded
+      (as for file_write).
 
     @see mnemo.assets.service.FileService.edit
     """
@@ -384,7 +386,8 @@ def file_delete(services: Services, context: RequestContext, request: FileDelete
     - NOT_FOUND: no such file.
     - INVALID_INPUT: a bad path, or `knowledge://` (read-only).
     - UNAUTHORIZED: changing the project's files without the writer role.
-    - CONFLICT: `expectedVersion` is stale, or the file changed meanwhile (retryable).
+    - CONFLICT: `expectedVersion` is stale (not retryable: read again), or the file
+      changed meanwhile (retryable).
 
     @see mnemo.assets.service.FileService.delete
     """

@@ -157,7 +157,8 @@ def update_memory_object(
     - NOT_FOUND: no such entity in the layers the caller can read.
     - UNAUTHORIZED: changing a shared layer's entity without the writer role.
     - CONFLICT: `expectedVersion` is stale, or the new name or an alias belongs to
-      another entity (details name `newName` or `aliases` and that entity's id).
+      another entity (details name `newName` or `aliases` and that entity's id);
+      neither is retryable. A concurrent update won (retryable).
 
     @see mnemo.graph.service.GraphService.update_object
     """
@@ -278,7 +279,8 @@ def delete_memory_object(
     - INVALID_INPUT: not exactly one of entityId, name and factId.
     - NOT_FOUND: no such entity or fact in the layers the caller can read.
     - UNAUTHORIZED: deleting from a shared layer without the writer role.
-    - CONFLICT: the token does not match: the object changed since the preview.
+    - CONFLICT: the token does not match: the object changed since the preview
+      (not retryable: preview again); or the facts kept changing (retryable).
 
     @see mnemo.graph.service.GraphService.delete_object
     """

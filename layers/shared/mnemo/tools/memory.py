@@ -50,7 +50,7 @@ def memory_add(services: Services, context: RequestContext, request: MemoryAddIn
     - INVALID_INPUT: content missing, blank or over 8000 characters; unknown layer; the
       layer's ids are not in the request context (details name the missing id).
     - UNAUTHORIZED: writing a shared layer without the writer role.
-    - CONFLICT: the idempotency key was used for a different request.
+    - CONFLICT: the idempotency key was used for a different request (not retryable).
     - PROVIDER_ERROR: the embedder or the store failed (retryable).
 
     @see mnemo.memory.service.MemoryService.add

@@ -66,7 +66,8 @@ def memorize_general_info(
     - INVALID_INPUT: content over 100,000 characters, or holding a "Specialized
       Knowledge" heading (details name `content`); no project or user id.
     - UNAUTHORIZED: changing a project's memory without the writer role.
-    - CONFLICT: `expectedVersion` is stale, or a concurrent write won (retryable).
+    - CONFLICT: `expectedVersion` is stale (not retryable: read again), or a
+      concurrent write won (retryable).
 
     @see mnemo.topics.service.TopicService.memorize_general
     """
@@ -104,7 +105,7 @@ def memorize_new_topic(services: Services, context: RequestContext, request: Mem
       characters) or tags; no project or user id; the scope already has 1000 topics.
       Details name the field.
     - UNAUTHORIZED: changing a project's memory without the writer role.
-    - CONFLICT: the topic already exists.
+    - CONFLICT: the topic already exists (not retryable).
 
     @see mnemo.topics.service.TopicService.memorize
     """
@@ -239,8 +240,8 @@ def refine_memory(services: Services, context: RequestContext, request: RefineMe
     - INVALID_INPUT: a bad topic name, summary or content; a tag both added and
       removed, or more than 20 tags (details name `tagsToAdd`); no project or user id.
     - UNAUTHORIZED: changing a project's memory without the writer role.
-    - CONFLICT: `expectedVersion` is stale, or a concurrent change won (retryable:
-      recall the topic and refine again).
+    - CONFLICT: `expectedVersion` is stale (not retryable: recall the topic and
+      refine again), or a concurrent change won (retryable).
 
     @see mnemo.topics.service.TopicService.refine
     """

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from mnemo.budget import RESERVE_BYTES, SHORTENED, fit_head, longest_prefix, wire_bytes
 from mnemo.context import WRITER_ROLE, RequestContext
-from mnemo.errors import Conflict, InvalidInput, NotFound, Unauthorized, invalid_field
+from mnemo.errors import Conflict, ConflictingRequest, InvalidInput, NotFound, Unauthorized, invalid_field
 from mnemo.outbox import GONE, IndexOutbox, Reference
 from mnemo.ports import ConditionFailed, Delete, Embedder, Filter, IndexDoc, Item, Put, RecordStore, VectorIndex
 from mnemo.retrieval.ranker import rank
@@ -259,7 +259,7 @@ class TopicService:
                 ]
             )
         except ConditionFailed:
-            raise Conflict(
+            raise ConflictingRequest(
                 f"Topic '{request.topic}' already exists; use refine_memory to change it",
                 {"field": "topic", "topic": request.topic},
             ) from None
@@ -285,7 +285,7 @@ class TopicService:
             raise _topic_missing(request.topic)
         head, body = found
         if request.expected_version is not None and request.expected_version != head.version:
-            raise Conflict(
+            raise ConflictingRequest(
                 f"Topic '{head.data['name']}' is at version {head.version}, not {request.expected_version}; "
                 "recall it and refine again",
                 {"field": "expectedVersion", "currentVersion": head.version},
@@ -340,7 +340,7 @@ class TopicService:
         existing = self._records.get(scope.partition, GENERAL)
         current = existing.version if existing else 0
         if request.expected_version is not None and request.expected_version != current:
-            raise Conflict(
+            raise ConflictingRequest(
                 f"The general section is at version {current}, not {request.expected_version}; read it and retry",
                 {"field": "expectedVersion", "currentVersion": current},
             )
