@@ -25,6 +25,11 @@ def moto_services(name: str, embedder: str, *, bucket: bool = False) -> Services
     """A stack on DynamoDB (and, with ``bucket``, S3) in the shared moto server of the tests: table ``name``."""
     for variable, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
         os.environ.setdefault(variable, value)
+    import sys
+
+    tests = str(Path(__file__).resolve().parents[1] / "tests")
+    if tests not in sys.path:  # the tests' moto server and table helpers
+        sys.path.insert(0, tests)
     from aws_fixtures import REGION, create_records_table, dynamodb_settings, shared_moto_server
 
     from mnemo.adapters.aws.bootstrap import ensure_bucket
