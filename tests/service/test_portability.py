@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from helpers import ctx, make_services
-from mnemo.errors import InvalidInput, NotFound
+from mnemo.errors import InvalidInput, NotFound, ProviderError
 from mnemo.portability.lines import line_schema
 from mnemo.progress import Progress
 from mnemo.runtime import Services
@@ -475,3 +475,53 @@ def test_records_expired_by_the_time_of_the_import_are_not_written(tmp_path: Pat
     first, second = import_from(moved, path), import_from(moved, path)
     assert first["records"]["memories"]["expired"] == len(expiring) == second["records"]["memories"]["expired"]
     assert second["records"]["memories"]["added"] == 0
+
+
+def test_an_import_cut_off_midway_is_completed_by_running_it_again(
+    tenant_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store fails on the import's fifth write: what was written stays, and the same import again adds the
+    rest, indexes what the first run left queued, and ends where an import that never failed ends."""
+    moved = target(tmp_path / "cut")
+    write, writes = moved.records.write, []
+
+    def failing(operations: Any) -> None:
+        writes.append(len(operations))
+        if len(writes) == 5:
+            raise ProviderError("the store went away")
+        write(operations)
+
+    monkeypatch.setattr(moved.records, "write", failing)
+    with pytest.raises(ProviderError):
+        import_from(moved, tenant_file)
+    assert len(writes) == 5
+    monkeypatch.setattr(moved.records, "write", write)
+
+    summary = import_from(moved, tenant_file)
+    added, unchanged = outcome(summary, "added"), outcome(summary, "unchanged")
+    assert added and unchanged and summary["kept"] == [] and summary["indexPending"] == 0
+    assert {family: added.get(family, 0) + unchanged.get(family, 0) for family in file_counts(tenant_file)} == (
+        file_counts(tenant_file)
+    )
+    whole = target(tmp_path / "whole")
+    import_from(whole, tenant_file)
+
+    def exported(services: Services) -> dict[tuple[str, str], Any]:  # the sync's own records carry its times
+        return {key: value for key, value in _stored(services).items() if not key[0].startswith(("KNOW|", "SYNC|"))}
+
+    assert exported(moved) == exported(whole) and answers(moved) == answers(whole)
+
+
+def test_a_knowledge_file_removed_since_the_backup_stays_removed(tmp_path: Path) -> None:
+    services = make_services(tmp_path / "store")
+    populate(services)
+    backup = export_to(services, tmp_path / "backup.jsonl")
+    services.repository.remove("acme", "company/policy-cryptography.md")
+    services.sync.sync("acme", SyncNowInput())
+
+    summary = import_from(services, backup)
+    assert summary["blobs"]["knowledge"]["added"] == 0  # its one version is the target's, deleted there since
+    assert services.repository.read("acme", "company/policy-cryptography.md") is None
+    assert "policy-cryptography" not in {
+        item["id"] for item in call(services, ALICE, "knowledge_query", {"limit": 50})["items"]
+    }
