@@ -5,7 +5,6 @@ loop is real, no language model is needed."""
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import threading
 from collections.abc import Iterator, Sequence
@@ -20,6 +19,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
+from client_support import Answer, Script, scripted_server
 from helpers import local_server
 from mnemo.client import AsyncMnemoClient, LocalIdentity, MnemoClient
 from mnemo.client.langchain import mnemo_tools
@@ -119,25 +119,12 @@ def test_ainvoke_without_an_async_client_leaves_the_event_loop_free() -> None:
     answers only once a task on the loop has released it (or gives up after 10 s, which a blocked loop causes)."""
     arrived, released, seen = threading.Event(), threading.Event(), []
 
-    class Held(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            arrived.set()
-            seen.append(released.wait(10))
-            raw = b'{"success": true, "results": []}'
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+    def hold() -> None:
+        arrived.set()
+        seen.append(released.wait(10))
 
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Held)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
+    script = Script([Answer(200, b'{"success": true, "results": []}', before=hold)])
+    with scripted_server(script) as url:
         (search,) = mnemo_tools(MnemoClient(url, auth=ALICE), names=["memory_search"])
 
         async def release_once_the_call_is_out() -> None:  # runs only while the loop is free
@@ -151,6 +138,4 @@ def test_ainvoke_without_an_async_client_leaves_the_event_loop_free() -> None:
             return str(await call)
 
         assert json.loads(asyncio.run(scenario()))["success"] is True
-    finally:
-        server.shutdown()
     assert seen == [True]

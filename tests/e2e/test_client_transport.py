@@ -5,15 +5,14 @@ again, SigV4 looks its credentials up once, and a CONFLICT the same call cannot 
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from client_support import Answer, Script, scripted_server
 from helpers import local_server
 from mnemo.client import ApiKey, ConflictError, LocalIdentity, MnemoClient, SigV4, TransportError
 from mnemo.client.transport import Transport
@@ -22,55 +21,11 @@ from mnemo.runtime import Services
 BUSY = {"success": False, "errorCode": "PROVIDER_ERROR", "message": "busy", "details": {}, "retryable": True}
 
 
-@dataclass
-class Answer:
-    status: int = 200
-    body: bytes = b'{"success": true}'
-    headers: dict[str, str] = field(default_factory=dict)
-    #: The Content-Length sent (more than the body: the answer is cut off).
-    length: int | None = None
-    #: Called before answering (to hold the answer back).
-    before: Callable[[], None] | None = None
-
-
-@dataclass
-class Script:
-    answers: list[Answer] = field(default_factory=list)
-    requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
-
-
 @pytest.fixture
 def scripted() -> Iterator[tuple[str, Script]]:
     script = Script()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            script.requests.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
-            answer = script.answers.pop(0) if script.answers else Answer(500, b"script exhausted")
-            if answer.before is not None:
-                answer.before()
-            self.send_response(answer.status)
-            for name, value in {"Content-Type": "application/json", **answer.headers}.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(answer.length or len(answer.body)))
-            self.end_headers()
-            self.wfile.write(answer.body)
-            self.wfile.flush()
-            if answer.length:
-                self.close_connection = True
-
-        do_POST = do_GET = _answer
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", script
-    finally:
-        server.shutdown()
+    with scripted_server(script) as url:
+        yield url, script
 
 
 def test_a_redirect_is_refused_not_followed(scripted: tuple[str, Script]) -> None:
