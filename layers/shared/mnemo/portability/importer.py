@@ -73,8 +73,6 @@ MAX_PK_BYTES, MAX_SK_BYTES = 2048, 1024
 MAX_METADATA_BYTES = 1_800
 #: A blob key at most (S3's limit).
 MAX_KEY_BYTES = 1024
-#: Ids looked up in the target's index at a time.
-INDEX_LOOKUP = 500
 #: How many kept records the summary names.
 KEPT_SHOWN = 20
 #: Body fields an import rewrites, left out when objects are compared.
@@ -162,6 +160,16 @@ def _at(line: int, error: MnemoError) -> MnemoError:
 
 def _invalid(line: int, field_name: str, message: str) -> InvalidInput:
     return InvalidInput(f"line {line}: {field_name}: {message}", {"field": field_name, "line": line})
+
+
+def _check_storable_key(line: int, field_name: str, key: str) -> None:
+    """A blob key every blob store takes (S3 too): a key that fails later would stop the import half-way."""
+    try:
+        check_blob_key(key)
+    except InvalidInput as error:
+        raise _invalid(line, field_name, error.message.removeprefix("key: ")) from None
+    if len(key.encode()) > MAX_KEY_BYTES:
+        raise _invalid(line, field_name, f"at most {MAX_KEY_BYTES:,} bytes (an S3 key)")
 
 
 def _numbered(handle: Iterable[str]) -> Iterator[tuple[int, str]]:
@@ -280,9 +288,9 @@ class _Checker:
             earlier = self.plan.indexed.setdefault((namespace, doc_id), (number, field_name, scope_key))
             if earlier[2] != scope_key:
                 raise _invalid(number, field_name, f"line {earlier[0]} has the same id in another scope")
-        if len(line.pk.encode()) > MAX_PK_BYTES or len(line.sk.encode()) > MAX_SK_BYTES:
-            field_name = "pk" if len(line.pk.encode()) > MAX_PK_BYTES else "sk"
-            raise _invalid(number, field_name, f"at most {MAX_PK_BYTES:,} bytes (pk), {MAX_SK_BYTES:,} (sk)")
+        for field_name, key, limit in (("pk", line.pk, MAX_PK_BYTES), ("sk", line.sk, MAX_SK_BYTES)):
+            if len(key.encode()) > limit:
+                raise _invalid(number, field_name, f"at most {limit:,} bytes (a DynamoDB key)")
         if record_bytes(line) > MAX_RECORD_BYTES:
             raise _invalid(number, "data", f"a record holds at most {MAX_RECORD_BYTES:,} bytes")
         self._once(number, "sk", "record", line.pk, line.sk)
@@ -292,12 +300,7 @@ class _Checker:
         where = workspace_location_of(line.pk)
         if where is not None and head is not None:
             blob_key = where.blob_key(head.removeprefix(HEAD))
-            try:  # a name no blob store takes would stop the import half-way
-                check_blob_key(blob_key)
-            except InvalidInput as error:
-                raise _invalid(number, "sk", f"the file's blob key: {error.message}") from None
-            if len(blob_key.encode()) > MAX_KEY_BYTES:
-                raise _invalid(number, "sk", f"the file's blob key is over {MAX_KEY_BYTES:,} bytes (an S3 key)")
+            _check_storable_key(number, "sk", blob_key)
             if "blobVersion" in line.data:
                 self.plan.named[(blob_key, str(line.data["blobVersion"]))] = (line.pk, head)
         self.plan.records[family] = self.plan.records.get(family, 0) + 1
@@ -310,15 +313,10 @@ class _Checker:
             raise _invalid(number, "content", "not base64") from None
         if hashlib.sha256(content).hexdigest() != line.sha256:
             raise _invalid(number, "sha256", "does not match the content")
-        try:
-            check_blob_key(line.key)
-        except InvalidInput as error:
-            raise _at(number, error) from None
+        _check_storable_key(number, "key", line.key)
         metadata = json.dumps(line.metadata, ensure_ascii=False)
         if len(metadata.encode()) > MAX_METADATA_BYTES or not metadata.isascii():
             raise _invalid(number, "metadata", f"ASCII, at most {MAX_METADATA_BYTES:,} bytes (S3's user metadata)")
-        if len(line.key.encode()) > MAX_KEY_BYTES:
-            raise _invalid(number, "key", f"at most {MAX_KEY_BYTES:,} bytes (an S3 key)")
         if line.family == "knowledge" and not self.plan.selection.holds_knowledge(line.key):
             raise _invalid(number, "key", "not a knowledge file of the selection")
         if line.family == "workspace" and (line.key, line.version) not in self.plan.named:
@@ -430,14 +428,12 @@ class Importer:
         for namespace, doc_id in self._plan.indexed:
             wanted.setdefault(namespace, []).append(doc_id)
         for namespace, ids in wanted.items():
-            for start in range(0, len(ids), INDEX_LOOKUP):
-                held = self._services.index.keywords_of(namespace, ids[start : start + INDEX_LOOKUP])
-                for doc_id, keywords in held.items():
-                    number, field_name, scope_key = self._plan.indexed[(namespace, doc_id)]
-                    if keywords.get("scope", [scope_key]) != [scope_key]:
-                        raise _invalid(
-                            number, field_name, "the target holds this id in another scope; nothing was imported"
-                        )
+            for doc_id, keywords in self._services.index.keywords_of(namespace, ids).items():
+                number, field_name, scope_key = self._plan.indexed[(namespace, doc_id)]
+                if keywords.get("scope", [scope_key]) != [scope_key]:
+                    raise _invalid(
+                        number, field_name, "the target holds this id in another scope; nothing was imported"
+                    )
 
     @staticmethod
     def _lines(handle: Iterable[str], kind: str) -> Iterator[Any]:
@@ -561,7 +557,7 @@ class Importer:
                 continue
             head = head_of(line.family, item.sk, item.data)
             there = stored.get((item.pk, item.sk))
-            self._note_index_reference(line, item)
+            marker = self._marker(line, item)
             if line.family == "memories" and head is not None and head != item.sk:
                 self._history.setdefault((item.pk, head), set()).add(item.sk)
                 if there is not None:
@@ -578,7 +574,7 @@ class Importer:
                     self._kept(line, item, head_record=head == item.sk)
                 continue
             if there is None:
-                units.append((line, item, self._unit(line, item)))
+                units.append((line, item, [Put(item, expect="absent"), *([marker] if marker is not None else [])]))
             else:
                 self._settled(line, item, there)
         group: list[tuple[RecordLine, Item, list[Put]]] = []
@@ -604,17 +600,14 @@ class Importer:
         theirs = {item.sk for item in self._services.records.query(pk, f"HIST#{memory_id}#", limit=1000)}
         return bool(theirs - seen)
 
-    def _unit(self, line: RecordLine, item: Item) -> list[Put]:
-        marker = index_marker(self._services.outbox, line.family, item)
-        return [Put(item, expect="absent"), *([marker] if marker is not None else [])]
-
-    def _note_index_reference(self, line: RecordLine, item: Item) -> None:
-        """Remember which index references this file's records have, added or not: a marker an earlier run
-        left queued for one of them counts as this import's pending work."""
+    def _marker(self, line: RecordLine, item: Item) -> Put | None:
+        """The index outbox marker written with a new record, if the index mirrors it. Every record's reference
+        is remembered, added or not: a marker an earlier run left queued for it is this import's pending work."""
         marker = index_marker(self._services.outbox, line.family, item)
         if marker is not None:
             data = marker.item.data
             self._queued.add((data["family"], json.dumps(data["ref"], sort_keys=True)))
+        return marker
 
     def _write(self, group: list[tuple[RecordLine, Item, list[Put]]]) -> None:
         if not group:

@@ -471,23 +471,9 @@ class OpenSearchVectorIndex:
         return sorted(best.values(), key=lambda hit: (-hit.score, hit.id))[:k]
 
     def keywords_of(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, list[str]]]:
-        wanted = list(dict.fromkeys(ids))
-        index = self.index_name(namespace)
-        found: dict[str, dict[str, list[str]]] = {}
         with _translated():
-            for start in range(0, len(wanted), LOOKUP_IDS):
-                chunk = wanted[start : start + LOOKUP_IDS]
-                body = {
-                    "size": min(MAX_K, 4 * len(chunk)),
-                    "_source": ["doc_id", "filters"],
-                    "track_total_hits": False,
-                    "query": {"terms": {"doc_id": chunk}},
-                }
-                response = self._search_or_none(index, body)
-                for hit in response["hits"]["hits"] if response is not None else []:
-                    source = hit.get("_source") or {}
-                    found[source["doc_id"]] = keywords_from_filters(source.get("filters", []))
-        return found
+            hits = self._by_doc_id(self.index_name(namespace), dict.fromkeys(ids), ["doc_id", "filters"])
+            return {hit["_source"]["doc_id"]: keywords_from_filters(hit["_source"].get("filters", [])) for hit in hits}
 
     def count(self, namespace: str) -> int:
         index = self.index_name(namespace)
@@ -597,20 +583,22 @@ class OpenSearchVectorIndex:
 
     def _ids_of(self, index: str, doc_ids: Iterable[str]) -> list[str]:
         """The ``_id`` of every document holding one of these memory ids (Serverless writes)."""
+        return [hit["_id"] for hit in self._by_doc_id(index, doc_ids, False)]
+
+    def _by_doc_id(self, index: str, doc_ids: Iterable[str], source: bool | list[str]) -> Iterator[dict[str, Any]]:
+        """The hits of every document holding one of these ids, looked up LOOKUP_IDS at a time."""
         wanted = list(doc_ids)
-        found: list[str] = []
         for start in range(0, len(wanted), LOOKUP_IDS):
             chunk = wanted[start : start + LOOKUP_IDS]
             body = {
                 "size": min(MAX_K, 4 * len(chunk)),
-                "_source": False,
+                "_source": source,
                 "track_total_hits": False,
                 "query": {"terms": {"doc_id": chunk}},
             }
             response = self._search_or_none(index, body)
             if response is not None:
-                found += [hit["_id"] for hit in response["hits"]["hits"]]
-        return found
+                yield from response["hits"]["hits"]
 
     def _bulk(self, actions: Sequence[tuple[dict[str, Any], dict[str, Any] | None]]) -> None:
         lines: list[str] = []
