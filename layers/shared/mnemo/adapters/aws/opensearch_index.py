@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mnemo.adapters.local.lexical import K1, B, analyse, idf, term_score
+from mnemo.adapters.bm25_text import K1, B, analyse, idf, term_score
 from mnemo.errors import MnemoError, ProviderError, RateLimited, Timeout
 from mnemo.ports import Filter, Hit, IndexDoc
 
