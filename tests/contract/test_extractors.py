@@ -26,7 +26,7 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from helpers import http_call, local_server, serve_process
-from mnemo.adapters.aws.bedrock_extractor import BedrockExtractor
+from mnemo.adapters.aws.bedrock_extractor import NOT_PROCESSED, NOT_PROCESSED_RETRIES, BedrockExtractor
 from mnemo.adapters.local.openai_extractor import OpenAICompatibleExtractor
 from mnemo.errors import MnemoError
 from mnemo.graph.extraction import EXTRACTION_SCHEMA, SYSTEM, TOOL, UnconfiguredExtractor
@@ -144,7 +144,7 @@ def bedrock() -> Iterator[tuple[BedrockExtractor, Stubber]]:
         "bedrock-runtime", region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing"
     )
     with Stubber(client) as stubber:
-        yield BedrockExtractor(lambda: client, MODEL_ID), stubber
+        yield BedrockExtractor(lambda: client, MODEL_ID, sleep=lambda _: None), stubber
         stubber.assert_no_pending_responses()
 
 
@@ -194,7 +194,10 @@ def test_bedrock_errors_become_mnemo_errors(
     bedrock: tuple[BedrockExtractor, Stubber], aws_code: str, status: int, expected: str
 ) -> None:
     extractor, stubber = bedrock
-    stubber.add_client_error("converse", service_error_code=aws_code, service_message="no", http_status_code=status)
+    # An answer that says the model did not run the request is tried again (bedrock_extractor.NOT_PROCESSED).
+    tries = 1 + NOT_PROCESSED_RETRIES if aws_code in NOT_PROCESSED else 1
+    for _ in range(tries):
+        stubber.add_client_error("converse", service_error_code=aws_code, service_message="no", http_status_code=status)
     with pytest.raises(MnemoError) as error:
         extractor.extract(SYSTEM, "Text:\nx", TOOL)
     assert code_of(error) == (expected, True)

@@ -99,7 +99,7 @@ class Services:
 
     @cached_property
     def outbox(self) -> IndexOutbox:
-        return IndexOutbox(self.records, self._indexed_families)
+        return IndexOutbox(self.records, self._indexed_families, self.index)
 
     def _indexed_families(self) -> dict[str, IndexedFamily]:
         families: list[IndexedFamily] = [
@@ -225,20 +225,12 @@ class Services:
         return UnconfiguredExtractor()
 
     def _bedrock_for_extraction(self) -> Any:
-        # A model call runs far longer than an embedding: its own client, with the extraction timeout.
-        import boto3
-        from botocore.config import Config
+        # A model call runs far longer than an embedding and is billed each time it is sent: its own client,
+        # with the extraction timeout and no retry of a timed-out generation (clients.model_client).
+        from mnemo.adapters.aws.clients import model_client
 
-        config = Config(
-            retries={"max_attempts": 3, "mode": "standard"},
-            connect_timeout=3,
-            read_timeout=self.settings.extractor_timeout_seconds,
-        )
-        return boto3.session.Session().client(
-            "bedrock-runtime",
-            region_name=self.settings.aws_region,
-            endpoint_url=self.settings.aws_endpoint,
-            config=config,
+        return model_client(
+            self.settings.aws_region, self.settings.aws_endpoint, self.settings.extractor_timeout_seconds
         )
 
     @cached_property

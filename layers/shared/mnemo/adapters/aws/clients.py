@@ -31,6 +31,21 @@ def _cached_client(service: str, region: str | None, endpoint: str | None) -> An
     return _session().client(service, region_name=region, endpoint_url=endpoint, config=config)
 
 
+def model_client(region: str | None, endpoint: str | None, read_timeout: float) -> Any:
+    """A bedrock-runtime client for generation (Converse): one attempt per call, read timeout ``read_timeout``.
+
+    botocore's standard retry mode repeats a request after a read timeout and after any 500, 502, 503 or
+    504 (``botocore.retries.standard.TransientRetryableChecker``). A generation that outlives the timeout
+    has usually been run, and billed, by the model, so a repeat pays for it again and runs past the
+    caller's deadline: the caller (``BedrockExtractor``) retries only the answers that say the request was
+    not processed. Embeddings keep ``aws_client``'s retries: a repeated embedding is a repeated read.
+    """
+    from botocore.config import Config
+
+    config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=3, read_timeout=read_timeout)
+    return _session().client("bedrock-runtime", region_name=region, endpoint_url=endpoint, config=config)
+
+
 class LazyClient:
     """Holds a client factory and calls it on first use only, so cold starts build no unused client."""
 
