@@ -53,6 +53,7 @@ def test_the_wheel_holds_the_client_and_nothing_else(wheel: Path) -> None:
         "errors.py",
         "langchain.py",
         "listing.py",
+        "repeat.py",
         "strands.py",
         "tools.py",
         "transport.py",

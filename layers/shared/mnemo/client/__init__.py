@@ -7,10 +7,11 @@
 
 Auth: ``LocalIdentity`` (mnemo serve's X-Mnemo-* headers), ``ApiKey`` or ``SigV4`` (IAM, botocore).
 Answers are the tool's JSON; the error envelope is raised as ``mnemo.client.errors`` classes, and answers
-marked retryable (and requests that got no answer at all) are retried with backoff. A retried write may
-have landed the first time: give ``memory_add`` an ``idempotency_key`` (and ``add_conversation`` a
-``message_id``) so that a retry stores once. The methods are generated from the catalog
-(mnemo/client/tools.py).
+marked retryable (and requests that got no answer at all) are retried with backoff. After an answer that
+leaves open whether the call ran (API Gateway's 504 at its integration timeout, a 502, no answer in time)
+only reads and keyed writes are sent again: give ``memory_add`` an ``idempotency_key`` (and
+``add_conversation`` a ``message_id``) so that a retry stores once (mnemo/client/repeat.py).
+The methods are generated from the catalog (mnemo/client/tools.py).
 """
 
 from __future__ import annotations

@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mnemo.client.errors import MnemoClientError, RateLimitedError, TransportError, from_envelope
+from mnemo.client.repeat import outcome_unknown, safe_to_repeat
 
-#: Statuses that say "try again" even without an envelope (a gateway's own 502/503/504, throttling).
+#: Statuses that say "try again" even without an envelope (a gateway's own 502/503/504, throttling); after
+#: a 502 or 504 only a call that is safe to repeat is sent again (mnemo.client.repeat).
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
 
@@ -123,7 +125,7 @@ class Transport:
             try:
                 return self.once(tool, body)
             except MnemoClientError as error:
-                self.sleep(self.delay(error, attempt))
+                self.sleep(self.delay(error, attempt, tool, body))
                 attempt += 1
 
     async def call_async(self, tool: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -134,12 +136,24 @@ class Transport:
             try:
                 return await asyncio.to_thread(self.once, tool, body)
             except MnemoClientError as error:
-                await asyncio.sleep(self.delay(error, attempt))
+                await asyncio.sleep(self.delay(error, attempt, tool, body))
                 attempt += 1
 
-    def delay(self, error: MnemoClientError, attempt: int) -> float:
-        """How long to wait before attempt ``attempt + 1``; re-raises ``error`` when it is not to be retried."""
+    def delay(
+        self, error: MnemoClientError, attempt: int, tool: str | None = None, body: Mapping[str, Any] | None = None
+    ) -> float:
+        """How long to wait before attempt ``attempt + 1``; re-raises ``error`` when it is not to be retried:
+        not retryable, out of attempts, or a call that may have run (a 502/504, a TIMEOUT, no answer in
+        time) and is not safe to repeat (``mnemo.client.repeat``)."""
         if not error.retryable or attempt >= self.retries:
+            raise error
+        if outcome_unknown(error.code, error.status, error.details) and (
+            tool is None or not safe_to_repeat(tool, body or {})
+        ):
+            error.details.setdefault("outcome", "unknown")
+            error.retryable = False
+            error.message += " (the call may have run; not sent again: check before repeating it)"
+            error.args = (error.message,)
             raise error
         delay = self.backoff * (2**attempt) * (1 + random.random())
         wait = error.details.get("retryAfterSeconds")
@@ -162,7 +176,10 @@ class Transport:
                     status, raw = error.code, error.read()
         # http.client's errors (a cut-off body, a garbled status line) are not wrapped by urllib
         except (urllib.error.URLError, http.client.HTTPException, TimeoutError, ConnectionError) as error:
-            raise TransportError(f"no answer from {url}: {error!r}", retryable=True) from error
+            reason = error.reason if isinstance(error, urllib.error.URLError) else error
+            # Sent and not answered in time: the service may be running it, as after a gateway's 504.
+            details = {"outcome": "unknown"} if isinstance(reason, TimeoutError) else {}
+            raise TransportError(f"no answer from {url}: {error!r}", retryable=True, details=details) from error
         return _answer(status, raw)
 
 
