@@ -14,17 +14,17 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
+from mnemo import observability
 from mnemo.entry.identity import IDENTITY_CLAIMS, context_from_event, strip_identity_claims
 from mnemo.errors import MnemoError, NotFound, ProviderError, from_validation_errors, invalid_field
+from mnemo.observability import logger
 from mnemo.runtime import get_services
 from mnemo.tools.registry import Tool, experimental_enabled, get_tool, load_catalog, parse_json_body
 
-logger = Logger(service="mnemo")
 #: Powertools keeps the request being resolved in shared state (``BaseRouter.current_event`` is a class
 #: attribute, the matched route a dict on the resolver), so a process resolves one request at a time: a
 #: Lambda does anyway, and the threads of ``mnemo serve`` must not see each other's event or identity.
@@ -34,6 +34,7 @@ RESPONSE_BUDGET_BYTES = 5_500_000
 
 
 def error_response(error: MnemoError) -> Response[str]:
+    observability.failed(error.code)
     return Response(status_code=error.status, content_type="application/json", body=json.dumps(error.envelope()))
 
 
@@ -43,7 +44,9 @@ def _route(resolver: APIGatewayRestResolver, tool: Tool) -> Callable[..., dict[s
             update={"response_budget": RESPONSE_BUDGET_BYTES}
         )
         response = tool.run(get_services(), context, body)
-        return response.model_dump(mode="json", by_alias=True)
+        answer = response.model_dump(mode="json", by_alias=True)
+        observability.answered(answer)
+        return answer
 
     # The body's type is the tool's own request model: Powertools validates it.
     call_tool.__annotations__ = {"body": Annotated[tool.request, Body()], "return": dict[str, Any]}
@@ -86,6 +89,14 @@ def build_resolver(tools: Iterable[Tool]) -> APIGatewayRestResolver:
 
 
 def resolve(resolver: APIGatewayRestResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Resolve a proxy event as one measured tool call (``observability.tool_call``)."""
+    path = event.get("path")
+    name = path.rsplit("/", 1)[-1] if isinstance(path, str) and path.startswith("/v1/tools/") else None
+    with observability.tool_call(name):
+        return _resolve(resolver, event, context)
+
+
+def _resolve(resolver: APIGatewayRestResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Resolve a proxy event, reading every tool body as JSON whatever Content-Type claims.
 
     Tool bodies are always JSON; a client that omits the header (``curl -d``
@@ -155,7 +166,7 @@ def tool_handler(name: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The Lambda handler for one tool's function: its resolver knows only that tool."""
     resolver = build_resolver([get_tool(name)])
 
-    @logger.inject_lambda_context(clear_state=True)
+    @observability.door(observability.API_GATEWAY)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return resolve(resolver, event, context)
 

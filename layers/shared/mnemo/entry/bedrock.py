@@ -41,7 +41,6 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import BedrockAgentResolver
 from aws_lambda_powertools.event_handler.api_gateway import BedrockResponse
 from aws_lambda_powertools.event_handler.bedrock_agent_function import (
@@ -50,14 +49,14 @@ from aws_lambda_powertools.event_handler.bedrock_agent_function import (
 )
 from aws_lambda_powertools.utilities.data_classes import BedrockAgentFunctionEvent
 
+from mnemo import observability
 from mnemo.context import RequestContext
 from mnemo.entry.identity import _roles, _validated
 from mnemo.errors import InvalidInput, MnemoError, NotFound, ProviderError, Unauthorized, invalid_field
+from mnemo.observability import logger
 from mnemo.runtime import get_services
 from mnemo.tools.bedrock_schema import action_groups, api_path, field_kinds, operation_description
 from mnemo.tools.registry import Tool, load_catalog
-
-logger = Logger(service="mnemo")
 
 #: sessionAttributes key -> RequestContext field. Only these carry identity.
 SESSION_ATTRIBUTES: dict[str, str] = {
@@ -313,6 +312,7 @@ def run_tool(tool: Tool, event: Mapping[str, Any], payload: dict[str, Any]) -> d
             break
         size = wire_size(_serialize(result))  # as it will travel: a JSON string inside JSON
         if size <= room:
+            observability.answered(result)
             return result
         budget = budget * room // size * 9 // 10
         if not _paged(tool) or budget < 1024:
@@ -486,6 +486,25 @@ def resolve_function(tools: Mapping[str, Tool], event: Mapping[str, Any]) -> dic
 
 
 # ------------------------------------------------------------------- handler ---
+def error_code(answer: Mapping[str, Any]) -> str | None:
+    """The errorCode of the envelope an action group answer carries, None for a successful one."""
+    response = answer.get("response")
+    response = response if isinstance(response, Mapping) else {}
+    function = response.get("functionResponse")
+    if isinstance(function, Mapping):
+        failed = function.get("responseState") is not None
+        body = (function.get("responseBody") or {}).get("TEXT", {}).get("body")
+    else:
+        status = response.get("httpStatusCode")
+        failed = isinstance(status, int) and status >= 400
+        body = (response.get("responseBody") or {}).get("application/json", {}).get("body")
+    if not failed:
+        return None
+    envelope = _json_or_none(body) if isinstance(body, str) else None
+    code = envelope.get("errorCode") if isinstance(envelope, dict) else None
+    return code if isinstance(code, str) else "PROVIDER_ERROR"
+
+
 def _fit(answer: dict[str, Any], tool: Tool | None) -> dict[str, Any]:
     """Never hand Bedrock more than it takes: an oversized answer becomes an INVALID_INPUT envelope."""
     size = wire_size(answer)
@@ -521,10 +540,7 @@ def action_group_handler(*families: str) -> Callable[[dict[str, Any], Any], dict
     resolver = build_openapi_resolver(tools.values())
     by_path = {api_path(tool): tool for tool in tools.values()}
 
-    @logger.inject_lambda_context(clear_state=True)
-    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        if not isinstance(event, dict):
-            event = {}
+    def answer(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if isinstance(event.get("apiPath"), str):
             return _fit(resolve_openapi(resolver, event, context), by_path.get(event["apiPath"]))
         if isinstance(event.get("function"), str):
@@ -534,5 +550,18 @@ def action_group_handler(*families: str) -> Callable[[dict[str, Any], Any], dict
             {"field": "apiPath", "expected": ["apiPath", "function"]},
         )
         return _function_error(event, error, fixable=False)
+
+    @observability.door(observability.BEDROCK_AGENT)
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        if not isinstance(event, dict):
+            event = {}
+        tool = by_path.get(_text(event, "apiPath")) or tools.get(_text(event, "function"))
+        logger.append_keys(actionGroup=_text(event, "actionGroup"))
+        with observability.tool_call(tool.name if tool is not None else None) as call:
+            result = answer(event, context)
+            code = error_code(result)
+            if code is not None:
+                call.failed(code)
+            return result
 
     return handler

@@ -4,24 +4,31 @@ A scheduled event (every five minutes) also drains the index outbox
 (``mnemo.outbox``): the memories, conversations, executions and topics whose
 index write did not complete when they were written.
 
-Every insert, update or removal of a ``MEM#`` item re-syncs that memory from
-the table (the source of truth), so a memory that reached DynamoDB is indexed
-even when OpenSearch failed during memory_add. Failed records are reported
-back (ReportBatchItemFailures) for Lambda to retry, then to the dead-letter
-queue; a later ``mnemo reindex`` rebuilds everything from the table anyway.
+Every insert, update or removal of a ``MEM#`` item is indexed once
+(``IndexOutbox.on_stream``): a version the writing request indexed (its outbox
+marker is gone, or waits as a recheck) costs one read and no embedding; one
+that request gave up on (embedder or OpenSearch down) is indexed from the
+table (the source of truth) at once; one its request is still indexing is left
+to it (or, if it died, to the next drain). A memory that reached DynamoDB is
+therefore indexed even when OpenSearch failed during memory_add. An index
+write that fails here counts an attempt on the marker, which the drains retry
+(and dead-letter after ``MAX_ATTEMPTS``); a record that cannot be read at all is
+reported back (ReportBatchItemFailures) for Lambda to retry, then to the
+dead-letter queue; a later ``mnemo reindex`` rebuilds everything from the table
+anyway.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
+from mnemo import observability
+from mnemo.observability import logger
 from mnemo.runtime import get_services
 
-logger = Logger(service="mnemo-indexer")
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 
 
@@ -45,13 +52,16 @@ def drain_pending() -> dict[str, Any]:
     """Drain the index outbox; ``deadLetters`` (all of them, not only this run's) feeds an alarm."""
     outbox = get_services().outbox
     report = outbox.drain()
+    dead_letters = len(outbox.dead_letters())
     summary = {
         "indexed": report.indexed,
         "stillPending": report.failed,
         "deadLettered": report.dead_lettered,
-        "deadLetters": len(outbox.dead_letters()),
+        "deadLetters": dead_letters,
         "indexedByFamily": report.by_family,
     }
+    observability.count("IndexOutboxDepth", report.failed)
+    observability.count("IndexOutboxDeadLetters", dead_letters)
     if summary["deadLetters"]:
         logger.warning("the index outbox holds dead letters: run `mnemo reindex --pending`", extra=summary)
     else:
@@ -59,10 +69,12 @@ def drain_pending() -> dict[str, Any]:
     return summary
 
 
-@logger.inject_lambda_context(clear_state=True)
+@observability.door(observability.SCHEDULE_OR_STREAM)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Stream batches re-sync their memories; the scheduled event drains the index outbox."""
     if event.get("source") == "aws.events" and event.get("detail-type") == "Scheduled Event":
         return drain_pending()
+    logger.append_keys(batchSize=len(event.get("Records") or []))
     response = process_partial_response(event=event, record_handler=handle_record, processor=processor, context=context)
+    observability.count("IndexerFailedRecords", len(response.get("batchItemFailures") or []))
     return dict(response)

@@ -11,19 +11,28 @@ import base64
 import json
 from typing import Any
 
-from aws_lambda_powertools import Logger
-
+from mnemo import observability
 from mnemo.entry.identity import context_from_event
 from mnemo.errors import MnemoError, ProviderError
-
-logger = Logger(service="mnemo-mcp")
+from mnemo.observability import logger
 
 
 def _proxy(status: int, headers: dict[str, str], body: bytes) -> dict[str, Any]:
     return {"statusCode": status, "headers": headers, "body": body.decode("utf-8"), "isBase64Encoded": False}
 
 
-@logger.inject_lambda_context(clear_state=True)
+def _correlate(body: bytes) -> None:
+    """The JSON-RPC request's id and method in every log line of this invocation."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return
+    if isinstance(message, dict):
+        keys = {"mcpRequestId": message.get("id"), "mcpMethod": message.get("method")}
+        logger.append_keys(**{key: str(value)[:128] for key, value in keys.items() if value is not None})
+
+
+@observability.door(observability.API_GATEWAY)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     from mnemo.entry.mcp_server import http_bridge
 
@@ -34,6 +43,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     try:
         raw = event.get("body") or ""
         body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode("utf-8")
+        _correlate(body)
         headers = {key: str(value) for key, value in (event.get("headers") or {}).items()}
         status, response_headers, payload = http_bridge(local_only=False).handle(
             event.get("httpMethod", "POST"), headers, body, caller

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import threading
 from collections.abc import Callable
@@ -28,15 +27,14 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
-from mnemo import __version__
+from mnemo import __version__, observability
 from mnemo.context import RequestContext
 from mnemo.entry.identity import context_from_environment
 from mnemo.errors import MnemoError, ProviderError
+from mnemo.observability import logger
 from mnemo.runtime import get_services
 from mnemo.tools.registry import get_tool, load_catalog
 from mnemo.tools.schema import input_schema, output_schema
-
-logger = logging.getLogger(__name__)
 
 #: MCP sets no size limit of its own; clients keep whole results in the model's context,
 #: so pages stop at 1 MiB of JSON and say hasMore.
@@ -65,16 +63,23 @@ def _result(payload: dict[str, Any], *, is_error: bool) -> types.CallToolResult:
 
 
 def call_tool(name: str, arguments: dict[str, Any] | None, context: RequestContext) -> types.CallToolResult:
-    """Run one tool call synchronously; every failure is an isError result with the envelope."""
-    try:
-        tool = get_tool(name)
-        budgeted = context.model_copy(update={"response_budget": RESPONSE_BUDGET_BYTES})
-        return _result(tool.invoke(get_services(), budgeted, arguments or {}), is_error=False)
-    except MnemoError as error:
-        return _result(error.envelope(), is_error=True)
-    except Exception:
-        logger.exception("MCP tool %s failed", name)
-        return _result(ProviderError("Internal error; it has been logged").envelope(), is_error=True)
+    """Run one tool call synchronously (measured: ``observability.tool_call``); every failure is an
+    isError result with the envelope."""
+    with observability.tool_call(name) as call:
+        try:
+            tool = get_tool(name)
+            budgeted = context.model_copy(update={"response_budget": RESPONSE_BUDGET_BYTES})
+            answer = tool.invoke(get_services(), budgeted, arguments or {})
+        except MnemoError as error:
+            call.failed(error.code)
+            return _result(error.envelope(), is_error=True)
+        except Exception:
+            logger.exception("MCP tool %s failed", name)
+            failure = ProviderError("Internal error; it has been logged")
+            call.failed(failure.code)
+            return _result(failure.envelope(), is_error=True)
+        call.answered(answer)
+        return _result(answer, is_error=False)
 
 
 def build_server(default_context: Callable[[], RequestContext] | None = None) -> Server[Any]:

@@ -14,16 +14,15 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote, unquote_plus
 
-from aws_lambda_powertools import Logger
-
+from mnemo import observability
 from mnemo.assets.scopes import WORKSPACE_ROOT, workspace_location
 from mnemo.assets.store import Location
 from mnemo.context import RequestContext
 from mnemo.errors import MnemoError
+from mnemo.observability import logger
 from mnemo.outline.languages import LanguageSpec, language_of
 from mnemo.runtime import get_services
 
-logger = Logger(service="mnemo")
 S3_DETAIL_TYPES = {"Object Created", "Object Deleted"}
 
 
@@ -53,7 +52,7 @@ def _code_files(key: str) -> list[tuple[Location, str, LanguageSpec]]:
     return found
 
 
-@logger.inject_lambda_context
+@observability.door(observability.EVENTBRIDGE)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if event.get("source") != "aws.s3" or event.get("detail-type") not in S3_DETAIL_TYPES:
         raise ValueError(f"unexpected event: source={event.get('source')!r} detail-type={event.get('detail-type')!r}")

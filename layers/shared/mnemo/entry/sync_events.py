@@ -23,14 +23,13 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote_plus
 
-from aws_lambda_powertools import Logger
-
+from mnemo import observability
 from mnemo.errors import Conflict, MnemoError, ProviderError
 from mnemo.knowledge.documents import is_knowledge_file, split_key
+from mnemo.observability import logger
 from mnemo.runtime import get_services
 from mnemo.sync.models import SyncNowInput
 
-logger = Logger(service="mnemo")
 S3_DETAIL_TYPES = {"Object Created", "Object Deleted"}
 #: Seconds an object event keeps for itself after waiting for the lock (a sync of one file is quick).
 RESERVE_SECONDS = 30.0
@@ -115,7 +114,7 @@ def _seconds_left(context: Any) -> float:
     return remaining() / 1000.0 if callable(remaining) else MAX_WAIT_SECONDS + RESERVE_SECONDS
 
 
-@logger.inject_lambda_context
+@observability.door(observability.EVENTBRIDGE)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     detail_type = event.get("detail-type")
     if event.get("source") == "aws.s3" and detail_type in S3_DETAIL_TYPES:

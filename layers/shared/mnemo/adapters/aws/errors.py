@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mnemo import telemetry
 from mnemo.errors import MnemoError, ProviderError, RateLimited, Timeout
 
 _THROTTLING = {
@@ -21,6 +22,7 @@ def provider_error(service: str, error: Exception) -> MnemoError:
     if isinstance(error, ClientError):
         code = error.response.get("Error", {}).get("Code", "Unknown")
         if code in _THROTTLING:
+            telemetry.count(f"{service}Throttles")  # after the client's own retries: a throttle a caller felt
             return RateLimited(f"{service} is throttling requests", {"service": service, "awsCode": code})
         if code in _TIMEOUTS:
             return Timeout(f"{service} took too long to answer", {"service": service, "awsCode": code})

@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mnemo import telemetry
 from mnemo.adapters.aws.clients import LazyClient
 from mnemo.adapters.aws.errors import provider_error
 
@@ -56,6 +57,8 @@ class TitanEmbedder(LazyClient):
             embedding = payload.get("embedding")
             if not isinstance(embedding, list) or len(embedding) != self.dimensions:
                 raise provider_error("Bedrock", ValueError("Titan answered without an embedding of the asked size"))
-            self.tokens_used += int(payload.get("inputTextTokenCount", 0))
+            tokens = int(payload.get("inputTextTokenCount", 0))
+            self.tokens_used += tokens
+            telemetry.count("EmbeddingTokens", tokens)
             vectors.append([float(value) for value in embedding])
         return vectors
