@@ -380,9 +380,11 @@ def test_vector_collection_and_its_policies() -> None:
     }
     assert set(by_type) == {"encryption", "network"}
     assert by_type["encryption"]["AWSOwnedKey"] is True
-    assert by_type["encryption"]["Rules"] == [{"ResourceType": "collection", "Resource": [f"collection/{name}"]}]
+    # Both names the collection takes with OpenSearchStandbyReplicas (tests/infra/test_template_redeploy.py).
+    names = [f"collection/{name}", f"collection/{name}-standby"]
+    assert by_type["encryption"]["Rules"] == [{"ResourceType": "collection", "Resource": names}]
     (network,) = by_type["network"]
-    assert {"ResourceType": "collection", "Resource": [f"collection/{name}"]} in network["Rules"]
+    assert {"ResourceType": "collection", "Resource": names} in network["Rules"]
 
     (access,) = resources_of(doc, "AWS::OpenSearchServerless::AccessPolicy").values()
     assert access["Properties"]["Type"] == "data"
@@ -390,8 +392,8 @@ def test_vector_collection_and_its_policies() -> None:
     rights: dict[str, set[str]] = {}
     for statement in statements:
         for rule in statement["Rules"]:
-            expected = f"index/{name}/*" if rule["ResourceType"] == "index" else f"collection/{name}"
-            assert rule["Resource"] == [expected]
+            expected = [f"index/{n}/*" for n in (name, f"{name}-standby")] if rule["ResourceType"] == "index" else names
+            assert rule["Resource"] == expected
             for principal in statement["Principal"]:
                 rights.setdefault(principal.rsplit("/", 1)[1], set()).update(rule["Permission"])
     role = "{}Role".format
@@ -582,7 +584,7 @@ def test_read_only_tools_get_read_only_policies(tool: str) -> None:
 
 def test_least_privilege_per_function() -> None:
     doc = template()
-    table = {"TableName": {"Ref": "RecordsTable"}}
+    table = {"TableName": {"Sub": "mnemo-records-${Stage}"}}
     expected_templates = {
         "MemoryAddFunction": {"DynamoDBCrudPolicy": table},
         "MemorySearchFunction": {"DynamoDBReadPolicy": table},
@@ -1018,7 +1020,9 @@ def test_indexer_consumes_the_records_stream_into_a_dead_letter_queue() -> None:
     assert schedule["Schedule"].startswith("rate(")  # drains the index outbox
     (event,) = (e for e in events.values() if e["Type"] == "DynamoDB")
     stream = event["Properties"]
-    assert stream["Stream"] == {"GetAtt": "RecordsTable.StreamArn"}
+    assert stream["Stream"] == {
+        "If": ["CreateRecordsTable", {"GetAtt": "RecordsTable.StreamArn"}, {"Ref": "ExistingRecordsTableStreamArn"}]
+    }
     assert stream["StartingPosition"] == "TRIM_HORIZON"
     assert 1 <= stream["BatchSize"] <= 100
     assert stream["BisectBatchOnFunctionError"] is True
@@ -1117,7 +1121,7 @@ def test_every_function_gets_the_aws_adapters_from_settings() -> None:
         "s3",
         "eventbridge",
     )
-    assert env["MNEMO_RECORDS_TABLE"] == {"Ref": "RecordsTable"}
+    assert env["MNEMO_RECORDS_TABLE"] == {"Sub": "mnemo-records-${Stage}"}
     assert env["MNEMO_BLOB_BUCKET"] == {"Ref": "KnowledgeBucket"}
     assert env["MNEMO_TITAN_DIMENSIONS"] == {"Ref": "TitanDimensions"}
     assert env["MNEMO_EVENT_BUS"] == {"Ref": "EventBusName"} and params["EventBusName"] == "default"
@@ -1199,7 +1203,7 @@ def test_observability() -> None:
 def test_outputs() -> None:
     outputs = template()["Outputs"]
     assert "execute-api" in outputs["ApiUrl"]["Value"]["Sub"]
-    assert outputs["RecordsTableName"]["Value"] == {"Ref": "RecordsTable"}
+    assert outputs["RecordsTableName"]["Value"] == {"Sub": "mnemo-records-${Stage}"}
     assert outputs["KnowledgeBucketName"]["Value"] == {"Ref": "KnowledgeBucket"}
     assert outputs["CollectionEndpoint"] == {
         "Condition": "CreateCollection",
@@ -1235,19 +1239,13 @@ def test_the_mcp_function_serves_slash_mcp_and_may_write_the_vector_index() -> N
 
 
 def test_the_index_outbox_dead_letters_raise_an_alarm() -> None:
-    """The indexer logs ``deadLetters`` (top-level JSON); a metric filter counts it and an alarm watches it."""
+    """The indexer's drain publishes ``IndexOutboxDeadLetters`` in EMF (the functions' metrics namespace,
+    dimension service); an alarm watches it (tests/entry/test_observability.py sees it published)."""
     doc = template()
-    (metric_filter,) = resources_of(doc, "AWS::Logs::MetricFilter").values()
-    properties = metric_filter["Properties"]
-    assert properties["LogGroupName"] == {"Ref": "IndexerLogGroup"}
-    assert properties["FilterPattern"] == "{ $.deadLetters > 0 }"
-    (transformation,) = properties["MetricTransformations"]
-    assert transformation["MetricValue"] == "$.deadLetters"
+    namespace = doc["Globals"]["Function"]["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"]
     alarm = _alarms(doc)["IndexOutboxDeadLettersAlarm"]
-    assert (alarm["Namespace"], alarm["MetricName"]) == (
-        transformation["MetricNamespace"],
-        transformation["MetricName"],
-    )
+    assert (alarm["Namespace"], alarm["MetricName"]) == (namespace, "IndexOutboxDeadLetters")
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": "mnemo"}]
     assert alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
 
 
@@ -1384,7 +1382,7 @@ def test_the_outline_sync_runs_on_workspace_object_events() -> None:
     ]
     # Exactly its rights: the records table (read the heads, put and delete outline items), the workspace
     # objects' versions; nothing of Bedrock, the index or the knowledge files.
-    assert _templates(sync) == {"DynamoDBCrudPolicy": {"TableName": {"Ref": "RecordsTable"}}}
+    assert _templates(sync) == {"DynamoDBCrudPolicy": {"TableName": {"Sub": "mnemo-records-${Stage}"}}}
     for params in (parameters(doc), parameters(doc, **EXISTING_DOMAIN)):
         (statement,) = _statements(doc, params)["OutlineSyncFunction"]
         assert statement == {
