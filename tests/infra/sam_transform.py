@@ -40,6 +40,12 @@ CASES: dict[str, dict[str, str]] = {
     "bedrock-agent": {"CreateBedrockAgent": "true"},
     "bedrock-agent-all-families": {"CreateBedrockAgent": "true", "BedrockAgentAllFamilies": "true"},
     "experimental": {"ExperimentalTools": "true"},
+    "adopted-table-standby": {
+        "ExistingRecordsTableStreamArn": (
+            "arn:aws:dynamodb:eu-west-1:123456789012:table/mnemo-records-dev/stream/2026-01-05T10:11:12.345"
+        ),
+        "OpenSearchStandbyReplicas": "ENABLED",
+    },
     "experimental-bedrock-agent-all-families": {
         "ExperimentalTools": "true",
         "CreateBedrockAgent": "true",

@@ -140,7 +140,7 @@ def test_the_function_reaches_what_its_tools_need(family: str) -> None:
     records, inline_actions, writes = FAMILY_RIGHTS[family]
     properties = doc["Resources"][_function_id(family)]["Properties"]
     templates = [p for p in properties["Policies"] if "Statement" not in p]
-    assert templates == [{records: {"TableName": {"Ref": "RecordsTable"}}}]
+    assert templates == [{records: {"TableName": {"Sub": "mnemo-records-${Stage}"}}}]
     (inline,) = [p["Statement"] for p in properties["Policies"] if "Statement" in p]
     by_sid = {statement["Sid"]: statement for statement in inline}
     actions = {
