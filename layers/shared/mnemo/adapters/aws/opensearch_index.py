@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mnemo import telemetry
 from mnemo.adapters.bm25_text import K1, B, analyse, idf, term_score
 from mnemo.errors import MnemoError, ProviderError, RateLimited, Timeout
 from mnemo.ports import Filter, Hit, IndexDoc
@@ -634,6 +635,7 @@ class OpenSearchVectorIndex:
         statuses = {status for status, _ in failures}
         details = {"failed": sum(failures.values()), "errors": sorted({kind for _, kind in failures})}
         if 429 in statuses:
+            telemetry.count("OpenSearchThrottles")
             raise RateLimited("OpenSearch is throttling writes", {"service": "opensearch", **details})
         if any(status >= 500 for status in statuses):
             raise ProviderError("OpenSearch failed to write documents", {"service": "opensearch", **details})
@@ -691,6 +693,7 @@ def _is_missing_index(error: Exception) -> bool:
 def _status_error(status: int, kind: str) -> MnemoError:
     details = {"service": "opensearch", "status": status, "type": kind}
     if status == 429:
+        telemetry.count("OpenSearchThrottles")
         return RateLimited("OpenSearch is throttling requests", details)
     if status >= 500:
         return ProviderError("OpenSearch failed", details)
