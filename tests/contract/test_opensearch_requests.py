@@ -43,7 +43,7 @@ NS = "t=acme|user|u=alice"
 E1 = [1.0, 0.0, 0.0, 0.0]
 E2 = [0.0, 1.0, 0.0, 0.0]
 E3 = [0.0, 0.0, 1.0, 0.0]
-DOC_FIELDS = {"doc_id", "text", "terms", "length", "filters", "vector"}
+DOC_FIELDS = {"doc_id", "text", "terms", "length", "filters", "written", "vector"}
 
 
 # --------------------------------------------------------------- recorder ---

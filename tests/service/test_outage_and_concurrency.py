@@ -169,6 +169,10 @@ def test_the_indexer_reports_only_the_records_that_failed(tmp_path: Path, servic
         }
 
     services.index.clear(NAMESPACE)
+    # As left by a memory_add whose index write failed: queued for the indexer.
+    services.records.write(
+        [services.outbox.marker(NAMESPACE, {"pk": partition, "sk": f"MEM#{kept.memory_id}"}, queued=True)]
+    )
     broken_calls = {"n": 0}
     original = services.memory.sync_index
 

@@ -27,6 +27,21 @@ Concurrent writers of one record may finish their index writes out of order.
 ``settle`` therefore reads the record's version back after indexing and
 indexes again until the index holds the version the records hold, so the last
 index write for a record is never a stale one.
+
+Each record version is indexed once. A marker's ``state`` says who indexes it:
+
+- none: the request that wrote it is settling it. The stream indexer leaves it
+  alone (it would embed and write the same version a second time) unless it is
+  older than ``SETTLE_GRACE``, when that request must have died.
+- ``queued``: that request gave up (embedder or index down) or never meant to
+  index (no vector): the stream indexer and every drain take it at once.
+- ``recheck``: the index holds the version, but the index only shows a write to
+  searches after a refresh window (``VectorIndex.refresh_window``, OpenSearch
+  Serverless), so a delete or replacement made inside the window may have
+  missed a copy written just before it. Once ``dueAt`` has passed, a drain
+  removes what was missed (``prune``, or the record's removal again) and clears
+  the marker. A write of a new record id (``new=True``) cannot have missed
+  anything and is cleared at once.
 """
 
 from __future__ import annotations
@@ -41,7 +56,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put, RecordStore
+from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put, RecordStore, VectorIndex
 
 OUTBOX_PREFIX = "INDEX-OUTBOX#"
 DEAD_PARTITION = "INDEX-DEAD"
@@ -52,6 +67,12 @@ MAX_ATTEMPTS = 5
 VERIFY_ROUNDS = 3
 #: What a record's version token is once the record is gone (the index must not hold it).
 GONE = "gone"
+#: Marker states (see the module docstring); a marker without one is being settled by its writer.
+QUEUED = "queued"
+RECHECK = "recheck"
+#: Seconds a writing request may hold its marker before the stream indexer takes it over: above the
+#: longest a tool Lambda runs (its timeout), so it never embeds a version its writer is still indexing.
+SETTLE_GRACE = 900.0
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +104,15 @@ class DrainReport:
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    return _iso(time.time())
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _seconds(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 def _fresh_version() -> int:
@@ -103,34 +132,61 @@ def _shard(sort_key: str) -> str:
 class IndexOutbox:
     """Markers written with the records, settled at once when possible, drained otherwise."""
 
-    def __init__(self, records: RecordStore, families: Callable[[], Mapping[str, IndexedFamily]]) -> None:
+    def __init__(
+        self,
+        records: RecordStore,
+        families: Callable[[], Mapping[str, IndexedFamily]],
+        index: VectorIndex | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._records = records
         # Resolved at drain time: the families are services built lazily around this outbox.
         self._families = families
+        #: The index the families write (for ``prune`` and its refresh window); None: writes are exact.
+        self._index = index
+        self._clock = clock
+
+    @property
+    def refresh_window(self) -> float:
+        """Seconds until the index shows a write to searches (0: at once, or writes are exact by id)."""
+        return float(getattr(self._index, "refresh_window", 0.0) or 0.0)
 
     # ------------------------------------------------------------ writing
-    def marker(self, family: str, ref: Reference) -> Put:
-        """The marker to write in the same all-or-nothing write as the record it names."""
+    def marker(self, family: str, ref: Reference, *, queued: bool = False) -> Put:
+        """The marker to write in the same all-or-nothing write as the record it names.
+
+        ``queued``: the writer will not index the record itself (it has no vector), so the stream
+        indexer takes it at once.
+        """
         sk = _sort_key(family, ref)
-        data = {"family": family, "ref": dict(ref), "attempts": 0, "queuedAt": _now()}
+        data: dict[str, Any] = {"family": family, "ref": dict(ref), "attempts": 0, "queuedAt": _iso(self._clock())}
+        if queued:
+            data["state"] = QUEUED
         return Put(Item(_shard(sk), sk, data, version=_fresh_version()))
 
-    def settle(self, marker: Put, family: IndexedFamily, first: Callable[[], str] | None = None) -> bool:
+    def settle(
+        self, marker: Put, family: IndexedFamily, first: Callable[[], str] | None = None, *, new: bool = False
+    ) -> bool:
         """Index the record a just-written marker names, check it, and clear the marker.
 
         ``first`` is the caller's own first index write (it already holds the
-        vector), returning the version token it indexed. False when the index
-        could not be brought in line now: the marker stays for a drain.
+        vector), returning the version token it indexed. ``new``: the record's id
+        was never written before, so no earlier copy can be in the index and the
+        marker is cleared even when the index has a refresh window (else it waits
+        as a ``recheck``). False when the index could not be brought in line now:
+        the marker is queued for the stream indexer and the drains.
         """
         ref = marker.item.data["ref"]
         try:
             indexed = first() if first is not None else family.sync_reference(ref)
             if not self._verified(family, ref, indexed):
-                return False
+                raise RuntimeError("the record kept changing while it was indexed")
         except Exception as error:  # any embedder or index failure: the marker keeps the record queued
             logger.warning("indexing %s %s failed; queued: %s", family.family, ref, error)
+            self._queue(marker.item, error)
             return False
-        self._clear(marker.item.pk, marker.item.sk, marker.item.version)
+        self._done(marker.item, exact=new)
         return True
 
     def settle_many(
@@ -139,14 +195,17 @@ class IndexOutbox:
         family: IndexedFamily,
         first: Callable[[], Sequence[str]],
         current: Callable[[Sequence[Reference]], Sequence[str]] | None = None,
+        *,
+        new: bool = False,
     ) -> int:
         """``settle`` for many just-written markers whose records the caller indexes in one write.
 
         ``first`` is that write, returning the version token indexed for each marker (in order); ``current``
         reads the records' tokens in one go (default: ``family.version_token`` one by one). A record whose
         token moved meanwhile is settled on its own as ``settle`` would; the markers of records the index
-        holds as they are now are cleared in batched deletes. Returns how many markers stay for a drain
-        (all of them if ``first`` fails).
+        holds as they are now are cleared in batched deletes (``new`` as in ``settle``: otherwise, with a
+        refresh window, they wait as rechecks). Returns how many markers stay for a drain (all of them if
+        ``first`` fails).
         """
         if not markers:
             return 0
@@ -155,13 +214,15 @@ class IndexOutbox:
             indexed = list(first())
         except Exception as error:  # any embedder or index failure: the markers keep the records queued
             logger.warning("indexing %d %s records failed; queued: %s", len(markers), family.family, error)
+            for marker in markers:
+                self._queue(marker.item, error)
             return len(markers)
         tokens = list(current(refs)) if current is not None else [family.version_token(ref) for ref in refs]
-        clear: list[Delete] = []
+        clear: list[Put | Delete] = []
         left = 0
         for marker, was, now in zip(markers, indexed, tokens, strict=True):
             if was == now:
-                clear.append(Delete(marker.item.pk, marker.item.sk, expect=marker.item.version))
+                clear.append(self._settled(marker.item, exact=new))
             elif not self.settle(marker, family):  # changed since it was written (or gone)
                 left += 1
         for start in range(0, len(clear), MAX_WRITE_OPERATIONS):
@@ -183,36 +244,100 @@ class IndexOutbox:
             indexed = family.sync_reference(ref)
         return family.version_token(ref) == indexed
 
-    def _clear(self, pk: str, sk: str, version: int) -> None:
+    def _settled(self, marker: Item, *, exact: bool) -> Put | Delete:
+        """The write that settles a marker: its delete, or (refresh window, write not exact) a recheck."""
+        window = self.refresh_window
+        if exact or window <= 0:
+            return Delete(marker.pk, marker.sk, expect=marker.version)
+        data = {**marker.data, "state": RECHECK, "dueAt": _iso(self._clock() + window), "attempts": 0}
+        data.pop("lastError", None)
+        return Put(Item(marker.pk, marker.sk, data, version=_fresh_version()), expect=marker.version)
+
+    def _done(self, marker: Item, *, exact: bool) -> None:
         with contextlib.suppress(ConditionFailed):  # queued again meanwhile: a drain takes the new one
-            self._records.write([Delete(pk, sk, expect=version)])
+            self._records.write([self._settled(marker, exact=exact)])
+
+    def _queue(self, marker: Item, error: Exception) -> None:
+        """Hand a marker its writer could not settle to the stream indexer and the drains."""
+        if marker.data.get("state") == QUEUED:
+            return
+        data = {**marker.data, "state": QUEUED, "lastError": f"{type(error).__name__}: {error}"[:500]}
+        with contextlib.suppress(ConditionFailed):  # settled or queued again meanwhile
+            self._records.write(
+                [Put(Item(marker.pk, marker.sk, data, version=_fresh_version()), expect=marker.version)]
+            )
 
     # ------------------------------------------------------------ draining
     def drain(self, limit: int = 1000) -> DrainReport:
-        """Bring the index in line for up to ``limit`` markers per shard; failures count towards the dead letters."""
+        """Bring the index in line for up to ``limit`` markers per shard; failures count towards the dead letters.
+
+        Rechecks not yet due are left for a later drain (and not counted).
+        """
         families = self._families()
         report = DrainReport()
         for shard in range(SHARDS):
             for marker in self._records.query(f"{OUTBOX_PREFIX}{shard:02d}", "", limit=limit):
-                self._drain_one(marker, families, report)
+                if not self._waiting(marker):
+                    self._drain_one(marker, families, report)
         return report
+
+    def on_stream(self, family: IndexedFamily, ref: Reference) -> str:
+        """The stream indexer's view of a record write: index it only if nobody else does.
+
+        "settled" (no marker, or a recheck: the index holds this version), "pending" (its writer is
+        settling it), else the marker is drained now: "indexed", or "queued" when that failed (the
+        marker counts the attempt and the drains retry it).
+        """
+        sk = _sort_key(family.family, ref)
+        marker = self._records.get(_shard(sk), sk)
+        if marker is None or marker.data.get("state") == RECHECK:
+            return "settled"
+        if marker.data.get("state") != QUEUED and self._clock() - _seconds(marker.data["queuedAt"]) < SETTLE_GRACE:
+            return "pending"
+        report = DrainReport()
+        self._drain_one(marker, {family.family: family}, report)
+        return "indexed" if report.indexed else "queued"
+
+    def _waiting(self, marker: Item) -> bool:
+        due = marker.data.get("dueAt")
+        return marker.data.get("state") == RECHECK and isinstance(due, str) and _seconds(due) > self._clock()
 
     def _drain_one(self, marker: Item, families: Mapping[str, IndexedFamily], report: DrainReport) -> None:
         name, ref = marker.data["family"], marker.data["ref"]
+        recheck = marker.data.get("state") == RECHECK
         try:
             family = families[name]
-            if not self._verified(family, ref, family.sync_reference(ref)):
+            if recheck:
+                self._recheck(family, ref)
+            elif not self._verified(family, ref, family.sync_reference(ref)):
                 raise RuntimeError("the record kept changing while it was indexed")
         except Exception as error:  # counted; after MAX_ATTEMPTS the marker is a dead letter
             self._failed(marker, error, report)
             return
-        self._clear(marker.pk, marker.sk, marker.version)
+        # A drain's own write may replace a copy written inside the refresh window: it is rechecked too.
+        self._done(marker, exact=recheck)
         report.indexed += 1
         report.by_family[name] = report.by_family.get(name, 0) + 1
+
+    def _recheck(self, family: IndexedFamily, ref: Reference) -> None:
+        """Once every earlier write is visible: remove the copies a delete or replacement missed.
+
+        A family that names its index entry (``index_entry``) is pruned to the latest copy without a new
+        embedding; any other is indexed again (which finds and replaces every earlier copy now).
+        """
+        entry = getattr(family, "index_entry", None)
+        prune = getattr(self._index, "prune", None)
+        if entry is not None and prune is not None and family.version_token(ref) != GONE:
+            namespace, doc_id = entry(ref)
+            prune(namespace, [doc_id])
+        elif not self._verified(family, ref, family.sync_reference(ref)):
+            raise RuntimeError("the record kept changing while it was indexed")
 
     def _failed(self, marker: Item, error: Exception, report: DrainReport) -> None:
         attempts = int(marker.data.get("attempts", 0)) + 1
         data = {**marker.data, "attempts": attempts, "lastError": f"{type(error).__name__}: {error}"[:500]}
+        if data.get("state") != RECHECK:
+            data["state"] = QUEUED
         logger.warning("index outbox: %s %s failed (attempt %d): %s", data["family"], data["ref"], attempts, error)
         if attempts >= MAX_ATTEMPTS:
             operations: list[Put | Delete] = [

@@ -242,6 +242,8 @@ class Services:
             self.extractor,
             max_calls=self.settings.extractor_max_calls,
             chunk_chars=self.settings.extractor_chunk_chars,
+            call_timeout=self.settings.extractor_timeout_seconds,
+            deadline_seconds=self.settings.request_deadline_seconds,
         )
 
 

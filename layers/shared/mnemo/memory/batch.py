@@ -662,7 +662,7 @@ class BatchAdd:
             return [service._token(found.get(key)) for key in keys]
 
         markers = [entry.marker for entry in entries if entry.marker is not None]
-        self.queued += self._outbox.settle_many(markers, service, first, current)
+        self.queued += self._outbox.settle_many(markers, service, first, current, new=True)
         if upserted:
             self._similar.indexed({entry.data["memoryId"] for entry in entries if entry.data is not None})
 

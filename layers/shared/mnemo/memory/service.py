@@ -257,13 +257,13 @@ class MemoryService:
         else:
             # The LAST pointer moves only if no other add or delete moved it since it was read: a racing
             # add would fork the chain, a racing delete would leave its content in this memory's vector.
-            new = self._new_record(context, request, scope, previous, content_hash, last=last)
+            new = self._new_record(context, request, scope, previous, content_hash, last=last, queued=vector is None)
             data, output, marker, operations = new.data, new.output, new.marker, new.operations
         if request.idempotency_key:
             operations.append(self._idempotency_record(partition, request.idempotency_key, request_hash, output))
         self._records.write(operations)
-        if duplicate is None and vector is not None:  # without a vector the marker waits for a drain
-            self._outbox.settle(marker, self, first=self._upsert(data, vector, version=1))
+        if duplicate is None and vector is not None:  # without a vector the marker is queued for the indexer
+            self._outbox.settle(marker, self, first=self._upsert(data, vector, version=1), new=True)
         return output
 
     def _new_record(
@@ -275,6 +275,7 @@ class MemoryService:
         content_hash: str | None = None,
         *,
         last: Item | Literal["unread"] | None = "unread",
+        queued: bool = False,
     ) -> NewMemory:
         """The record of a new memory and its operations (``add`` and the batch path build it here).
 
@@ -282,7 +283,8 @@ class MemoryService:
         day (see ``_previous``): the record is linked to it (``after``) and is embedded with it
         (``_embedding_text``). A dated memory also moves the scope's LAST pointer to itself: given the
         ``last`` pointer as read (None: read as absent), only if it has not moved since; "unread" (the batch
-        path, which writes it once per write): whatever it holds.
+        path, which writes it once per write): whatever it holds. ``queued``: the caller has no vector and
+        will not index it (the stream indexer takes it at once).
         """
         partition = _partition(scope)
         memory_id = f"mem_{secrets.token_hex(12)}"
@@ -303,7 +305,7 @@ class MemoryService:
         if previous is not None:
             data["after"] = previous[0]
         output = MemoryAddOutput(memory_id=memory_id, message=STORED_MESSAGE, layer=request.layer)
-        marker = self._marker(partition, memory_id)
+        marker = self._marker(partition, memory_id, queued=queued)
         operations: list[Put | DeleteOp] = [
             Put(Item(partition, f"MEM#{memory_id}", data), expect="absent"),
             self._history(scope, memory_id, "ADD", context, contentHash=data["contentHash"]),
@@ -369,8 +371,8 @@ class MemoryService:
             logger.warning("embedding failed; the memory is stored and queued for indexing: %s", error.message)
             return []
 
-    def _marker(self, partition: str, memory_id: str) -> Put:
-        return self._outbox.marker(self.family, {"pk": partition, "sk": f"MEM#{memory_id}"})
+    def _marker(self, partition: str, memory_id: str, *, queued: bool = False) -> Put:
+        return self._outbox.marker(self.family, {"pk": partition, "sk": f"MEM#{memory_id}"}, queued=queued)
 
     def _upsert(self, data: dict[str, Any], vector: Sequence[float], version: int) -> Callable[[], str]:
         """The first index write of a record just written at ``version``, for ``IndexOutbox.settle``."""
@@ -410,9 +412,18 @@ class MemoryService:
         self._index.upsert(NAMESPACE, [self._index_doc(item.data, vector)])
         return self._token(item)
 
+    @staticmethod
+    def index_entry(ref: Reference) -> tuple[str, str]:
+        """The index namespace and document id of a memory record (``IndexOutbox`` rechecks)."""
+        return NAMESPACE, ref["sk"].removeprefix("MEM#")
+
     def sync_index(self, pk: str, sk: str) -> str:
-        """The stream indexer's entry: "indexed" or "removed"."""
-        return "removed" if self.sync_reference({"pk": pk, "sk": sk}) == GONE else "indexed"
+        """The stream indexer's entry: each record version is indexed once (``IndexOutbox.on_stream``).
+
+        "settled" when the write's own request indexed it, "pending" while that request is at it,
+        "indexed" when it was left queued and is indexed now, "queued" when that failed.
+        """
+        return self._outbox.on_stream(self, {"pk": pk, "sk": sk})
 
     def _find_duplicate(
         self, partition: str, scope: str, vector: Sequence[float], content_hash: str | None = None

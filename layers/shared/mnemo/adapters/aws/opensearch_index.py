@@ -21,10 +21,21 @@ characters an index name allows). One document per memory:
   collections). A search filters inside the graph search (efficient k-NN filtering), so ``k``
   hits come back when ``k`` documents match. Sizes and limits: docs/scaling.md.
 
+- ``written``: when the copy was written (epoch nanoseconds), so that ``prune`` keeps the
+  latest copy of a memory.
+
 The adapter never asks for a refresh (Serverless refuses it): writes become searchable
-when the cluster refreshes on its own (about a second on a domain, longer on Serverless).
-Until then a search may miss a fresh write and, on Serverless, a write of the same memory
-may not find the copy it replaces; searches drop a memory's second copy. The index is
+when the cluster refreshes on its own (about a second on a domain, 10 to 60 s on
+Serverless). Until then a search may miss a fresh write and, on Serverless, a write or
+delete of the same memory may not find the copy it replaces; searches drop a memory's
+second copy. Serverless vector collections refuse a client-supplied ``_id`` (AWS documents
+server-generated ids for VECTORSEARCH collections), so exact ids are not an option there;
+keeping the assigned ``_id`` beside each record in DynamoDB would cost a second record
+write per add. Instead the adapter reports its ``refresh_window`` (``SERVERLESS_REFRESH``
+on Serverless, 0 on a domain, where ``_id`` is the memory id and every write is exact),
+and the index outbox (``mnemo.outbox``) checks every delete and replacement again once
+the window has passed: the delete is repeated, or ``prune`` keeps only the latest copy.
+Adds of new memories cannot have missed a copy and are not checked again. The index is
 created on the first upsert, with the dimension of the first vector, together with an
 index template for ``index_prefix*`` (see ``index_template``);
 ``infra/bootstrap_opensearch.py`` can create both ahead.
@@ -36,6 +47,7 @@ import hashlib
 import json
 import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -69,6 +81,9 @@ LOOKUP_IDS = 500
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 128
 HNSW_EF_SEARCH = 256
+#: Seconds after which OpenSearch Serverless shows a write to searches: AWS gives 10 to 60 s
+#: for vector collections, and Serverless has no ``_refresh`` to force it.
+SERVERLESS_REFRESH = 60.0
 #: Keywords longer than this (in characters) are kept in _source but not indexed, so that
 #: one enormous token cannot get a document rejected (Lucene refuses terms over 32766 bytes).
 KEYWORD_IGNORE_ABOVE = 8191
@@ -121,6 +136,7 @@ def index_definition(dimension: int, *, serverless: bool = False) -> dict[str, A
                 },
                 "length": {"type": "integer"},
                 "filters": {"type": "keyword", "ignore_above": KEYWORD_IGNORE_ABOVE},
+                "written": {"type": "long"},
                 "vector": {
                     "type": "knn_vector",
                     "dimension": dimension,
@@ -317,7 +333,13 @@ def lexical_window(k: int) -> int:
 class OpenSearchVectorIndex:
     """The VectorIndex port on OpenSearch; see the module docstring for the document layout."""
 
-    def __init__(self, client_factory: ClientFactory, index_prefix: str = "mnemo-", serverless: bool = True) -> None:
+    def __init__(
+        self,
+        client_factory: ClientFactory,
+        index_prefix: str = "mnemo-",
+        serverless: bool = True,
+        refresh_window: float | None = None,
+    ) -> None:
         if (
             not index_prefix
             or index_prefix != index_prefix.lower()
@@ -329,6 +351,8 @@ class OpenSearchVectorIndex:
         self._client: OpenSearch | None = None
         self._prefix = index_prefix
         self._serverless = serverless
+        #: Seconds until a write is visible to the lookups that deletes and replacements use.
+        self.refresh_window = (SERVERLESS_REFRESH if serverless else 0.0) if refresh_window is None else refresh_window
         self._lock = threading.Lock()
         #: index name -> vector dimension, for indexes known to exist.
         self._dimensions: dict[str, int] = {}
@@ -397,6 +421,23 @@ class OpenSearchVectorIndex:
                 return  # no index, nothing to delete (and a bulk must not create one)
             targets = self._ids_of(index, unique) if self._serverless else unique
             self._bulk([({"delete": {"_index": index, "_id": _id}}, None) for _id in targets])
+
+    def prune(self, namespace: str, ids: Sequence[str]) -> None:
+        """Keep only the latest written copy of each of these memories (Serverless may hold several).
+
+        Run once the refresh window has passed since the last write of each id, so every copy is seen.
+        """
+        unique = list(dict.fromkeys(ids))
+        index = self.index_name(namespace)
+        with _translated():
+            if not unique or self._dimension(index) is None:
+                return
+            copies: dict[str, list[tuple[int, str]]] = {}
+            for hit in self._by_doc_id(index, unique, ["doc_id", "written"]):
+                source = hit.get("_source") or {}
+                copies.setdefault(source.get("doc_id", ""), []).append((int(source.get("written") or 0), hit["_id"]))
+            extra = [_id for found in copies.values() for _, _id in sorted(found)[:-1]]
+            self._bulk([({"delete": {"_index": index, "_id": _id}}, None) for _id in extra])
 
     def knn(self, namespace: str, vector: Sequence[float], flt: Filter, k: int) -> list[Hit]:
         query = _vector(vector, "the query")
@@ -521,6 +562,9 @@ class OpenSearchVectorIndex:
                 {"service": "opensearch", "index": index},
             )
         dims = int(vector["dimension"])
+        if "written" not in body.get("mappings", {}).get("properties", {}):
+            # An index made before documents carried ``written``: its strict mapping gains the field.
+            self.client.indices.put_mapping(index=index, body={"properties": {"written": {"type": "long"}}})
         with self._lock:
             self._dimensions[index] = dims
         return dims
@@ -661,6 +705,7 @@ def _source(doc: IndexDoc, vector: list[float]) -> dict[str, Any]:
         "terms": terms,
         "length": len(terms),
         "filters": filter_strings(doc.keywords),
+        "written": time.time_ns(),
         "vector": vector,
     }
 

@@ -1,0 +1,246 @@
+"""Each record version is indexed once, and deletes and replacements hold inside OpenSearch
+Serverless's refresh window.
+
+The stream indexer leaves a version alone when the writing request indexed it (or is indexing
+it). On Serverless, searches (and so the ``doc_id`` lookups that deletes and replacements rely
+on) do not see a write until the collection refreshes, 10 to 60 s later; ``RefreshWindow`` models
+that on osmem-server by hiding every document from searches until the test's clock has moved
+past the window after its write.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aws_events import FakeLambdaContext
+from helpers import ctx, make_services
+from mnemo.adapters.aws.opensearch_client import make_client
+from mnemo.adapters.aws.opensearch_index import OpenSearchVectorIndex
+from mnemo.adapters.local.embedders import HashingEmbedder
+from mnemo.adapters.local.vector_index import LocalVectorIndex
+from mnemo.entry import indexer
+from mnemo.memory.models import MemoryAddInput, MemoryDeleteInput
+from mnemo.memory.service import NAMESPACE, MemoryService
+from mnemo.outbox import IndexOutbox
+from mnemo.ports import IndexDoc, RecordStore
+from mnemo.runtime import Services, set_services
+
+ALICE = ctx()
+PARTITION = f"MEM|{ALICE.scope_key('user')}"
+WINDOW = 60.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class CountingEmbedder(HashingEmbedder):
+    def __init__(self) -> None:
+        super().__init__(256)
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        return super().embed(texts)
+
+
+class CountingIndex(LocalVectorIndex):
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.writes = 0
+
+    def upsert(self, namespace: str, docs: Sequence[IndexDoc]) -> None:
+        self.writes += 1
+        super().upsert(namespace, docs)
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> None:
+        self.writes += 1
+        super().delete(namespace, ids)
+
+
+class RefreshWindow:
+    """osmem-server as OpenSearch Serverless shows it: a document is hidden from searches until
+    ``WINDOW`` seconds of the clock have passed since it was written. k-NN (which osmem lacks)
+    finds nothing."""
+
+    def __init__(self, client: Any, clock: Clock) -> None:
+        self._perform = client.transport.perform_request
+        self._clock = clock
+        self.written: dict[str, float] = {}
+        client.transport.perform_request = self._request
+
+    def _hidden(self, hit: dict[str, Any]) -> bool:
+        return self._clock() < self.written.get(hit["_id"], float("-inf")) + WINDOW
+
+    def _request(self, method: str, url: str, params: Any = None, body: Any = None, **kwargs: Any) -> Any:
+        if isinstance(body, dict) and "knn" in (body.get("query") or {}):
+            return {"took": 1, "timed_out": False, "hits": {"total": {"value": 0}, "hits": []}}
+        response = self._perform(method, url, params=params, body=body, **kwargs)
+        if url.endswith("/_bulk"):
+            for item in response.get("items", []):
+                if "index" in item:
+                    self.written[item["index"]["_id"]] = self._clock()
+        elif url.endswith("/_search"):
+            self._filter(response)
+        elif url.endswith("/_msearch"):
+            for part in response["responses"]:
+                self._filter(part)
+        return response
+
+    def _filter(self, response: dict[str, Any]) -> None:
+        hits = response.get("hits")
+        if hits:
+            hits["hits"] = [hit for hit in hits["hits"] if not self._hidden(hit)]
+
+
+def _stream_event(*keys: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "Records": [
+            {
+                "eventID": str(n),
+                "eventName": "INSERT",
+                "eventSource": "aws:dynamodb",
+                "eventSourceARN": "arn:aws:dynamodb:eu-west-1:123456789012:table/records/stream/2026",
+                "dynamodb": {"Keys": {"pk": {"S": pk}, "sk": {"S": sk}}, "SequenceNumber": str(n)},
+            }
+            for n, (pk, sk) in enumerate(keys, start=1)
+        ]
+    }
+
+
+def _memory_service(records: RecordStore, index: Any, embedder: Any, clock: Clock) -> tuple[MemoryService, IndexOutbox]:
+    families: dict[str, Any] = {}
+    outbox = IndexOutbox(records, lambda: families, index, clock=clock)
+    service = MemoryService(records, index, embedder, outbox)
+    families[service.family] = service
+    return service, outbox
+
+
+def _run_indexer(tmp_path: Path, service: MemoryService, event: dict[str, Any]) -> dict[str, Any]:
+    services = Services(make_services(tmp_path).settings)
+    services.__dict__["memory"] = service
+    set_services(services)
+    try:
+        return dict(indexer.handler(event, FakeLambdaContext()))
+    finally:
+        set_services(None)
+
+
+# ------------------------------------------------------------ stream indexer ---
+def test_the_indexer_skips_a_memory_its_request_indexed(tmp_path: Path) -> None:
+    records = make_services(tmp_path).records
+    embedder, index = CountingEmbedder(), CountingIndex(tmp_path / "index.sqlite3")
+    service, _ = _memory_service(records, index, embedder, Clock())
+    added = service.add(ALICE, MemoryAddInput(content="The zebra gateway runs in Dublin"))
+    embeds, writes = embedder.calls, index.writes
+
+    answer = _run_indexer(tmp_path, service, _stream_event((PARTITION, f"MEM#{added.memory_id}")))
+
+    assert answer == {"batchItemFailures": []}
+    assert (embedder.calls, index.writes) == (embeds, writes)
+    assert index.count(NAMESPACE) == 1
+
+
+def test_a_stream_record_that_comes_before_the_request_settles_is_left_to_it(tmp_path: Path) -> None:
+    """The stream can deliver the record while memory_add is still writing it to the index."""
+    records = make_services(tmp_path).records
+    embedder, index = CountingEmbedder(), CountingIndex(tmp_path / "index.sqlite3")
+    service, outbox = _memory_service(records, index, embedder, Clock())
+    seen: list[tuple[int, int]] = []
+    settle = outbox.settle
+
+    def settle_after_the_stream(marker: Any, family: Any, first: Any = None, **kwargs: Any) -> bool:
+        before = (embedder.calls, index.writes)
+        _run_indexer(tmp_path, service, _stream_event((marker.item.data["ref"]["pk"], marker.item.data["ref"]["sk"])))
+        seen.append((embedder.calls - before[0], index.writes - before[1]))
+        return settle(marker, family, first, **kwargs)
+
+    outbox.settle = settle_after_the_stream  # type: ignore[method-assign]
+    service.add(ALICE, MemoryAddInput(content="The zebra gateway runs in Dublin"))
+
+    assert seen == [(0, 0)]  # the indexer neither embedded nor wrote
+    assert index.count(NAMESPACE) == 1 and index.writes == 1 and outbox.pending() == []
+
+
+def test_the_indexer_indexes_at_once_what_its_request_could_not(tmp_path: Path) -> None:
+    records = make_services(tmp_path).records
+    embedder, index = CountingEmbedder(), CountingIndex(tmp_path / "index.sqlite3")
+    service, outbox = _memory_service(records, index, embedder, Clock())
+    real_upsert = index.upsert
+    index.upsert = lambda namespace, docs: (_ for _ in ()).throw(ConnectionError("down"))  # type: ignore[method-assign]
+    added = service.add(ALICE, MemoryAddInput(content="The zebra gateway runs in Dublin"))
+    index.upsert = real_upsert  # type: ignore[method-assign]
+    assert index.count(NAMESPACE) == 0
+
+    _run_indexer(tmp_path, service, _stream_event((PARTITION, f"MEM#{added.memory_id}")))
+
+    assert index.count(NAMESPACE) == 1 and outbox.pending() == []
+
+
+# ----------------------------------------------- Serverless refresh window ---
+@pytest.fixture
+def serverless(osmem_clone: Any, tmp_path: Path) -> tuple[MemoryService, IndexOutbox, OpenSearchVectorIndex, Clock]:
+    clock = Clock()
+    client = make_client(osmem_clone.url, None, "aoss", endpoint_is_local=True)
+    RefreshWindow(client, clock)
+    index = OpenSearchVectorIndex(lambda: client, index_prefix="mnemo-once-", serverless=True, refresh_window=WINDOW)
+    service, outbox = _memory_service(make_services(tmp_path).records, index, HashingEmbedder(256), clock)
+    return service, outbox, index, clock
+
+
+def _documents(index: OpenSearchVectorIndex) -> list[dict[str, Any]]:
+    response = index.client.search(index=index.index_name(NAMESPACE), body={"size": 100, "query": {"match_all": {}}})
+    return [hit["_source"] for hit in response["hits"]["hits"]]
+
+
+def _after_the_window(outbox: IndexOutbox, clock: Clock) -> None:
+    clock.now += WINDOW + 1
+    outbox.drain()
+
+
+def test_serverless_add_then_delete_inside_the_refresh_window_leaves_no_document(serverless: Any) -> None:
+    service, outbox, index, clock = serverless
+    added = service.add(ALICE, MemoryAddInput(content="The zebra gateway runs in Dublin"))
+    service.delete(ALICE, MemoryDeleteInput(memory_id=added.memory_id))  # the lookup cannot see the copy yet
+
+    _after_the_window(outbox, clock)
+
+    assert _documents(index) == [] and outbox.pending() == []
+
+
+def test_serverless_add_then_replace_inside_the_refresh_window_leaves_one_document(serverless: Any) -> None:
+    service, outbox, index, clock = serverless
+    pointer = {"sourceType": "knowledge", "sourceId": "adr-1", "contentHash": "h1", "syncedAt": "2026-01-01T00:00:00Z"}
+    scope = ALICE.scope_key("user")
+    service.put_pointer(scope, "user", "mem_adr1", "Use PostgreSQL for orders", [], pointer, "sync")
+    service.put_pointer(
+        scope, "user", "mem_adr1", "Use DynamoDB for orders", [], {**pointer, "contentHash": "h2"}, "sync"
+    )
+
+    _after_the_window(outbox, clock)
+
+    documents = _documents(index)
+    assert [doc["text"] for doc in documents] == ["Use DynamoDB for orders"]
+    assert outbox.pending() == []
+
+
+def test_serverless_add_and_its_stream_record_leave_one_document_and_one_embedding(
+    serverless: Any, tmp_path: Path
+) -> None:
+    service, outbox, index, clock = serverless
+    added = service.add(ALICE, MemoryAddInput(content="The zebra gateway runs in Dublin"))
+    _run_indexer(tmp_path, service, _stream_event((PARTITION, f"MEM#{added.memory_id}")))
+
+    _after_the_window(outbox, clock)
+
+    assert [doc["doc_id"] for doc in _documents(index)] == [added.memory_id]
+    assert json.dumps(outbox.pending()) == "[]"
