@@ -235,8 +235,8 @@ def test_the_scheduled_drain_logs_the_dead_letters_for_the_alarm(
     scheduled = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
     answers = [indexer.handler(scheduled, FakeLambdaContext()) for _ in range(MAX_ATTEMPTS)]
     assert [answer["deadLetters"] for answer in answers] == [0] * (MAX_ATTEMPTS - 1) + [1]
-    # Powertools writes a record's extra keys as top-level JSON keys: what template.yaml's metric
-    # filter ({ $.deadLetters > 0 }) matches.
-    logged = [getattr(record, "deadLetters", None) for record in caplog.records if record.name == "mnemo-indexer"]
+    # Powertools writes a record's extra keys as top-level JSON keys; the alarm itself reads the drain's
+    # EMF metric (tests/entry/test_observability.py).
+    logged = [getattr(record, "deadLetters", None) for record in caplog.records if record.name == "mnemo"]
     assert logged == [0] * (MAX_ATTEMPTS - 1) + [1]
     assert caplog.records[-1].levelname == "WARNING" and "reindex --pending" in caplog.records[-1].getMessage()
