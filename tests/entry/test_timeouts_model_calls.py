@@ -171,3 +171,21 @@ def test_the_profile_id_is_sent_as_the_model_id(
     status, answer = call({"content": "Ana works at Acme.", "dryRun": True})
     assert status == 200, answer
     assert state.paths == [f"/model/{profile}/converse"]
+
+
+def test_a_text_whose_calls_cannot_end_before_the_deadline_is_refused_before_any_call(
+    tmp_path: Path, bedrock: tuple[Bedrock, str], aws_credentials: None
+) -> None:
+    state, url = bedrock
+    state.answers = [(200, TOOL_ANSWER, 0.0)] * 3
+    limits = {"request_deadline_seconds": 26, "extractor_timeout_seconds": 18, "extractor_chunk_chars": 500}
+    install(tmp_path, url, **limits)
+    two_calls = "\n\n".join(["Ana works at Acme. " * 20] * 2)
+    status, envelope = call({"content": two_calls, "dryRun": True})
+    assert (status, envelope["errorCode"], envelope["details"]["field"]) == (400, "INVALID_INPUT", "content")
+    details = envelope["details"]
+    assert (details["modelCalls"], details["callsThatFit"], details["limit"]) == (2, 1, 500), details
+    assert (details["callTimeoutSeconds"], details["deadlineSeconds"]) == (18, 26)
+    assert state.paths == []
+    status, answer = call({"content": "Ana works at Acme.", "dryRun": True})
+    assert status == 200 and answer["modelCalls"] == 1 and len(state.paths) == 1

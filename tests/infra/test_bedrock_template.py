@@ -142,7 +142,8 @@ def test_the_function_reaches_what_its_tools_need(family: str) -> None:
     templates = [p for p in properties["Policies"] if "Statement" not in p]
     assert templates == [{records: {"TableName": {"Sub": "mnemo-records-${Stage}"}}}]
     (inline,) = [p["Statement"] for p in properties["Policies"] if "Statement" in p]
-    by_sid = {statement["Sid"]: statement for statement in inline}
+    # The extraction model's second statement exists only for an inference profile (an !If around it).
+    by_sid = {statement["Sid"]: statement for statement in inline if "Sid" in statement}
     actions = {
         sid: statement["Action"]["If"][1] if isinstance(statement["Action"], dict) else statement["Action"]
         for sid, statement in by_sid.items()
@@ -161,7 +162,7 @@ def test_the_function_reaches_what_its_tools_need(family: str) -> None:
     if "WorkspaceObjects" in by_sid:
         assert by_sid["WorkspaceObjects"]["Resource"] == _S3_WORKSPACE
     if "ExtractWithModel" in by_sid:
-        assert by_sid["ExtractWithModel"]["Resource"] == EXTRACTOR_ARN
+        assert by_sid["ExtractWithModel"]["Resource"]["If"][2]["If"][2] == EXTRACTOR_ARN
         variables = properties["Environment"]["Variables"]
         assert variables["MNEMO_EXTRACTOR"] == "bedrock"
         assert variables["MNEMO_EXTRACTOR_MODEL_ID"] == {"Ref": "ExtractorModelId"}

@@ -31,6 +31,7 @@ the embedded default, so ``mnemo serve`` runs on a laptop with no cloud at all.
 | MNEMO_EXTRACTOR_MAX_CALLS | model calls one build_memory_from_text may make | 4 |
 | MNEMO_EXTRACTOR_CHUNK_CHARS | characters of text per model call | 12000 |
 | MNEMO_EXTRACTOR_TIMEOUT_SECONDS | how long one model call may take | 60 |
+| MNEMO_REQUEST_DEADLINE_SECONDS | how long one long tool call may run (sync_now, build_memory_from_text) | none |
 | MNEMO_EXPERIMENTAL | serve the experimental tools (code outline): 1 or true | off |
 """
 
@@ -80,6 +81,10 @@ class Settings(BaseModel):
     extractor_max_calls: int = Field(4, ge=1, le=20)
     extractor_chunk_chars: int = Field(12_000, ge=500, le=100_000)
     extractor_timeout_seconds: float = Field(60.0, gt=0, le=900)
+    #: How long sync_now and build_memory_from_text may run before they answer (None: no limit). Behind
+    #: API Gateway it stays under the integration timeout (29 s): build_memory_from_text refuses a text
+    #: whose model calls could not finish by then, sync_now stops between items and says what is left.
+    request_deadline_seconds: float | None = Field(None, gt=0, le=900)
     #: Serve the experimental tools (read by mnemo.tools.registry.experimental_enabled, which the front
     #: doors consult before any Services exist).
     experimental: bool = False

@@ -77,6 +77,9 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
     "required": ["entities", "facts"],
 }
 
+#: Seconds of the deadline kept for saving the extracted facts after the last model call.
+SAVE_RESERVE_SECONDS = 4.0
+
 TOOL = ExtractionTool(
     name="record_knowledge_graph",
     description="Record the entities and the facts between them that the text states.",
@@ -141,11 +144,25 @@ class UnconfiguredExtractor:
 
 
 class GraphBuilder:
-    def __init__(self, graph: GraphService, extractor: Extractor, *, max_calls: int = 4, chunk_chars: int = 12_000):
+    def __init__(
+        self,
+        graph: GraphService,
+        extractor: Extractor,
+        *,
+        max_calls: int = 4,
+        chunk_chars: int = 12_000,
+        call_timeout: float | None = None,
+        deadline_seconds: float | None = None,
+    ):
+        """``call_timeout``: the longest one model call may take; ``deadline_seconds``: how long one build
+        may run. With both, a text needing more calls than fit (each counted at its timeout, plus
+        ``SAVE_RESERVE_SECONDS`` to save the facts) is refused before any call."""
         self._graph = graph
         self._extractor = extractor
         self._max_calls = max_calls
         self._chunk_chars = chunk_chars
+        self._call_timeout = call_timeout
+        self._deadline = deadline_seconds
 
     def build(self, context: RequestContext, request: BuildMemoryFromTextInput) -> BuildMemoryFromTextOutput:
         if not request.dry_run:
@@ -158,9 +175,29 @@ class GraphBuilder:
                 "send a shorter text or split it",
                 limit=self._max_calls * self._chunk_chars,
             )
+        self._check_time(len(pieces))
         reference = stamp(request.reference_time or now())
         extractions = [self._extract(piece, request.previous_messages, reference) for piece in pieces]
         return self._save(context, request, extractions)
+
+    def _check_time(self, calls: int) -> None:
+        """Refuse, before paying for any call, a text whose model calls cannot all end within the deadline."""
+        if self._deadline is None or self._call_timeout is None:
+            return
+        fits = max(0, int((self._deadline - SAVE_RESERVE_SECONDS) // self._call_timeout))
+        if calls <= fits:
+            return
+        raise invalid_field(
+            "content",
+            f"needs {calls} model calls of up to {self._call_timeout:g} s each, and this deployment answers "
+            f"within {self._deadline:g} s ({SAVE_RESERVE_SECONDS:g} s kept to save the facts): at most {fits} "
+            f"call(s), {fits * self._chunk_chars} characters; send a shorter text or split it",
+            modelCalls=calls,
+            callTimeoutSeconds=self._call_timeout,
+            deadlineSeconds=self._deadline,
+            callsThatFit=fits,
+            limit=fits * self._chunk_chars,
+        )
 
     def _extract(self, piece: str, previous: str | None, reference: str) -> dict[str, Any]:
         prompt = f"Reference time: {reference}\n"

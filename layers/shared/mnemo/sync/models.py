@@ -38,6 +38,9 @@ class SyncNowOutput(ToolResponse):
     failed_items: list[FailedItem] = Field(
         default_factory=list, description="The files of the caller's layers that failed in this run."
     )
+    deferred: int = Field(
+        0, description="Items left for the next sync: this one reached the deployment's time limit first."
+    )
 
 
 class SyncStatusInput(ToolRequest):

@@ -184,14 +184,26 @@ class SyncService:
 
     # ----------------------------------------------------------------- run
     def sync(
-        self, tenant: str, request: SyncNowInput, *, actor: str = "sync", paths: Sequence[str] | None = None
+        self,
+        tenant: str,
+        request: SyncNowInput,
+        *,
+        actor: str = "sync",
+        paths: Sequence[str] | None = None,
+        seconds: float | None = None,
     ) -> SyncNowOutput:
-        """Sync the tenant's repository, or only ``paths`` (an S3 object event)."""
+        """Sync the tenant's repository, or only ``paths`` (an S3 object event).
+
+        With ``seconds``, no item is started after that many seconds: the rest is counted ``deferred`` and
+        left as it was, so the next sync (called again, or the schedule) picks it up as still changed."""
         started = time.perf_counter()
+        deadline = None if seconds is None else time.monotonic() + seconds
         token = self._acquire(tenant)
         renewed = [time.time()]
         try:
-            counts, failures = self._run(tenant, request, actor, paths, lambda: self._keep_lock(tenant, token, renewed))
+            counts, failures, deferred = self._run(
+                tenant, request, actor, paths, lambda: self._keep_lock(tenant, token, renewed), deadline
+            )
             duration = round((time.perf_counter() - started) * 1000, 1)
             self._record_run(tenant, counts, duration)
         finally:
@@ -200,7 +212,14 @@ class SyncService:
         message = f"Synced {changed} changed item{'s' if changed != 1 else ''}, {counts.unchanged} unchanged"
         if counts.failures:
             message += f"; {counts.failures} failed (see failedItems)"
-        return SyncNowOutput(result=counts, duration_ms=duration, message=message, failed_items=failures)
+        if deferred:
+            message += (
+                f"; stopped at the time limit with {deferred} item(s) left: call sync_now again to go on "
+                "(the scheduled sync also takes them up)"
+            )
+        return SyncNowOutput(
+            result=counts, duration_ms=duration, message=message, failed_items=failures, deferred=deferred
+        )
 
     def _state(self, tenant: str, prefix: str) -> dict[str, Item]:
         found = self._records.query(_partition(tenant), prefix, limit=MAX_TRACKED)
@@ -325,13 +344,20 @@ class SyncService:
         actor: str,
         paths: Sequence[str] | None,
         keep_lock: Callable[[], None],
-    ) -> tuple[SyncCounts, list[FailedItem]]:
+        deadline: float | None = None,
+    ) -> tuple[SyncCounts, list[FailedItem], int]:
+        """The counts, the failures and how many items were left because ``deadline`` came first."""
         state = self._state(tenant, "ITEM#")
         previous_failures = self._state(tenant, "FAIL#")
         plan = self._plan(tenant, request, paths, state)
         derived = self._derive(tenant, plan, state)
-        counts = SyncCounts()
-        for path in sorted(plan.parsed):
+        counts, deferred = SyncCounts(), 0
+        work = sorted(plan.parsed)
+        for done, path in enumerate(work):
+            if deadline is not None and time.monotonic() >= deadline:
+                deferred = len(work) - done + len(plan.gone)
+                plan.gone = []
+                break
             keep_lock()
             item = plan.parsed[path]
             status, superseded_by = derived[path]
@@ -357,7 +383,10 @@ class SyncService:
                 counts.added += 1
             else:
                 counts.updated += 1
-        for path in plan.gone:
+        for done, path in enumerate(plan.gone):
+            if deadline is not None and time.monotonic() >= deadline:
+                deferred += len(plan.gone) - done
+                break
             keep_lock()
             entry = state[path]
             try:
@@ -369,7 +398,7 @@ class SyncService:
             counts.deleted += 1
         failures = self._record_failures(tenant, plan, previous_failures, full=paths is None)
         counts.failures = len(failures)
-        return counts, failures
+        return counts, failures, deferred
 
     # --------------------------------------------------------------- writes
     def _apply(

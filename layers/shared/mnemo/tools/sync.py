@@ -54,7 +54,9 @@ def sync_now(services: Services, context: RequestContext, request: SyncNowInput)
             f"force: re-applying every item needs the '{WRITER_ROLE}' role",
             {"field": "force", "requiredRole": WRITER_ROLE},
         )
-    output = services.sync.sync(context.tenant, request, actor=context.user or "sync")
+    output = services.sync.sync(
+        context.tenant, request, actor=context.user or "sync", seconds=services.settings.request_deadline_seconds
+    )
     output.failed_items = visible_failures(context, output.failed_items)
     return output
 
