@@ -353,11 +353,12 @@ def test_lexical_statistics_and_candidates_come_in_one_round_trip(recorded: Call
     index.lexical(NS, "Coffee, coffee and the mornings", {"scope": ["s1"]}, 5)
 
     assert [(sent.method, sent.path) for sent in recorder.sent] == [("POST", "/_msearch")]
-    header, stats, header2, candidates = recorder.sent[0].body
-    assert header == header2 == {"index": index.index_name(NS)}
-    assert stats["size"] == 0 and stats["track_total_hits"] is True
-    assert stats["aggs"]["avgdl"] == {"avg": {"field": "length"}}
-    assert stats["aggs"]["df"]["filters"]["filters"] == {
+    header, df, header2, candidates, header3, totals = recorder.sent[0].body
+    assert header == header2 == header3 == {"index": index.index_name(NS)}
+    assert totals == {"size": 0, "track_total_hits": True, "aggs": {"avgdl": {"avg": {"field": "length"}}}}
+    # Document frequencies are counted among the documents that hold a query term, not all of them.
+    assert df["size"] == 0 and df["query"] == {"terms": {"terms": ["coffe", "morn"]}}
+    assert df["aggs"]["df"]["filters"]["filters"] == {
         "coffe": {"term": {"terms": "coffe"}},
         "morn": {"term": {"terms": "morn"}},
     }

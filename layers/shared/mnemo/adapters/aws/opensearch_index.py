@@ -81,6 +81,9 @@ LOOKUP_IDS = 500
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 128
 HNSW_EF_SEARCH = 256
+#: Seconds a handle keeps a namespace's document count and mean length (BM25's ``n`` and
+#: ``avgdl``) before asking again: the bound on their staleness. Its own writes drop them at once.
+STATS_TTL = 60.0
 #: Seconds after which OpenSearch Serverless shows a write to searches: AWS gives 10 to 60 s
 #: for vector collections, and Serverless has no ``_refresh`` to force it.
 SERVERLESS_REFRESH = 60.0
@@ -298,30 +301,40 @@ def knn_body(vector: Sequence[float], k: int, clauses: Sequence[Mapping[str, Any
     return {"size": k, "_source": ["doc_id", "filters"], "query": {"knn": {"vector": knn}}}
 
 
-def lexical_bodies(terms: Sequence[str], clauses: Sequence[Mapping[str, Any]], size: int) -> list[Any]:
-    """One statistics search over the whole namespace and one candidate search (msearch bodies).
+def lexical_bodies(
+    terms: Sequence[str], clauses: Sequence[Mapping[str, Any]], size: int, *, totals: bool = True
+) -> list[Any]:
+    """The msearch bodies of a lexical search: document frequencies, candidates and, when
+    ``totals``, the namespace's document count and mean length.
 
-    ``terms`` are the analysed query tokens. A candidate is a document holding any of them
-    (the local definition of a match); OpenSearch ranks candidates by BM25 over the same
-    tokens (``terms.bm25``), so that when more match than ``size`` the best are kept. Only
-    its statistics are per shard, and only the ranking depends on them: scores are
-    computed here.
+    ``terms`` are the analysed query tokens. The document frequencies are counted among the
+    documents holding a query term (their posting lists), never by visiting every document. A
+    candidate is a document holding any of them (the local definition of a match); OpenSearch
+    ranks candidates by BM25 over the same tokens (``terms.bm25``), so that when more match than
+    ``size`` the best are kept. Only its statistics are per shard, and only the ranking depends
+    on them: scores are computed here. The totals visit every document of the namespace, so the
+    adapter asks for them once per ``STATS_TTL`` (see ``OpenSearchVectorIndex.lexical``).
     """
     unique = list(dict.fromkeys(terms))
-    stats = {
+    df = {
         "size": 0,
-        "track_total_hits": True,
-        "query": {"match_all": {}},
-        "aggs": {
-            "avgdl": {"avg": {"field": "length"}},
-            "df": {"filters": {"filters": {term: {"term": {"terms": term}} for term in unique}}},
-        },
+        "track_total_hits": False,
+        "query": {"terms": {"terms": unique}},
+        "aggs": {"df": {"filters": {"filters": {term: {"term": {"terms": term}} for term in unique}}}},
     }
     query: dict[str, Any] = {"must": [{"match": {"terms.bm25": {"query": " ".join(terms)}}}]}
     if clauses:
         query["filter"] = list(clauses)
     candidates = {"size": size, "_source": ["doc_id", "filters", "terms"], "query": {"bool": query}}
-    return [stats, candidates]
+    bodies: list[Any] = [df, candidates]
+    if totals:
+        bodies.append(totals_body())
+    return bodies
+
+
+def totals_body() -> dict[str, Any]:
+    """The namespace's document count and mean length: the one statistics query over every document."""
+    return {"size": 0, "track_total_hits": True, "aggs": {"avgdl": {"avg": {"field": "length"}}}}
 
 
 def lexical_window(k: int) -> int:
@@ -339,6 +352,7 @@ class OpenSearchVectorIndex:
         index_prefix: str = "mnemo-",
         serverless: bool = True,
         refresh_window: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if (
             not index_prefix
@@ -356,6 +370,9 @@ class OpenSearchVectorIndex:
         self._lock = threading.Lock()
         #: index name -> vector dimension, for indexes known to exist.
         self._dimensions: dict[str, int] = {}
+        #: index name -> (document count, mean length, when read): BM25's totals, kept STATS_TTL.
+        self._totals: dict[str, tuple[int, float, float]] = {}
+        self._clock = clock
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenSearchVectorIndex:
@@ -410,6 +427,7 @@ class OpenSearchVectorIndex:
                 # New copies first, then the old ones go: a search never misses the memory.
                 actions += [({"delete": {"_index": index, "_id": _id}}, None) for _id in self._ids_of(index, latest)]
             self._bulk(actions)
+            self._changed(index)  # after the write: a search meanwhile cannot keep the old totals
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
         unique = list(dict.fromkeys(ids))
@@ -421,6 +439,7 @@ class OpenSearchVectorIndex:
                 return  # no index, nothing to delete (and a bulk must not create one)
             targets = self._ids_of(index, unique) if self._serverless else unique
             self._bulk([({"delete": {"_index": index, "_id": _id}}, None) for _id in targets])
+            self._changed(index)  # after the write: a search meanwhile cannot keep the old totals
 
     def prune(self, namespace: str, ids: Sequence[str]) -> None:
         """Keep only the latest written copy of each of these memories (Serverless may hold several).
@@ -438,6 +457,7 @@ class OpenSearchVectorIndex:
                 copies.setdefault(source.get("doc_id", ""), []).append((int(source.get("written") or 0), hit["_id"]))
             extra = [_id for found in copies.values() for _, _id in sorted(found)[:-1]]
             self._bulk([({"delete": {"_index": index, "_id": _id}}, None) for _id in extra])
+            self._changed(index)  # after the write: a search meanwhile cannot keep the old totals
 
     def knn(self, namespace: str, vector: Sequence[float], flt: Filter, k: int) -> list[Hit]:
         query = _vector(vector, "the query")
@@ -472,10 +492,14 @@ class OpenSearchVectorIndex:
         if not terms or k <= 0 or clauses is None:
             return []
         index = self.index_name(namespace)
-        stats_body, candidates_body = lexical_bodies(terms, clauses, lexical_window(k))
+        with self._lock:
+            cached = self._totals.get(index)
+        if cached is not None and self._clock() - cached[2] >= STATS_TTL:
+            cached = None
+        bodies = lexical_bodies(terms, clauses, lexical_window(k), totals=cached is None)
         with _translated():
             try:
-                response = self.client.msearch(body=[{"index": index}, stats_body, {"index": index}, candidates_body])
+                response = self.client.msearch(body=[line for body in bodies for line in ({"index": index}, body)])
             except Exception as error:
                 if _is_missing_index(error):
                     return []
@@ -487,13 +511,17 @@ class OpenSearchVectorIndex:
                     self._forget(index)
                     return []
                 raise _status_error(int(item.get("status", 500)), _error_type(item["error"]))
-        stats_response, candidates_response = responses
-        buckets = stats_response["aggregations"]["df"]["buckets"]
-        stats = CorpusStats(
-            n=int(stats_response["hits"]["total"]["value"]),
-            avgdl=float(stats_response["aggregations"]["avgdl"]["value"] or 0.0),
-            df={term: int(bucket["doc_count"]) for term, bucket in buckets.items()},
-        )
+        df_response, candidates_response = responses[:2]
+        if cached is None:
+            totals = responses[2]
+            read = (int(totals["hits"]["total"]["value"]), float(totals["aggregations"]["avgdl"]["value"] or 0.0))
+            cached = (*read, self._clock())
+            with self._lock:
+                self._totals[index] = cached
+        buckets = df_response["aggregations"]["df"]["buckets"]
+        df = {term: int(bucket["doc_count"]) for term, bucket in buckets.items()}
+        # Totals read before other handles' writes may count fewer documents than hold a term now.
+        stats = CorpusStats(n=max([cached[0], *df.values()]), avgdl=cached[1], df=df)
         weights = stats.weights(terms)
         reference = sum(weights.values())
         if reference <= 0:
@@ -614,6 +642,12 @@ class OpenSearchVectorIndex:
     def _forget(self, index: str) -> None:
         with self._lock:
             self._dimensions.pop(index, None)
+            self._totals.pop(index, None)
+
+    def _changed(self, index: str) -> None:
+        """This handle wrote to the index: its BM25 totals are read again on the next search."""
+        with self._lock:
+            self._totals.pop(index, None)
 
     # -- requests ---------------------------------------------------------
     def _search_or_none(self, index: str, body: dict[str, Any]) -> dict[str, Any] | None:
