@@ -109,6 +109,8 @@ class Tally:
 
     requests: Counter[str] = field(default_factory=Counter)
     rru: float = 0.0
+    #: The part of ``rru`` spent by strongly consistent reads (half of it with eventually consistent ones).
+    rru_strong: float = 0.0
     wru: float = 0.0
     titan_calls: int = 0
     titan_tokens: int = 0
@@ -120,6 +122,7 @@ class Tally:
         return {
             "requests": dict(sorted(self.requests.items())),
             "rru": self.rru,
+            "rruStrong": self.rru_strong,
             "wru": self.wru,
             "titanCalls": self.titan_calls,
             "titanTokens": self.titan_tokens,
@@ -220,6 +223,7 @@ class Meter:
         self, name: str, body: dict[str, Any], parsed: dict[str, Any], before: list[tuple[str, dict[str, Any], int]]
     ) -> None:
         tally = self.tally
+        before_rru = tally.rru
         if name == "GetItem":
             size = item_size(parsed.get("Item"))
             tally.rru += read_units(size, consistent=bool(body.get("ConsistentRead")))
@@ -251,6 +255,9 @@ class Meter:
                 tally.item_bytes.append(max(old, new))
             for table, key in _condition_checks(name, body):
                 tally.rru += read_units(item_size(self._peek(table, key)), consistent=True, transactional=True)
+        requested = body.get("RequestItems", {}).values() if name == "BatchGetItem" else [body]
+        if name in READ_OPERATIONS and any(spec.get("ConsistentRead") for spec in requested):
+            tally.rru_strong += tally.rru - before_rru
 
 
 def _key_id(key: Mapping[str, Any]) -> str:

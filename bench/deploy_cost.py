@@ -104,9 +104,9 @@ PRICES: dict[str, float] = {
     # regions like us-east-1") and https://www.factualminds.com/blog/amazon-cloudwatch-pricing-metrics-logs-alarms-dashboards/
     "cloudwatch_logs_ingest_gb": 0.50,
     "cloudwatch_logs_storage_gb_month": 0.03,
-    # CloudWatch: $0.10 per standard-resolution alarm metric a month, $0.30 per custom metric a month
-    # (first 10,000): https://signoz.io/guides/cloudwatch-pricing (2026-02-15) for metrics; the alarm
-    # figure is unconfirmed here (https://aws.amazon.com/cloudwatch/pricing/ stored without it).
+    # CloudWatch: $0.10 per standard-resolution alarm a month (https://c3x.dev/resources/aws/aws_cloudwatch_metric_alarm),
+    # $0.30 per custom metric a month, first 10,000 (https://signoz.io/guides/cloudwatch-pricing, 2026-02-15);
+    # https://aws.amazon.com/cloudwatch/pricing/ was stored without these figures.
     "cloudwatch_alarm_month": 0.10,
     "cloudwatch_custom_metric_month": 0.30,
     # X-Ray: $5.00 per million traces recorded (first 100,000 a month free): AWS's page,
@@ -284,7 +284,7 @@ class Stack:
             aws_secret_access_key="testing",
         )
         self.stream_arn = self.dynamodb.describe_table(TableName=table_name)["Table"]["LatestStreamArn"]
-        self._seen: set[str] = set()
+        self._iterators: dict[str, str] = {}
         self.osmem = OsmemServer.start()
         environment = template_environment(table_name, self.osmem.url)
         os.environ.update({k: v for k, v in environment.items() if k.startswith("POWERTOOLS_")})
@@ -340,21 +340,26 @@ class Stack:
 
     # -- calls ----------------------------------------------------------------
     def new_stream_records(self) -> list[dict[str, Any]]:
-        """Stream records written since the last call (moto's stream, read whole; Lambda's reads are free)."""
+        """Stream records written since the last call, read on from where the last read stopped.
+
+        Lambda's own reads of the stream are free, so these are not metered.
+        """
         records: list[dict[str, Any]] = []
         description = self.streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]
         for shard in description["Shards"]:
-            iterator = self.streams.get_shard_iterator(
-                StreamArn=self.stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-            )["ShardIterator"]
-            while iterator:
+            iterator = (
+                self._iterators.get(shard["ShardId"])
+                or self.streams.get_shard_iterator(
+                    StreamArn=self.stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+                )["ShardIterator"]
+            )
+            while True:
                 page = self.streams.get_records(ShardIterator=iterator, Limit=1000)
-                fresh = [r for r in page["Records"] if r["eventID"] not in self._seen]
-                records += fresh
-                self._seen.update(r["eventID"] for r in fresh)
+                records += page["Records"]
+                iterator = page.get("NextShardIterator") or iterator
                 if not page["Records"]:
                     break
-                iterator = page.get("NextShardIterator")
+            self._iterators[shard["ShardId"]] = iterator
         return records
 
 
@@ -399,6 +404,7 @@ def _snapshot(tally: Tally) -> dict[str, Any]:
     return {
         "requests": Counter(tally.requests),
         "rru": tally.rru,
+        "rruStrong": tally.rru_strong,
         "wru": tally.wru,
         "titanCalls": tally.titan_calls,
         "titanTokens": tally.titan_tokens,
@@ -411,7 +417,10 @@ def _difference(tally: Tally, before: dict[str, Any]) -> dict[str, Any]:
     requests = now["requests"] - before["requests"]
     return {
         "requests": dict(requests),
-        **{key: now[key] - before[key] for key in ("rru", "wru", "titanCalls", "titanTokens", "converseCalls")},
+        **{
+            key: now[key] - before[key]
+            for key in ("rru", "rruStrong", "wru", "titanCalls", "titanTokens", "converseCalls")
+        },
     }
 
 
@@ -627,7 +636,11 @@ def levers(items: dict[str, dict[str, tuple[float, float]]], measured: dict[str,
             / (measured[tool]["logBytes"] + len(PLATFORM_LINES)),
             "MemorySize 256 MB (I/O-bound: same waiting)": lines["Lambda GB-seconds"][0] / 2
             - _cpu_share(lines, measured, tool),
+            "eventually consistent reads": measured[tool]["rruStrong"] / 2 * PRICES["dynamodb_rru_per_million"],
         }
+        if tool == "memory_add" and measured[tool]["requests"].get("dynamodb:DeleteItem"):
+            # The index outbox marker: a transactional put (2 units) and its delete (1) on every add.
+            saving["outbox marker only when the inline index write fails"] = 3 * PRICES["dynamodb_wru_per_million"]
         for name, dollars in saving.items():
             rows.append([tool, name, round(dollars, 3)])
     return rows
@@ -643,7 +656,7 @@ def _cpu_share(lines: dict[str, tuple[float, float]], measured: dict[str, Any], 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=int, default=120, help="memories added before the measured calls")
+    parser.add_argument("--corpus", type=int, default=60, help="memories added before the measured calls")
     parser.add_argument("--calls", type=int, default=20, help="measured calls of each tool")
     args = parser.parse_args()
 
