@@ -1,0 +1,462 @@
+"""Deployment rehearsal: the `sam build` output, run as Lambda would run it, on moto and osmem-server.
+
+Built for this machine's architecture (tests/rehearsal_build.py): template.yaml's
+arm64 wheels cannot load on x86_64, so a copy of the template built for x86_64 stands in.
+Every function of the template (ExperimentalTools on, so the outline functions too) is
+imported from its build directory by a plain python3.12 that sees only that directory,
+the built layer and the runtime's boto3; each runs under its own role's policies, from
+the transformed template, enforced by moto (tests/infra/rehearsal_moto.py). Each tool
+family answers API Gateway REST proxy events through its built functions; knowledge sync
+answers EventBridge's scheduled and S3 events; a Bedrock Agents event reaches a bedrock_*
+function; the indexer takes a DynamoDB Streams event built from moto's own stream records.
+No Bedrock model runs: a Titan stand-in checks each request body against the documented
+format (tests/rehearsal_stage.py).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_fixtures import create_records_table
+from rehearsal_build import REGION, WORK_DIR, Build, sam_build
+from rehearsal_stage import (
+    MotoProcess,
+    OpenSearchStandIn,
+    TitanStandIn,
+    Worker,
+    create_admin,
+    create_role,
+    key_of,
+    lambda_environment,
+    runtime_boto3_dir,
+)
+from rehearsal_template import ACCOUNT, Function, Resolver, functions, transformed_template
+
+from aws_events import rest_event
+
+PARAMETERS = {"ExperimentalTools": "true"}
+BUCKET = "mnemo-rehearsal-knowledge"
+CALLER = f"arn:aws:iam::{ACCOUNT}:user/rehearsal-agent"
+TENANT = ACCOUNT  # under IAM auth the caller's account is the tenant (mnemo.entry.identity)
+#: The functions the families call; the others are imported, checked and stopped.
+CALLED = {
+    "MemoryAddFunction", "MemorySearchFunction", "MemoryDeleteFunction", "KnowledgeQueryFunction",
+    "KnowledgeShowFunction", "KnowledgeCheckFunction", "SyncNowFunction", "SyncStatusFunction",
+    "AddConversationFunction", "RetrieveConversationFunction", "AddExecutionFunction", "RetrieveExecutionFunction",
+    "MemorizeNewTopicFunction", "RecallMemoryFunction", "SearchMemoriesFunction", "ListMemoriesFunction",
+    "FileWriteFunction", "FileReadFunction", "FileSearchFunction", "FileListFunction", "AddMemoryLinkFunction",
+    "GraphSearchFunction", "GetMemoryObjectFunction", "KnowledgeSyncFunction", "IndexerFunction",
+    "BedrockMemoryFunction", "McpFunction",
+}  # fmt: skip
+
+
+@dataclass
+class Stage:
+    build: Build
+    functions: dict[str, Function]
+    moto: MotoProcess
+    admin: dict[str, str]
+    osmem: Any
+    titan: TitanStandIn
+    runtime: Path
+    credentials: dict[str, dict[str, str]]
+    workers: dict[str, Worker] = field(default_factory=dict)
+    calls: Counter[str] = field(default_factory=Counter)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def worker(self, logical_id: str) -> Worker:
+        if logical_id not in self.workers:
+            function = self.functions[logical_id]
+            environment = lambda_environment(
+                function, self.build, self.runtime, self.credentials[logical_id], self.moto.url, self.titan.url
+            )
+            self.workers[logical_id] = Worker(
+                self.build, function, self.runtime, environment, WORK_DIR / "logs" / f"{logical_id}.log"
+            )
+        return self.workers[logical_id]
+
+    def invoke(self, logical_id: str, event: dict[str, Any], family: str) -> Any:
+        self.calls[family] += 1
+        return self.worker(logical_id).invoke(event)
+
+    def tool(self, logical_id: str, body: dict[str, Any], family: str) -> dict[str, Any]:
+        """A REST proxy call through the API; the tool's answer, which must be a 200."""
+        tool = self.functions[logical_id].name.rsplit("-", 1)[-1]
+        answer = self.invoke(logical_id, api_event(tool, body), family)
+        assert answer["statusCode"] == 200, (
+            f"{tool}: {answer['statusCode']} {answer['body']}\nIAM denials: {self.moto.denials()}\n"
+            + self.worker(logical_id).log_tail()
+        )
+        parsed: dict[str, Any] = json.loads(answer["body"])
+        assert parsed["success"] is True, parsed
+        return parsed
+
+    def client(self, service: str) -> Any:
+        return self.moto.client(service, self.admin)
+
+    def osmem_search(self, index: str) -> list[dict[str, Any]]:
+        """Every document of the matching indexes, straight from osmem-server."""
+        import urllib.request
+
+        body = json.dumps({"size": 10000, "query": {"match_all": {}}, "_source": ["doc_id"]}).encode()
+        request = urllib.request.Request(
+            f"{self.osmem.url}/{index}/_search", data=body, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            hits: list[dict[str, Any]] = json.loads(answer.read())["hits"]["hits"]
+        return hits
+
+
+def api_event(tool: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A REST proxy event under IAM auth: requestContext.identity as API Gateway fills it for SigV4."""
+    return rest_event(
+        tool,
+        body,
+        identity={
+            "cognitoIdentityPoolId": None,
+            "accountId": ACCOUNT,
+            "cognitoIdentityId": None,
+            "caller": "AIDAREHEARSALAGENT",
+            "accessKey": "AKIAREHEARSALAGENT",
+            "sourceIp": "203.0.113.10",
+            "cognitoAuthenticationType": None,
+            "cognitoAuthenticationProvider": None,
+            "userArn": CALLER,
+            "userAgent": "aws-sdk-python",
+            "user": "AIDAREHEARSALAGENT",
+        },
+    )
+
+
+def eventbridge_event(detail_type: str, source: str, detail: dict[str, Any], resources: list[str]) -> dict[str, Any]:
+    return {
+        "version": "0",
+        "id": "89d1a02d-5ec7-412e-82f5-13505f849b41",
+        "detail-type": detail_type,
+        "source": source,
+        "account": ACCOUNT,
+        "time": "2026-01-07T10:00:00Z",
+        "region": REGION,
+        "resources": resources,
+        "detail": detail,
+    }
+
+
+def _stand_in_values(resolver_template: dict[str, Any], osmem_url: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Ref and Fn::GetAtt values of the resources the functions name, as the rehearsal stands them in."""
+    table = "mnemo-records-dev"
+    refs = {"RecordsTable": table, "KnowledgeBucket": BUCKET}
+    attributes = {
+        "RecordsTable.Arn": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table}",
+        "KnowledgeBucket.Arn": f"arn:aws:s3:::{BUCKET}",
+        # The collection's endpoint is osmem-server's (loopback http: reached unsigned).
+        "VectorCollection.CollectionEndpoint": osmem_url,
+        "VectorCollection.Arn": f"arn:aws:aoss:{REGION}:{ACCOUNT}:collection/rehearsal",
+    }
+    for logical_id, resource in resolver_template["Resources"].items():
+        if resource["Type"] == "AWS::SQS::Queue":
+            name = f"mnemo-dev-{logical_id}"
+            refs[logical_id] = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}"
+            attributes[f"{logical_id}.QueueName"] = name
+            attributes[f"{logical_id}.Arn"] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
+    return refs, attributes
+
+
+@pytest.fixture(scope="module")
+def stage(request: pytest.FixtureRequest, osmem_server: Any) -> Iterator[Stage]:
+    started = time.monotonic()
+    build = sam_build(PARAMETERS)
+    runtime = runtime_boto3_dir()
+    template = transformed_template(PARAMETERS)
+    osmem = osmem_server.clone()
+    opensearch = OpenSearchStandIn(osmem.url)
+    refs, attributes = _stand_in_values(template, opensearch.url)
+    every = functions(template, Resolver(template, PARAMETERS, refs, attributes))
+    titan = TitanStandIn(model_id="amazon.titan-embed-text-v2:0")
+    (WORK_DIR / "logs").mkdir(parents=True, exist_ok=True)
+    moto = MotoProcess(WORK_DIR / "logs" / "moto.log")
+    staged: Stage | None = None
+    try:
+        admin = create_admin(moto)
+        create_records_table(moto.client("dynamodb", admin), refs["RecordsTable"])
+        s3 = moto.client("s3", admin)
+        s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+        s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+        credentials = {}
+        for logical_id, function in every.items():
+            credentials[logical_id] = create_role(moto, admin, function)
+            titan.callers[key_of(credentials[logical_id])] = (logical_id, [doc for _, doc in function.policies])
+        moto.enforce_iam()  # from here on, every request is checked against its caller's policies
+        staged = Stage(build, every, moto, admin, osmem, titan, runtime, credentials)
+        staged.summary["setupSeconds"] = round(time.monotonic() - started, 1)
+        yield staged
+    finally:
+        running = list(staged.workers.values()) if staged else []
+        for worker in running:
+            worker.stop()
+        for worker in running:
+            worker.close()
+        moto.close()
+        titan.close()
+        opensearch.close()
+        osmem.close()
+    assert staged is not None
+    staged.summary["elapsedSeconds"] = round(time.monotonic() - started, 1)
+    staged.summary["callsPerFamily"] = dict(staged.calls)
+    staged.summary["titanCallsPerFunction"] = dict(titan.calls)
+    staged.summary["knnSearches"] = opensearch.knn_searches
+    staged.summary["iamDenials"] = moto.denials()
+    (WORK_DIR / "summary.json").write_text(json.dumps(staged.summary, indent=2))
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"\ndeployment rehearsal ({build.architecture}): {json.dumps(staged.summary)}")
+
+
+# ------------------------------------------------------------------ import ---
+
+
+def test_every_function_imports_from_its_build_output(stage: Stage) -> None:
+    assert len(stage.functions) >= 50
+    workers = [stage.worker(logical_id) for logical_id in sorted(stage.functions)]  # all start at once
+    for worker in workers:
+        logical_id = worker.function.logical_id
+        assert worker.ready["ready"], f"{logical_id} failed to initialise: {worker.ready['error']}"
+        assert worker.ready["version"][:2] == [3, 12]
+        extra = [p for p in worker.ready["sysPath"] if p not in worker.allowed]
+        assert all("site-packages" not in p for p in extra), extra
+        if logical_id not in CALLED:
+            worker.stop()
+            del stage.workers[logical_id]
+    for worker in workers:
+        if worker.function.logical_id not in CALLED:
+            worker.close()
+    stage.summary["functionsImported"] = len(stage.functions)
+
+
+# ---------------------------------------------------------------- families ---
+
+
+def test_memory_family(stage: Stage) -> None:
+    added = stage.tool(
+        "MemoryAddFunction", {"content": "Deploys freeze on December 20 every year", "layer": "user"}, "memory"
+    )
+    other = stage.tool("MemoryAddFunction", {"content": "The payments team owns the ledger service"}, "memory")
+    assert added["memoryId"] != other["memoryId"]
+    found = stage.tool("MemorySearchFunction", {"query": "when do deploys freeze", "threshold": 0}, "memory")
+    assert added["memoryId"] in [result["memoryId"] for result in found["results"]]
+    gone = stage.tool("MemoryAddFunction", {"content": "A note that is deleted at once"}, "memory")
+    assert stage.tool("MemoryDeleteFunction", {"memoryId": gone["memoryId"]}, "memory")["memoryId"] == gone["memoryId"]
+    again = stage.tool("MemorySearchFunction", {"query": "note deleted at once", "threshold": 0}, "memory")
+    assert gone["memoryId"] not in [result["memoryId"] for result in again["results"]]
+
+
+ADR = """---
+id: adr-007-queue-choice
+type: adr
+title: Queues for Asynchronous Work
+summary: Use SQS for asynchronous work between services
+status: accepted
+tags: [messaging, queues]
+created: "2026-01-05"
+---
+# Queues for Asynchronous Work
+
+Services hand asynchronous work to each other through SQS queues, never through shared tables.
+"""
+
+
+def test_knowledge_and_sync_families(stage: Stage) -> None:
+    key = f"knowledge/{TENANT}/company/adr-007-queue-choice.md"
+    stage.client("s3").put_object(Bucket=BUCKET, Key=key, Body=ADR.encode(), ContentType="text/markdown")
+    created = eventbridge_event(
+        "Object Created",
+        "aws.s3",
+        {"version": "0", "bucket": {"name": BUCKET}, "object": {"key": key, "size": len(ADR), "etag": "e"},
+         "request-id": "R1", "requester": ACCOUNT, "reason": "PutObject"},
+        [f"arn:aws:s3:::{BUCKET}"],
+    )  # fmt: skip
+    stage.invoke("KnowledgeSyncFunction", created, "knowledge")
+    found = stage.tool("KnowledgeQueryFunction", {"query": "asynchronous work between services"}, "knowledge")
+    assert [item["id"] for item in found["items"]][:1] == ["adr-007-queue-choice"]
+    shown = stage.tool("KnowledgeShowFunction", {"id": "adr-007-queue-choice", "includeHistory": True}, "knowledge")
+    assert "SQS queues" in shown["item"]["content"]
+    stage.tool("KnowledgeCheckFunction", {"dependencies": [{"name": "mysql2", "version": "3.0.0"}]}, "knowledge")
+    scheduled = eventbridge_event(
+        "Scheduled Event", "aws.events", {}, [f"arn:aws:events:{REGION}:{ACCOUNT}:rule/mnemo-dev-knowledge-sync"]
+    )
+    stage.invoke("KnowledgeSyncFunction", scheduled, "knowledge")
+    synced = stage.tool("SyncNowFunction", {}, "sync")
+    assert synced["result"]["failures"] == 0
+    status = stage.tool("SyncStatusFunction", {}, "sync")
+    assert status["lastSyncAt"] and status["failedItems"] == 0
+
+
+def test_conversations_family(stage: Stage) -> None:
+    stage.tool(
+        "AddConversationFunction",
+        {"message_id": "msg_rehearsal1", "explanation": "Remember the weather question",
+         "user_input": "What's the weather in Paris tomorrow?", "agent_response": "Light rain in Paris, 14°C.",
+         "timestamp": "2026-01-06T14:30:00Z"},
+        "conversations",
+    )  # fmt: skip
+    found = stage.tool(
+        "RetrieveConversationFunction",
+        {"query": "weather in Paris", "explanation": "asked again", "max_results": 5},
+        "conversations",
+    )
+    assert "msg_rehearsal1" in [c["message_id"] for c in found["data"]["conversations"]]
+    stage.tool(
+        "AddExecutionFunction",
+        {"message_id": "msg_rehearsal1", "explanation": "How it was answered", "errors": [],
+         "execution_summary": "Looked the forecast up", "tools_used": ["weather_api"], "success": True,
+         "observations": "The forecast API answered at once.",
+         "timestamp": "2026-01-06T14:30:02Z"},
+        "conversations",
+    )  # fmt: skip
+    executions = stage.tool(
+        "RetrieveExecutionFunction",
+        {"message_id": "msg_rehearsal1", "query": "weather", "explanation": "which tools"},
+        "conversations",
+    )
+    assert [e["message_id"] for e in executions["data"]["executions"]] == ["msg_rehearsal1"]
+
+
+def test_topics_family(stage: Stage) -> None:
+    stage.tool(
+        "MemorizeNewTopicFunction",
+        {"topic": "deployment-process", "tags": ["deploy", "release"], "summary": "How a release reaches production.",
+         "content": "# Deployment\n\nReleases go out on Tuesdays. To roll back, redeploy the previous tag."},
+        "topics",
+    )  # fmt: skip
+    recalled = stage.tool("RecallMemoryFunction", {"topic": "deployment-process"}, "topics")
+    assert "Tuesdays" in recalled["content"]
+    found = stage.tool("SearchMemoriesFunction", {"tags": ["deploy"], "query": "roll back a release"}, "topics")
+    assert "deployment-process" in found["topics"]
+    assert "deployment-process" in json.dumps(stage.tool("ListMemoriesFunction", {}, "topics"))
+
+
+def test_files_family(stage: Stage) -> None:
+    block = "mnemo:///blocks/decisions.md"
+    stage.tool(
+        "FileWriteFunction", {"path": block, "content": "# Decisions\n\n- Orders live in PostgreSQL 16.\n"}, "files"
+    )
+    stage.tool("FileWriteFunction", {"path": "notes/plan.md", "content": "Ship the rehearsal.\n"}, "files")
+    assert "PostgreSQL 16" in stage.tool("FileReadFunction", {"path": block}, "files")["content"]
+    assert stage.tool("FileReadFunction", {"path": "notes/plan.md"}, "files")["content"] == "Ship the rehearsal.\n"
+    found = stage.tool("FileSearchFunction", {"query": "which database holds the orders"}, "files")
+    assert block in [result["path"] for result in found["results"]]
+    assert "notes/plan.md" in json.dumps(stage.tool("FileListFunction", {"path": "notes"}, "files"))
+
+
+def test_graph_family(stage: Stage) -> None:
+    link = stage.tool(
+        "AddMemoryLinkFunction",
+        {"subject": "Alice", "predicate": "works_at", "object": "Acme", "subjectType": "person",
+         "objectType": "organization", "text": "Alice works at Acme as a data engineer."},
+        "graph",
+    )  # fmt: skip
+    found = stage.tool("GraphSearchFunction", {"query": "Where does Alice work?"}, "graph")
+    assert link["factId"] in [fact["factId"] for fact in found["facts"]]
+    entity = stage.tool("GetMemoryObjectFunction", {"name": "Alice", "depth": 1}, "graph")
+    assert entity["entity"]["name"] == "Alice"
+
+
+def test_bedrock_agent_and_mcp_doors(stage: Stage) -> None:
+    event = {
+        "messageVersion": "1.0",
+        "agent": {"name": "support-agent", "id": "AGENT12345", "alias": "TSTALIASID", "version": "DRAFT"},
+        "inputText": "Remember that the staging database is Postgres 16",
+        "sessionId": "111122223333-conv-1",
+        "actionGroup": "mnemo-memory",
+        "function": "memory_add",
+        "parameters": [{"name": "content", "type": "string", "value": "The staging database is Postgres 16"}],
+        "sessionAttributes": {"mnemoUser": "agent-user", "mnemoTenant": TENANT},
+        "promptSessionAttributes": {},
+    }
+    answer = stage.invoke("BedrockMemoryFunction", event, "memory")
+    body = json.loads(answer["response"]["functionResponse"]["responseBody"]["TEXT"]["body"])
+    assert body["success"] is True and body["memoryId"].startswith("mem_"), body
+    rpc = api_event("mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
+    rpc["path"] = rpc["resource"] = "/mcp"
+    rpc["headers"].update({"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"})
+    listed = stage.invoke("McpFunction", rpc, "memory")
+    assert listed["statusCode"] == 200, listed
+    assert "memory_search" in {tool["name"] for tool in json.loads(listed["body"])["result"]["tools"]}
+
+
+# ----------------------------------------------------------------- indexer ---
+
+
+def stream_event(stage: Stage) -> dict[str, Any]:
+    """The table's stream records as Lambda delivers them (moto's own records, the template's filter)."""
+    table = stage.functions["IndexerFunction"].environment["MNEMO_RECORDS_TABLE"]
+    stream_arn = stage.client("dynamodb").describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    streams = stage.client("dynamodbstreams")
+    records = []
+    for shard in streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]:
+        iterator = streams.get_shard_iterator(
+            StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while iterator:
+            page = streams.get_records(ShardIterator=iterator, Limit=1000)
+            records += page["Records"]
+            iterator = page.get("NextShardIterator") if page["Records"] else None
+    delivered = []
+    for record in records:
+        # FilterCriteria {"dynamodb": {"Keys": {"sk": {"S": [{"prefix": "MEM#"}]}}}}: Lambda filters first.
+        if not record["dynamodb"]["Keys"]["sk"]["S"].startswith("MEM#"):
+            continue
+        image = dict(record["dynamodb"])
+        image["ApproximateCreationDateTime"] = image["ApproximateCreationDateTime"].timestamp()
+        delivered.append({**record, "dynamodb": image, "eventSourceARN": stream_arn, "awsRegion": REGION,
+                          "eventSource": "aws:dynamodb"})  # fmt: skip
+    return {"Records": delivered}
+
+
+def test_the_indexer_leaves_one_document_per_memory(stage: Stage) -> None:
+    for content in ("The build cache lives in S3", "Releases are tagged vYYYY.MM.DD"):
+        stage.tool("MemoryAddFunction", {"content": content}, "memory")
+    titan_before = stage.titan.calls["IndexerFunction"]
+    event = stream_event(stage)
+    assert event["Records"], "the stream holds no memory records"
+    answer = stage.invoke("IndexerFunction", event, "indexer")
+    assert answer == {"batchItemFailures": []}, answer
+    table = stage.functions["IndexerFunction"].environment["MNEMO_RECORDS_TABLE"]
+    items = stage.client("dynamodb").scan(TableName=table)["Items"]
+    memories = {item["sk"]["S"].removeprefix("MEM#") for item in items if item["sk"]["S"].startswith("MEM#")}
+    index = f"{stage.functions['IndexerFunction'].environment.get('MNEMO_INDEX_PREFIX', 'mnemo-')}*"
+    hits = stage.osmem_search(index)
+    # One document per record: per index, since a conversation and its execution share an id.
+    per_document = Counter((hit["_index"], hit["_source"]["doc_id"]) for hit in hits)
+    stage.summary.update(
+        indexerRecords=len(event["Records"]), memoryRecords=len(memories), documents=sum(per_document.values())
+    )
+    duplicated = {key: n for key, n in per_document.items() if n > 1}
+    assert not duplicated, f"documents indexed more than once: {duplicated}"
+    missing = {m for m in memories if not any(m in doc_id for _, doc_id in per_document)}
+    assert not missing, f"memories without a document: {missing}"
+    # Every record here was indexed by the request that wrote it: the indexer has nothing to embed again.
+    assert stage.titan.calls["IndexerFunction"] == titan_before, "the indexer embedded already indexed memories"
+    assert not stage.titan.problems, stage.titan.problems
+
+
+def test_no_request_was_refused_by_iam(stage: Stage) -> None:
+    """A refusal a function turned into an answer (or swallowed) still fails the rehearsal."""
+    assert stage.moto.denials() == []
+
+
+def test_no_function_loaded_anything_from_outside_its_build(stage: Stage) -> None:
+    for worker in stage.workers.values():
+        outside = [
+            f for f in worker.loaded_files()
+            if not any(f.startswith(prefix) for prefix in worker.allowed)
+            and "site-packages" in f
+        ]  # fmt: skip
+        assert not outside, f"{worker.function.logical_id} loaded {outside[:5]}"
