@@ -44,8 +44,10 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# lint-template installs the SAM CLI, which the deployment rehearsal (tests/infra/test_rehearsal.py)
+# builds with; --durations shows what it and the slowest suites cost.
 test: lint typecheck lint-template
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=15
 
 unit: install
 	$(BIN)/python -m pytest -m "not model"
