@@ -27,7 +27,7 @@ from mnemo.entry import indexer
 from mnemo.memory.models import MemoryAddInput, MemoryDeleteInput
 from mnemo.memory.service import NAMESPACE, MemoryService
 from mnemo.outbox import IndexOutbox
-from mnemo.ports import IndexDoc, RecordStore
+from mnemo.ports import Delete, IndexDoc, RecordStore
 from mnemo.runtime import Services, set_services
 
 ALICE = ctx()
@@ -102,12 +102,12 @@ class RefreshWindow:
             hits["hits"] = [hit for hit in hits["hits"] if not self._hidden(hit)]
 
 
-def _stream_event(*keys: tuple[str, str]) -> dict[str, Any]:
+def _stream_event(*keys: tuple[str, str], event_name: str = "INSERT") -> dict[str, Any]:
     return {
         "Records": [
             {
                 "eventID": str(n),
-                "eventName": "INSERT",
+                "eventName": event_name,
                 "eventSource": "aws:dynamodb",
                 "eventSourceARN": "arn:aws:dynamodb:eu-west-1:123456789012:table/records/stream/2026",
                 "dynamodb": {"Keys": {"pk": {"S": pk}, "sk": {"S": sk}}, "SequenceNumber": str(n)},
@@ -184,6 +184,23 @@ def test_the_indexer_indexes_at_once_what_its_request_could_not(tmp_path: Path) 
     _run_indexer(tmp_path, service, _stream_event((PARTITION, f"MEM#{added.memory_id}")))
 
     assert index.count(NAMESPACE) == 1 and outbox.pending() == []
+
+
+def test_a_removal_no_marker_covers_takes_the_memory_out_of_the_index(tmp_path: Path) -> None:
+    """An item deleted outside Mnemo (the console, a script) leaves no orphan for searches to find."""
+    records = make_services(tmp_path).records
+    embedder, index = CountingEmbedder(), CountingIndex(tmp_path / "index.sqlite3")
+    service, _ = _memory_service(records, index, embedder, Clock())
+    added = service.add(ALICE, MemoryAddInput(content="The zebra gateway runs in Dublin"))
+    kept = service.add(ALICE, MemoryAddInput(content="Invoices are archived for ten years"))
+    records.write([Delete(PARTITION, f"MEM#{added.memory_id}")])
+    embeds = embedder.calls
+
+    answer = _run_indexer(tmp_path, service, _stream_event((PARTITION, f"MEM#{added.memory_id}"), event_name="REMOVE"))
+
+    assert answer == {"batchItemFailures": []}
+    assert embedder.calls == embeds  # a removal embeds nothing
+    assert index.count(NAMESPACE) == 1 and kept.memory_id != added.memory_id
 
 
 # ----------------------------------------------- Serverless refresh window ---

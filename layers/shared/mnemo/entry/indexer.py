@@ -23,7 +23,10 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import (
+    DynamoDBRecord,
+    DynamoDBRecordEventName,
+)
 
 from mnemo import observability
 from mnemo.observability import logger
@@ -43,7 +46,7 @@ def handle_record(record: DynamoDBRecord) -> str:
     pk, sk = _keys(record)
     if not sk.startswith("MEM#"):
         return "skipped"
-    outcome = get_services().memory.sync_index(pk, sk)
+    outcome = get_services().memory.sync_index(pk, sk, removed=record.event_name == DynamoDBRecordEventName.REMOVE)
     logger.debug("synced", extra={"memory": sk, "outcome": outcome})
     return outcome
 

@@ -417,13 +417,21 @@ class MemoryService:
         """The index namespace and document id of a memory record (``IndexOutbox`` rechecks)."""
         return NAMESPACE, ref["sk"].removeprefix("MEM#")
 
-    def sync_index(self, pk: str, sk: str) -> str:
+    def sync_index(self, pk: str, sk: str, *, removed: bool = False) -> str:
         """The stream indexer's entry: each record version is indexed once (``IndexOutbox.on_stream``).
 
         "settled" when the write's own request indexed it, "pending" while that request is at it,
-        "indexed" when it was left queued and is indexed now, "queued" when that failed.
+        "indexed" when it was left queued and is indexed now, "queued" when that failed. A removal
+        (``removed``) that no marker covers, such as an item deleted outside Mnemo, still takes the memory
+        out of the index when the record is gone: a delete costs no embedding, and an orphan would be found
+        by searches until ``mnemo reindex``.
         """
-        return self._outbox.on_stream(self, {"pk": pk, "sk": sk})
+        ref = {"pk": pk, "sk": sk}
+        outcome = self._outbox.on_stream(self, ref)
+        if removed and outcome == "settled" and self._records.get(pk, sk) is None:
+            self._index.delete(NAMESPACE, [sk.removeprefix("MEM#")])
+            return "removed"
+        return outcome
 
     def _find_duplicate(
         self, partition: str, scope: str, vector: Sequence[float], content_hash: str | None = None
