@@ -67,12 +67,12 @@ _S3_OBJECTS = {"Sub": "${KnowledgeBucket.Arn}/knowledge/*"}
 _S3_WORKSPACE = {"Sub": "${KnowledgeBucket.Arn}/workspace/*"}
 FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool | None]] = {
     "memory": (
-        "DynamoDBCrudPolicy",
+        "RecordsReadWrite",
         {"EmbedWithTitan": "bedrock:InvokeModel", "VectorIndexReadWrite": "aoss:APIAccessAll"},
         True,
     ),
     "knowledge": (
-        "DynamoDBReadPolicy",
+        "RecordsRead",
         {
             "EmbedWithTitan": "bedrock:InvokeModel",
             "VectorIndexRead": "aoss:APIAccessAll",
@@ -82,7 +82,7 @@ FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool | None]] = {
         False,
     ),
     "sync": (
-        "DynamoDBCrudPolicy",
+        "RecordsReadWrite",
         {
             "EmbedWithTitan": "bedrock:InvokeModel",
             "VectorIndexReadWrite": "aoss:APIAccessAll",
@@ -93,20 +93,20 @@ FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool | None]] = {
     ),
     # Every conversations tool re-indexes its scope's outbox first, retrieval included.
     "conversations": (
-        "DynamoDBCrudPolicy",
+        "RecordsReadWrite",
         {"EmbedWithTitan": "bedrock:InvokeModel", "VectorIndexReadWrite": "aoss:APIAccessAll"},
         True,
     ),
     # memorize_new_topic and refine_memory write the index (and drain its outbox); forget_memory deletes.
     "topics": (
-        "DynamoDBCrudPolicy",
+        "RecordsReadWrite",
         {"EmbedWithTitan": "bedrock:InvokeModel", "VectorIndexReadWrite": "aoss:APIAccessAll"},
         True,
     ),
     # Blocks are written to and deleted from the index; workspace files are objects under workspace/ only,
     # read at the version their head names, put as new versions, deleted with a delete marker.
     "files": (
-        "DynamoDBCrudPolicy",
+        "RecordsReadWrite",
         {
             "WorkspaceObjects": ["s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject"],
             "EmbedWithTitan": "bedrock:InvokeModel",
@@ -117,7 +117,7 @@ FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool | None]] = {
     # Entities and facts are written to and deleted from the index; build_memory_from_text also calls the
     # extraction model (ExtractorModelId), and nothing else of Bedrock.
     "graph": (
-        "DynamoDBCrudPolicy",
+        "RecordsReadWrite",
         {
             "ExtractWithModel": "bedrock:InvokeModel",
             "EmbedWithTitan": "bedrock:InvokeModel",
@@ -128,7 +128,7 @@ FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool | None]] = {
     # Outline (experimental): the outline index is items of the records table (put and deleted); workspace files
     # are read at the version their head names. No embedding, no vector index (None: no principal of the
     # collection).
-    "outline": ("DynamoDBCrudPolicy", {"WorkspaceObjects": "s3:GetObjectVersion"}, None),
+    "outline": ("RecordsReadWrite", {"WorkspaceObjects": "s3:GetObjectVersion"}, None),
 }
 EXTRACTOR_ARN = {"Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${ExtractorModelId}"}
 
@@ -139,9 +139,17 @@ def test_the_function_reaches_what_its_tools_need(family: str) -> None:
     assert set(FAMILY_RIGHTS) == set(_families()), "state what a new family's function reaches"
     records, inline_actions, writes = FAMILY_RIGHTS[family]
     properties = doc["Resources"][_function_id(family)]["Properties"]
-    templates = [p for p in properties["Policies"] if "Statement" not in p]
-    assert templates == [{records: {"TableName": {"Sub": "mnemo-records-${Stage}"}}}]
-    (inline,) = [p["Statement"] for p in properties["Policies"] if "Statement" in p]
+    assert all("Statement" in p for p in properties["Policies"]), "no SAM policy template"
+    on_table = [p["Statement"] for p in properties["Policies"] if p["Statement"][0]["Sid"].startswith("Records")]
+    assert [[(s["Sid"], s["Resource"]) for s in statements] for statements in on_table] == [
+        [
+            (
+                records,
+                {"Sub": "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/mnemo-records-${Stage}"},
+            )
+        ]
+    ]
+    (inline,) = [p["Statement"] for p in properties["Policies"] if not p["Statement"][0]["Sid"].startswith("Records")]
     # The extraction model's second statement exists only for an inference profile (an !If around it).
     by_sid = {statement["Sid"]: statement for statement in inline if "Sid" in statement}
     actions = {

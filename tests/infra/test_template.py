@@ -532,17 +532,23 @@ def _actions(statement: dict[str, Any]) -> list[str]:
 
 
 def _templates(resource: dict[str, Any]) -> dict[str, Any]:
-    """SAM policy templates by name, with their arguments."""
-    return {
-        name: args
-        for policy in resource["Properties"].get("Policies", [])
-        if isinstance(policy, dict) and "Statement" not in policy
-        for name, args in policy.items()
-    }
+    """SAM policy templates by name, with their arguments, and the records table statement by Sid, with its
+    resource (RecordsRead, RecordsReadPut or RecordsReadWrite: tests/infra/test_template_rights.py checks its
+    actions)."""
+    policies = [policy for policy in resource["Properties"].get("Policies", []) if isinstance(policy, dict)]
+    found = {name: args for policy in policies if "Statement" not in policy for name, args in policy.items()}
+    for policy in policies:
+        for statement in policy.get("Statement", []):
+            if str(statement.get("Sid", "")).startswith("Records"):
+                found[statement["Sid"]] = statement["Resource"]
+    return found
 
 
 # Reads only: a workspace file is read at the object version its head names (s3:GetObjectVersion).
 READ_ONLY_ACTIONS = {
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
     "bedrock:InvokeModel",
     "aoss:APIAccessAll",
     "es:ESHttpGet",
@@ -579,7 +585,7 @@ READ_ONLY_ACTIONS = {
 def test_read_only_tools_get_read_only_policies(tool: str) -> None:
     doc = template()
     (function,) = tool_functions(doc)[tool]
-    assert list(_templates(doc["Resources"][function])) == ["DynamoDBReadPolicy"]
+    assert list(_templates(doc["Resources"][function])) == ["RecordsRead"]
     existing = parameters(
         doc, ExistingOpenSearchEndpoint="https://x.es.amazonaws.com", ExistingOpenSearchDomainName="x"
     )
@@ -591,73 +597,73 @@ def test_read_only_tools_get_read_only_policies(tool: str) -> None:
 
 def test_least_privilege_per_function() -> None:
     doc = template()
-    table = {"TableName": {"Sub": "mnemo-records-${Stage}"}}
+    table = {"Sub": "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/mnemo-records-${Stage}"}
     expected_templates = {
-        "MemoryAddFunction": {"DynamoDBCrudPolicy": table},
-        "MemorySearchFunction": {"DynamoDBReadPolicy": table},
-        "MemoryDeleteFunction": {"DynamoDBCrudPolicy": table},
+        "MemoryAddFunction": {"RecordsReadWrite": table},
+        "MemorySearchFunction": {"RecordsRead": table},
+        "MemoryDeleteFunction": {"RecordsReadWrite": table},
         "IndexerFunction": {  # CRUD: draining the index outbox deletes its markers
-            "DynamoDBCrudPolicy": table,
+            "RecordsReadWrite": table,
             "SQSSendMessagePolicy": {"QueueName": {"GetAtt": "IndexerDeadLetterQueue.QueueName"}},
         },
-        "KnowledgeQueryFunction": {"DynamoDBReadPolicy": table},
-        "KnowledgeCheckFunction": {"DynamoDBReadPolicy": table},
-        "KnowledgeShowFunction": {"DynamoDBReadPolicy": table},
+        "KnowledgeQueryFunction": {"RecordsRead": table},
+        "KnowledgeCheckFunction": {"RecordsRead": table},
+        "KnowledgeShowFunction": {"RecordsRead": table},
         # CRUD: the catalog, the sync state and lock, the pointer memories and their history.
-        "SyncNowFunction": {"DynamoDBCrudPolicy": table},
-        "SyncStatusFunction": {"DynamoDBReadPolicy": table},
+        "SyncNowFunction": {"RecordsReadWrite": table},
+        "SyncStatusFunction": {"RecordsRead": table},
         # Its dead-letter queue is an on-failure destination: SAM grants sqs:SendMessage on it alone.
-        "KnowledgeSyncFunction": {"DynamoDBCrudPolicy": table},
+        "KnowledgeSyncFunction": {"RecordsReadWrite": table},
         # Serve no /v1/tools route: the action groups of Bedrock agents, one per family.
-        "BedrockMemoryFunction": {"DynamoDBCrudPolicy": table},
-        "BedrockKnowledgeFunction": {"DynamoDBReadPolicy": table},
-        "BedrockSyncFunction": {"DynamoDBCrudPolicy": table},
-        "McpFunction": {"DynamoDBCrudPolicy": table},
+        "BedrockMemoryFunction": {"RecordsReadWrite": table},
+        "BedrockKnowledgeFunction": {"RecordsRead": table},
+        "BedrockSyncFunction": {"RecordsReadWrite": table},
+        "McpFunction": {"RecordsReadWrite": table},
         # Conversations: adds write records with their index outbox markers; retrievals only read.
-        "AddConversationFunction": {"DynamoDBCrudPolicy": table},
-        "AddExecutionFunction": {"DynamoDBCrudPolicy": table},
-        "RetrieveConversationFunction": {"DynamoDBReadPolicy": table},
-        "RetrieveExecutionFunction": {"DynamoDBReadPolicy": table},
-        "BedrockConversationsFunction": {"DynamoDBCrudPolicy": table},
+        "AddConversationFunction": {"RecordsReadWrite": table},
+        "AddExecutionFunction": {"RecordsReadWrite": table},
+        "RetrieveConversationFunction": {"RecordsRead": table},
+        "RetrieveExecutionFunction": {"RecordsRead": table},
+        "BedrockConversationsFunction": {"RecordsReadWrite": table},
         # Topics: topic writes carry their index outbox markers; reads and searches only read.
-        "MemorizeGeneralInfoFunction": {"DynamoDBCrudPolicy": table},
-        "MemorizeNewTopicFunction": {"DynamoDBCrudPolicy": table},
-        "ListMemoriesFunction": {"DynamoDBReadPolicy": table},
-        "RecallMemoryFunction": {"DynamoDBReadPolicy": table},
-        "SearchMemoriesFunction": {"DynamoDBReadPolicy": table},
-        "RefineMemoryFunction": {"DynamoDBCrudPolicy": table},
-        "RecallGeneralMemoryFunction": {"DynamoDBReadPolicy": table},
-        "ForgetMemoryFunction": {"DynamoDBCrudPolicy": table},
-        "BedrockTopicsFunction": {"DynamoDBCrudPolicy": table},
+        "MemorizeGeneralInfoFunction": {"RecordsReadPut": table},
+        "MemorizeNewTopicFunction": {"RecordsReadWrite": table},
+        "ListMemoriesFunction": {"RecordsRead": table},
+        "RecallMemoryFunction": {"RecordsRead": table},
+        "SearchMemoriesFunction": {"RecordsRead": table},
+        "RefineMemoryFunction": {"RecordsReadWrite": table},
+        "RecallGeneralMemoryFunction": {"RecordsRead": table},
+        "ForgetMemoryFunction": {"RecordsReadWrite": table},
+        "BedrockTopicsFunction": {"RecordsReadWrite": table},
         # Files: writes, deletes and pins change heads, history, content chunks, pins and outbox markers;
         # reads, lists, searches, the pinned context and expansions only read.
-        "FileWriteFunction": {"DynamoDBCrudPolicy": table},
-        "FileEditFunction": {"DynamoDBCrudPolicy": table},
-        "FileReadFunction": {"DynamoDBReadPolicy": table},
-        "FileListFunction": {"DynamoDBReadPolicy": table},
-        "FileSearchFunction": {"DynamoDBReadPolicy": table},
-        "BlockPinFunction": {"DynamoDBCrudPolicy": table},
-        "PinnedContextFunction": {"DynamoDBReadPolicy": table},
-        "ExpandPromptFunction": {"DynamoDBReadPolicy": table},
-        "BlockUnpinFunction": {"DynamoDBCrudPolicy": table},
-        "FileDeleteFunction": {"DynamoDBCrudPolicy": table},
-        "BedrockFilesFunction": {"DynamoDBCrudPolicy": table},
+        "FileWriteFunction": {"RecordsReadWrite": table},
+        "FileEditFunction": {"RecordsReadWrite": table},
+        "FileReadFunction": {"RecordsRead": table},
+        "FileListFunction": {"RecordsRead": table},
+        "FileSearchFunction": {"RecordsRead": table},
+        "BlockPinFunction": {"RecordsReadPut": table},
+        "PinnedContextFunction": {"RecordsRead": table},
+        "ExpandPromptFunction": {"RecordsRead": table},
+        "BlockUnpinFunction": {"RecordsReadPut": table},
+        "FileDeleteFunction": {"RecordsReadWrite": table},
+        "BedrockFilesFunction": {"RecordsReadWrite": table},
         # Graph: links, updates, invalidations, deletions and extractions change entities, facts, their edges,
         # name and link records and outbox markers; an entity read and a search only read.
-        "AddMemoryLinkFunction": {"DynamoDBCrudPolicy": table},
-        "GetMemoryObjectFunction": {"DynamoDBReadPolicy": table},
-        "UpdateMemoryObjectFunction": {"DynamoDBCrudPolicy": table},
-        "GraphSearchFunction": {"DynamoDBReadPolicy": table},
-        "InvalidateMemoryLinkFunction": {"DynamoDBCrudPolicy": table},
-        "DeleteMemoryObjectFunction": {"DynamoDBCrudPolicy": table},
-        "BuildMemoryFromTextFunction": {"DynamoDBCrudPolicy": table},
-        "BedrockGraphFunction": {"DynamoDBCrudPolicy": table},
+        "AddMemoryLinkFunction": {"RecordsReadWrite": table},
+        "GetMemoryObjectFunction": {"RecordsRead": table},
+        "UpdateMemoryObjectFunction": {"RecordsReadWrite": table},
+        "GraphSearchFunction": {"RecordsRead": table},
+        "InvalidateMemoryLinkFunction": {"RecordsReadWrite": table},
+        "DeleteMemoryObjectFunction": {"RecordsReadWrite": table},
+        "BuildMemoryFromTextFunction": {"RecordsReadWrite": table},
+        "BedrockGraphFunction": {"RecordsReadWrite": table},
         # Outline (experimental): the tools, the index sync and their action group write the outline index.
-        "OutlineSymbolFunction": {"DynamoDBCrudPolicy": table},
-        "OutlineFileFunction": {"DynamoDBCrudPolicy": table},
-        "OutlineProjectFunction": {"DynamoDBCrudPolicy": table},
-        "OutlineSyncFunction": {"DynamoDBCrudPolicy": table},
-        "BedrockOutlineFunction": {"DynamoDBCrudPolicy": table},
+        "OutlineSymbolFunction": {"RecordsReadWrite": table},
+        "OutlineFileFunction": {"RecordsReadWrite": table},
+        "OutlineProjectFunction": {"RecordsReadWrite": table},
+        "OutlineSyncFunction": {"RecordsReadWrite": table},
+        "BedrockOutlineFunction": {"RecordsReadWrite": table},
     }
     assert {name: _templates(r) for name, r in functions(doc).items()} == expected_templates
     statements = _statements(doc, parameters(doc))
@@ -868,7 +874,7 @@ def test_each_function_gets_exactly_what_its_tools_need() -> None:
             if "bedrock:InvokeModel" in _actions(statement)
         }
         found = (
-            "crud" if "DynamoDBCrudPolicy" in templates else "read",
+            "read" if "RecordsRead" in templates else "crud",
             TITAN_V2 in models,
             EXTRACTOR_MODEL in models,
             {a for a in actions if a.startswith("es:")},
@@ -1126,12 +1132,12 @@ def test_every_function_gets_the_aws_adapters_from_settings() -> None:
         "opensearch",
         "titan",
         "s3",
-        "eventbridge",
+        "local",  # nothing publishes events (docs/deploy.md, "Rights")
     )
     assert env["MNEMO_RECORDS_TABLE"] == {"Sub": "mnemo-records-${Stage}"}
     assert env["MNEMO_BLOB_BUCKET"] == {"Ref": "KnowledgeBucket"}
     assert env["MNEMO_TITAN_DIMENSIONS"] == {"Ref": "TitanDimensions"}
-    assert env["MNEMO_EVENT_BUS"] == {"Ref": "EventBusName"} and params["EventBusName"] == "default"
+    assert "MNEMO_EVENTS" not in env and "MNEMO_EVENT_BUS" not in env and "EventBusName" not in params
     assert env["MNEMO_EXPERIMENTAL"] == {"Ref": "ExperimentalTools"} and settings.experimental is False
     titan = doc["Parameters"]["TitanDimensions"]
     assert titan["Default"] == "1024" and titan["AllowedValues"] == ["256", "512", "1024"]
@@ -1391,9 +1397,13 @@ def test_the_outline_sync_runs_on_workspace_object_events() -> None:
     ]
     # Exactly its rights: the records table (read the heads, put and delete outline items), the workspace
     # objects' versions; nothing of Bedrock, the index or the knowledge files.
-    assert _templates(sync) == {"DynamoDBCrudPolicy": {"TableName": {"Sub": "mnemo-records-${Stage}"}}}
+    assert _templates(sync) == {
+        "RecordsReadWrite": {
+            "Sub": "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/mnemo-records-${Stage}"
+        }
+    }
     for params in (parameters(doc), parameters(doc, **EXISTING_DOMAIN)):
-        (statement,) = _statements(doc, params)["OutlineSyncFunction"]
+        (statement,) = [s for s in _statements(doc, params)["OutlineSyncFunction"] if s["Sid"] != "RecordsReadWrite"]
         assert statement == {
             "Sid": "WorkspaceObjects",
             "Effect": "Allow",
