@@ -21,6 +21,7 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from aws_events import FakeLambdaContext, rest_event
+from mnemo.adapters.aws import bedrock_extractor
 from mnemo.entry.bedrock import MAX_RESPONSE_BYTES, wire_size
 from mnemo.runtime import Services, set_services
 from mnemo.settings import Settings
@@ -266,11 +267,19 @@ def test_build_memory_from_text_on_bedrock_converse(bedrock_services: tuple[Serv
     assert {f["source"]["kind"] for f in read["facts"]} == {"extraction"}
 
 
-def test_converse_failures_are_provider_errors(bedrock_services: tuple[Services, Stubber]) -> None:
+def test_converse_failures_are_provider_errors(
+    bedrock_services: tuple[Services, Stubber], monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, stubber = bedrock_services
-    stubber.add_client_error(
-        "converse", service_error_code="ThrottlingException", service_message="Too many requests", http_status_code=429
-    )
+    monkeypatch.setattr(bedrock_extractor, "RETRY_FIRST_DELAY", 0.0)
+    # Throttling means the model never ran, so the extractor tries again before it gives up.
+    for _ in range(1 + bedrock_extractor.NOT_PROCESSED_RETRIES):
+        stubber.add_client_error(
+            "converse",
+            service_error_code="ThrottlingException",
+            service_message="Too many requests",
+            http_status_code=429,
+        )
     status, answer = invoke("build_memory_from_text", {"content": "Alice works at Acme."})
     assert status == 429 and answer["errorCode"] == "RATE_LIMITED" and answer["retryable"] is True
     stubber.add_response("converse", converse_answer({"entities": "Alice", "facts": []}))
