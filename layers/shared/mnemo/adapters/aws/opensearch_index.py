@@ -370,6 +370,8 @@ class OpenSearchVectorIndex:
         self._lock = threading.Lock()
         #: index name -> vector dimension, for indexes known to exist.
         self._dimensions: dict[str, int] = {}
+        #: Indexes whose mapping lacks ``written`` (made before it, and not yet bootstrapped again).
+        self._unstamped: set[str] = set()
         #: index name -> (document count, mean length, when read): BM25's totals, kept STATS_TTL.
         self._totals: dict[str, tuple[int, float, float]] = {}
         self._clock = clock
@@ -417,12 +419,14 @@ class OpenSearchVectorIndex:
         index = self.index_name(namespace)
         with _translated():
             created = self._check_dimension(index, dims, create=True) == "created"
+            with self._lock:
+                unstamped = index in self._unstamped
             actions: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
             for doc_id, doc in latest.items():
                 meta: dict[str, Any] = {"_index": index}
                 if not self._serverless:
                     meta["_id"] = doc_id
-                actions.append(({"index": meta}, _source(doc, vectors[doc_id])))
+                actions.append(({"index": meta}, _source(doc, vectors[doc_id], stamped=not unstamped)))
             if self._serverless and not created:
                 # New copies first, then the old ones go: a search never misses the memory.
                 actions += [({"delete": {"_index": index, "_id": _id}}, None) for _id in self._ids_of(index, latest)]
@@ -590,12 +594,37 @@ class OpenSearchVectorIndex:
                 {"service": "opensearch", "index": index},
             )
         dims = int(vector["dimension"])
-        if "written" not in body.get("mappings", {}).get("properties", {}):
-            # An index made before documents carried ``written``: its strict mapping gains the field.
-            self.client.indices.put_mapping(index=index, body={"properties": {"written": {"type": "long"}}})
+        stamped = "written" in body.get("mappings", {}).get("properties", {}) or self._add_written(index)
         with self._lock:
             self._dimensions[index] = dims
+            if stamped:
+                self._unstamped.discard(index)
+            else:
+                self._unstamped.add(index)
         return dims
+
+    def _add_written(self, index: str) -> bool:
+        """Give an index made before documents carried ``written`` the field; False if this role may not.
+
+        Changing a mapping needs ``aoss:UpdateIndex`` on Serverless, which only the admin principal holds
+        (``infra/bootstrap_opensearch.py`` adds missing fields). Until it runs, documents are written
+        without the field (the strict mapping would refuse them) and ``prune`` cannot tell copies apart
+        by age, so it keeps one of them.
+        """
+        from opensearchpy.exceptions import TransportError
+
+        try:
+            self.client.indices.put_mapping(index=index, body={"properties": {"written": {"type": "long"}}})
+        except TransportError as error:
+            if _status_of(error) not in (401, 403):
+                raise
+            _log.warning(
+                "OpenSearch index %s has no `written` field and this role may not add it: "
+                "run infra/bootstrap_opensearch.py as the admin principal",
+                index,
+            )
+            return False
+        return True
 
     def _check_dimension(self, index: str, dims: int, *, create: bool) -> str:
         """ "exists", "created" or "missing"; ValueError if the index holds vectors of another size."""
@@ -731,17 +760,19 @@ def _vector(values: Sequence[float], owner: str) -> list[float]:
     return vector
 
 
-def _source(doc: IndexDoc, vector: list[float]) -> dict[str, Any]:
+def _source(doc: IndexDoc, vector: list[float], *, stamped: bool = True) -> dict[str, Any]:
     terms = analyse(doc.text)
-    return {
+    source: dict[str, Any] = {
         "doc_id": doc.id,
         "text": doc.text,
         "terms": terms,
         "length": len(terms),
         "filters": filter_strings(doc.keywords),
-        "written": time.time_ns(),
         "vector": vector,
     }
+    if stamped:
+        source["written"] = time.time_ns()
+    return source
 
 
 def _error_type(error: Any) -> str:
