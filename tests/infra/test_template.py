@@ -377,8 +377,12 @@ def test_vector_collection_and_its_policies() -> None:
     assert collection["Type"] == "AWS::OpenSearchServerless::Collection"
     assert collection["Properties"]["Type"] == "VECTORSEARCH"
     name = substitute(doc, collection["Properties"]["Name"], params)
-    assert name == "mnemo-dev"
-    assert set(collection["DependsOn"]) == {"VectorCollectionEncryptionPolicy", "VectorCollectionNetworkPolicy"}
+    assert name == "mnemo-dev-vectors"
+    assert set(collection["DependsOn"]) == {
+        "VectorCollectionEncryptionPolicy",
+        "VectorCollectionNetworkPolicy",
+        "VectorCollectionGroup",
+    }
 
     security = resources_of(doc, "AWS::OpenSearchServerless::SecurityPolicy")
     by_type = {
@@ -389,9 +393,11 @@ def test_vector_collection_and_its_policies() -> None:
     assert by_type["encryption"]["AWSOwnedKey"] is True
     # Both names the collection takes with OpenSearchStandbyReplicas (tests/infra/test_template_redeploy.py).
     names = [f"collection/{name}", f"collection/{name}-standby"]
-    assert by_type["encryption"]["Rules"] == [{"ResourceType": "collection", "Resource": names}]
+    # ...and the two it had before it joined a collection group (tests/infra/test_template_capacity.py).
+    covered = [*names, "collection/mnemo-dev", "collection/mnemo-dev-standby"]
+    assert by_type["encryption"]["Rules"] == [{"ResourceType": "collection", "Resource": covered}]
     (network,) = by_type["network"]
-    assert {"ResourceType": "collection", "Resource": names} in network["Rules"]
+    assert {"ResourceType": "collection", "Resource": covered} in network["Rules"]
 
     (access,) = resources_of(doc, "AWS::OpenSearchServerless::AccessPolicy").values()
     assert access["Properties"]["Type"] == "data"

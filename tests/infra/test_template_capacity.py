@@ -1,0 +1,158 @@
+"""template.yaml bounds the Serverless collection's OCUs: a collection group carries the limits.
+
+OpenSearch Serverless scales a collection's OCUs up to a maximum: the account's
+(UpdateAccountSettings, which CloudFormation cannot set) for a collection outside any collection
+group, or its group's for a collection inside one; the two are independent
+(https://docs.aws.amazon.com/opensearch-service/latest/developerguide/collection-groups-capacity-limits.html).
+The template gives the collection a group of its own whose CapacityLimits come from
+OpenSearchMaxIndexingOcu and OpenSearchMaxSearchOcu.
+
+- A Classic group's limits take the values 1, 2, 4, 8, 16 and multiples of 16 up to 1,696; a
+  minimum keeps (and bills) that many OCUs even when idle, so none is set.
+- The group's Name and StandbyReplicas, and the collection's CollectionGroupName, cannot change in
+  place, and CloudFormation cannot replace a resource under the name it already has: the names
+  follow OpenSearchStandbyReplicas, and the collection's names differ from the two it had before it
+  joined a group, so an existing stack gets a new collection in the group.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from infra.test_template import choose, condition, parameters, resources_of, substitute, template
+
+SETTINGS = ("DISABLED", "ENABLED")
+STAGES = ("dev", "prod")
+# The names the collection had outside a collection group, which it must not take again.
+LEGACY = {"dev": ("mnemo-dev", "mnemo-dev-standby"), "prod": ("mnemo-prod", "mnemo-prod-standby")}
+# A Classic collection group's valid capacity limits (the page above, "Valid capacity limit values").
+MAX_LIMIT = 1696
+# The least OCUs a vector collection keeps for indexing and for search: 0.5, or 0.5 x 2 with standby
+# replicas (https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-scaling.html).
+FLOOR = {"DISABLED": 0.5, "ENABLED": 1.0}
+MAXIMA = ("OpenSearchMaxIndexingOcu", "OpenSearchMaxSearchOcu")
+# Collection and collection group names: lowercase letter first, 3-32 of a-z, 0-9 and hyphens.
+NAME = re.compile(r"[a-z][a-z0-9-]{2,31}")
+
+
+def _valid_limit(value: float) -> bool:
+    return value in (1, 2, 4, 8, 16) or (value % 16 == 0 and 16 <= value <= MAX_LIMIT)
+
+
+def _params(doc: dict[str, Any], stage: str, standby: str, **more: str) -> dict[str, str]:
+    return parameters(doc, Stage=stage, OpenSearchStandbyReplicas=standby, **more)
+
+
+def _names(doc: dict[str, Any], params: dict[str, str]) -> tuple[str, str, str]:
+    """The group's name, the collection's name and the group name the collection joins."""
+    group = doc["Resources"]["VectorCollectionGroup"]["Properties"]
+    collection = doc["Resources"]["VectorCollection"]["Properties"]
+    return (
+        substitute(doc, group["Name"], params),
+        substitute(doc, collection["Name"], params),
+        substitute(doc, collection["CollectionGroupName"], params),
+    )
+
+
+def _policies(doc: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
+    found = {}
+    for kind in ("AWS::OpenSearchServerless::SecurityPolicy", "AWS::OpenSearchServerless::AccessPolicy"):
+        for name, resource in resources_of(doc, kind).items():
+            found[name] = json.loads(substitute(doc, resource["Properties"]["Policy"], params))
+    return found
+
+
+def _named(rules: list[dict[str, Any]]) -> set[str]:
+    return {re.sub(r"^(collection|index)/|/\*$", "", resource) for rule in rules for resource in rule["Resource"]}
+
+
+def test_the_maxima_are_parameters_within_a_groups_valid_limits() -> None:
+    doc = template()
+    for name in MAXIMA:
+        spec = doc["Parameters"][name]
+        assert spec["Type"] == "Number"
+        allowed = [float(value) for value in spec["AllowedValues"]]
+        assert allowed and all(_valid_limit(value) for value in allowed), allowed
+        assert float(spec["Default"]) in allowed
+        # Every choice is at least the floor with standby replicas, and the default leaves room above
+        # it to scale under either setting.
+        assert min(allowed) >= FLOOR["ENABLED"]
+        assert all(float(spec["Default"]) > floor for floor in FLOOR.values())
+        assert "OCU" in spec["Description"]
+
+
+def test_the_limits_reach_the_group_and_no_minimum_is_kept() -> None:
+    doc = template()
+    group = doc["Resources"]["VectorCollectionGroup"]
+    assert group["Type"] == "AWS::OpenSearchServerless::CollectionGroup"
+    assert group["Condition"] == "CreateCollection"
+    assert "Generation" not in group["Properties"]  # CLASSIC, the generation of the collection
+    limits = group["Properties"]["CapacityLimits"]
+    assert limits == {
+        "MaxIndexingCapacityInOcu": {"Ref": "OpenSearchMaxIndexingOcu"},
+        "MaxSearchCapacityInOcu": {"Ref": "OpenSearchMaxSearchOcu"},
+    }
+    params = parameters(doc, OpenSearchMaxIndexingOcu="16", OpenSearchMaxSearchOcu="4")
+    assert {key: substitute(doc, value, params) for key, value in limits.items()} == {
+        "MaxIndexingCapacityInOcu": "16",
+        "MaxSearchCapacityInOcu": "4",
+    }
+
+
+def test_the_collection_is_in_its_group_under_either_setting() -> None:
+    doc = template()
+    group = doc["Resources"]["VectorCollectionGroup"]["Properties"]
+    collection = doc["Resources"]["VectorCollection"]
+    assert "VectorCollectionGroup" in collection["DependsOn"]  # CollectionGroupName names it, not Ref
+    for stage in STAGES:
+        for standby in SETTINGS:
+            params = _params(doc, stage, standby)
+            group_name, collection_name, joins = _names(doc, params)
+            assert joins == group_name
+            assert NAME.fullmatch(group_name) and NAME.fullmatch(collection_name)
+            assert group_name.startswith(f"mnemo-{stage}") and collection_name.startswith(f"mnemo-{stage}")
+            assert choose(doc, group["StandbyReplicas"], params) == {"Ref": "OpenSearchStandbyReplicas"}
+            assert choose(doc, collection["Properties"]["StandbyReplicas"], params) == {
+                "Ref": "OpenSearchStandbyReplicas"
+            }
+
+
+def test_a_standby_change_replaces_the_group_and_the_collection_under_new_names() -> None:
+    doc = template()
+    for stage in STAGES:
+        off, on = (_names(doc, _params(doc, stage, standby)) for standby in SETTINGS)
+        assert off[0] != on[0] and off[1] != on[1]
+        # Neither name is one the collection had outside a group: joining the group replaced it.
+        assert not {off[1], on[1]} & set(LEGACY[stage])
+
+
+def test_the_policies_cover_the_collection_under_either_setting_and_the_legacy_one() -> None:
+    doc = template()
+    for stage in STAGES:
+        off, on = (_policies(doc, _params(doc, stage, standby)) for standby in SETTINGS)
+        assert off == on  # not updated while a replacement runs
+        collections = {_names(doc, _params(doc, stage, standby))[1] for standby in SETTINGS}
+        for name, policy in on.items():
+            statements = policy if isinstance(policy, list) else [policy]
+            for statement in statements:
+                named = _named(statement["Rules"])
+                if name == "VectorCollectionAccessPolicy":
+                    # Rights on the collection under its two names only.
+                    assert named == collections, (name, named)
+                else:
+                    # The encryption and network policies also keep an existing stack's collection covered
+                    # until CloudFormation deletes it.
+                    assert named == collections | set(LEGACY[stage]), (name, named)
+
+
+def test_no_group_beside_an_existing_domain() -> None:
+    doc = template()
+    params = parameters(
+        doc,
+        ExistingOpenSearchEndpoint="https://search-mnemo-abc123.eu-west-1.es.amazonaws.com",
+        ExistingOpenSearchDomainName="mnemo",
+    )
+    assert condition(doc, "CreateCollection", params) is False
+    assert doc["Resources"]["VectorCollectionGroup"]["Condition"] == "CreateCollection"
