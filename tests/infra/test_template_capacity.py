@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from infra.test_template import choose, condition, parameters, resources_of, substitute, template
+from infra.test_template import ROOT, choose, condition, parameters, resources_of, substitute, template
 
 SETTINGS = ("DISABLED", "ENABLED")
 STAGES = ("dev", "prod")
@@ -156,3 +156,13 @@ def test_no_group_beside_an_existing_domain() -> None:
     )
     assert condition(doc, "CreateCollection", params) is False
     assert doc["Resources"]["VectorCollectionGroup"]["Condition"] == "CreateCollection"
+
+
+def test_the_deploy_guide_documents_the_maxima_and_their_defaults() -> None:
+    doc = template()
+    guide = (ROOT / "docs" / "deploy.md").read_text()
+    (row,) = [line for line in guide.splitlines() if line.startswith("| `OpenSearchMaxIndexingOcu`")]
+    defaults = ", ".join(f"`{doc['Parameters'][name]['Default']}`" for name in MAXIMA)
+    assert row.startswith(f"| `{MAXIMA[0]}`, `{MAXIMA[1]}` | {defaults} |")
+    allowed = ", ".join(str(value) for value in doc["Parameters"][MAXIMA[0]]["AllowedValues"][:-1])
+    assert f"({allowed} or {doc['Parameters'][MAXIMA[0]]['AllowedValues'][-1]})" in row
