@@ -176,11 +176,11 @@ def test_the_indexer_reports_only_the_records_that_failed(tmp_path: Path, servic
     broken_calls = {"n": 0}
     original = services.memory.sync_index
 
-    def sometimes_broken(pk: str, sk: str) -> str:
+    def sometimes_broken(pk: str, sk: str, *, removed: bool = False) -> str:
         if sk.endswith("boom"):
             broken_calls["n"] += 1
             raise ProviderError("index down")
-        return original(pk, sk)
+        return original(pk, sk, removed=removed)
 
     services.memory.sync_index = sometimes_broken  # type: ignore[method-assign]
     event = {"Records": [record("1", f"MEM#{kept.memory_id}"), record("2", "MEM#boom"), record("3", "HIST#x")]}
