@@ -61,10 +61,11 @@ def aws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
         limit: int = 100,
         descending: bool = False,
         between: tuple[str, str] | None = None,
+        consistent: bool = True,
     ) -> list[Item]:
         query = {"pk": pk, "prefix": sk_prefix, "limit": limit, "descending": descending, "between": between}
         stack.queries.append(query)
-        return original_query(pk, sk_prefix, limit=limit, descending=descending, between=between)
+        return original_query(pk, sk_prefix, limit=limit, descending=descending, between=between, consistent=consistent)
 
     monkeypatch.setattr(records, "scan", refused_scan)
     monkeypatch.setattr(records, "query", recorded_query)

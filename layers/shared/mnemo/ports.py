@@ -51,11 +51,18 @@ class ConditionFailed(Exception):
 
 
 class RecordStore(Protocol):
-    """Key-value records with conditional, all-or-nothing writes (DynamoDB-shaped)."""
+    """Key-value records with conditional, all-or-nothing writes (DynamoDB-shaped).
 
-    def get(self, pk: str, sk: str) -> Item | None: ...
+    Reads are strongly consistent unless the caller passes ``consistent=False``: then a read may miss
+    a write made up to about a second before, or return the item as it was before it (DynamoDB's
+    eventually consistent reads, at half the read units). Only a read whose answer no write depends on
+    may pass False: search read-backs and listings. Versions, conditions, idempotency and dedupe checks,
+    locks and the outbox always read consistently. Adapters that are always consistent ignore it.
+    """
 
-    def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]: ...
+    def get(self, pk: str, sk: str, *, consistent: bool = True) -> Item | None: ...
+
+    def batch_get(self, keys: Sequence[tuple[str, str]], *, consistent: bool = True) -> list[Item]: ...
 
     def query(
         self,
@@ -65,6 +72,7 @@ class RecordStore(Protocol):
         limit: int = 100,
         descending: bool = False,
         between: tuple[str, str] | None = None,
+        consistent: bool = True,
     ) -> list[Item]:
         """Items of one partition in sort key order, up to ``limit``: those whose sort key starts
         with ``sk_prefix``, or (``between``, with no prefix) lies in [low, high], both inclusive."""

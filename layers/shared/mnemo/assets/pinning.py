@@ -233,13 +233,19 @@ class Pinning:
             ASSET_PREFIX + context.scope_key(layer) for layer in ("agent", "user", "project") if context.can_read(layer)
         }
         shown_pins = [pin for pin in mine.pins if pin["pk"] in readable]
+        # The pin set is read consistently (a pin just made shows); the files' heads and content, which
+        # make most of the read units, eventually: a file written within the last second may show its
+        # previous version, or be left out until the next call.
         heads = {
             (item.pk, item.sk.removeprefix(HEAD)): item
-            for item in self._records.batch_get([(pin["pk"], HEAD + pin["name"]) for pin in shown_pins])
+            for item in self._records.batch_get(
+                [(pin["pk"], HEAD + pin["name"]) for pin in shown_pins], consistent=False
+            )
             if not item.data.get("deleted")
         }
         texts = self._store.chunked_contents(
-            [(head.pk, name, head.version, int(head.data["chunks"])) for (_, name), head in heads.items()]
+            [(head.pk, name, head.version, int(head.data["chunks"])) for (_, name), head in heads.items()],
+            consistent=False,
         )
         parts, blocks = [], []
         for position, pin in enumerate(mine.pins):

@@ -448,7 +448,7 @@ class FileService:
         else:
             where = self._location(context, path)
             prefix = path.name if path.name == "" or path.name.endswith("/") else path.name + "/"
-            items, more = self._store.heads(where, prefix, after, request.limit)
+            items, more = self._store.heads(where, prefix, after, request.limit, consistent=False)  # a listing
             pinned = self._pinning.pinned_names(context, where.pk) if path.store == "asset" else set()
             entries = [self._entry(context, path, where, item, pinned) for item in items]
             page = [item.data["name"] for item in items]
@@ -504,7 +504,8 @@ class FileService:
             name = (hit.keywords.get("name") or [""])[0]
             scope = (hit.keywords.get("scope") or [""])[0]
             keys.append((ASSET_PREFIX + scope, HEAD + name))
-        heads = {(item.pk, item.sk): item for item in self._records.batch_get(keys) if not item.data.get("deleted")}
+        read_back = self._records.batch_get(keys, consistent=False)  # a search read-back
+        heads = {(item.pk, item.sk): item for item in read_back if not item.data.get("deleted")}
         pinned = self._pinning.pinned_keys(context)
         matches = []
         for (_, score), key in zip(ranked, keys, strict=True):

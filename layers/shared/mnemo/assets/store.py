@@ -139,14 +139,18 @@ class FileStore:
         """The head as stored, a deleted file's included (its version goes on growing)."""
         return self._records.get(where.pk, HEAD + name)
 
-    def heads(self, where: Location, prefix: str, after: str | None, limit: int) -> tuple[list[Item], bool]:
+    def heads(
+        self, where: Location, prefix: str, after: str | None, limit: int, *, consistent: bool = True
+    ) -> tuple[list[Item], bool]:
         """Live heads whose name starts with ``prefix``, after the name ``after``, in name order; and whether
-        more follow."""
+        more follow. With ``consistent=False`` (file_list) a file written within the last second may be
+        missing or show its previous version; the outline index, which writes from what it reads, reads
+        consistently."""
         found: list[Item] = []
         low = HEAD + prefix if after is None else HEAD + after + "\x00"
         high = HEAD + prefix + "\U0010ffff"
         while len(found) <= limit:
-            page = self._records.query(where.pk, between=(low, high), limit=limit + 1)
+            page = self._records.query(where.pk, between=(low, high), limit=limit + 1, consistent=consistent)
             found.extend(item for item in page if not item.data.get("deleted"))
             if len(page) <= limit:
                 break
@@ -180,15 +184,18 @@ class FileStore:
         # Written as UTF-8 by file_write; a blob changed behind the service's back must not fail the read.
         return blob.content.decode(errors="replace"), entry
 
-    def chunked_contents(self, wanted: Sequence[tuple[str, str, int, int]]) -> dict[tuple[str, str], str]:
+    def chunked_contents(
+        self, wanted: Sequence[tuple[str, str, int, int]], *, consistent: bool = True
+    ) -> dict[tuple[str, str], str]:
         """The text of StoredAssets, each ``(pk, name, version, chunks)``, in batched reads (one round trip
-        per 100 chunks, not one per file); a version whose chunks are gone (pruned) is left out."""
+        per 100 chunks, not one per file); a version whose chunks are gone (pruned), or (``consistent=False``)
+        not yet visible, is left out."""
         keys = [
             (pk, f"{CONTENT}{name}#{_version_key(version)}#{n:03d}")
             for pk, name, version, chunks in wanted
             for n in range(chunks)
         ]
-        found = {(item.pk, item.sk): item.data["text"] for item in self._records.batch_get(keys)}
+        found = {(item.pk, item.sk): item.data["text"] for item in self._records.batch_get(keys, consistent=consistent)}
         texts = {}
         for pk, name, version, chunks in wanted:
             prefix = f"{CONTENT}{name}#{_version_key(version)}#"

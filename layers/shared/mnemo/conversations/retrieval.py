@@ -127,14 +127,16 @@ class Finder:
         ranged = criteria.low is not None or criteria.high is not None
         wanted: list[str] = []
         total = 0
-        for walked, entry in enumerate(store.recent(scope, criteria.low, criteria.high), start=1):
+        # Retrieval reads eventually consistently (half the read units): an entry added within the last
+        # second may be missing; a lookup by message_id (``find``) stays consistent.
+        for walked, entry in enumerate(store.recent(scope, criteria.low, criteria.high, consistent=False), start=1):
             if passes(entry, criteria.flt):
                 total += 1
                 if len(wanted) < criteria.limit:
                     wanted.append(entry["message_id"])
             if not ranged and walked >= (RECENT_WALK if len(wanted) < criteria.limit else RECENT_PAGE):
                 break
-        records = store.get_many(scope, wanted)
+        records = store.get_many(scope, wanted, consistent=False)
         return [(records[m], None) for m in wanted if m in records], total
 
     @staticmethod
@@ -145,7 +147,7 @@ class Finder:
         while len(rows) < limit and position < len(ranked):
             batch = ranked[position : position + limit]
             position += len(batch)
-            records = store.get_many(scope, [hit.message_id for hit in batch])
+            records = store.get_many(scope, [hit.message_id for hit in batch], consistent=False)
             for hit in batch:
                 data = records.get(hit.message_id)
                 if data is None or data["scope"] != scope:

@@ -222,7 +222,7 @@ class ConversationService:
         scope = self._scope(context)
         criteria = _criteria(request, {"scope": [scope]})
         rows, total = self._finder.find(self._conversations, scope, criteria, lambda data: {})
-        linked = self._executions.get_many(scope, [data["message_id"] for data, _ in rows])
+        linked = self._executions.get_many(scope, [data["message_id"] for data, _ in rows], consistent=False)
         conversations = [
             ConversationResult(
                 message_id=data["message_id"],
@@ -276,7 +276,7 @@ class ConversationService:
         if request.error_type:
             flt["error_type"] = [request.error_type.lower()]
         rows, total = self._finder.find(self._executions, scope, _criteria(request, flt), execution_keywords)
-        linked = self._conversations.get_many(scope, [data["message_id"] for data, _ in rows])
+        linked = self._conversations.get_many(scope, [data["message_id"] for data, _ in rows], consistent=False)
         executions = [
             ExecutionResult(
                 message_id=data["message_id"],

@@ -83,11 +83,11 @@ class EntryStore:
         item = self._records.get(self.partition(scope), f"MSG#{message_id}")
         return item.data if item is not None else None
 
-    def get_many(self, scope: str, message_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    def get_many(self, scope: str, message_ids: Iterable[str], *, consistent: bool = True) -> dict[str, dict[str, Any]]:
         keys = [(self.partition(scope), f"MSG#{message_id}") for message_id in dict.fromkeys(message_ids)]
         if not keys:
             return {}
-        return {item.data["message_id"]: item.data for item in self._records.batch_get(keys)}
+        return {item.data["message_id"]: item.data for item in self._records.batch_get(keys, consistent=consistent)}
 
     def create(self, scope: str, data: dict[str, Any], time_entry: dict[str, Any], marker: Put) -> None:
         """Write a new record, its time entry and its outbox marker, all or none; ConditionFailed if it exists."""
@@ -100,12 +100,16 @@ class EntryStore:
             ]
         )
 
-    def recent(self, scope: str, low: str | None = None, high: str | None = None) -> Iterator[dict[str, Any]]:
+    def recent(
+        self, scope: str, low: str | None = None, high: str | None = None, *, consistent: bool = True
+    ) -> Iterator[dict[str, Any]]:
         """Time entries within [low, high] (key_time strings, either open), newest first, page by page."""
         partition = self.partition(scope)
         bottom, top = f"TS#{low or ''}", f"TS#{high}#{_TOP}" if high else f"TS#{_TOP}"
         while True:
-            page = self._records.query(partition, limit=RECENT_PAGE, descending=True, between=(bottom, top))
+            page = self._records.query(
+                partition, limit=RECENT_PAGE, descending=True, between=(bottom, top), consistent=consistent
+            )
             fresh = [item for item in page if item.sk != top]  # the range is inclusive: the last seen comes again
             for item in fresh:
                 yield item.data

@@ -71,7 +71,7 @@ class GraphSearch:
             if score >= threshold and (hit.keywords.get("scope") or [""])[0] in scopes
         ]
         keys = [(partition(hit.keywords["scope"][0]), prefix + hit.id) for hit, _ in wanted]
-        found = {(item.pk, item.sk): item for item in self._records.batch_get(keys)}
+        found = {(item.pk, item.sk): item for item in self._records.batch_get(keys, consistent=False)}  # read-back
         return [(found[key], score) for key, (_, score) in zip(keys, wanted, strict=True) if key in found]
 
     def _rank(self, query: str, flt: Filter) -> tuple[list[tuple[Hit, float]], bool]:
@@ -102,7 +102,7 @@ class GraphSearch:
         results: list[FactHit] = []
         for pk, scored in by_partition.items():
             score_of = {fact["factId"]: score for fact, score in scored}
-            for view in self._views(pk, [fact for fact, _ in scored], moment, known):
+            for view in self._views(pk, [fact for fact, _ in scored], moment, known, consistent=False):
                 if request.include_invalid or view.status == "valid":
                     results.append(FactHit(**view.model_dump(), score=score_of[view.fact_id]))
         results.sort(key=lambda hit: (-hit.score, hit.fact_id))
@@ -118,10 +118,16 @@ class GraphSearch:
         moment = stamp(now())
         for entity in found.entities:
             pk = partition(context.scope_key(entity.layer))
-            edges = [e for e in self._store.edges(pk, entity.entity_id) if status_at(e.data, moment) == "valid"]
+            # memory_search's graph context is a read-back too: eventually consistent reads throughout.
+            edges = [
+                e
+                for e in self._store.edges(pk, entity.entity_id, consistent=False)
+                if status_at(e.data, moment) == "valid"
+            ]
             edges.sort(key=lambda edge: edge.data["validAt"], reverse=True)
             newest = [edge.data["factId"] for edge in edges[:FACTS_PER_ENTITY]]
-            for view in self._views(pk, [versioned(item) for item in self._store.facts(pk, newest)], moment):
+            found_facts = [versioned(item) for item in self._store.facts(pk, newest, consistent=False)]
+            for view in self._views(pk, found_facts, moment, consistent=False):
                 facts.setdefault(view.fact_id, view)
         entities = [entity.name for entity in found.entities]
         return GraphContext(entities=entities, facts=list(facts.values())[:CONTEXT_FACTS])

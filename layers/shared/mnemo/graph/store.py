@@ -95,23 +95,25 @@ class GraphStore:
         pointer = self.records.get(pk, NAME + name_key(name))
         return self.entity(pk, pointer.data["entityId"]) if pointer is not None else None
 
-    def entities(self, pk: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    def entities(self, pk: str, ids: Iterable[str], *, consistent: bool = True) -> dict[str, dict[str, Any]]:
         keys = [(pk, ENTITY + entity_id) for entity_id in dict.fromkeys(ids)]
         return {
             item.data["entityId"]: {**item.data, "version": item.version}
-            for item in self.records.batch_get(keys)
+            for item in self.records.batch_get(keys, consistent=consistent)
             if not item.data.get("deleting")
         }
 
     def fact(self, pk: str, fact_id: str) -> Item | None:
         return self.records.get(pk, FACT + fact_id)
 
-    def facts(self, pk: str, ids: Iterable[str]) -> list[Item]:
-        return self.records.batch_get([(pk, FACT + fact_id) for fact_id in dict.fromkeys(ids)])
+    def facts(self, pk: str, ids: Iterable[str], *, consistent: bool = True) -> list[Item]:
+        return self.records.batch_get([(pk, FACT + fact_id) for fact_id in dict.fromkeys(ids)], consistent=consistent)
 
-    def edges(self, pk: str, entity_id: str, predicate: str = "", limit: int = MAX_EDGES) -> list[Item]:
+    def edges(
+        self, pk: str, entity_id: str, predicate: str = "", limit: int = MAX_EDGES, *, consistent: bool = True
+    ) -> list[Item]:
         prefix = f"{EDGE}{entity_id}#" + (f"{predicate}#" if predicate else "")
-        return self.records.query(pk, prefix, limit=limit)
+        return self.records.query(pk, prefix, limit=limit, consistent=consistent)
 
     def link(self, pk: str, subject_id: str, predicate: str, object_id: str) -> Item | None:
         return self.records.get(pk, link_sk(subject_id, predicate, object_id))

@@ -33,11 +33,18 @@ class FactViews:
         self._store = store
 
     def __call__(
-        self, pk: str, facts: Sequence[dict[str, Any]], moment: str, known: str | None = None
+        self,
+        pk: str,
+        facts: Sequence[dict[str, Any]],
+        moment: str,
+        known: str | None = None,
+        *,
+        consistent: bool = True,
     ) -> list[FactView]:
         """The facts as answered at ``moment`` (and as known at ``known``); a fact with an end being deleted, or
-        not yet learned at ``known``, is left out."""
-        names = self._store.entities(pk, [f["subjectId"] for f in facts] + [f["objectId"] for f in facts])
+        not yet learned at ``known``, is left out. ``consistent=False`` for a search's read-back."""
+        ends = [f["subjectId"] for f in facts] + [f["objectId"] for f in facts]
+        names = self._store.entities(pk, ends, consistent=consistent)
         views = []
         for fact in facts:
             subject, obj = names.get(fact["subjectId"]), names.get(fact["objectId"])

@@ -83,9 +83,9 @@ class Catalog:
     def get(self, scope: str, item_id: str) -> Item | None:
         return self._records.get(partition(scope), item_key(item_id))
 
-    def in_layer(self, scope: str) -> list[Item]:
-        """Every item of one layer: one partition query, paged by the store."""
-        return self._records.query(partition(scope), "ITEM#", limit=MAX_ITEMS_PER_LAYER)
+    def in_layer(self, scope: str, *, consistent: bool = True) -> list[Item]:
+        """Every item of one layer: one partition query, paged by the store (``consistent``: see RecordStore)."""
+        return self._records.query(partition(scope), "ITEM#", limit=MAX_ITEMS_PER_LAYER, consistent=consistent)
 
     def find(self, context: RequestContext, item_id: str) -> Item | None:
         """The item with this id in the most specific layer the caller can see."""

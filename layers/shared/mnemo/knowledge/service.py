@@ -81,7 +81,8 @@ class KnowledgeService:
         """The id of every item the caller can read, whatever its status, sorted (for file_list)."""
         found: set[str] = set()
         for layer in visible_layers(context):
-            found.update(record.data["item"]["id"] for record in self._catalog.in_layer(context.scope_key(layer)))
+            listed = self._catalog.in_layer(context.scope_key(layer), consistent=False)  # a listing
+            found.update(record.data["item"]["id"] for record in listed)
         return sorted(found)
 
     @staticmethod
@@ -100,7 +101,7 @@ class KnowledgeService:
     def _browse(self, scopes: Mapping[str, str], request: KnowledgeQueryInput) -> list[Ranked]:
         found, taken = [], set()
         for scope, layer in scopes.items():  # most specific first: its copy of an id hides the others
-            for record in self._catalog.in_layer(scope):
+            for record in self._catalog.in_layer(scope, consistent=False):  # a listing
                 item_id = record.data["item"]["id"]
                 if item_id not in taken:
                     taken.add(item_id)
@@ -120,7 +121,7 @@ class KnowledgeService:
             return set()
         specific = {
             (PRECEDENCE[scopes[record.pk.removeprefix("KNOW|")]], record.data["item"]["id"])
-            for record in self._records.batch_get(sorted(keys))
+            for record in self._records.batch_get(sorted(keys), consistent=False)
         }
         return {
             (rank, data["item"]["id"])
@@ -148,7 +149,7 @@ class KnowledgeService:
                 scored[candidate.id] = candidate.score
         wanted = [doc for doc, score in scored.items() if score >= request.threshold]
         records = self._records.batch_get(
-            [(catalog.partition(keys[d][0]), catalog.item_key(keys[d][1])) for d in wanted]
+            [(catalog.partition(keys[d][0]), catalog.item_key(keys[d][1])) for d in wanted], consistent=False
         )
         by_key = {(r.pk, r.sk): r for r in records}
         found: list[Ranked] = []

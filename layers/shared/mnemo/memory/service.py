@@ -525,7 +525,8 @@ class MemoryService:
             batch = ranked[position : position + max(limit * 2, 10)]
             position += len(batch)
             keys = [(_partition(scope), f"MEM#{memory_id}") for _, _, memory_id, scope in batch]
-            found = {item.data["memoryId"]: item.data for item in self._records.batch_get(keys)}
+            # A read-back: a hit missing or a version behind for a second is dropped or shown as it was.
+            found = {item.data["memoryId"]: item.data for item in self._records.batch_get(keys, consistent=False)}
             for _, negative_score, memory_id, scope in batch:
                 data = found.get(memory_id)
                 fingerprint = " ".join(data["content"].lower().split()) if data else ""

@@ -128,8 +128,9 @@ class TopicService:
         return scope
 
     # ------------------------------------------------------------- reads
-    def _heads(self, scope: Scope) -> list[Item]:
-        return self._records.query(scope.partition, HEAD, limit=MAX_TOPICS + 1)
+    def _heads(self, scope: Scope, *, consistent: bool = True) -> list[Item]:
+        """The topic heads; listings pass ``consistent=False``, the topic count before a create does not."""
+        return self._records.query(scope.partition, HEAD, limit=MAX_TOPICS + 1, consistent=consistent)
 
     def _read(self, scope: Scope, key: str) -> tuple[Item, Item] | None:
         """A topic's head and body at the same version, or None if there is no such topic."""
@@ -148,7 +149,7 @@ class TopicService:
     def recall_general(self, context: RequestContext) -> RecallGeneralMemoryOutput:
         scope = self.scope(context)
         general = self._records.get(scope.partition, GENERAL)
-        heads = [item.data for item in self._heads(scope)]
+        heads = [item.data for item in self._heads(scope, consistent=False)]
         output = RecallGeneralMemoryOutput(
             content=general.data["content"] if general else "",
             index=render_index(scope.layer, general.data["content"] if general else "", heads),
@@ -186,7 +187,7 @@ class TopicService:
 
     def list_topics(self, context: RequestContext, request: ListMemoriesInput) -> ListMemoriesOutput:
         scope = self.scope(context)
-        every = [item.data["name"] for item in self._heads(scope)]
+        every = [item.data["name"] for item in self._heads(scope, consistent=False)]
         names = every[request.offset :]
         output = ListMemoriesOutput(
             topics=names, text=", ".join(names) or NO_TOPICS, count=len(every), layer=scope.layer
@@ -392,14 +393,15 @@ class TopicService:
         scope = self.scope(context)
         wanted = {tag_key(tag) for tag in request.tags or []}
         if not query:
-            heads = [item.data for item in self._heads(scope) if wanted & {tag_key(t) for t in item.data["tags"]}]
+            listed = self._heads(scope, consistent=False)
+            heads = [item.data for item in listed if wanted & {tag_key(t) for t in item.data["tags"]}]
             matches = [self._match(data, None) for data in heads]
             return self._answer(matches, request.limit, "tags", context.response_budget)
         ranked, retrieval = self._rank(scope, query, sorted(wanted))
         keys = [key for key, score in ranked if score >= request.threshold]
         found = {
             item.sk.removeprefix(HEAD): item.data
-            for item in self._records.batch_get([(scope.partition, HEAD + key) for key in keys])
+            for item in self._records.batch_get([(scope.partition, HEAD + key) for key in keys], consistent=False)
         }
         score_of = dict(ranked)
         matches = [

@@ -73,20 +73,21 @@ class DynamoDbRecordStore(LazyClient):
             raise provider_error("DynamoDB", error) from error
 
     # -------------------------------------------------------------- reads
-    def get(self, pk: str, sk: str) -> Item | None:
+    # ConsistentRead=False costs half the read units; the port says which reads may take it.
+    def get(self, pk: str, sk: str, *, consistent: bool = True) -> Item | None:
         response = self._call(
-            "get_item", TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
+            "get_item", TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=consistent
         )
         return self._from_item(response["Item"]) if "Item" in response else None
 
-    def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]:
+    def batch_get(self, keys: Sequence[tuple[str, str]], *, consistent: bool = True) -> list[Item]:
         unique = list(dict.fromkeys(keys))
         found: list[Item] = []
         for start in range(0, len(unique), _MAX_BATCH_GET):
             request: dict[str, Any] = {
                 self._table: {
                     "Keys": [{"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in unique[start : start + _MAX_BATCH_GET]],
-                    "ConsistentRead": True,
+                    "ConsistentRead": consistent,
                 }
             }
             for attempt in range(8):
@@ -108,6 +109,7 @@ class DynamoDbRecordStore(LazyClient):
         limit: int = 100,
         descending: bool = False,
         between: tuple[str, str] | None = None,
+        consistent: bool = True,
     ) -> list[Item]:
         items: list[Item] = []
         values: dict[str, Any] = {":pk": {"S": pk}}
@@ -125,7 +127,7 @@ class DynamoDbRecordStore(LazyClient):
             "KeyConditionExpression": condition,
             "ExpressionAttributeValues": values,
             "ScanIndexForward": not descending,
-            "ConsistentRead": True,
+            "ConsistentRead": consistent,
         }
         while len(items) < limit:
             response = self._call("query", Limit=limit - len(items), **kwargs)

@@ -52,7 +52,8 @@ class SqliteRecordStore:
     def _live(self) -> tuple[str, int]:
         return "(expires_at IS NULL OR expires_at > ?)", int(time.time())
 
-    def get(self, pk: str, sk: str) -> Item | None:
+    # ``consistent`` is accepted and ignored: one SQLite file has no stale replica to read from.
+    def get(self, pk: str, sk: str, *, consistent: bool = True) -> Item | None:
         live, now = self._live()
         row = (
             self._connection()
@@ -64,7 +65,7 @@ class SqliteRecordStore:
         )
         return self._item(row) if row else None
 
-    def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Item]:
+    def batch_get(self, keys: Sequence[tuple[str, str]], *, consistent: bool = True) -> list[Item]:
         live, now = self._live()
         by_partition: dict[str, list[str]] = {}
         for pk, sk in keys:
@@ -94,6 +95,7 @@ class SqliteRecordStore:
         limit: int = 100,
         descending: bool = False,
         between: tuple[str, str] | None = None,
+        consistent: bool = True,
     ) -> list[Item]:
         live, now = self._live()
         order = "DESC" if descending else "ASC"
