@@ -460,3 +460,27 @@ def test_no_function_loaded_anything_from_outside_its_build(stage: Stage) -> Non
             and "site-packages" in f
         ]  # fmt: skip
         assert not outside, f"{worker.function.logical_id} loaded {outside[:5]}"
+
+
+def test_the_roles_are_enforced(stage: Stage) -> None:
+    """The rehearsal's IAM is live: what a role lacks is refused, what it holds passes (runs after the check that
+    the functions met no refusal, whose count it then grows)."""
+    from botocore.exceptions import ClientError
+
+    table = "mnemo-records-dev"
+    item = {"pk": {"S": "REHEARSAL#probe"}, "sk": {"S": "probe"}}
+    reader = stage.moto.client("dynamodb", stage.credentials["MemorySearchFunction"])
+    writer = stage.moto.client("dynamodb", stage.credentials["MemoryAddFunction"])
+    before = len(stage.moto.denials())
+
+    with pytest.raises(ClientError) as refused:
+        reader.put_item(TableName=table, Item=item)  # memory_search's role reads only
+    writer.put_item(TableName=table, Item=item)
+    with pytest.raises(ClientError):
+        writer.scan(TableName=table)  # no function may scan: only reindex, run by an admin, does
+    sync_status = stage.moto.client("s3", stage.credentials["SyncStatusFunction"])
+    with pytest.raises(ClientError):
+        sync_status.get_object(Bucket=BUCKET, Key=f"knowledge/{TENANT}/adr-007-queue-choice.md")
+
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    assert len(stage.moto.denials()) == before + 3
