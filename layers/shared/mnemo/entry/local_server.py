@@ -196,7 +196,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"tools": tool_listing(load_catalog())})
         elif path == "/v1/openapi.json":
             host = self.headers.get("Host", "127.0.0.1")
-            self._json(200, openapi_document(load_catalog(), server_url=f"http://{host}"))
+            self._json(200, openapi_document(load_catalog(), server_url=f"http://{host}", identity_headers=True))
         elif path in ("/docs", "/docs/"):
             self._send(200, _docs_page().encode(), "text/html; charset=utf-8")
         elif path in ("/docs/swagger-ui-bundle.min.js", "/docs/swagger-ui.min.css"):
@@ -276,8 +276,11 @@ def _swagger_dir() -> Path:
 def _docs_page() -> str:
     from aws_lambda_powertools.event_handler.openapi.swagger_ui.html import generate_swagger_html
 
-    spec = json.dumps(openapi_document(load_catalog()))
-    return generate_swagger_html(spec, "/docs/swagger-ui-bundle.min.js", "/docs/swagger-ui.min.css", "/docs", None)
+    spec = json.dumps(openapi_document(load_catalog(), identity_headers=True))
+    # persist_authorization keeps the identity set in the Authorize dialog across reloads of /docs.
+    return generate_swagger_html(
+        spec, "/docs/swagger-ui-bundle.min.js", "/docs/swagger-ui.min.css", "/docs", None, persist_authorization=True
+    )
 
 
 def make_server(host: str = "127.0.0.1", port: int = 8765, verbose: bool = False) -> ThreadingHTTPServer:

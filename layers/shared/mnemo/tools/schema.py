@@ -115,7 +115,44 @@ def _error_response(description: str) -> dict[str, Any]:
     }
 
 
-def openapi_document(tools: Mapping[str, Tool], *, server_url: str | None = None) -> dict[str, Any]:
+#: The local server's identity headers, as OpenAPI security scheme name -> header name.
+LOCAL_IDENTITY_HEADERS: dict[str, str] = {
+    name: f"X-Mnemo-{name.title()}"
+    for name in ("tenant", "user", "agent", "session", "project", "team", "org", "roles")
+}
+
+
+def local_identity_security() -> tuple[dict[str, Any], list[dict[str, list[str]]]]:
+    """``mnemo serve``'s ``X-Mnemo-*`` headers as apiKey-in-header security schemes, all optional.
+
+    Security schemes rather than per-operation header parameters: Swagger UI's Authorize dialog sets them once
+    and sends them on every "Try it out" request, where parameters would be typed again on every tool. The
+    requirement lists all of them in one object (Swagger UI sends every scheme that was authorised) and an
+    empty requirement beside it, since each header has a default (tenant and user ``local``).
+    """
+    schemes = {
+        f"mnemo{name.title()}": {
+            "type": "apiKey",
+            "in": "header",
+            "name": header,
+            "description": f"{header}: the caller's {name} on the local server"
+            + (" (comma-separated)" if name == "roles" else "")
+            + ("; default local" if name in ("tenant", "user") else ""),
+        }
+        for name, header in LOCAL_IDENTITY_HEADERS.items()
+    }
+    return schemes, [{scheme: [] for scheme in schemes}, {}]
+
+
+def openapi_document(
+    tools: Mapping[str, Tool], *, server_url: str | None = None, identity_headers: bool = False
+) -> dict[str, Any]:
+    """OpenAPI 3.0 for the tools API.
+
+    ``identity_headers`` declares the local server's ``X-Mnemo-*`` headers (``local_identity_security``); only
+    ``mnemo serve`` asks for it. The deployed API's document leaves them out: there the API Gateway
+    authorizer (IAM, API key or Cognito) is the auth, and the headers count only from a trusted delegate.
+    """
     components: dict[str, Any] = {"ErrorEnvelope": to_openapi30(ERROR_ENVELOPE_SCHEMA, {})}
     paths: dict[str, Any] = {}
     for tool in tools.values():
@@ -160,4 +197,8 @@ def openapi_document(tools: Mapping[str, Tool], *, server_url: str | None = None
     }
     if server_url:
         document["servers"] = [{"url": server_url}]
+    if identity_headers:
+        schemes, requirement = local_identity_security()
+        document["components"]["securitySchemes"] = schemes
+        document["security"] = requirement
     return document
