@@ -281,43 +281,74 @@ def _too_large(tool: Tool | None, size: int) -> InvalidInput:
     )
 
 
+def _nothing_fits(tool: Tool, budget: int) -> InvalidInput:
+    kinds = field_kinds(tool)
+    field = "limit" if "limit" in kinds else "body"
+    return InvalidInput(
+        f"Not even one item of this answer fits a Bedrock agent's {budget} bytes: ask for less at once",
+        {"field": field, "budgetBytes": budget, "limitBytes": MAX_RESPONSE_BYTES},
+    )
+
+
 def _paged(tool: Tool) -> bool:
-    """Paged tools take a ``cursor``; they are reads, so asking again for a smaller page is safe."""
-    return "cursor" in field_kinds(tool)
+    """Paged tools take a ``cursor`` or an ``offset``; they are reads, so asking again for a smaller page is safe."""
+    kinds = field_kinds(tool)
+    return "cursor" in kinds or "offset" in kinds
 
 
-#: The lists a trimmed answer keeps the head of (memory and conversation results; graph entities, facts,
-#: neighbours, a deletion's neighbours and an extraction's relationships).
-_PAGE_ITEMS = ("results", "facts", "entities", "neighbours", "neighboursAffected", "relationships")
+#: The lists a trimmed answer keeps the head of (memory and conversation results; file entries, topic names;
+#: graph entities, facts, neighbours, a deletion's neighbours and an extraction's relationships).
+_PAGE_ITEMS = ("results", "entries", "topics", "facts", "entities", "neighbours", "neighboursAffected", "relationships")
 
 
-def _stuck(result: Mapping[str, Any]) -> bool:
-    """An answer that says hasMore with none of its items in it: asking again would not move."""
-    return bool(result.get("hasMore")) and not any(result.get(key) for key in _PAGE_ITEMS)
+def _moves_on(result: Mapping[str, Any], payload: Mapping[str, Any]) -> bool:
+    """Whether an answer that says ``hasMore`` lets the caller go on from where it stops.
+
+    It does when it holds some of its items, when its ``nextOffset`` lies past the offset asked
+    for (a text or line page: file_read, recall_memory, pinned_context, expand_prompt...), or when
+    it hands a ``nextCursor`` and has no item list that could be empty (an outline page).
+    """
+    if any(result.get(key) for key in _PAGE_ITEMS):
+        return True
+    following, asked = result.get("nextOffset"), payload.get("offset", 0)
+    if isinstance(following, int) and isinstance(asked, int) and following > asked:
+        return True
+    cursor = result.get("nextCursor")
+    lists = any(isinstance(result.get(key), list) for key in _PAGE_ITEMS)
+    return isinstance(cursor, str) and bool(cursor) and cursor != payload.get("cursor") and not lists
+
+
+def _stuck(result: Mapping[str, Any], payload: Mapping[str, Any]) -> bool:
+    """An answer that says hasMore with nothing to go on from: asking again would not move."""
+    return bool(result.get("hasMore")) and not _moves_on(result, payload)
+
+
+#: How many times a paged tool is asked again, each time for a smaller page.
+_ATTEMPTS = 6
 
 
 def run_tool(tool: Tool, event: Mapping[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
     """Run one tool for the caller the session attributes name, within Bedrock's size limit.
 
-    A paged tool whose page does not fit is asked again with a smaller budget (at most
-    twice); a page left with nothing in it, or any other answer too large, is
-    INVALID_INPUT asking for a smaller ``limit``.
+    A paged tool whose page does not fit is asked again with a smaller budget until one fits;
+    a page that would hold nothing (not even one line or item fits), or a too large answer of a
+    tool that does not page, is INVALID_INPUT naming the field to change.
     """
     caller = context_from_bedrock(event)
     room, budget = _room(event), _budget(event)
     size = 0
-    for _attempt in range(3):
+    for _attempt in range(_ATTEMPTS):
         result = tool.invoke(get_services(), caller.model_copy(update={"response_budget": budget}), payload)
-        if _stuck(result):
-            break
+        if _stuck(result, payload):
+            raise _nothing_fits(tool, budget)
         size = wire_size(_serialize(result))  # as it will travel: a JSON string inside JSON
         if size <= room:
             observability.answered(result)
             return result
-        budget = budget * room // size * 9 // 10
-        if not _paged(tool) or budget < 1024:
+        budget = min(budget * room // size * 9 // 10, budget - 1)
+        if not _paged(tool) or budget < 256:
             break
-    raise _too_large(tool, max(size, room + 1))
+    raise _too_large(tool, size)
 
 
 def _log(error: MnemoError) -> None:
