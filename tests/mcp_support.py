@@ -1,6 +1,7 @@
 """What the MCP end-to-end tests share: sessions over stdio and Streamable HTTP with the official SDK client,
 `mnemo serve` on a moto server with the environment that points `mnemo mcp` at the same stores, and a caller
-that checks every answer against the tool's listed output schema (a failure: an ``isError`` envelope)."""
+that checks every answer against the tool's listed output schema (a failure: an ``isError`` result with the
+envelope in its text and no ``structuredContent``)."""
 
 from __future__ import annotations
 
@@ -81,8 +82,13 @@ def moto_stack(
 
 
 def payload(result: Any) -> dict[str, Any]:
-    found = result.structured_content or json.loads(result.content[0].text)
-    assert json.loads(result.content[0].text) == found, "the text and the structured content differ"
+    """The answer or the envelope from the text block; an answer's ``structuredContent`` must equal it, and an
+    error carries none (the envelope would not match the tool's output schema)."""
+    found = json.loads(result.content[0].text)
+    if result.is_error:
+        assert result.structured_content is None, "an error result carries structured content"
+    else:
+        assert result.structured_content == found, "the text and the structured content differ"
     return dict(found)
 
 

@@ -13,9 +13,10 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import INVALID_PARAMS
 
 from helpers import local_server
 from knowledge_helpers import EXAMPLE_COUNT, push_tree
@@ -46,7 +47,10 @@ async def http_session(url: str, user: str) -> AsyncIterator[ClientSession]:
 
 
 def _payload(result: Any) -> dict[str, Any]:
-    return result.structured_content or json.loads(result.content[0].text)
+    """The text block: an answer (equal to its ``structuredContent``) or the envelope (with none)."""
+    found = json.loads(result.content[0].text)
+    assert result.structured_content == (None if result.is_error else found)
+    return dict(found)
 
 
 async def _round_trip(open_session: Any, first: str, second: str) -> None:
@@ -69,8 +73,9 @@ async def _round_trip(open_session: Any, first: str, second: str) -> None:
         )
         claim = await session.call_tool("memory_search", {"query": "coffee", "userId": second})
         assert claim.is_error and _payload(claim)["errorCode"] == "UNAUTHORIZED"
-        unknown = await session.call_tool("no_such_tool", {})
-        assert unknown.is_error and _payload(unknown)["errorCode"] == "NOT_FOUND"
+        with pytest.raises(MCPError) as unknown:
+            await session.call_tool("no_such_tool", {})
+        assert unknown.value.code == INVALID_PARAMS and "no_such_tool" in unknown.value.message
 
     async with open_session(second) as session:
         other = await session.call_tool("memory_search", {"query": "dark roast coffee", "threshold": 0})

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from mcp import MCPError
+from mcp.types import INVALID_PARAMS
 from mcp_support import http_session, payload, stdio_session
 
 from helpers import http_call, http_request, serve_process
@@ -76,13 +78,16 @@ def test_mcp_over_http_follows_the_flag(server: tuple[str, bool]) -> None:
     async def scenario() -> None:
         async with http_session(url, IDENTITY) as session:
             listed = {tool.name for tool in (await session.list_tools()).tools}
-            result = await session.call_tool("outline_file", {"file": "shop/orders/models.py", "language": "python"})
+            arguments = {"file": "shop/orders/models.py", "language": "python"}
             if experimental:
+                result = await session.call_tool("outline_file", arguments)
                 assert listed >= OUTLINE and not result.is_error
                 assert payload(result)["text"].startswith("shop.orders.models [module] shop/orders/models.py:1")
             else:
-                assert not OUTLINE & listed and result.is_error
-                assert payload(result)["errorCode"] == "NOT_FOUND"
+                assert not OUTLINE & listed
+                with pytest.raises(MCPError) as unknown:  # an unlisted tool is a protocol error
+                    await session.call_tool("outline_file", arguments)
+                assert unknown.value.code == INVALID_PARAMS
 
     anyio.run(scenario)
 

@@ -52,9 +52,19 @@ def test_tools_list_and_calls_through_the_lambda(services: Services) -> None:
 
 
 def test_tool_errors_are_is_error_results_with_the_envelope(services: Services) -> None:
+    """The envelope is the text; no structuredContent, which would not match the tool's output schema."""
     answer = json.loads(rpc("tools/call", {"name": "memory_search", "arguments": {"query": "x", "limit": 0}})["body"])
-    assert answer["result"]["isError"] is True
-    assert answer["result"]["structuredContent"]["errorCode"] == "INVALID_INPUT"
+    assert answer["result"]["isError"] is True and "structuredContent" not in answer["result"]
+    (block,) = answer["result"]["content"]
+    envelope = json.loads(block["text"])
+    assert (envelope["errorCode"], envelope["details"]["field"]) == ("INVALID_INPUT", "limit")
+    assert set(envelope) == {"success", "errorCode", "message", "details", "retryable"}
+
+
+def test_an_unknown_tool_is_a_protocol_error(services: Services) -> None:
+    answer = json.loads(rpc("tools/call", {"name": "no_such_tool", "arguments": {}})["body"])
+    assert "result" not in answer
+    assert answer["error"]["code"] == -32602 and "no_such_tool" in answer["error"]["message"]
 
 
 def test_no_identity_is_refused_before_mcp(services: Services) -> None:

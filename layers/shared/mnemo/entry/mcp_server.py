@@ -1,9 +1,29 @@
 """MCP, the seeds' own transport, on the official ``mcp`` SDK.
 
 Tools are listed from the catalog with their JSON Schemas and descriptions.
-A tool's answer comes back as JSON text plus ``structuredContent``; a failure
-as an MCP tool error (``isError``) carrying the Mnemo error envelope, so an
-agent reads the same errorCode and field it would get over HTTP.
+A tool's answer comes back as JSON text plus ``structuredContent``, which
+validates against the tool's listed ``outputSchema``.
+
+A failed call is a tool execution error: ``isError: true`` with the Mnemo error
+envelope (``success``, ``errorCode``, ``message``, ``details``, ``retryable``) as
+JSON in its one text content block, and no ``structuredContent``, so an agent
+reads the same errorCode and field it would get over HTTP. Why not also send the
+envelope as ``structuredContent``: the specification (revision 2025-06-18,
+server/tools, "Output Schema") says a server MUST return structured results that
+conform to the ``outputSchema`` and clients SHOULD validate them, and the
+TypeScript SDK's ``Client.callTool`` (1.x) validates ``structuredContent``
+whenever it is present, ``isError`` or not, so an envelope there throws
+``-32602 Structured content does not match the tool's output schema``. Both SDKs
+accept an error result without it (the TypeScript client requires it only when
+``isError`` is false; the Python ``ClientSession.call_tool`` validates only
+results that are not errors). Widening every ``outputSchema`` to a ``oneOf`` with
+the envelope would also pass both, but would make every success schema a union
+that clients, code generators and the Bedrock schemas built from the same output
+models must then take apart, for a payload the text block already carries.
+
+An unknown tool name is a protocol error, JSON-RPC ``-32602`` (Invalid params) as
+the specification's tools error-handling section lists it, with the known names
+in its ``data``; it never reaches a tool.
 
 Identity: over stdio it is the process environment (``MEMORY_USER_ID`` or
 ``MNEMO_USER`` and the other ``MNEMO_*`` identity variables); over HTTP it is
@@ -23,6 +43,7 @@ from typing import Any
 
 import anyio
 import mcp.types as types
+from mcp import MCPError
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -55,11 +76,19 @@ def _tools() -> list[types.Tool]:
 
 
 def _result(payload: dict[str, Any], *, is_error: bool) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(payload))],
-        structured_content=payload,
-        is_error=is_error,
-    )
+    """An answer as text and ``structuredContent``; an error envelope as text only (see the module docstring)."""
+    text = [types.TextContent(type="text", text=json.dumps(payload))]
+    if is_error:
+        return types.CallToolResult(content=text, is_error=True)
+    return types.CallToolResult(content=text, structured_content=payload, is_error=False)
+
+
+def _known_tool(name: str) -> None:
+    """An unknown tool is a protocol error (JSON-RPC -32602), not a tool result."""
+    catalog = load_catalog()
+    if name not in catalog:
+        known = {"tool": name, "available": sorted(catalog)}
+        raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name}", data=known)
 
 
 def call_tool(name: str, arguments: dict[str, Any] | None, context: RequestContext) -> types.CallToolResult:
@@ -89,6 +118,7 @@ def build_server(default_context: Callable[[], RequestContext] | None = None) ->
         return types.ListToolsResult(tools=_tools())
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        _known_tool(params.name)
         request = getattr(ctx, "request", None)
         context = request.scope.get(SCOPE_KEY) if request is not None else None
         if context is None and default_context is not None:
