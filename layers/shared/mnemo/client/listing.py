@@ -28,4 +28,10 @@ def selected(names: Any) -> list[dict[str, Any]]:
 
 def envelope(error: MnemoClientError) -> dict[str, Any]:
     """The error envelope as the service sent it, for a framework to hand back to the model."""
-    return {"success": False, "errorCode": error.code, "message": error.message, "details": error.details}
+    return {
+        "success": False,
+        "errorCode": error.code,
+        "message": error.message,
+        "details": error.details,
+        "retryable": error.retryable,
+    }
