@@ -8,7 +8,7 @@ PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) \
 	$(shell command -v python3.12 >/dev/null 2>&1 && python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null) \
 	$(shell command -v python3))
 
-.PHONY: install run test lint typecheck unit bench docs clean sam-install lint-template sam-build
+.PHONY: install run test lint typecheck unit bench docs clean sam-install lint-template sam-build mcp-clients
 
 # aws-sam-cli pins its own boto3 and pydantic, so it and cfn-lint get a virtual environment of
 # their own, inside .venv (git-ignored, outside ruff's reach). The stamp names the pins: changing
@@ -45,8 +45,9 @@ typecheck: install
 	$(BIN)/mypy
 
 # lint-template installs the SAM CLI, which the deployment rehearsal (tests/infra/test_rehearsal.py)
-# builds with; --durations shows what it and the slowest suites cost.
-test: lint typecheck lint-template
+# builds with; mcp-clients installs the MCP clients tests/e2e/test_mcp_clients.py drives; --durations
+# shows what they and the slowest suites cost.
+test: lint typecheck lint-template mcp-clients
 	$(BIN)/python -m pytest --durations=15
 
 unit: install
@@ -74,6 +75,15 @@ $(SAM_STAMP):
 	$(SAM_BIN)/pip install --quiet aws-sam-cli==$(SAM_CLI_VERSION) cfn-lint==$(CFN_LINT_VERSION)
 	touch $@
 
+# The MCP Inspector CLI and the MCP TypeScript SDK, at the exact versions of tests/mcp_clients/package-lock.json
+# (Node 20 or later; no browser is downloaded). npm writes node_modules/.package-lock.json, which dates the install.
+MCP_CLIENTS := tests/mcp_clients
+mcp-clients: $(MCP_CLIENTS)/node_modules/.package-lock.json
+
+$(MCP_CLIENTS)/node_modules/.package-lock.json: $(MCP_CLIENTS)/package.json $(MCP_CLIENTS)/package-lock.json
+	npm ci --prefix $(MCP_CLIENTS) --no-audit --no-fund --loglevel=error
+	touch $@
+
 # cfn-lint and `sam validate --lint` check the SAM source; sam_transform.py runs the SAM transform
 # offline for each AuthMode and OpenSearch choice and cfn-lints what CloudFormation would receive.
 lint-template: sam-install
@@ -86,4 +96,4 @@ sam-build: sam-install
 	PATH="$(dir $(PYTHON)):$$PATH" $(SAM_ENV) $(SAM_BIN)/sam build --region $(SAM_REGION)
 
 clean:
-	rm -rf $(VENV) .mnemo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .mnemo .pytest_cache .mypy_cache .ruff_cache $(MCP_CLIENTS)/node_modules
