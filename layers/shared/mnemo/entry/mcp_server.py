@@ -15,11 +15,13 @@ TypeScript SDK's ``Client.callTool`` (1.x) validates ``structuredContent``
 whenever it is present, ``isError`` or not, so an envelope there throws
 ``-32602 Structured content does not match the tool's output schema``. Both SDKs
 accept an error result without it (the TypeScript client requires it only when
-``isError`` is false; the Python ``ClientSession.call_tool`` validates only
-results that are not errors). Widening every ``outputSchema`` to a ``oneOf`` with
-the envelope would also pass both, but would make every success schema a union
-that clients, code generators and the Bedrock schemas built from the same output
-models must then take apart, for a payload the text block already carries.
+``isError`` is false; the Python ``ClientSession.call_tool`` and the TypeScript
+SDK 2.x ``@modelcontextprotocol/client`` validate only results that are not
+errors). Widening every ``outputSchema`` to a ``oneOf`` with the envelope would
+also pass both, but would make every answer's schema a union that clients and
+code generators must take apart (``tools.schema.output_schema`` also feeds the
+HTTP OpenAPI, the Bedrock schemas and docs/tools.md), for a payload the text
+block already carries.
 
 An unknown tool name is a protocol error, JSON-RPC ``-32602`` (Invalid params) as
 the specification's tools error-handling section lists it, with the known names
