@@ -692,11 +692,11 @@ def test_generated_function_details_fit_bedrock(group: str) -> None:
 
 
 def test_object_fields_are_declared_as_json_strings() -> None:
-    (search,) = [t for t in load_catalog().values() if t.name == "memory_search"]
-    (function,) = bedrock_functions([search])["functions"]
+    (add, search) = [load_catalog()[name] for name in ("memory_add", "memory_search")]
+    (function,) = bedrock_functions([add])["functions"]
     assert function["parameters"]["metadata"]["type"] == "string"
     assert "JSON object" in function["parameters"]["metadata"]["description"]
-    assert "tags, metadata" in function["parameters"]["filter"]["description"]
+    (function,) = bedrock_functions([search])["functions"]
     layers = function["parameters"]["layers"]["description"]
     assert "agent, user, session, project, team, org, company" in layers
 

@@ -55,7 +55,14 @@ from mnemo.entry.identity import _roles, _validated
 from mnemo.errors import InvalidInput, MnemoError, NotFound, ProviderError, Unauthorized, invalid_field
 from mnemo.observability import logger
 from mnemo.runtime import get_services
-from mnemo.tools.bedrock_schema import action_groups, api_path, field_kinds, operation_description
+from mnemo.tools.bedrock_schema import (
+    OPTIONS,
+    action_groups,
+    api_path,
+    field_kinds,
+    grouped_fields,
+    operation_description,
+)
 from mnemo.tools.registry import Tool, load_catalog
 
 #: sessionAttributes key -> RequestContext field. Only these carry identity.
@@ -240,6 +247,27 @@ def decode_items(items: Any, where: str, kinds: Mapping[str, str]) -> dict[str, 
     return payload
 
 
+def ungroup(tool: Tool, payload: dict[str, Any]) -> dict[str, Any]:
+    """The fields a tool with more parameters than Bedrock's quota takes in ``moreArguments``, spread out.
+
+    ``moreArguments`` is one JSON object (see ``bedrock_schema.bedrock_parameters``); its string values
+    are decoded by their field's kind, as a parameter of that type would be.
+    """
+    grouped = grouped_fields(tool)
+    if not grouped or OPTIONS not in payload:
+        return payload
+    options = payload.pop(OPTIONS)
+    if not isinstance(options, Mapping):
+        raise invalid_field(OPTIONS, "expected a JSON object", type="object")
+    for name, value in options.items():
+        if name not in grouped:
+            raise invalid_field(f"{OPTIONS}.{name}", f"not a key of moreArguments; it takes {', '.join(grouped)}")
+        if name in payload:
+            raise invalid_field(name, "given both on its own and in moreArguments")
+        payload[name] = decode_value(f"{OPTIONS}.{name}", value, grouped[name], grouped[name])
+    return payload
+
+
 # -------------------------------------------------------------- running tools ---
 def _text(event: Mapping[str, Any], key: str) -> str:
     value = event.get(key)
@@ -335,6 +363,7 @@ def run_tool(tool: Tool, event: Mapping[str, Any], payload: dict[str, Any]) -> d
     tool that does not page, is INVALID_INPUT naming the field to change.
     """
     caller = context_from_bedrock(event)
+    payload = ungroup(tool, payload)
     room, budget = _room(event), _budget(event)
     size = 0
     for _attempt in range(_ATTEMPTS):

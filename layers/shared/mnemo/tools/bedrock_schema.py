@@ -22,11 +22,15 @@ agents-lambda; API reference, Function and ParameterDetail):
 - function details: a function description is at most 1200 characters, a
   parameter description at most 500, and a parameter type is one of string,
   number, integer, boolean or array (no object);
-- ``$ref`` is not listed as supported, so every schema is inlined.
+- ``$ref`` is not listed as supported, so every schema is inlined;
+- at most 5 parameters per function (the default "Parameters per function"
+  quota, Amazon Bedrock endpoints and quotas): a tool with more fields keeps four
+  and sends the rest in ``moreArguments`` (``bedrock_parameters``).
 
 Bedrock hands each top-level field to the Lambda as a ``{name, type, value}``
-string, so nested objects have no faithful encoding: an object-typed field is
-declared as a string holding JSON, and ``field_kinds`` tells the front door
+string, so nested objects have no faithful encoding: a field that takes an
+object or an array of objects is declared as a string holding JSON, with an
+example in its description, and ``field_kinds`` tells the front door
 (entry/bedrock.py) to decode it back before the tool's own model validates.
 """
 
@@ -53,6 +57,12 @@ MAX_OPERATIONS_PER_GROUP = 10
 MAX_FUNCTION_DESCRIPTION = 1200
 MAX_PARAMETER_DESCRIPTION = 500
 FUNCTION_PARAMETER_TYPES = ("string", "number", "integer", "boolean", "array")
+#: Bedrock Agents' default quota "Parameters per function" (Amazon Bedrock endpoints and quotas).
+MAX_PARAMETERS_PER_FUNCTION = 5
+#: The parameter that carries, as one JSON object, the fields of a tool that has more than the quota.
+OPTIONS = "moreArguments"
+#: Fields kept out of ``moreArguments`` first after the required ones: where the next page starts.
+_PAGING = ("cursor", "offset")
 _NAME = re.compile(r"^([0-9a-zA-Z][_-]?){1,100}$")
 _ERROR_STATUS = sorted(set(HTTP_STATUS.values()))
 _ALLOWED = "_allowed"
@@ -67,6 +77,7 @@ class Field:
     schema: dict[str, Any]  # inlined OpenAPI 3.0, no enum; object fields declared as JSON strings
     description: str
     required: bool
+    example: Any = None  # a value the tool accepts, as its model wants it (JSON kinds, not strings)
 
 
 # ------------------------------------------------------------------ helpers ---
@@ -89,24 +100,29 @@ def _values(values: Iterable[Any]) -> str:
     return ", ".join(json.dumps(value) if not isinstance(value, str) else value for value in values)
 
 
-def _resolve(node: Any, definitions: Mapping[str, Any]) -> Any:
+def _resolve(node: Any, definitions: Mapping[str, Any], within: tuple[str, ...] = ()) -> Any:
     """Inline every ``$ref`` (and one-element ``allOf``); drop titles; allowed values leave ``enum``.
 
-    An ``enum`` becomes the private key ``_allowed``, which ``_describe`` turns into words.
+    An ``enum`` becomes the private key ``_allowed``, which ``_describe`` turns into words. A
+    schema that contains itself (a tree of outline nodes) is inlined once; deeper down it is
+    an object of the same shape, said in words.
     """
     if isinstance(node, list):
-        return [_resolve(item, definitions) for item in node]
+        return [_resolve(item, definitions, within) for item in node]
     if not isinstance(node, dict):
         return node
     node = dict(node)
     if "$ref" in node:
-        target = definitions[node.pop("$ref").rsplit("/", 1)[-1]]
-        node = {**copy.deepcopy(target), **node}
+        name = node.pop("$ref").rsplit("/", 1)[-1]
+        if name in within:
+            return {"type": "object", "description": f"A {name}, of the same shape as its parent."}
+        within = (*within, name)
+        node = {**copy.deepcopy(definitions[name]), **node}
     if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1:
         (inner,) = node.pop("allOf")
-        node = {**_resolve(inner, definitions), **node}
+        node = {**_resolve(inner, definitions, within), **node}
     node.pop("title", None)
-    resolved = {key: _resolve(value, definitions) for key, value in node.items()}
+    resolved = {key: _resolve(value, definitions, within) for key, value in node.items()}
     if "enum" in resolved:
         resolved[_ALLOWED] = resolved.pop("enum")
     return resolved
@@ -164,6 +180,41 @@ def _kind(schema: Mapping[str, Any]) -> str:
     return "string"
 
 
+def example(schema: Mapping[str, Any], name: str = "value") -> Any:
+    """A value that satisfies ``schema`` (inlined, enum as ``_allowed``), to show a model what to send.
+
+    Objects get their required keys (or their first key when none is required); strings the
+    first allowed value, a date-time, or the field's name.
+    """
+    if schema.get(_ALLOWED):
+        return schema[_ALLOWED][0]
+    if "default" in schema and schema["default"] is not None and not isinstance(schema["default"], (dict, list)):
+        return schema["default"]
+    kind = _kind(schema)
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        keys = list(schema.get("required") or []) or list(properties)[:1]
+        if not properties:
+            return {"key": "value"}
+        return {key: example(properties[key], key) for key in keys if key in properties}
+    if kind == "array":
+        return [example(schema.get("items") or {}, name)]
+    if kind == "integer":
+        return int(schema.get("minimum", 1) or 1)
+    if kind == "number":
+        return schema.get("minimum", 0.5) or 0.5
+    if kind == "boolean":
+        return True
+    if schema.get("format") == "date-time":
+        return "2026-01-07T10:00:00Z"
+    return name
+
+
+def _object_items(schema: Mapping[str, Any]) -> bool:
+    items = schema.get("items")
+    return isinstance(items, Mapping) and _kind(items) == "object"
+
+
 def request_fields(tool: Tool) -> list[Field]:
     """The tool's top-level request fields, typed the way Bedrock can carry them."""
     definitions: dict[str, Any] = {}
@@ -175,18 +226,25 @@ def request_fields(tool: Tool) -> list[Field]:
             raise ValueError(f"{tool.name}.{name}: Bedrock parameter names use letters, digits, _ and -")
         if not str(raw.get("description", "")).strip():
             raise ValueError(f"{tool.name}.{name} has no description: describe it in the request model")
-        prop = _describe(_resolve(raw, definitions))
+        resolved = _resolve(raw, definitions)
+        prop = _describe(resolved)
         prop.pop("nullable", None)  # Bedrock sends a value or leaves the field out
         if prop.get("default") is None:
             prop.pop("default", None)
         kind = _kind(prop)
+        nested = kind == "object" or (kind == "array" and _object_items(prop))
         hints: list[str] = _bounds(prop)
-        if kind == "array":
+        shown = example(resolved, name)
+        sample = _serialize(shown)
+        if kind == "array" and nested:
+            keys = ", ".join(prop["items"].get("properties") or {})
+            hints.append(f"Send a JSON array of objects (keys {keys}) written as a string, e.g. {sample}.")
+        elif kind == "array":
             hints.append('Send a JSON array, e.g. ["a", "b"].')
         if kind == "object":
-            keys = list(prop.get("properties") or {})
-            if keys:
-                hints.append(f"Send a JSON object written as a string, with the keys {', '.join(keys)}.")
+            names = ", ".join(prop.get("properties") or {})
+            if names:
+                hints.append(f"Send a JSON object written as a string, with the keys {names}, e.g. {sample}.")
             else:
                 hints.append('Send a JSON object written as a string, e.g. {"key": "value"}.')
         if prop.get("format") == "date-time":
@@ -195,7 +253,7 @@ def request_fields(tool: Tool) -> list[Field]:
             hints.append(f"Default: {_values([prop['default']])}.")
         description = _clip(" ".join([_sentence(prop["description"]), *hints]), MAX_PARAMETER_DESCRIPTION)
         declared: dict[str, Any]
-        if kind == "object":
+        if nested:  # Bedrock carries no objects: the model writes them as JSON text
             declared = {"type": "string"}
         else:
             declared = {key: value for key, value in prop.items() if key != "description"}
@@ -205,14 +263,80 @@ def request_fields(tool: Tool) -> list[Field]:
                     items if _kind(items) in ("string", "integer", "number", "boolean") else {"type": "string"}
                 )
         declared["description"] = description
-        fields.append(Field(name=name, kind=kind, schema=declared, description=description, required=name in required))
+        fields.append(
+            Field(
+                name=name,
+                kind=kind,
+                schema=declared,
+                description=description,
+                required=name in required,
+                example=shown,
+            )
+        )
     return fields
+
+
+def _serialize(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _type_name(field: Field) -> str:
+    return f"JSON {field.kind}" if field.schema.get("type") == "string" and field.kind != "string" else field.kind
+
+
+@functools.cache
+def bedrock_parameters(tool: Tool) -> tuple[Field, ...]:
+    """The tool's parameters as Bedrock declares them: at most ``MAX_PARAMETERS_PER_FUNCTION``.
+
+    A tool with more fields keeps its required fields, then its paging fields, then the others
+    in order, up to one short of the quota; the rest travel together in ``moreArguments``, one JSON
+    object written as a string, whose description names each key and its type.
+    """
+    fields = request_fields(tool)
+    if len(fields) <= MAX_PARAMETERS_PER_FUNCTION:
+        return tuple(fields)
+    if any(field.name == OPTIONS for field in fields):
+        raise ValueError(f"{tool.name} has a field named {OPTIONS!r} and more than {MAX_PARAMETERS_PER_FUNCTION}")
+    ranked = sorted(fields, key=lambda f: (not f.required, f.name not in _PAGING, fields.index(f)))
+    kept = {field.name for field in ranked[: MAX_PARAMETERS_PER_FUNCTION - 1]}
+    grouped = [field for field in fields if field.name not in kept]
+    sample = {field.name: field.example for field in grouped if field.required} or {grouped[0].name: grouped[0].example}
+    head = f"More arguments, as one JSON object written as a string, e.g. {_serialize(sample)}. Keys: "
+    for note in (48, 32, 20, 0):  # every key is named; their notes shrink until all fit
+        keys = "; ".join(
+            f"{field.name} ({_type_name(field)}{', required' if field.required else ''})"
+            + (f": {_clip(field.description.split('. ')[0], note).rstrip('.')}" if note else "")
+            for field in grouped
+        )
+        if len(head) + len(keys) + 1 <= MAX_PARAMETER_DESCRIPTION:
+            break
+    description = _clip(f"{head}{keys}.", MAX_PARAMETER_DESCRIPTION)
+    options = Field(
+        name=OPTIONS,
+        kind="object",
+        schema={"type": "string", "description": description},
+        description=description,
+        required=any(field.required for field in grouped),
+    )
+    return (*(field for field in fields if field.name in kept), options)
+
+
+def grouped_fields(tool: Tool) -> Mapping[str, str]:
+    """The fields that travel inside ``moreArguments`` -> their JSON kind (empty when the tool has none)."""
+    declared = {field.name for field in bedrock_parameters(tool)}
+    return {f.name: f.kind for f in request_fields(tool) if f.name not in declared}
 
 
 @functools.cache
 def field_kinds(tool: Tool) -> Mapping[str, str]:
-    """Field name (wire alias) -> the JSON kind the tool's request model expects (computed once per tool)."""
-    return MappingProxyType({field.name: field.kind for field in request_fields(tool)})
+    """Parameter name (wire alias) -> the JSON kind it is decoded to (computed once per tool).
+
+    Every field of the tool's request model is listed (a ``moreArguments`` key may also be sent on
+    its own), and ``moreArguments`` as an object when the tool has one.
+    """
+    kinds = {field.name: field.kind for field in request_fields(tool)}
+    kinds.update({field.name: field.kind for field in bedrock_parameters(tool)})
+    return MappingProxyType(kinds)
 
 
 def operation_description(tool: Tool) -> str:
@@ -278,7 +402,7 @@ def bedrock_openapi(group: str, tools: Iterable[Tool]) -> dict[str, Any]:
     envelope = _envelope_schema()
     paths: dict[str, Any] = {}
     for tool in tools:
-        fields = request_fields(tool)
+        fields = bedrock_parameters(tool)
         body: dict[str, Any] = {
             "type": "object",
             "properties": {field.name: field.schema for field in fields},
@@ -331,8 +455,9 @@ def bedrock_functions(tools: Iterable[Tool]) -> dict[str, Any]:
     functions = []
     for tool in tools:
         parameters = {}
-        for field in request_fields(tool):
-            kind = field.kind if field.kind in FUNCTION_PARAMETER_TYPES else "string"
+        for field in bedrock_parameters(tool):
+            declared = field.schema.get("type")
+            kind = declared if declared in FUNCTION_PARAMETER_TYPES else "string"
             parameters[field.name] = {"type": kind, "description": field.description, "required": field.required}
         functions.append({"name": tool.name, "description": operation_description(tool), "parameters": parameters})
     return {"functions": functions}
