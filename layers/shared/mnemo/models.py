@@ -42,6 +42,35 @@ _DIGITS = re.compile(r"\s*[+-]?\d+(?:\.\d*)?\s*")
 UtcDateTime = Annotated[datetime, BeforeValidator(iso_text), AfterValidator(as_utc)]
 
 
+def _kind(value: Any) -> str:
+    return "true or false" if isinstance(value, bool) else f"a {type(value).__name__}"
+
+
+def json_number(value: Any) -> Any:
+    """Refuse what JSON does not call a number: ``true`` (an int to Python, so pydantic reads it as 1) and text
+    ("5"). A door whose transport carries only text (Bedrock) converts by the declared type before this."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"must be a number, not {_kind(value)}")
+    return value
+
+
+def json_boolean(value: Any) -> Any:
+    """Refuse what JSON does not call a boolean: ``0``/``1`` and "yes"/"false", which pydantic would read as one."""
+    if not isinstance(value, bool):
+        raise ValueError(f"must be true or false, not {_kind(value)}")
+    return value
+
+
+#: A request's whole-number field: JSON numbers only (no booleans, no text); 2.0 is 2, 2.5 is refused.
+Integer = Annotated[int, BeforeValidator(json_number)]
+#: An Integer that may be null; the None is inside so that Field(ge=...) constrains the number.
+OptionalInteger = Annotated[int | None, BeforeValidator(lambda value: value if value is None else json_number(value))]
+#: A request's number field: JSON numbers only (no booleans, no text).
+Number = Annotated[float, BeforeValidator(json_number)]
+#: A request's boolean field: true or false only (no 0/1, no text).
+Boolean = Annotated[bool, BeforeValidator(json_boolean)]
+
+
 class WireModel(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel,

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from mnemo.models import ToolRequest, ToolResponse, WireModel
+from mnemo.models import Boolean, Integer, Number, OptionalInteger, ToolRequest, ToolResponse, WireModel
 
 #: The most characters one file holds (a block, a skill or a workspace file).
 MAX_CONTENT_CHARS = 1_000_000
@@ -38,9 +38,9 @@ _EXPECTED = Field(
 # ------------------------------------------------------------------ inputs ---
 class FileReadInput(ToolRequest):
     path: str = _PATH
-    offset: int = Field(0, ge=0, le=10_000_000, description="Lines to skip: 0, or the nextOffset of an answer.")
-    limit: int = Field(DEFAULT_READ_LINES, ge=1, le=MAX_READ_LINES, description="Most lines to return.")
-    version: int | None = Field(
+    offset: Integer = Field(0, ge=0, le=10_000_000, description="Lines to skip: 0, or the nextOffset of an answer.")
+    limit: Integer = Field(DEFAULT_READ_LINES, ge=1, le=MAX_READ_LINES, description="Most lines to return.")
+    version: OptionalInteger = Field(
         None, ge=1, le=2**31, description="An earlier version to read (blocks, skills and workspace files keep them)."
     )
 
@@ -48,20 +48,20 @@ class FileReadInput(ToolRequest):
 class FileWriteInput(ToolRequest):
     path: str = _PATH
     content: str = Field(max_length=MAX_CONTENT_CHARS, description="The whole new content (replaces the file).")
-    expected_version: int | None = _EXPECTED
+    expected_version: OptionalInteger = _EXPECTED
 
 
 class FileEditInput(ToolRequest):
     path: str = _PATH
     old: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS, description="Text to replace: it must occur once.")
     new: str = Field(max_length=MAX_CONTENT_CHARS, description="Text to put in its place.")
-    replace_all: bool = Field(False, description="Replace every occurrence of `old` instead of exactly one.")
-    expected_version: int | None = _EXPECTED
+    replace_all: Boolean = Field(False, description="Replace every occurrence of `old` instead of exactly one.")
+    expected_version: OptionalInteger = _EXPECTED
 
 
 class FileDeleteInput(ToolRequest):
     path: str = _PATH
-    expected_version: int | None = _EXPECTED
+    expected_version: OptionalInteger = _EXPECTED
 
 
 class FileListInput(ToolRequest):
@@ -71,19 +71,19 @@ class FileListInput(ToolRequest):
         description="What to list: a folder of the workspace ('' for all of it, 'src/'), mnemo:///, "
         "mnemo:///blocks/, mnemo://project/, topic:// or knowledge://.",
     )
-    limit: int = Field(200, ge=1, le=MAX_LIST, description="Most entries to return.")
+    limit: Integer = Field(200, ge=1, le=MAX_LIST, description="Most entries to return.")
     cursor: str | None = Field(None, max_length=2048, description="nextCursor of the previous page.")
 
 
 class FileSearchInput(ToolRequest):
     query: str = Field(min_length=1, max_length=2000, description="What to look for in blocks' and skills' content.")
-    limit: int = Field(10, ge=1, le=50, description="Most results to return.")
-    threshold: float = Field(0.3, ge=0.0, le=1.0, description="Minimum relevance score (0.0 - 1.0).")
+    limit: Integer = Field(10, ge=1, le=50, description="Most results to return.")
+    threshold: Number = Field(0.3, ge=0.0, le=1.0, description="Minimum relevance score (0.0 - 1.0).")
 
 
 class BlockPinInput(ToolRequest):
     path: str = _PATH
-    position: int | None = Field(
+    position: OptionalInteger = Field(
         None, ge=0, le=10_000, description="Where the block goes in pinned_context (0: first); default last."
     )
 
@@ -93,7 +93,7 @@ class BlockUnpinInput(ToolRequest):
 
 
 class PinnedContextInput(ToolRequest):
-    offset: int = Field(
+    offset: Integer = Field(
         0, ge=0, le=100_000_000, description="Where the context starts, in characters: 0, or an answer's nextOffset."
     )
 
@@ -104,13 +104,13 @@ class ExpandPromptInput(ToolRequest):
         max_length=MAX_PROMPT_CHARS,
         description="Text with @path (a workspace file or any file path) and @@name (your block) markers.",
     )
-    max_chars: int = Field(
+    max_chars: Integer = Field(
         DEFAULT_EXPANDED_CHARS,
         ge=1,
         le=MAX_EXPANDED_CHARS,
         description="The most characters the expanded text may take; beyond it the answer is INVALID_INPUT.",
     )
-    offset: int = Field(
+    offset: Integer = Field(
         0, ge=0, le=MAX_EXPANDED_CHARS, description="Where the answer's text starts: 0, or an answer's nextOffset."
     )
     on_missing: Literal["error", "keep"] = Field(

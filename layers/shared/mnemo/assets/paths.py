@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mnemo.errors import InvalidInput, invalid_field
+from mnemo.visible import FORBIDDEN_CATEGORIES as _FORBIDDEN_CATEGORIES
+from mnemo.visible import INVISIBLE_LETTERS
 
 Store = Literal["asset", "workspace", "knowledge", "topic"]
 #: The folders of StoredAssets: blocks (pinnable context) and skills (pinnable how-tos).
@@ -38,10 +40,9 @@ MAX_SEGMENT_BYTES = 255
 
 _SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*):")
 _FORBIDDEN_CHARS = frozenset('\\#%:?*"<>|')
-_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-#: Letters and spaces that show nothing (Hangul fillers, the Braille blank, Khmer vowels inherent), and
-#: every space but the ASCII one: a name that looks like another must not be a different file.
-_INVISIBLE = frozenset("\u115f\u1160\u17b4\u17b5\u180e\u2800\u3164\uffa0")
+#: Letters and spaces that show nothing (mnemo.visible), and every space but the ASCII one (_hidden_category):
+#: a name that looks like another must not be a different file.
+_INVISIBLE = INVISIBLE_LETTERS
 _KNOWLEDGE_ID = re.compile(r"^[A-Za-z0-9._@+=,\-]{1,128}$")
 
 

@@ -34,6 +34,7 @@ from mnemo.graph.scopes import writable_scope
 from mnemo.graph.service import GraphService
 from mnemo.graph.temporal import now, stamp
 from mnemo.ports import ExtractionTool, Extractor
+from mnemo.visible import hidden_character
 
 logger = logging.getLogger(__name__)
 
@@ -274,6 +275,9 @@ class GraphBuilder:
         """Store an extracted entity (and its summary when it has none); a name the model got wrong is skipped."""
         if len(name) > MAX_NAME_CHARS:
             logger.warning("skipped an extracted entity whose name is over %d characters", MAX_NAME_CHARS)
+            return
+        if hidden_character(name) is not None:
+            logger.warning("skipped an extracted entity whose name holds an invisible character")
             return
         self._graph.describe(context, layer, name, kind.strip()[:64], summary[:MAX_SUMMARY_CHARS])
 

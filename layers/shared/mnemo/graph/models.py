@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
 from mnemo.context import Layer
-from mnemo.models import ToolRequest, ToolResponse, UtcDateTime, WireModel
+from mnemo.models import Boolean, Integer, Number, OptionalInteger, ToolRequest, ToolResponse, UtcDateTime, WireModel
+from mnemo.visible import hidden_character
 
 MAX_NAME_CHARS = 200
 MAX_SUMMARY_CHARS = 2000
@@ -18,7 +19,22 @@ MAX_ALIASES = 20
 MAX_INVALIDATES = 20
 MAX_BUILD_CHARS = 48_000
 
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
+
+def visible_name(value: str) -> str:
+    """Refuse a name holding a control or a character that shows nothing (zero-width, bidi controls):
+    ``Al\u200bice`` would look like Alice and be another entity."""
+    bad = hidden_character(value)
+    if bad is not None:
+        raise ValueError(f"a name must not contain control or invisible characters (found U+{ord(bad):04X})")
+    return value
+
+
+#: An entity name or alias: trimmed, 1 to MAX_NAME_CHARS characters, all of them visible.
+Name = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS),
+    AfterValidator(visible_name),
+]
 EntityType = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
 Predicate = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
 ObjectId = Annotated[str, StringConstraints(pattern=r"^(ent|fct)_[0-9a-f]{24}$")]
@@ -100,7 +116,7 @@ class AddMemoryLinkInput(ToolRequest):
     layer: Layer = Field("user", description="Memory scope. agent, user, session, project, team, org or company.")
     valid_at: UtcDateTime | None = Field(None, description="When the fact became true (default: now).")
     invalid_at: UtcDateTime | None = Field(None, description="When it stopped being true, if already known.")
-    exclusive: bool = Field(
+    exclusive: Boolean = Field(
         False,
         description="The subject holds this predicate for one object at a time: a current fact with the same "
         "subject and predicate and another object is invalidated as of validAt.",
@@ -147,10 +163,10 @@ class ObjectSelector(ToolRequest):
 
 
 class GetMemoryObjectInput(ObjectSelector):
-    depth: int = Field(1, ge=0, le=3, description="How many hops of neighbours to return (0: none).")
-    include_history: bool = Field(False, description="Also return facts that are no longer (or not yet) valid.")
+    depth: Integer = Field(1, ge=0, le=3, description="How many hops of neighbours to return (0: none).")
+    include_history: Boolean = Field(False, description="Also return facts that are no longer (or not yet) valid.")
     as_of: UtcDateTime | None = Field(None, description="Answer as things stood at this time (default: now).")
-    limit: int = Field(50, ge=1, le=200, description="The most facts to return.")
+    limit: Integer = Field(50, ge=1, le=200, description="The most facts to return.")
 
 
 class Neighbour(WireModel):
@@ -172,7 +188,7 @@ class GetMemoryObjectOutput(ToolResponse):
 
 # ----------------------------------------------------------- update_memory_object
 class UpdateMemoryObjectInput(ObjectSelector):
-    expected_version: int | None = Field(None, ge=1, description="Refuse the update if the entity moved past it.")
+    expected_version: OptionalInteger = Field(None, ge=1, description="Refuse the update if the entity moved past it.")
     new_name: Name | None = Field(
         None, description="Rename the entity (the old name stays as an alias unless dropped)."
     )
@@ -252,9 +268,9 @@ class GraphSearchInput(ToolRequest):
     known_at: UtcDateTime | None = Field(
         None, description="As Mnemo knew things at this time: facts learned by then and not yet expired."
     )
-    include_invalid: bool = Field(False, description="Also return facts not valid at asOf (history).")
-    limit: int = Field(10, ge=1, le=50, description="Most entities and most facts to return.")
-    threshold: float = Field(0.5, ge=0.0, le=1.0, description="Minimum relevance score (0.0 - 1.0).")
+    include_invalid: Boolean = Field(False, description="Also return facts not valid at asOf (history).")
+    limit: Integer = Field(10, ge=1, le=50, description="Most entities and most facts to return.")
+    threshold: Number = Field(0.5, ge=0.0, le=1.0, description="Minimum relevance score (0.0 - 1.0).")
 
     _query = field_validator("query")(_not_blank)
 
@@ -294,7 +310,7 @@ class BuildMemoryFromTextInput(ToolRequest):
         None, description="When the text was written, for relative dates ('last week'); default: now."
     )
     source: FactSource | None = Field(None, description="Where the text came from; default kind extraction.")
-    dry_run: bool = Field(False, description="Extract and answer without saving anything.")
+    dry_run: Boolean = Field(False, description="Extract and answer without saving anything.")
 
     _content = field_validator("content")(_not_blank)
 

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, field_validator
 
-from mnemo.models import ToolRequest, ToolResponse, WireModel
+from mnemo.models import Boolean, Integer, Number, ToolRequest, ToolResponse, WireModel
 
 KnowledgeType = Literal["adr", "policy", "pattern", "spec"]
 KnowledgeLayer = Literal["company", "org", "team", "project"]
@@ -87,8 +87,8 @@ class KnowledgeQueryInput(ToolRequest):
     status: list[KnowledgeStatus] = Field(
         default_factory=lambda: list(DEFAULT_STATUS), min_length=1, description="Filter by status (default: accepted)."
     )
-    limit: int = Field(10, ge=1, le=100, description="Maximum results.")
-    threshold: float = Field(
+    limit: Integer = Field(10, ge=1, le=100, description="Maximum results.")
+    threshold: Number = Field(
         0.3, ge=0.0, le=1.0, description="With a query: minimum relevance (0.0 - 1.0) an item needs to be returned."
     )
 
@@ -114,8 +114,8 @@ class KnowledgeQueryOutput(ToolResponse):
 # ------------------------------------------------------------------- show ---
 class KnowledgeShowInput(ToolRequest):
     id: str = Field(min_length=1, max_length=128, description="Knowledge item ID.")
-    include_constraints: bool = Field(True, description="Include constraint definitions.")
-    include_history: bool = Field(False, description="Include version history.")
+    include_constraints: Boolean = Field(True, description="Include constraint definitions.")
+    include_history: Boolean = Field(False, description="Include version history.")
 
 
 class KnowledgeDetail(WireModel):

@@ -9,7 +9,7 @@ from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from mnemo.context import Layer
 from mnemo.graph.models import GraphContext
-from mnemo.models import ToolRequest, ToolResponse, UtcDateTime, WireModel
+from mnemo.models import Boolean, Integer, Number, ToolRequest, ToolResponse, UtcDateTime, WireModel
 
 MAX_CONTENT_CHARS = 8000
 MAX_METADATA_BYTES = 8192
@@ -78,8 +78,8 @@ class MemorySearchInput(ToolRequest):
     layers: list[Layer] | None = Field(
         None, min_length=1, description="Layers to search. If not specified, searches all accessible layers."
     )
-    limit: int = Field(10, ge=1, le=100, description="Maximum number of results.")
-    threshold: float = Field(0.7, ge=0.0, le=1.0, description="Minimum relevance score (0.0 - 1.0).")
+    limit: Integer = Field(10, ge=1, le=100, description="Maximum number of results.")
+    threshold: Number = Field(0.7, ge=0.0, le=1.0, description="Minimum relevance score (0.0 - 1.0).")
     tags: list[Tag] | None = Field(None, description="Only memories carrying at least one of these tags.")
     metadata: dict[str, Scalar] | None = Field(
         None, description="Only memories whose metadata has each of these key/value pairs."
@@ -88,7 +88,7 @@ class MemorySearchInput(ToolRequest):
     cursor: str | None = Field(
         None, max_length=512, description="The nextCursor of a previous answer, to get the following page."
     )
-    include_graph: bool = Field(
+    include_graph: Boolean = Field(
         False, description="Also answer the memory graph's entities and current facts that match the query."
     )
 

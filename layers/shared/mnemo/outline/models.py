@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from mnemo.models import ToolRequest, ToolResponse, WireModel
+from mnemo.models import Boolean, Integer, ToolRequest, ToolResponse, WireModel
 
 Language = Literal["python", "go", "java", "typescript", "javascript"]
 Relation = Literal["contains", "calls", "called_by", "imports", "extends", "implements", "references", "type_of"]
@@ -39,32 +39,32 @@ class OutlineSymbolInput(ToolRequest):
     file: str | None = Field(
         None, min_length=1, max_length=1024, description="Restrict the search to a single file (relative path)."
     )
-    depth: int = _DEPTH
+    depth: Integer = _DEPTH
     relations: list[Relation] | None = _RELATIONS
-    omit_native: bool = _OMIT_NATIVE
+    omit_native: Boolean = _OMIT_NATIVE
     format: Literal["text", "json"] = _FORMAT
-    limit: int = Field(100, ge=1, le=5000, description="Most matching symbols (tree roots) in one answer.")
+    limit: Integer = Field(100, ge=1, le=5000, description="Most matching symbols (tree roots) in one answer.")
     cursor: str | None = Field(None, max_length=2048, description="nextCursor of the previous answer.")
 
 
 class OutlineFileInput(ToolRequest):
     file: str = _FILE
     language: Language = _LANGUAGE
-    depth: int = _DEPTH
+    depth: Integer = _DEPTH
     relations: list[Relation] | None = _RELATIONS
-    omit_native: bool = _OMIT_NATIVE
+    omit_native: Boolean = _OMIT_NATIVE
     format: Literal["text", "json"] = _FORMAT
-    limit: int = Field(500, ge=1, le=5000, description="Most symbols (tree roots) in one answer.")
+    limit: Integer = Field(500, ge=1, le=5000, description="Most symbols (tree roots) in one answer.")
     cursor: str | None = Field(None, max_length=2048, description="nextCursor of the previous answer.")
 
 
 class OutlineProjectInput(ToolRequest):
     language: Language = _LANGUAGE
-    depth: int = _DEPTH
+    depth: Integer = _DEPTH
     relations: list[Relation] | None = _RELATIONS
-    omit_native: bool = _OMIT_NATIVE
+    omit_native: Boolean = _OMIT_NATIVE
     format: Literal["text", "json"] = _FORMAT
-    limit: int = Field(200, ge=1, le=5000, description="Most symbols (tree roots) in one answer.")
+    limit: Integer = Field(200, ge=1, le=5000, description="Most symbols (tree roots) in one answer.")
     cursor: str | None = Field(None, max_length=2048, description="nextCursor of the previous answer.")
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pydantic import Field
 
 from mnemo.knowledge.models import KnowledgeLayer, KnowledgeType
-from mnemo.models import ToolRequest, ToolResponse, WireModel
+from mnemo.models import Boolean, ToolRequest, ToolResponse, WireModel
 
 
 class SyncNowInput(ToolRequest):
-    force: bool = Field(False, description="Force full sync: re-apply every item, ignoring delta detection.")
+    force: Boolean = Field(False, description="Force full sync: re-apply every item, ignoring delta detection.")
     types: list[KnowledgeType] | None = Field(None, min_length=1, description="Only sync these knowledge types.")
     layers: list[KnowledgeLayer] | None = Field(None, min_length=1, description="Only sync these layers.")
 

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
-from mnemo.models import ToolRequest, ToolResponse, WireModel
+from mnemo.models import Integer, Number, OptionalInteger, ToolRequest, ToolResponse, WireModel
 from mnemo.topics.names import MAX_NAME_CHARS, MAX_TAG_CHARS, MAX_TAGS, check_tag, check_topic_name, unique_tags
 
 MAX_SUMMARY_CHARS = 500
@@ -55,14 +55,14 @@ class RecallGeneralMemoryInput(ToolRequest):
 
 
 class ListMemoriesInput(ToolRequest):
-    offset: int = Field(
+    offset: Integer = Field(
         0, ge=0, le=MAX_TOPICS, description="Where the list starts: 0, or the nextOffset of an answer with hasMore."
     )
 
 
 class RecallMemoryInput(ToolRequest):
     topic: TopicName = _TOPIC
-    offset: int = Field(
+    offset: Integer = Field(
         0,
         ge=0,
         le=MAX_CONTENT_CHARS,
@@ -80,8 +80,8 @@ class SearchMemoriesInput(ToolRequest):
         max_length=2000,
         description="Search the topics' content (hybrid BM25 and vector similarity) for this text.",
     )
-    limit: int = Field(20, ge=1, le=100, description="Maximum number of topics returned.")
-    threshold: float = Field(
+    limit: Integer = Field(20, ge=1, le=100, description="Maximum number of topics returned.")
+    threshold: Number = Field(
         0.3, ge=0.0, le=1.0, description="Minimum relevance score (0.0 - 1.0) of a content match; tags-only ignores it."
     )
 
@@ -122,7 +122,7 @@ class RefineMemoryInput(ToolRequest):
     new_content: str | None = Field(
         None, min_length=1, max_length=MAX_CONTENT_CHARS, description="Replacement Markdown content."
     )
-    expected_version: int | None = Field(
+    expected_version: OptionalInteger = Field(
         None, ge=1, description="The version last read (recall_memory); a topic changed since is a CONFLICT."
     )
 
@@ -138,7 +138,7 @@ class MemorizeGeneralInfoInput(ToolRequest):
         description="Markdown content for the general section (replaces it; empty clears it). "
         "It must not hold a 'Specialized Knowledge' heading.",
     )
-    expected_version: int | None = Field(
+    expected_version: OptionalInteger = Field(
         None, ge=0, description="The version last read (recall_general_memory; 0 = never written); else CONFLICT."
     )
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from mnemo.visible import FORBIDDEN_CATEGORIES as _FORBIDDEN_CATEGORIES
+
 MAX_NAME_CHARS = 128
 MAX_TAG_CHARS = 64
 MAX_TAGS = 20
-#: Unicode categories a name may not hold: controls, invisible formatting, surrogates, line separators.
-_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 #: A markdown heading (ATX ``#`` .. ``######``, or setext) reading "Specialized Knowledge".
 _SPECIALIZED_HEADER = re.compile(
     r"^[ \t]{0,3}#{1,6}[ \t]*specialized[ \t]+knowledge\b"
