@@ -57,7 +57,8 @@ MAX_OPERATIONS_PER_GROUP = 10
 MAX_FUNCTION_DESCRIPTION = 1200
 MAX_PARAMETER_DESCRIPTION = 500
 FUNCTION_PARAMETER_TYPES = ("string", "number", "integer", "boolean", "array")
-#: Bedrock Agents' default quota "Parameters per function" (Amazon Bedrock endpoints and quotas).
+#: Bedrock Agents' default quota "Parameters per function" (Amazon Bedrock endpoints and quotas), which
+#: CreateAgentActionGroup enforces ("Validation failed for quota parameters-per-function").
 MAX_PARAMETERS_PER_FUNCTION = 5
 #: The parameter that carries, as one JSON object, the fields of a tool that has more than the quota.
 OPTIONS = "moreArguments"
