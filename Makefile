@@ -8,7 +8,7 @@ PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) \
 	$(shell command -v python3.12 >/dev/null 2>&1 && python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null) \
 	$(shell command -v python3))
 
-.PHONY: install run test lint typecheck unit bench docs clean sam-install lint-template sam-build mcp-clients
+.PHONY: install run test lint typecheck unit bench docs clean sam-install lint-template sam-build mcp-clients browser
 
 # aws-sam-cli pins its own boto3 and pydantic, so it and cfn-lint get a virtual environment of
 # their own, inside .venv (git-ignored, outside ruff's reach). The stamp names the pins: changing
@@ -46,8 +46,8 @@ typecheck: install
 
 # lint-template installs the SAM CLI, which the deployment rehearsal (tests/infra/test_rehearsal.py)
 # builds with; mcp-clients installs the MCP clients tests/e2e/test_mcp_clients.py drives; --durations
-# shows what they and the slowest suites cost.
-test: lint typecheck lint-template mcp-clients
+# shows what they and the slowest suites cost; browser installs the chromium tests/e2e/test_swagger_browser.py drives.
+test: lint typecheck lint-template mcp-clients browser
 	$(BIN)/python -m pytest --durations=15
 
 unit: install
@@ -74,6 +74,11 @@ $(SAM_STAMP):
 	$(SAM_BIN)/pip install --quiet --upgrade pip
 	$(SAM_BIN)/pip install --quiet aws-sam-cli==$(SAM_CLI_VERSION) cfn-lint==$(CFN_LINT_VERSION)
 	touch $@
+
+# Debian's chromium, for Swagger UI at /docs in a real browser; installed only when missing (apt, as root or sudo).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
 # The MCP Inspector CLI and the MCP TypeScript SDK, at the exact versions of tests/mcp_clients/package-lock.json
 # (Node 20 or later; no browser is downloaded). npm writes node_modules/.package-lock.json, which dates the install.
