@@ -296,22 +296,6 @@ def test_converse_failures_are_provider_errors(
 
 
 # ---------------------------------------------------------- Bedrock agents ---
-# Core bugs these tests meet (reported; mnemo/ is not this suite's to change):
-MISSING_DESCRIPTIONS = (
-    "core: graph request fields have no description (add_memory_link.source, update_memory_object.type and summary, "
-    "graph_search.kind, delete_memory_object.entityId, name and layer, build_memory_from_text.layer and source), so "
-    "mnemo.tools.bedrock_schema.request_fields raises ValueError and the graph action group cannot be built"
-)
-STUCK_PAGE = (
-    "core: mnemo.entry.bedrock._stuck treats any answer with hasMore and no `results` key as a page that cannot "
-    "move, so a trimmed get_memory_object or graph_search answer (entities/facts, hasMore) becomes INVALID_INPUT"
-)
-WRITE_THEN_TOO_LARGE = (
-    "core: a write whose answer is too large for Bedrock (build_memory_from_text's relationships, a delete's "
-    "neighboursAffected) is saved, then answered INVALID_INPUT 'ask for less', so the agent retries a done write"
-)
-
-
 def prop(name: str, value: Any, kind: str = "string") -> dict[str, Any]:
     return {"name": name, "type": kind, "value": value if isinstance(value, str) else json.dumps(value)}
 
