@@ -26,6 +26,7 @@ import sys
 import threading
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -202,6 +203,24 @@ def unit_vector(text: str, size: int) -> list[float]:
     return [v / norm for v in vector]
 
 
+def _serve(answer: Callable[[BaseHTTPRequestHandler], None], *methods: str) -> tuple[ThreadingHTTPServer, str]:
+    """A quiet HTTP server on a free local port, in a daemon thread, handing each request of ``methods``
+    to ``answer``; and its URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _any(self) -> None:
+            answer(self)
+
+    for method in methods:
+        setattr(Handler, f"do_{method}", Handler._any)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_port}"
+
+
 @dataclass
 class TitanStandIn:
     """An HTTP server answering bedrock-runtime InvokeModel as Titan Text Embeddings V2 would."""
@@ -213,18 +232,7 @@ class TitanStandIn:
     problems: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        stand_in = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                stand_in._answer(self)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_port}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server, self.url = _serve(self._answer, "POST")
 
     def _answer(self, request: BaseHTTPRequestHandler) -> None:
         from urllib.parse import unquote
@@ -451,20 +459,7 @@ class OpenSearchStandIn:
         self.vectors: dict[tuple[str, str], list[float]] = {}
         self.knn_searches = 0
         self.problems: list[str] = []
-        stand_in = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _any(self) -> None:
-                stand_in._handle(self)
-
-            do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _any
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_port}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server, self.url = _serve(self._handle, "GET", "POST", "PUT", "DELETE", "HEAD")
 
     def _osmem(self, method: str, path: str, body: bytes | None, content_type: str | None) -> tuple[int, bytes, str]:
         import http.client

@@ -19,6 +19,7 @@ import yaml
 from aws_fixtures import CloudFormationLoader
 
 from mnemo.assets.scopes import WORKSPACE_ROOT
+from mnemo.client.repeat import READ_ONLY as REPEATABLE_READS
 from mnemo.knowledge.documents import ROOT as KNOWLEDGE_ROOT
 from mnemo.settings import Settings
 from mnemo.sync.service import LOCK_RENEW_SECONDS, LOCK_SECONDS
@@ -41,6 +42,15 @@ def template() -> dict[str, Any]:
 
 def resources_of(doc: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
     return {name: r for name, r in doc["Resources"].items() if r["Type"] == kind}
+
+
+def collection_policies(doc: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
+    """The vector collection's security and access policies, by logical id, as deployed with ``params``."""
+    found = {}
+    for kind in ("AWS::OpenSearchServerless::SecurityPolicy", "AWS::OpenSearchServerless::AccessPolicy"):
+        for name, resource in resources_of(doc, kind).items():
+            found[name] = json.loads(substitute(doc, resource["Properties"]["Policy"], params))
+    return found
 
 
 def functions(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -567,27 +577,13 @@ READ_ONLY_ACTIONS = {
 }
 
 
-@pytest.mark.parametrize(
-    "tool",
-    [
-        "memory_search",
-        "knowledge_query",
-        "knowledge_check",
-        "knowledge_show",
-        "sync_status",
-        "list_memories",
-        "recall_memory",
-        "recall_general_memory",
-        "search_memories",
-        "file_read",
-        "file_list",
-        "file_search",
-        "pinned_context",
-        "expand_prompt",
-        "get_memory_object",
-        "graph_search",
-    ],
-)
+#: Tools that read the records table and never write it: those the client may send again, but the outline
+#: tools, which refresh a derived index of the workspace (they put and delete outline items).
+READ_ONLY_TOOLS = REPEATABLE_READS - {"outline_symbol", "outline_file", "outline_project"}
+
+
+#: The conversation and execution reads share their function with the writes of their family.
+@pytest.mark.parametrize("tool", sorted(READ_ONLY_TOOLS - {"retrieve_conversation", "retrieve_execution"}))
 def test_read_only_tools_get_read_only_policies(tool: str) -> None:
     doc = template()
     (function,) = tool_functions(doc)[tool]

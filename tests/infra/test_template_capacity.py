@@ -17,11 +17,18 @@ OpenSearchMaxIndexingOcu and OpenSearchMaxSearchOcu.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from infra.test_template import ROOT, choose, condition, parameters, resources_of, substitute, template
+from infra.test_template import (
+    ROOT,
+    choose,
+    collection_policies,
+    condition,
+    parameters,
+    substitute,
+    template,
+)
 
 SETTINGS = ("DISABLED", "ENABLED")
 STAGES = ("dev", "prod")
@@ -54,14 +61,6 @@ def _names(doc: dict[str, Any], params: dict[str, str]) -> tuple[str, str, str]:
         substitute(doc, collection["Name"], params),
         substitute(doc, collection["CollectionGroupName"], params),
     )
-
-
-def _policies(doc: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
-    found = {}
-    for kind in ("AWS::OpenSearchServerless::SecurityPolicy", "AWS::OpenSearchServerless::AccessPolicy"):
-        for name, resource in resources_of(doc, kind).items():
-            found[name] = json.loads(substitute(doc, resource["Properties"]["Policy"], params))
-    return found
 
 
 def _named(rules: list[dict[str, Any]]) -> set[str]:
@@ -131,7 +130,7 @@ def test_a_standby_change_replaces_the_group_and_the_collection_under_new_names(
 def test_the_policies_cover_the_collection_under_either_setting_and_the_legacy_one() -> None:
     doc = template()
     for stage in STAGES:
-        off, on = (_policies(doc, _params(doc, stage, standby)) for standby in SETTINGS)
+        off, on = (collection_policies(doc, _params(doc, stage, standby)) for standby in SETTINGS)
         assert off == on  # not updated while a replacement runs
         collections = {_names(doc, _params(doc, stage, standby))[1] for standby in SETTINGS}
         for name, policy in on.items():

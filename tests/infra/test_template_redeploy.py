@@ -14,7 +14,15 @@ import json
 import re
 from typing import Any
 
-from infra.test_template import choose, condition, functions, parameters, resources_of, substitute, template
+from infra.test_template import (
+    choose,
+    collection_policies,
+    condition,
+    functions,
+    parameters,
+    substitute,
+    template,
+)
 
 STREAM = "arn:aws:dynamodb:eu-west-1:123456789012:table/mnemo-records-dev/stream/2026-01-05T10:11:12.345"
 TABLE_NAME = {"Sub": "mnemo-records-${Stage}"}
@@ -100,14 +108,6 @@ def test_the_stream_parameter_accepts_only_a_records_table_stream() -> None:
         assert not pattern.fullmatch(wrong), wrong
 
 
-def _collection_policies(doc: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
-    found = {}
-    for kind in ("AWS::OpenSearchServerless::SecurityPolicy", "AWS::OpenSearchServerless::AccessPolicy"):
-        for name, resource in resources_of(doc, kind).items():
-            found[name] = json.loads(substitute(doc, resource["Properties"]["Policy"], params))
-    return found
-
-
 def test_a_standby_change_creates_a_new_collection_under_another_name() -> None:
     doc = template()
     collection = doc["Resources"]["VectorCollection"]["Properties"]
@@ -127,8 +127,8 @@ def test_the_collection_policies_cover_both_names_and_do_not_change_with_the_set
     """The encryption policy must match a collection before it is created; policies that stay the same
     when the setting flips are not updated while the replacement runs."""
     doc = template()
-    off = _collection_policies(doc, parameters(doc, OpenSearchStandbyReplicas="DISABLED"))
-    on = _collection_policies(doc, parameters(doc, OpenSearchStandbyReplicas="ENABLED"))
+    off = collection_policies(doc, parameters(doc, OpenSearchStandbyReplicas="DISABLED"))
+    on = collection_policies(doc, parameters(doc, OpenSearchStandbyReplicas="ENABLED"))
     assert off == on
     text = json.dumps(on)
     for name in ("mnemo-dev-vectors", "mnemo-dev-vectors-standby"):

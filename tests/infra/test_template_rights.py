@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from infra.test_template import READ_ONLY_TOOLS as READ_ONLY
 from infra.test_template import choose, functions, parameters, served_routes, substitute, template
 
 from helpers import ctx, make_services
@@ -35,26 +36,6 @@ READ_WRITE = READ_PUT | {"dynamodb:DeleteItem"}
 #: a pin set and its pinner lists are replaced, never removed); or puts and deletes (index outbox markers,
 #: history, heads, edges...).
 PUT_ONLY = {"memorize_general_info", "block_pin", "block_unpin"}
-READ_ONLY = {
-    "memory_search",
-    "knowledge_query",
-    "knowledge_check",
-    "knowledge_show",
-    "sync_status",
-    "retrieve_conversation",
-    "retrieve_execution",
-    "list_memories",
-    "recall_memory",
-    "recall_general_memory",
-    "search_memories",
-    "file_read",
-    "file_list",
-    "file_search",
-    "pinned_context",
-    "expand_prompt",
-    "get_memory_object",
-    "graph_search",
-}
 #: Functions that serve no tool route: the stream indexer drains the outbox (deletes its markers), the
 #: knowledge sync runs sync_now, the outline sync puts and deletes outline items.
 NOT_TOOLS = {"IndexerFunction": READ_WRITE, "KnowledgeSyncFunction": READ_WRITE, "OutlineSyncFunction": READ_WRITE}
