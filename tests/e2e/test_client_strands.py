@@ -71,6 +71,9 @@ def test_a_strands_agent_calls_mnemo_tools(strands_python: Path, services: Servi
     assert answer["found"]["content"][0]["json"]["results"][0]["memoryId"] == stored["memoryId"]
     assert answer["missing"]["status"] == "error"
     assert answer["missing"]["content"][0]["json"]["errorCode"] == "NOT_FOUND"
+    # The adapter hands the model the whole envelope, retryable included (the call took the wire name memoryId).
+    refused = answer["missing"]["content"][0]["json"]
+    assert refused["retryable"] is False
 
 
 def test_a_strands_agent_loop_calls_the_tools_its_model_asks_for(strands_python: Path, services: Services) -> None:

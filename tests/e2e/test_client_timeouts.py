@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from client_support import Answer, Script, scripted_server
+from client_support import Answer, Script
 from mnemo.client import MnemoTimeoutError, TransportError
 from mnemo.client.repeat import KEYED_WRITES, READ_ONLY, safe_to_repeat
 from mnemo.client.transport import Transport
@@ -25,13 +24,6 @@ GATEWAY_TIMEOUT = {
     "retryable": True,
 }
 BUSY = {"success": False, "errorCode": "PROVIDER_ERROR", "message": "busy", "details": {}, "retryable": True}
-
-
-@pytest.fixture
-def scripted() -> Iterator[tuple[str, Script]]:
-    script = Script()
-    with scripted_server(script) as url:
-        yield url, script
 
 
 def timed_out_then_ok() -> list[Answer]:

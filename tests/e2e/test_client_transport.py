@@ -7,25 +7,17 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from client_support import Answer, Script, scripted_server
+from client_support import Answer, Script
 from helpers import local_server
 from mnemo.client import ApiKey, ConflictError, LocalIdentity, MnemoClient, SigV4, TransportError
 from mnemo.client.transport import Transport
 from mnemo.runtime import Services
 
 BUSY = {"success": False, "errorCode": "PROVIDER_ERROR", "message": "busy", "details": {}, "retryable": True}
-
-
-@pytest.fixture
-def scripted() -> Iterator[tuple[str, Script]]:
-    script = Script()
-    with scripted_server(script) as url:
-        yield url, script
 
 
 def test_a_redirect_is_refused_not_followed(scripted: tuple[str, Script]) -> None:

@@ -1,16 +1,12 @@
 """mnemo.client takes the wire (camelCase) names as keywords beside the snake_case ones, and the agent
-framework adapters hand the model the whole envelope, ``retryable`` included."""
+framework adapters hand the model the whole envelope, ``retryable`` included (LangChain here; Strands, which
+needs a virtual environment of its own, in test_client_strands.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 import json
-import os
-import subprocess
-import sys
-import venv
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,43 +98,3 @@ def test_the_langchain_adapter_hands_the_model_retryable(services: Services) -> 
     with scripted_server(Script([Answer(429, json.dumps(throttled).encode())])) as url:
         (search,) = mnemo_tools(MnemoClient(url, auth=ALICE, retries=0), names=["memory_search"])
         assert json.loads(search.invoke({"query": "x"})) == throttled
-
-
-STRANDS = "strands-agents==1.62.0"
-SCRIPT = """
-import json, sys
-from strands import Agent
-from mnemo.client import LocalIdentity, MnemoClient
-from mnemo.client.strands import mnemo_tools
-
-client = MnemoClient(sys.argv[1], auth=LocalIdentity(user="alice"))
-agent = Agent(tools=mnemo_tools(client, names=["memory_delete"]), callback_handler=None)
-print(json.dumps(agent.tool.memory_delete(memoryId="mem_nope")))
-"""
-
-
-@pytest.fixture(scope="module")
-def strands_python(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A virtual environment with Strands Agents and the client wheel (and nothing of the service)."""
-    root = tmp_path_factory.mktemp("strands")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(root), str(ROOT / "clients" / "python")],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = root.glob("mnemo_client-*.whl")
-    venv.EnvBuilder(with_pip=True).create(root / "venv")
-    python = root / "venv" / "bin" / "python"
-    subprocess.run([python, "-m", "pip", "install", "-q", STRANDS, str(wheel)], check=True, capture_output=True)
-    yield python
-
-
-def test_the_strands_adapter_hands_the_model_retryable(strands_python: Path, services: Services) -> None:
-    env = {**os.environ, "AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "x"}
-    with local_server(services) as url:
-        done = subprocess.run(
-            [strands_python, "-c", SCRIPT, url], check=True, capture_output=True, text=True, env=env, timeout=120
-        )
-    answer = json.loads(done.stdout.strip().splitlines()[-1])
-    refused = answer["content"][0]["json"]
-    assert answer["status"] == "error" and refused["errorCode"] == "NOT_FOUND" and refused["retryable"] is False
