@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mnemo.errors import InvalidInput, invalid_field
-from mnemo.visible import FORBIDDEN_CATEGORIES as _FORBIDDEN_CATEGORIES
-from mnemo.visible import INVISIBLE_LETTERS
+from mnemo.visible import hidden_character
 
 Store = Literal["asset", "workspace", "knowledge", "topic"]
 #: The folders of StoredAssets: blocks (pinnable context) and skills (pinnable how-tos).
@@ -40,9 +39,6 @@ MAX_SEGMENT_BYTES = 255
 
 _SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*):")
 _FORBIDDEN_CHARS = frozenset('\\#%:?*"<>|')
-#: Letters and spaces that show nothing (mnemo.visible), and every space but the ASCII one (_hidden_category):
-#: a name that looks like another must not be a different file.
-_INVISIBLE = INVISIBLE_LETTERS
 _KNOWLEDGE_ID = re.compile(r"^[A-Za-z0-9._@+=,\-]{1,128}$")
 
 
@@ -74,9 +70,10 @@ class FilePath:
         return self.store
 
 
-def _hidden_category(char: str) -> bool:
-    category = unicodedata.category(char)
-    return category in _FORBIDDEN_CATEGORIES or (category == "Zs" and char != " ")
+def _hidden(char: str) -> bool:
+    """A control or a character that shows nothing (mnemo.visible), or any space but the ASCII one: a name
+    that looks like another must not be a different file."""
+    return hidden_character(char) is not None or (char != " " and unicodedata.category(char) == "Zs")
 
 
 def _bad(field: str, problem: str, value: str) -> InvalidInput:
@@ -91,7 +88,7 @@ def _check_segments(name: str, field: str, raw: str, *, folder: bool) -> str:
     for segment in segments:
         if segment in ("", ".", ".."):
             raise _bad(field, "a path segment is empty, '.' or '..'; paths cannot leave their scope", raw)
-        bad = next((c for c in segment if c in _FORBIDDEN_CHARS or c in _INVISIBLE or _hidden_category(c)), None)
+        bad = next((c for c in segment if c in _FORBIDDEN_CHARS or _hidden(c)), None)
         if bad is not None:
             shown = bad if bad.isprintable() else f"U+{ord(bad):04X}"
             raise _bad(field, f"'{shown}' is not allowed in a path (nothing in a path is decoded)", raw)

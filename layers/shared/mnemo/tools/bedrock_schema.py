@@ -322,10 +322,12 @@ def bedrock_parameters(tool: Tool) -> tuple[Field, ...]:
     return (*(field for field in fields if field.name in kept), options)
 
 
+@functools.cache
 def grouped_fields(tool: Tool) -> Mapping[str, str]:
-    """The fields that travel inside ``moreArguments`` -> their JSON kind (empty when the tool has none)."""
+    """The fields that travel inside ``moreArguments`` -> their JSON kind (empty when the tool has none;
+    computed once per tool, since the Bedrock door asks on every call)."""
     declared = {field.name for field in bedrock_parameters(tool)}
-    return {f.name: f.kind for f in request_fields(tool) if f.name not in declared}
+    return MappingProxyType({f.name: f.kind for f in request_fields(tool) if f.name not in declared})
 
 
 @functools.cache

@@ -49,6 +49,10 @@ def _wire_keyword(name: str, wire: str) -> bool:
     return wire != name and wire.isidentifier() and not keyword.iskeyword(wire)
 
 
+def _optional(annotation: str) -> str:
+    return annotation if annotation.endswith("| None") else f"{annotation} | None"
+
+
 def _method(tool: Tool, asynchronous: bool) -> list[str]:
     """One method, laid out as ruff formats it (exploded, with trailing commas), so the file needs no
     formatter to stay current.
@@ -68,14 +72,11 @@ def _method(tool: Tool, asynchronous: bool) -> list[str]:
     if params:
         lines += ["        self,", "        *,"]
         for name, wire, annotation, required in params:
-            optional = annotation if annotation.endswith("| None") else f"{annotation} | None"
             if required and not _wire_keyword(name, wire):
                 lines.append(f"        {name}: {annotation},")
             else:
-                lines.append(f"        {name}: {optional} = None,")
-        for _, wire, annotation, _ in wired:
-            optional = annotation if annotation.endswith("| None") else f"{annotation} | None"
-            lines.append(f"        {wire}: {optional} = None,")
+                lines.append(f"        {name}: {_optional(annotation)} = None,")
+        lines += [f"        {wire}: {_optional(annotation)} = None," for _, wire, annotation, _ in wired]
         lines.append("    ) -> dict[str, Any]:")
     if len(doc) == 1:
         lines.append(f'        """{doc[0]}"""')
