@@ -355,8 +355,7 @@ class SyncService:
         work = sorted(plan.parsed)
         for done, path in enumerate(work):
             if deadline is not None and time.monotonic() >= deadline:
-                deferred = len(work) - done + len(plan.gone)
-                plan.gone = []
+                deferred = len(work) - done  # the removals below stop at once too
                 break
             keep_lock()
             item = plan.parsed[path]

@@ -25,9 +25,15 @@ def aws_client(service: str, region: str | None = None, endpoint: str | None = N
 
 @cache
 def _cached_client(service: str, region: str | None, endpoint: str | None) -> Any:
+    return _client(service, region, endpoint, {"max_attempts": 5, "mode": "standard"}, read_timeout=10)
+
+
+def _client(
+    service: str, region: str | None, endpoint: str | None, retries: dict[str, Any], read_timeout: float
+) -> Any:
     from botocore.config import Config
 
-    config = Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=3, read_timeout=10)
+    config = Config(retries=retries, connect_timeout=3, read_timeout=read_timeout)
     return _session().client(service, region_name=region, endpoint_url=endpoint, config=config)
 
 
@@ -40,10 +46,7 @@ def model_client(region: str | None, endpoint: str | None, read_timeout: float) 
     caller's deadline: the caller (``BedrockExtractor``) retries only the answers that say the request was
     not processed. Embeddings keep ``aws_client``'s retries: a repeated embedding is a repeated read.
     """
-    from botocore.config import Config
-
-    config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=3, read_timeout=read_timeout)
-    return _session().client("bedrock-runtime", region_name=region, endpoint_url=endpoint, config=config)
+    return _client("bedrock-runtime", region, endpoint, {"total_max_attempts": 1, "mode": "standard"}, read_timeout)
 
 
 class LazyClient:
