@@ -50,3 +50,21 @@ class FakeLambdaContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return self.remaining_millis
+
+
+def bedrock_agent_event(
+    session_attributes: dict[str, Any] | None, *, group: str = "mnemo-memory", **request: Any
+) -> dict[str, Any]:
+    """An action group invocation as AWS documents it (the agents-lambda input event). ``request`` holds the
+    invocation's own fields: ``function`` and ``parameters`` (function details), or ``apiPath``,
+    ``httpMethod``, ``parameters`` and ``requestBody`` (an OpenAPI schema)."""
+    return {
+        "messageVersion": "1.0",
+        "agent": {"name": "support-agent", "id": "AGENT12345", "alias": "TSTALIASID", "version": "DRAFT"},
+        "inputText": "Please remember that the staging database is Postgres 16",
+        "sessionId": "111122223333-conv-1",
+        "actionGroup": group,
+        "sessionAttributes": {} if session_attributes is None else session_attributes,
+        "promptSessionAttributes": {"today": "2026-01-07"},
+        **request,
+    }

@@ -20,7 +20,7 @@ import pytest
 from openapi_spec_validator import validate
 from pydantic import Field
 
-from aws_events import FakeLambdaContext
+from aws_events import FakeLambdaContext, bedrock_agent_event
 from mnemo.cli import main
 from mnemo.context import RequestContext
 from mnemo.entry import bedrock
@@ -54,18 +54,6 @@ def prop(name: str, value: Any, kind: str = "string") -> dict[str, Any]:
     return {"name": name, "type": kind, "value": value}
 
 
-def _common(attributes: dict[str, Any] | None, group: str) -> dict[str, Any]:
-    return {
-        "messageVersion": "1.0",
-        "agent": {"name": "support-agent", "id": "AGENT12345", "alias": "TSTALIASID", "version": "DRAFT"},
-        "inputText": "Please remember that the staging database is Postgres 16",
-        "sessionId": "111122223333-conv-1",
-        "actionGroup": group,
-        "sessionAttributes": {} if attributes is None else attributes,
-        "promptSessionAttributes": {"today": "2026-01-07"},
-    }
-
-
 def openapi_event(
     tool_name: str,
     properties: Any,
@@ -75,20 +63,21 @@ def openapi_event(
     parameters: Any = None,
 ) -> dict[str, Any]:
     """An OpenAPI-schema action group event (agents-lambda, "API schema" input format)."""
-    return {
-        **_common(attributes, group),
-        "apiPath": f"/{tool_name}",
-        "httpMethod": "POST",
-        "parameters": [] if parameters is None else parameters,
-        "requestBody": {"content": {"application/json": {"properties": properties}}},
-    }
+    return bedrock_agent_event(
+        attributes,
+        group=group,
+        apiPath=f"/{tool_name}",
+        httpMethod="POST",
+        parameters=[] if parameters is None else parameters,
+        requestBody={"content": {"application/json": {"properties": properties}}},
+    )
 
 
 def function_event(
     function: str, parameters: Any, attributes: dict[str, Any] | None = ALICE, *, group: str = "mnemo-memory"
 ) -> dict[str, Any]:
     """A function-details action group event (agents-lambda, "function details" input format)."""
-    return {**_common(attributes, group), "function": function, "parameters": parameters}
+    return bedrock_agent_event(attributes, group=group, function=function, parameters=parameters)
 
 
 def load_function(family: str) -> ModuleType:

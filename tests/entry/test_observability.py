@@ -26,7 +26,7 @@ import jsonschema
 import pytest
 from botocore.stub import Stubber
 
-from aws_events import FakeLambdaContext, rest_event
+from aws_events import FakeLambdaContext, bedrock_agent_event, rest_event
 from helpers import local_server
 from mnemo import observability, telemetry
 from mnemo.adapters.aws.bedrock_extractor import BedrockExtractor
@@ -266,17 +266,11 @@ def test_an_mcp_call_is_measured_and_its_lines_carry_the_json_rpc_id(
 def test_a_bedrock_action_is_measured_and_correlated_by_session(
     services: Services, capsys: Any, log_lines: Callable[[], list[dict[str, Any]]]
 ) -> None:
-    event = {
-        "messageVersion": "1.0",
-        "agent": {"name": "support-agent", "id": "AGENT12345", "alias": "TSTALIASID", "version": "DRAFT"},
-        "inputText": "Remember nothing",
-        "sessionId": "111122223333-conv-1",
-        "actionGroup": "mnemo-memory",
-        "function": "memory_add",
-        "parameters": [{"name": "content", "type": "string", "value": ""}],
-        "sessionAttributes": {"mnemoUser": "alice", "mnemoTenant": "acme"},
-        "promptSessionAttributes": {},
-    }
+    event = bedrock_agent_event(
+        {"mnemoUser": "alice", "mnemoTenant": "acme"},
+        function="memory_add",
+        parameters=[{"name": "content", "type": "string", "value": ""}],
+    )
     answer = load("bedrock_memory").handler(event, FakeLambdaContext())
     document = the_document(capsys.readouterr().out)
 

@@ -39,7 +39,7 @@ from rehearsal_stage import (
 )
 from rehearsal_template import ACCOUNT, Function, Resolver, functions, transformed_template
 
-from aws_events import rest_event
+from aws_events import bedrock_agent_event, rest_event
 
 PARAMETERS = {"ExperimentalTools": "true"}
 BUCKET = "mnemo-rehearsal-knowledge"
@@ -369,17 +369,11 @@ def test_graph_family(stage: Stage) -> None:
 
 
 def test_bedrock_agent_and_mcp_doors(stage: Stage) -> None:
-    event = {
-        "messageVersion": "1.0",
-        "agent": {"name": "support-agent", "id": "AGENT12345", "alias": "TSTALIASID", "version": "DRAFT"},
-        "inputText": "Remember that the staging database is Postgres 16",
-        "sessionId": "111122223333-conv-1",
-        "actionGroup": "mnemo-memory",
-        "function": "memory_add",
-        "parameters": [{"name": "content", "type": "string", "value": "The staging database is Postgres 16"}],
-        "sessionAttributes": {"mnemoUser": "agent-user", "mnemoTenant": TENANT},
-        "promptSessionAttributes": {},
-    }
+    event = bedrock_agent_event(
+        {"mnemoUser": "agent-user", "mnemoTenant": TENANT},
+        function="memory_add",
+        parameters=[{"name": "content", "type": "string", "value": "The staging database is Postgres 16"}],
+    )
     answer = stage.invoke("BedrockMemoryFunction", event, "memory")
     body = json.loads(answer["response"]["functionResponse"]["responseBody"]["TEXT"]["body"])
     assert body["success"] is True and body["memoryId"].startswith("mem_"), body
