@@ -140,3 +140,25 @@ def race(*runs: Callable[[], Any]) -> list[Any]:
     unexpected = [r for r in results if isinstance(r, MnemoError) and r.code != "CONFLICT"]
     assert not unexpected, [(r.code, r.message) for r in unexpected]
     return results
+
+
+def bedrock_extraction_services(data_dir: Path, model_id: str) -> tuple[Services, Any]:
+    """The embedded stack configured as the template configures a function that extracts (MNEMO_EXTRACTOR=bedrock,
+    the model id), with its bedrock-runtime client stubbed by botocore's Stubber (returned, not yet activated)."""
+    import boto3
+    from botocore.stub import Stubber
+
+    settings = Settings.from_env(
+        {
+            "MNEMO_DATA_DIR": str(data_dir),
+            "MNEMO_EMBEDDER": "hashing",
+            "MNEMO_EXTRACTOR": "bedrock",
+            "MNEMO_EXTRACTOR_MODEL_ID": model_id,
+        }
+    )
+    services = Services(settings)
+    client = boto3.client(
+        "bedrock-runtime", region_name="eu-west-1", aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
+    services._bedrock_for_extraction = lambda: client  # type: ignore[method-assign]
+    return services, Stubber(client)

@@ -21,16 +21,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from botocore.stub import Stubber
 from entry.test_bedrock import load_function
 from entry.test_graph_entry import EXTRACTION, EXTRACTOR_MODEL, converse_answer
 
 from aws_events import FakeLambdaContext
+from helpers import bedrock_extraction_services
 from mnemo.entry.bedrock import MAX_RESPONSE_BYTES, wire_size
 from mnemo.runtime import Services, set_services
-from mnemo.settings import Settings
 from mnemo.tools.bedrock_schema import OPTIONS, action_group_name, action_groups, bedrock_functions, bedrock_openapi
 from mnemo.tools.registry import load_catalog
 
@@ -187,21 +185,8 @@ def extracting(tmp_path: Path) -> Iterator[Services]:
     its bedrock-runtime client stubbed with botocore's Stubber), with the example knowledge pushed."""
     from knowledge_helpers import push_tree
 
-    settings = Settings.from_env(
-        {
-            "MNEMO_DATA_DIR": str(tmp_path),
-            "MNEMO_EMBEDDER": "hashing",
-            "MNEMO_EXTRACTOR": "bedrock",
-            "MNEMO_EXTRACTOR_MODEL_ID": EXTRACTOR_MODEL,
-        }
-    )
-    services = Services(settings)
-    client = boto3.client(
-        "bedrock-runtime", region_name="eu-west-1", aws_access_key_id="testing", aws_secret_access_key="testing"
-    )
-    stubber = Stubber(client)
+    services, stubber = bedrock_extraction_services(tmp_path, EXTRACTOR_MODEL)
     stubber.add_response("converse", converse_answer(EXTRACTION))
-    services._bedrock_for_extraction = lambda: client  # type: ignore[method-assign]
     set_services(services)
     push_tree(services, "acme")
     with stubber:

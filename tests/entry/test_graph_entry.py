@@ -16,15 +16,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
 from aws_events import FakeLambdaContext, rest_event
+from helpers import bedrock_extraction_services
 from mnemo.adapters.aws import bedrock_extractor
 from mnemo.entry.bedrock import MAX_RESPONSE_BYTES, wire_size
 from mnemo.runtime import Services, set_services
-from mnemo.settings import Settings
 from mnemo.tools.registry import load_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -216,20 +215,7 @@ def converse_answer(tool_input: dict[str, Any], name: str = "record_knowledge_gr
 def bedrock_services(tmp_path: Path) -> Iterator[tuple[Services, Stubber]]:
     """The embedded stack configured as the template configures a function that extracts (MNEMO_EXTRACTOR=bedrock,
     the model id), its bedrock-runtime client stubbed."""
-    settings = Settings.from_env(
-        {
-            "MNEMO_DATA_DIR": str(tmp_path),
-            "MNEMO_EMBEDDER": "hashing",
-            "MNEMO_EXTRACTOR": "bedrock",
-            "MNEMO_EXTRACTOR_MODEL_ID": EXTRACTOR_MODEL,
-        }
-    )
-    services = Services(settings)
-    client = boto3.client(
-        "bedrock-runtime", region_name="eu-west-1", aws_access_key_id="testing", aws_secret_access_key="testing"
-    )
-    stubber = Stubber(client)
-    services._bedrock_for_extraction = lambda: client  # type: ignore[method-assign]
+    services, stubber = bedrock_extraction_services(tmp_path, EXTRACTOR_MODEL)
     set_services(services)
     with stubber:
         yield services, stubber
