@@ -1,0 +1,358 @@
+"""Throughput and latency of `mnemo serve` under 1, 2, 4 and 8 concurrent clients.
+
+    python bench/concurrency.py [--clients 1,2,4,8] [--duration 8] [--warmup 2] [--embedder bge|hashing]
+                                [--source DIR] [--serve-arg ARG ...] [--label NAME]
+
+`mnemo serve` runs as a real subprocess (`python -m mnemo.cli serve`) on a free
+port over a fresh data directory, with the bge model unless --embedder says
+otherwise. --source names a checkout's layers/shared to serve from: it goes
+first on the server's PYTHONPATH, so an older commit is measured with this
+same client (the script checks that the server interpreter imports mnemo from
+there, and stops if not). Each --serve-arg is passed on to `mnemo serve`
+(`--serve-arg=--workers --serve-arg=2`).
+
+First --memories memories are stored through memory_add, spread over as many
+users as the largest client count, in one tenant. Then, for memory_search and
+then memory_add, at each client count: that many threads, each its own user
+with one keep-alive http.client connection (Content-Type: application/json on
+every call), call the tool back to back for --warmup seconds, unmeasured, and
+then for --duration seconds. A search asks a random sentence of the seeding
+vocabulary over the caller's user layer (threshold 0, limit 10, so every
+search ranks and returns results); an add stores a new sentence carrying a
+unique token. Throughput counts the calls answered within the measured window;
+p50/p95/p99 are the client's wall time per call in milliseconds. Any answer
+that is not a success (an error envelope, a 5xx, a broken connection) is an
+error: it is counted and its first examples are printed, the server's log is
+kept, and the exit status is non-zero; a server that does not start or dies
+during a step stops the run with its log's tail.
+
+Prints one table and the ratio of the largest to the smallest client count's
+memory_search throughput (8 against 1 by default), and writes
+bench/results/concurrency-<label>.json. Client and server share the machine,
+so its load average is recorded before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from load import NAMES, THINGS, VERBS, WHEN, Client, free_port, percentiles
+
+from common import table, write_results
+
+TENANT = "concurrency"
+TOOLS = ("memory_search", "memory_add")
+ADJECTIVES = ["quietly", "twice", "carefully", "late", "early", "again", "remotely", "by hand", "with help"]
+
+
+# ------------------------------------------------------------------ the server
+class Server:
+    """`mnemo serve` from ``source`` (or the installed mnemo) as a subprocess; its output goes to a log file."""
+
+    def __init__(self, directory: Path, embedder: str, source: Path | None, serve_args: list[str]) -> None:
+        self.directory = directory
+        self.source = source
+        self.serve_args = serve_args
+        self.log = directory / "serve.log"
+        self.env = {**os.environ, "MNEMO_EMBEDDER": embedder}
+        if source is not None:
+            self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")]))
+        self.process: subprocess.Popen[bytes] | None = None
+        self.port = 0
+
+    def mnemo_location(self) -> str:
+        """Where the server's interpreter, with the server's environment and directory, imports mnemo from."""
+        probe = subprocess.run(
+            [sys.executable, "-c", "import mnemo; print(mnemo.__file__)"],
+            env=self.env,
+            cwd=self.directory,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return probe.stdout.strip()
+
+    def start(self, ready_seconds: float = 120.0) -> Server:
+        """Start and poll /health until it answers; a server that exits or never answers raises with its log."""
+        self.port = free_port()
+        command = [sys.executable, "-m", "mnemo.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
+        command += ["--data-dir", str(self.directory / "data"), *self.serve_args]
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                command, env=self.env, cwd=self.directory, stdout=log, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + ready_seconds
+        while time.monotonic() < deadline:
+            self.check_alive()
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                connection.request("GET", "/health")
+                status = connection.getresponse().status
+                connection.close()
+                if status == 200:
+                    return self
+            except (OSError, http.client.HTTPException):
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"mnemo serve did not answer /health within {ready_seconds:.0f} s:\n{self.log_tail()}")
+
+    def check_alive(self) -> None:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"mnemo serve exited with status {self.process.returncode}:\n{self.log_tail()}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def source_commit(source: Path | None) -> str | None:
+    """The commit checked out at ``source`` (a directory inside a git work tree), if any."""
+    directory = source or Path(__file__).resolve().parent
+    probe = subprocess.run(["git", "-C", str(directory), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return probe.stdout.strip() or None
+
+
+# ------------------------------------------------------------------- the load
+def sentence(rng: random.Random) -> str:
+    return f"{rng.choice(NAMES)} {rng.choice(VERBS)} {rng.choice(THINGS)} {rng.choice(WHEN)} {rng.choice(ADJECTIVES)}"
+
+
+def user_headers(user: int) -> dict[str, str]:
+    return {"X-Mnemo-Tenant": TENANT, "X-Mnemo-User": f"user-{user:02d}"}
+
+
+def body_for(tool: str, rng: random.Random, user: int, seq: int) -> dict[str, Any]:
+    if tool == "memory_search":
+        return {"query": sentence(rng), "layers": ["user"], "threshold": 0, "limit": 10}
+    unique = f"u{user:02d}n{seq:06d}r{rng.getrandbits(32):08x}"
+    return {"content": f"{sentence(rng)}; ticket OPS-{rng.randint(1000, 9999)}, ref {unique}", "tags": ["bench"]}
+
+
+@dataclass
+class Worker:
+    """One client thread: its user, its connection, and what it saw inside the measured window."""
+
+    user: int
+    port: int
+    seed: int
+    latencies: list[float] = field(default_factory=list)
+    outcomes: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+    deduplicated: int = 0
+
+    def run(self, tool: str, barrier: threading.Barrier, window: list[float]) -> None:
+        rng = random.Random(self.seed)
+        client = Client(self.port, user_headers(self.user))
+        try:
+            client.warm()
+        except (OSError, http.client.HTTPException) as error:
+            self.errors.append(f"connect: {type(error).__name__}: {error}")
+        barrier.wait()
+        start, end = window
+        seq = 0
+        while time.perf_counter() < end:
+            seq += 1
+            answer = client.call(tool, body_for(tool, rng, self.user, seq))
+            measured = start <= time.perf_counter() <= end  # not in the warm-up, not after the window closed
+            if measured:
+                self.latencies.append(answer.ms)
+            if answer.ok:
+                self.outcomes["ok" if measured else "ok, unmeasured"] += 1
+                self.deduplicated += measured and bool(answer.payload.get("deduplicated"))
+            else:  # an error counts wherever it falls
+                self.outcomes[answer.outcome] += 1
+                if len(self.errors) < 5:
+                    reason = answer.transport_error or f"HTTP {answer.status}"
+                    self.errors.append(f"{reason}: {str(answer.payload)[:200]}")
+        client.close()
+
+
+def step(server: Server, tool: str, clients: int, warmup: float, duration: float, seed: int) -> dict[str, Any]:
+    """``clients`` threads calling ``tool`` for ``warmup`` + ``duration`` seconds; the measured window's figures."""
+    workers = [Worker(user, server.port, seed * 1000 + 100 * clients + user) for user in range(clients)]
+    window = [0.0, 0.0]
+
+    def open_window() -> None:  # run once every worker has connected, before any is released
+        window[0] = time.perf_counter() + warmup
+        window[1] = window[0] + duration
+
+    barrier = threading.Barrier(clients, action=open_window)
+    threads = [threading.Thread(target=w.run, args=(tool, barrier, window)) for w in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    server.check_alive()
+    latencies = [ms for w in workers for ms in w.latencies]
+    outcomes: Counter[str] = Counter()
+    for w in workers:
+        outcomes.update(w.outcomes)
+    errors = sum(n for outcome, n in outcomes.items() if not outcome.startswith("ok"))
+    return {
+        "tool": tool,
+        "clients": clients,
+        "calls": len(latencies),
+        "callsPerSecond": round(len(latencies) / duration, 1),
+        "latencyMs": {k: round(v, 1) if isinstance(v, float) else v for k, v in percentiles(latencies).items()},
+        "errors": errors,
+        "outcomes": dict(outcomes),
+        "errorSamples": [e for w in workers for e in w.errors][:10],
+        "deduplicated": sum(w.deduplicated for w in workers),
+    }
+
+
+def seed_memories(server: Server, memories: int, users: int, seed: int) -> int:
+    """Store ``memories`` memories spread over ``users`` users (one thread each); answers the count that failed."""
+    failed = [0] * users
+
+    def fill(user: int) -> None:
+        rng = random.Random(seed * 7919 + user)
+        client = Client(server.port, user_headers(user))
+        for seq in range(user, memories, users):
+            answer = client.call("memory_add", body_for("memory_add", rng, user, seq))
+            if not answer.ok:
+                failed[user] += 1
+                if failed[user] <= 3:
+                    print(f"seeding user-{user:02d}: {answer.transport_error or answer.status} {answer.payload}")
+        client.close()
+
+    threads = [threading.Thread(target=fill, args=(user,)) for user in range(users)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(failed)
+
+
+# ------------------------------------------------------------------ the run
+def run(args: argparse.Namespace) -> int:
+    counts = sorted({int(n) for n in args.clients.split(",")})
+    directory = Path(tempfile.mkdtemp(prefix="mnemo-concurrency-"))
+    server = Server(directory, args.embedder, args.source, args.serve_arg)
+    location = server.mnemo_location()
+    if args.source is not None and not Path(location).resolve().is_relative_to(args.source.resolve()):
+        print(f"the server would import mnemo from {location}, not from --source {args.source}", file=sys.stderr)
+        return 2
+    commit = source_commit(args.source)
+    print(f"serving mnemo from {Path(location).parent} (commit {commit}), mnemo serve {' '.join(args.serve_arg)}")
+    load_before = os.getloadavg()
+    server.start()
+    try:
+        started = time.perf_counter()
+        failed = seed_memories(server, args.memories, max(counts), args.seed)
+        print(f"seeded {args.memories} memories over {max(counts)} users in {time.perf_counter() - started:.1f} s")
+        steps = []
+        for tool in TOOLS:
+            for clients in counts:
+                result = step(server, tool, clients, args.warmup, args.duration, args.seed)
+                steps.append(result)
+                print(
+                    f"  {tool} x{clients}: {result['callsPerSecond']:.1f} calls/s, "
+                    f"p95 {result['latencyMs']['p95']:.1f} ms, errors {result['errors']}",
+                    flush=True,
+                )
+    except Exception:
+        server.stop()
+        print(f"kept the data directory and the server log for inspection: {directory}", file=sys.stderr)
+        raise
+    server.stop()
+    load_after = os.getloadavg()
+
+    rows = [
+        [
+            s["tool"],
+            s["clients"],
+            s["calls"],
+            s["callsPerSecond"],
+            s["latencyMs"]["p50"],
+            s["latencyMs"]["p95"],
+            s["latencyMs"]["p99"],
+            s["errors"],
+        ]
+        for s in steps
+    ]
+    print(table(["tool", "clients", "calls", "calls/s", "p50 ms", "p95 ms", "p99 ms", "errors"], rows))
+    search = {s["clients"]: s["callsPerSecond"] for s in steps if s["tool"] == "memory_search"}
+    low, high = min(counts), max(counts)
+    ratio = round(search[high] / search[low], 2) if search[low] else None
+    print(f"memory_search throughput, {high} clients against {low}: {ratio}x")
+    print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} (1 min)")
+    errors = sum(s["errors"] for s in steps) + failed
+    for s in steps:
+        for sample in s["errorSamples"]:
+            print(f"error, {s['tool']} x{s['clients']}: {sample}")
+
+    path = write_results(
+        f"concurrency-{args.label}",
+        {
+            "label": args.label,
+            "embedder": args.embedder,
+            "source": str(args.source) if args.source else None,
+            "mnemoImportedFrom": location,
+            "commit": commit,
+            "serveArgs": args.serve_arg,
+            "cores": os.cpu_count(),
+            "memoriesSeeded": args.memories,
+            "seedingFailures": failed,
+            "warmupSeconds": args.warmup,
+            "durationSeconds": args.duration,
+            "loadAverageBefore": [round(x, 2) for x in load_before],
+            "loadAverageAfter": [round(x, 2) for x in load_after],
+            "searchThroughputRatio": {"clients": [high, low], "ratio": ratio},
+            "steps": steps,
+            "errors": errors,
+        },
+    )
+    print(f"wrote {path}")
+    if errors:
+        print(f"{errors} errors; kept the data directory and the server log: {directory}", file=sys.stderr)
+        return 1
+    shutil.rmtree(directory, ignore_errors=True)
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", default="1,2,4,8", help="comma-separated concurrent client counts")
+    parser.add_argument("--duration", type=float, default=8.0, help="measured seconds per tool and client count")
+    parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each measured window")
+    parser.add_argument("--memories", type=int, default=400, help="memories stored before the first step")
+    parser.add_argument("--embedder", default="bge", choices=["bge", "hashing"])
+    parser.add_argument("--source", type=Path, help="a checkout's layers/shared to serve from (first on PYTHONPATH)")
+    parser.add_argument("--serve-arg", action="append", default=[], help="an argument for `mnemo serve` (repeatable)")
+    parser.add_argument("--label", default="current", help="names bench/results/concurrency-<label>.json")
+    parser.add_argument("--seed", type=int, default=11)
+    args = parser.parse_args()
+    raise SystemExit(run(args))
+
+
+if __name__ == "__main__":
+    main()
