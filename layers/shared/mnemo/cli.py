@@ -244,8 +244,13 @@ _EXPERIMENTAL_HELP = "serve the experimental tools too (code outline); as MNEMO_
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mnemo", description="Memory and knowledge tools for AI agents.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    from mnemo import __version__
+    from mnemo.cli_help import CommandParser
+
+    parser = CommandParser(prog="mnemo", description="Memory and knowledge tools for AI agents.")
+    parser.add_argument("--version", action="version", version=f"mnemo {__version__}")
+    # Every sub-command (and theirs) is a CommandParser: its help shows each option's default.
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
 
     serve = commands.add_parser("serve", help="serve the tools over HTTP (the local API Gateway)")
     serve.add_argument("--host", default="127.0.0.1")

@@ -30,7 +30,16 @@ pins, workspace and graph, exactly as stored, and an end line with the counts.
 Vectors are not exported: `mnemo import` re-embeds with the target's model.
 The stores are those the MNEMO_* settings name (MNEMO_RECORDS=dynamodb,
 MNEMO_BLOBS=s3, MNEMO_BLOB_BUCKET ... for AWS). `--schema` prints the JSON
-Schema of a line."""
+Schema of a line.
+
+Exit status: 0 when something was exported; 3 when the selection holds nothing
+(a mistyped tenant or user, say: the local server's tenant is `local` unless
+X-Mnemo-Tenant or MNEMO_TENANT named another), with a line on stderr saying so,
+the summary, and an export that holds only its header and end lines; 1 on an
+error (its envelope on stderr)."""
+
+#: `mnemo export`'s exit status when the selection holds no record and no file.
+NOTHING_EXPORTED = 3
 
 
 def _write(payload: Any) -> None:
@@ -90,7 +99,23 @@ def cmd_export(args: argparse.Namespace) -> int:
         "seconds": round(time.perf_counter() - started, 3),
     }
     print(json.dumps(summary, indent=2), file=sys.stderr if args.output == "-" else sys.stdout)
+    if not any(counts.records.values()) and not any(counts.blobs.values()):
+        print(f"nothing to export: {_emptiness(selection)}", file=sys.stderr)
+        return NOTHING_EXPORTED
     return 0
+
+
+def _emptiness(selection: Any) -> str:
+    """The line that says the selection is empty, with the likeliest cause."""
+    words = f"tenant {selection.tenant!r}"
+    if selection.user:
+        words += f", user {selection.user!r}"
+    if selection.layers:
+        words += f", layers {', '.join(selection.layers)}"
+    words += " holds no records and no files"
+    if selection.tenant != "local":
+        words += " (the local server's tenant is 'local' unless X-Mnemo-Tenant named another)"
+    return words
 
 
 def import_full(path: Path, label: str) -> int:
