@@ -85,9 +85,13 @@ def sync_object(key: str) -> dict[str, Any]:
 
 
 def sync_all() -> dict[str, Any]:
+    """Sync every tenant that has knowledge files. The summary line is INFO when something changed (an item
+    added, updated or deleted, or a failure) and DEBUG otherwise: `mnemo serve` runs this every minute, and a
+    line a minute that says nothing happened buries the lines that matter."""
     services = get_services()
     results: dict[str, Any] = {}
     failed: list[str] = []
+    changed = False
     tenants = services.repository.tenants()
     # A random order: if the invocation runs out of time, it is not always the same tenants that wait.
     random.shuffle(tenants)
@@ -102,8 +106,10 @@ def sync_all() -> dict[str, Any]:
             results[tenant] = f"failed: {error}"
             failed.append(tenant)
             continue
-        results[tenant] = output.result.model_dump(by_alias=True)
-    logger.info("scheduled sync", extra={"results": results})
+        counts = output.result
+        changed = changed or counts.added + counts.updated + counts.deleted + counts.failures > 0
+        results[tenant] = counts.model_dump(by_alias=True)
+    (logger.info if changed or failed else logger.debug)("scheduled sync", extra={"results": results})
     if failed:
         raise ProviderError(f"sync failed for {len(failed)} tenant(s)", {"tenants": failed})
     return results
