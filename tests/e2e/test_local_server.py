@@ -95,10 +95,24 @@ def test_bad_requests_get_4xx_envelopes(base_url: str, path: str, body: Any, sta
     assert set(envelope) == {"success", "errorCode", "message", "details", "retryable"}
 
 
-def test_form_encoded_content_type_is_still_read_as_json(base_url: str) -> None:
-    body = json.dumps({"query": "anything"}).encode()
+@pytest.mark.parametrize("content_type", ["application/x-www-form-urlencoded", "text/plain", None])
+def test_a_tool_call_that_is_not_json_is_refused_and_writes_nothing(base_url: str, content_type: str | None) -> None:
+    """What a web page can send cross-site without a preflight (form, text/plain) never reaches a tool."""
+    token = f"notjson{abs(hash(content_type))}"
+    body = json.dumps({"content": f"written by {token}", "layer": "user"}).encode()
+    headers = {"Content-Type": content_type} if content_type else {}
+    status, envelope = request(base_url, "POST", "/v1/tools/memory_add", body, headers)
+    assert status == 415 and envelope["errorCode"] == "INVALID_INPUT"
+    assert envelope["details"]["field"] == "Content-Type"
     status, found = request(
-        base_url, "POST", "/v1/tools/memory_search", body, {"Content-Type": "application/x-www-form-urlencoded"}
+        base_url, "POST", "/v1/tools/memory_search", {"query": token}, {"Content-Type": "application/json"}
+    )
+    assert status == 200 and not [hit for hit in found["results"] if token in hit["content"]]
+
+
+def test_json_with_a_charset_is_json(base_url: str) -> None:
+    status, found = request(
+        base_url, "POST", "/v1/tools/memory_search", {"query": "x"}, {"Content-Type": "Application/JSON; charset=utf-8"}
     )
     assert status == 200 and found["success"]
 

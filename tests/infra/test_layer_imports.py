@@ -12,7 +12,9 @@ tests/infra/test_rehearsal.py, runs the built functions to prove the rest):
 - ``mnemo.adapters.local``: the embedded adapters (SQLite, numpy index, ONNX embedder,
   OpenAI-compatible extractor); the template selects dynamodb, opensearch, titan, s3,
   eventbridge and bedrock for every function;
-- ``mnemo.cli*`` and ``mnemo.entry.local_server``: the `mnemo` command and the local server;
+- ``mnemo.cli*``, ``mnemo.entry.local_server`` and the modules only it loads (``http_app``,
+  ``http_protocol``, ``http_body``, ``http_guard``, ``mcp_asgi``, ``local_identity``): the `mnemo`
+  command and the local server (uvicorn and Starlette);
 - ``mnemo.client``: the client package callers install (its LangChain and Strands
   adapters need their own extras); no function imports it;
 - ``mnemo.portability``: export and import, run by the `mnemo` command only.
@@ -39,7 +41,19 @@ PACKAGE = ROOT / "layers" / "shared" / "mnemo"
 REQUIREMENTS = ROOT / "layers" / "shared" / "requirements.txt"
 #: What the python3.12 Lambda runtime provides besides the standard library.
 RUNTIME = ("boto3", "botocore")
-NOT_ON_AWS = ("mnemo.adapters.local", "mnemo.cli", "mnemo.entry.local_server", "mnemo.client", "mnemo.portability")
+NOT_ON_AWS = (
+    "mnemo.adapters.local",
+    "mnemo.cli",
+    "mnemo.entry.local_server",
+    "mnemo.entry.http_app",
+    "mnemo.entry.http_protocol",
+    "mnemo.entry.http_body",
+    "mnemo.entry.http_guard",
+    "mnemo.entry.mcp_asgi",
+    "mnemo.entry.local_identity",
+    "mnemo.client",
+    "mnemo.portability",
+)
 #: Environment markers as on Lambda's python3.12 (Amazon Linux 2023).
 MARKERS = {"python_version": "3.12", "python_full_version": "3.12.0", "sys_platform": "linux",
            "platform_system": "Linux", "os_name": "posix", "implementation_name": "cpython",

@@ -27,18 +27,15 @@ def _settings_env(args: argparse.Namespace) -> None:
         os.environ["MNEMO_DATA_DIR"] = str(args.data_dir)
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
 def _print_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, indent=2) + "\n")
-
-
-def _warm_up() -> None:
-    """Load the embedding model before the first request needs it."""
-    from mnemo.runtime import get_services
-
-    try:
-        get_services().embedder.embed(["warm up"])
-    except MnemoError as error:
-        print(f"embedder unavailable: {error.message}", file=sys.stderr, flush=True)
 
 
 def _use_aws_endpoint(endpoint: str) -> None:
@@ -84,8 +81,21 @@ def _maintain_forever(interval: float, sync_every: int) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from mnemo.entry.local_server import make_server
+    from mnemo.entry.local_server import PortInUse, ServeOptions, bind, serve
 
+    options = ServeOptions(
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        allowed_hosts=tuple(args.allow_host or ()),
+        allowed_origins=tuple(args.allow_origin or ()),
+        verbose=args.verbose,
+    )
+    try:  # bound first, so that a busy port is one line before anything else starts
+        sock = bind(options.host, options.port, options.backlog)
+    except PortInUse as error:
+        print(error, file=sys.stderr, flush=True)
+        return 1
     if args.aws_endpoint:
         _use_aws_endpoint(args.aws_endpoint)
     if args.knowledge:
@@ -93,16 +103,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from mnemo.entry.identity import context_from_environment
 
         print(load_knowledge(Path(args.knowledge), context_from_environment(os.environ).tenant), flush=True)
-    server = make_server(args.host, args.port, verbose=args.verbose)
-    print(f"mnemo serving on http://{args.host}:{server.server_address[1]} (docs at /docs)", flush=True)
-    threading.Thread(target=_warm_up, daemon=True).start()
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    workers = f", {options.workers} worker processes" if options.workers > 1 else ""
+    print(f"mnemo serving on http://{shown}:{port} (docs at /docs{workers})", flush=True)
+    # With worker processes, this one only supervises them, so it does the maintenance alone.
     threading.Thread(target=_maintain_forever, args=(15.0, 4), daemon=True).start()
     try:
-        server.serve_forever()
+        serve(options, sock)
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
+        sock.close()
     return 0
 
 
@@ -253,9 +265,24 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
 
     serve = commands.add_parser("serve", help="serve the tools over HTTP (the local API Gateway)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8765")))
-    serve.add_argument("--data-dir", type=Path)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8765")), help="port (env PORT)")
+    serve.add_argument("--data-dir", type=Path, help="where the embedded stores live (env MNEMO_DATA_DIR)")
+    serve.add_argument(
+        "--workers", type=_positive, default=1, help="server processes; more than 1 uses more cores for tool calls"
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME",
+        help="serve requests whose Host is NAME too (besides localhost, 127.0.0.1, [::1]); repeatable, * for any",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="accept requests from web pages at ORIGIN (e.g. http://localhost:3000); repeatable, * for any",
+    )
     serve.add_argument("--verbose", action="store_true", help="log every request")
     serve.add_argument(
         "--knowledge", metavar="DIR", help="push this knowledge repository (tenant MNEMO_TENANT, else local) and sync"

@@ -31,7 +31,8 @@ LAYER_IDS: dict[str, tuple[str, ...]] = {
     "company": (),
 }
 
-_ID_PATTERN = re.compile(r"^[A-Za-z0-9._@:+=,/\-]{1,256}$")
+#: Matched whole (``fullmatch``): ``$`` would also match before a final newline, making ``u1\n`` a user.
+_ID_PATTERN = re.compile(r"[A-Za-z0-9._@:+=,/\-]{1,256}")
 
 
 class RequestContext(BaseModel):
@@ -54,7 +55,7 @@ class RequestContext(BaseModel):
     @field_validator("tenant")
     @classmethod
     def _tenant(cls, value: str) -> str:
-        if not value or not _ID_PATTERN.match(value):
+        if not value or not _ID_PATTERN.fullmatch(value):
             raise ValueError("the tenant is required and uses letters, digits and ._@:+=,/- (at most 256)")
         return value
 
@@ -63,7 +64,7 @@ class RequestContext(BaseModel):
     def _safe_id(cls, value: str | None) -> str | None:
         if value is None or value == "":
             return None
-        if not _ID_PATTERN.match(value):
+        if not _ID_PATTERN.fullmatch(value):
             raise ValueError("identity values use letters, digits and ._@:+=,/- (at most 256)")
         return value
 

@@ -52,6 +52,25 @@ class InvalidInput(MnemoError):
     code = "INVALID_INPUT"
 
 
+class UnsupportedMediaType(InvalidInput):
+    """A body in a media type the door does not read: HTTP 415, still INVALID_INPUT naming Content-Type."""
+
+    @property
+    def status(self) -> int:
+        return 415
+
+
+class RequestTimeout(InvalidInput):
+    """A request that did not arrive in time (a client sending its body too slowly): HTTP 408; sending it
+    again may work."""
+
+    retryable = True
+
+    @property
+    def status(self) -> int:
+        return 408
+
+
 class Unauthorized(MnemoError):
     code = "UNAUTHORIZED"
 

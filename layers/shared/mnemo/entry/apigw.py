@@ -20,6 +20,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from mnemo import observability
 from mnemo.entry.identity import IDENTITY_CLAIMS, context_from_event, strip_identity_claims
+from mnemo.entry.tool_http import RESPONSE_BUDGET_BYTES, json_kind
 from mnemo.errors import MnemoError, NotFound, ProviderError, from_validation_errors, invalid_field
 from mnemo.observability import logger
 from mnemo.runtime import get_services
@@ -27,10 +28,8 @@ from mnemo.tools.registry import Tool, experimental_enabled, get_tool, load_cata
 
 #: Powertools keeps the request being resolved in shared state (``BaseRouter.current_event`` is a class
 #: attribute, the matched route a dict on the resolver), so a process resolves one request at a time: a
-#: Lambda does anyway, and the threads of ``mnemo serve`` must not see each other's event or identity.
+#: Lambda does anyway. ``mnemo serve`` does not resolve here: it calls tools through ``tool_http``.
 _RESOLVING = threading.Lock()
-#: A Lambda proxy response may carry 6 MB; leave room for the proxy envelope around the body.
-RESPONSE_BUDGET_BYTES = 5_500_000
 
 
 def error_response(error: MnemoError) -> Response[str]:
@@ -146,20 +145,10 @@ def _screened_body(event: dict[str, Any]) -> Any:
         return raw
     payload = parse_json_body(raw)
     if not isinstance(payload, dict):
-        raise invalid_field("body", f"must be a JSON object of the tool's arguments, not {_json_kind(payload)}")
+        raise invalid_field("body", f"must be a JSON object of the tool's arguments, not {json_kind(payload)}")
     if not any(key in IDENTITY_CLAIMS for key in payload):
         return raw
     return json.dumps(strip_identity_claims(payload, context_from_event(event)))
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return "a string" if isinstance(value, str) else "an array"
 
 
 def tool_handler(name: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
