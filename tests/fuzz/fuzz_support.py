@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from jsonschema import Draft202012Validator, FormatChecker
 
-from mnemo.errors import HTTP_STATUS, RETRYABLE
+from mnemo.errors import HTTP_STATUS, RETRYABLE, TRANSPORT_STATUS
 
 #: Requests sent, by kind (positive, negative, mutated, hostile, setup); printed at the end of the session.
 REQUESTS: Counter[str] = Counter()
@@ -166,8 +166,14 @@ def check_envelope(reply: Reply, *, allowed_fields: set[str] | None = None) -> d
     assert body["success"] is False
     code = body["errorCode"]
     assert code in HTTP_STATUS, code
-    assert HTTP_STATUS[code] == reply.status, f"{code} answered with HTTP {reply.status}"
-    if code == "CONFLICT":  # a race may be retried; a stale version, a taken name or an ambiguous edit not
+    if code == "INVALID_INPUT" and reply.status in TRANSPORT_STATUS:
+        field = body["details"].get("field")
+        assert field in TRANSPORT_STATUS[reply.status], f"HTTP {reply.status} for {field!r}: {body!r:.300}"
+    else:
+        assert HTTP_STATUS[code] == reply.status, f"{code} answered with HTTP {reply.status}"
+    if reply.status == 408:  # the body was too slow: sending it again may work
+        assert body["retryable"] is True, body
+    elif code == "CONFLICT":  # a race may be retried; a stale version, a taken name or an ambiguous edit not
         assert isinstance(body["retryable"], bool), body
     else:
         assert body["retryable"] is (code in RETRYABLE)

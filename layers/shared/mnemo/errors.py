@@ -1,7 +1,8 @@
 """The one error envelope every front door answers with.
 
 ``{"success": false, "errorCode", "message", "details", "retryable"}``; the
-HTTP status is derived from the code so that no door invents its own mapping.
+HTTP status is derived from the code so that no door invents its own mapping
+(the HTTP server's own refusals, before any tool, are listed in TRANSPORT_STATUS).
 """
 
 from __future__ import annotations
@@ -17,6 +18,16 @@ HTTP_STATUS: dict[str, int] = {
     "RATE_LIMITED": 429,
     "PROVIDER_ERROR": 502,
     "TIMEOUT": 504,
+}
+
+#: The HTTP refusals a server makes before a request reaches a tool, each INVALID_INPUT naming one of
+#: these fields: the only statuses not derived from the code (``mnemo serve``; API Gateway has its own).
+TRANSPORT_STATUS: dict[int, frozenset[str]] = {
+    408: frozenset({"body"}),  # the body did not arrive in time
+    415: frozenset({"Content-Type"}),  # a tool call that is not application/json
+    431: frozenset({"headers"}),  # a request head too large to read
+    501: frozenset({"Transfer-Encoding"}),  # a transfer coding other than chunked
+    505: frozenset({"request"}),  # an HTTP version other than 1.x
 }
 
 RETRYABLE = {"PROVIDER_ERROR", "RATE_LIMITED", "TIMEOUT", "CONFLICT"}

@@ -149,11 +149,15 @@ def create_app(allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str]
             Route("/docs/", docs, methods=["GET"]),
             Route("/docs/{asset}", docs_asset, methods=["GET"]),
             Route("/v1/tools/{name}", call, methods=["POST"]),
+            # API Gateway matches a resource with a trailing slash as without one.
+            Route("/v1/tools/{name}/", call, methods=["POST"]),
             Route("/mcp", mcp),
         ],
         exception_handlers={HTTPException: _not_found, Exception: _unexpected},
         lifespan=lifespan,
     )
+    # A path with a trailing slash is another path (NOT_FOUND), as behind API Gateway, not a redirect.
+    app.router.redirect_slashes = False
     return BrowserGuard(app, list(allowed_hosts), list(allowed_origins))
 
 

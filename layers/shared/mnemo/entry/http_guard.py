@@ -17,7 +17,8 @@ follow, and both are refused here, before any route runs:
 Both refusals are UNAUTHORIZED envelopes naming the header. ``*`` in either list
 allows any value. A request with both Transfer-Encoding and Content-Length is
 refused and its connection closed (RFC 9112 §6.3: such a message may be an
-attempt at request smuggling).
+attempt at request smuggling), as is a request line in an HTTP version other
+than 1.x (505), which h11 parses.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from mnemo.errors import MnemoError, Unauthorized, invalid_field
+from mnemo.errors import InvalidInput, MnemoError, Unauthorized, invalid_field
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
@@ -39,6 +40,14 @@ def host_name(host: str) -> str:
     if host.startswith("["):
         return host[1 : host.find("]")] if "]" in host else host
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+class VersionNotSupported(InvalidInput):
+    """A request in an HTTP version other than 1.x (RFC 9110 §15.6.6: 505)."""
+
+    @property
+    def status(self) -> int:
+        return 505
 
 
 class BrowserGuard:
@@ -58,15 +67,19 @@ class BrowserGuard:
         headers: dict[bytes, bytes] = {}
         for key, value in scope["headers"]:
             headers.setdefault(key, value)
-        refusal = self.refusal(headers, scope.get("scheme", "http"))
+        refusal = self.refusal(headers, scope.get("scheme", "http"), scope.get("http_version", "1.1"))
         if refusal is None:
             await self.app(scope, receive, send)
             return
         error, close = refusal
         await send_envelope(send, error, close=close)
 
-    def refusal(self, headers: dict[bytes, bytes], scheme: str) -> tuple[MnemoError, bool] | None:
+    def refusal(self, headers: dict[bytes, bytes], scheme: str, version: str) -> tuple[MnemoError, bool] | None:
         """The error to answer instead of serving, and whether the connection must close; None to serve."""
+        if version not in ("1.0", "1.1"):  # h11 reads any HTTP/d.d request line
+            return VersionNotSupported(
+                f"request: HTTP/{version} is not served; use HTTP/1.1", {"field": "request"}
+            ), True
         if b"transfer-encoding" in headers and b"content-length" in headers:
             return invalid_field("Content-Length", "not allowed with Transfer-Encoding"), True
         host = headers.get(b"host", b"").decode("latin-1")

@@ -6,8 +6,9 @@ kept its connection (and a file descriptor) for ever. Here every request head,
 the first on a connection and each after a response, must be complete within
 ``HEAD_TIMEOUT_SECONDS``, or the connection is closed.
 
-h11 parses strictly (RFC 9112): a malformed request line, an HTTP version other
-than 1.x, a Transfer-Encoding other than ``chunked`` are refused. uvicorn
+h11 parses strictly (RFC 9112): a malformed request line (``http/1.1`` in
+lower case) or a Transfer-Encoding other than ``chunked`` is refused (an HTTP
+version other than 1.x parses, and ``http_guard`` answers it 505). uvicorn
 answers those with a plain-text 400; here the body is the error envelope, so
 every answer a client gets has the same shape. The connection closes after it.
 """
@@ -32,10 +33,34 @@ class GuardedH11Protocol(H11Protocol):
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
         self._arm_head_deadline()
+        # uvicorn answers h11's refusal without its reason; keep the reason to name the field and status.
+        self._refusal: h11.RemoteProtocolError | None = None
+        parse = self.conn.next_event
+
+        def next_event() -> Any:
+            try:
+                return parse()
+            except h11.RemoteProtocolError as error:
+                self._refusal = error
+                raise
+
+        self.conn.next_event = next_event  # type: ignore[method-assign]
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head_deadline()
         super().connection_lost(exc)
+
+    def eof_received(self) -> bool:
+        """A client that half-closes after sending its request (``shutdown(SHUT_WR)``, ``nc -N``) still
+        gets the answer; the connection closes after it. Before a whole request head, it just closes."""
+        if self.cycle is None or self.cycle.response_complete:
+            return False
+        if self.conn.their_state is h11.SEND_BODY:  # the body can never complete: say so now
+            self._refusal = h11.RemoteProtocolError("the connection was half-closed before the whole body")
+            self.send_400_response("")
+            return False
+        self.cycle.keep_alive = False
+        return True
 
     def handle_events(self) -> None:
         super().handle_events()
@@ -62,20 +87,42 @@ class GuardedH11Protocol(H11Protocol):
             self.transport.close()
 
     def send_400_response(self, msg: str) -> None:
-        """h11 could not parse the request: the envelope, then close (as uvicorn does)."""
-        body = json.dumps(invalid_field("request", "not a valid HTTP/1.1 request").envelope()).encode()
+        """h11 could not parse the request: the envelope naming what was wrong, then close (as uvicorn does)."""
+        refusal = getattr(self, "_refusal", None)
+        reason = str(refusal) if refusal is not None else "not a valid HTTP/1.1 request"
+        status = getattr(refusal, "error_status_hint", 400)
+        envelope = invalid_field(_refused_field(reason), reason).envelope()
+        body = json.dumps(envelope).encode()
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
             (b"connection", b"close"),
         ]
         try:
-            self.transport.write(self.conn.send(h11.Response(status_code=400, headers=headers, reason=b"Bad Request")))
+            self.transport.write(self.conn.send(h11.Response(status_code=status, headers=headers)))
             self.transport.write(self.conn.send(h11.Data(data=body)))
             self.transport.write(self.conn.send(h11.EndOfMessage()))
         except h11.LocalProtocolError:
-            # h11 cannot frame an answer after every kind of error (a request line it could not read leaves
-            # no version to answer in): write the status line by hand rather than send nothing.
-            head = b"HTTP/1.1 400 Bad Request\r\n" + b"".join(k + b": " + v + b"\r\n" for k, v in headers) + b"\r\n"
+            # A request refused mid-body has an answer under way, or none can be framed: write it by hand.
+            phrase = {400: b"Bad Request", 431: b"Request Header Fields Too Large", 501: b"Not Implemented"}
+            head = b"HTTP/1.1 %d %s\r\n" % (status, phrase.get(status, b"Bad Request"))
+            head += b"".join(key + b": " + value + b"\r\n" for key, value in headers) + b"\r\n"
             self.transport.write(head + body)
         self.transport.close()
+
+
+def _refused_field(reason: str) -> str:
+    """The part of the request an h11 refusal is about, as the envelope's field."""
+    lowered = reason.lower()
+    for marker, field in (
+        ("content-length", "Content-Length"),
+        ("transfer-encoding", "Transfer-Encoding"),
+        ("chunk", "body"),
+        ("body", "body"),
+        ("host", "Host"),
+        ("buffer too long", "headers"),
+        ("header", "headers"),
+    ):
+        if marker in lowered:
+            return field
+    return "request"
