@@ -50,7 +50,7 @@ class GuardedH11Protocol(H11Protocol):
         self._cancel_head_deadline()
         super().connection_lost(exc)
 
-    def eof_received(self) -> bool:
+    def eof_received(self) -> bool:  # type: ignore[override]  # asyncio.Protocol returns bool | None
         """A client that half-closes after sending its request (``shutdown(SHUT_WR)``, ``nc -N``) still
         gets the answer; the connection closes after it. Before a whole request head, it just closes."""
         if self.cycle is None or self.cycle.response_complete:
