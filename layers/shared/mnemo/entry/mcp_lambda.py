@@ -45,9 +45,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode("utf-8")
         _correlate(body)
         headers = {key: str(value) for key, value in (event.get("headers") or {}).items()}
-        status, response_headers, payload = http_bridge(local_only=False).handle(
-            event.get("httpMethod", "POST"), headers, body, caller
-        )
+        status, response_headers, payload = http_bridge().handle(event.get("httpMethod", "POST"), headers, body, caller)
     except Exception:  # the SDK answers protocol errors itself; anything else must not leak
         logger.exception("MCP request failed")
         failure = ProviderError("Internal error; it has been logged")

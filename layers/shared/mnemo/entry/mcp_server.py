@@ -151,24 +151,18 @@ async def serve_stdio() -> None:
 
 
 class HttpBridge:
-    """Streamable HTTP (stateless, JSON responses) for servers that are not ASGI.
+    """Streamable HTTP (stateless, JSON responses) for a door that is not ASGI: the MCP Lambda function.
 
     The SDK's session manager runs on an event loop in a daemon thread; each
     HTTP request is handed to it as one ASGI call, with the caller's identity in
-    the scope. Stateless mode keeps no session between requests, so the same
-    code serves the local server and a Lambda function.
+    the scope. Stateless mode keeps no session between requests, so any
+    container can serve any request. The SDK's DNS-rebinding check is off:
+    API Gateway's authorizer guards this door (`mnemo serve` mounts the SDK's
+    handler directly, behind its own Host and Origin checks: ``mcp_asgi``).
     """
 
-    def __init__(self, *, local_only: bool) -> None:
-        security = (
-            TransportSecuritySettings(
-                enable_dns_rebinding_protection=True,
-                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-            )
-            if local_only
-            else TransportSecuritySettings(enable_dns_rebinding_protection=False)
-        )
+    def __init__(self) -> None:
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         self._manager = StreamableHTTPSessionManager(
             app=build_server(), stateless=True, json_response=True, security_settings=security
         )
@@ -237,13 +231,14 @@ class HttpBridge:
         return status, response_headers, b"".join(chunks)
 
 
-_bridges: dict[bool, HttpBridge] = {}
+_bridge: HttpBridge | None = None
 _bridge_lock = threading.Lock()
 
 
-def http_bridge(*, local_only: bool) -> HttpBridge:
-    """One bridge per process (and per security mode), started on first use."""
+def http_bridge() -> HttpBridge:
+    """One bridge per process, started on first use."""
+    global _bridge
     with _bridge_lock:
-        if local_only not in _bridges:
-            _bridges[local_only] = HttpBridge(local_only=local_only)
-        return _bridges[local_only]
+        if _bridge is None:
+            _bridge = HttpBridge()
+        return _bridge
