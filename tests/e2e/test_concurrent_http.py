@@ -1,8 +1,9 @@
 """Concurrent callers of one real `mnemo serve` each get their own answer, under their own identity.
 
-Powertools keeps the request being resolved in shared state, so the API Gateway door resolves one
-request at a time (``entry/apigw.py``); without that, a concurrent request was routed and run with
-another's path, body and identity. The server runs with a tiny thread switch interval
+Tool calls run side by side in the server's threads (``entry/tool_http.py``, no process-wide lock). When
+the server resolved through Powertools without a lock, a concurrent request was routed and run with
+another's path, body and identity (Powertools keeps the request being resolved in class state); this
+holds every answer to its own request. The server runs with a tiny thread switch interval
 (sys.setswitchinterval) so that such a race shows in a couple of seconds instead of once in
 thousands of calls; the code is unchanged. Every check is on answers, never on a clock.
 """

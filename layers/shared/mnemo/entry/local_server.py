@@ -18,6 +18,7 @@ runs it:
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import socket
@@ -60,7 +61,7 @@ def bind(host: str, port: int, backlog: int) -> socket.socket:
         sock.bind(address)
     except OSError as error:
         sock.close()
-        reason = "already in use" if error.errno in (98, 48) else (error.strerror or str(error))
+        reason = "already in use" if error.errno == errno.EADDRINUSE else (error.strerror or str(error))
         raise PortInUse(f"mnemo serve: port {port} on {host} is {reason}; pick another with --port") from None
     sock.listen(backlog)
     sock.set_inheritable(True)
@@ -136,18 +137,18 @@ class ThreadedServer:
         self.server_address = self._socket.getsockname()[:2]
         app = create_app(options.allowed_hosts, options.allowed_origins)
         self._server = uvicorn.Server(_config(app, options, log_config=None))
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True)
-        self._thread.start()
-        while not self._server.started and self._thread.is_alive():
-            self._thread.join(0.01)
+        self.thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True)
+        self.thread.start()
+        while not self._server.started and self.thread.is_alive():
+            self.thread.join(0.01)
 
     def shutdown(self) -> None:
         self._server.should_exit = True
-        self._thread.join(timeout=35)
+        self.thread.join(timeout=35)
         self._socket.close()
 
 
 def serve_in_thread(host: str = "127.0.0.1", port: int = 0) -> tuple[ThreadedServer, threading.Thread]:
     """The server in a thread on ``port`` (0: a free one); stop it with ``server.shutdown()``."""
     server = ThreadedServer(host, port)
-    return server, server._thread
+    return server, server.thread
