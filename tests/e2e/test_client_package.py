@@ -50,6 +50,7 @@ def test_the_wheel_holds_the_client_and_nothing_else(wheel: Path) -> None:
     modules = (
         "__init__.py",
         "catalog.json",
+        "delegation.py",
         "errors.py",
         "langchain.py",
         "listing.py",

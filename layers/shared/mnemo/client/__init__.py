@@ -12,12 +12,25 @@ leaves open whether the call ran (API Gateway's 504 at its integration timeout, 
 only reads and keyed writes are sent again: give ``memory_add`` an ``idempotency_key`` (and
 ``add_conversation`` a ``message_id``) so that a retry stores once (mnemo/client/repeat.py).
 The methods are generated from the catalog (mnemo/client/tools.py).
+
+A hosted agent serving many users signs as itself (its IAM role, listed in the deployment's
+``TrustedDelegateArns``) and names the end user per call (mnemo/client/delegation.py):
+
+    agent = MnemoClient(api_url, auth=SigV4("eu-west-1"))
+    alice = agent.on_behalf_of(user="alice", agent="support-bot", session="chat-42")
+    alice.memory_search(query="open tickets")   # X-Mnemo-User: alice, ... signed with the request
+
+or fixes one user for the whole client: ``MnemoClient(..., on_behalf_of=Delegation(user="alice"))``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+import dataclasses
+from collections.abc import Iterable
+from typing import Any, Self
 
+from mnemo.client.delegation import Delegation, IdentityValueError, role_names
 from mnemo.client.errors import (
     ConflictError,
     InvalidInputError,
@@ -38,6 +51,8 @@ __all__ = [
     "AsyncMnemoClient",
     "Auth",
     "ConflictError",
+    "Delegation",
+    "IdentityValueError",
     "InvalidInputError",
     "LocalIdentity",
     "MnemoClient",
@@ -52,21 +67,71 @@ __all__ = [
 ]
 
 
-class MnemoClient(SyncTools):
-    def __init__(self, base_url: str, *, auth: Auth | None = None, timeout: float = 30.0, retries: int = 3) -> None:
-        self.transport = Transport(base_url, auth=auth, timeout=timeout, retries=retries)
+class _Delegating:
+    """What both clients share: the transport, and acting for an end user."""
+
+    transport: Transport
+
+    @property
+    def delegation(self) -> Delegation | None:
+        """Who this client acts for, or None when it calls as itself."""
+        return self.transport.delegation
+
+    def on_behalf_of(
+        self,
+        user: str,
+        *,
+        agent: str | None = None,
+        session: str | None = None,
+        project: str | None = None,
+        team: str | None = None,
+        org: str | None = None,
+        roles: Iterable[str] | None = None,
+    ) -> Self:
+        """A client acting for this identity, sharing this one's settings and credentials (cheap: build one
+        per request). It names the whole identity: nothing is kept from this client's own ``on_behalf_of``,
+        so no id of one user carries over to another. Ids are checked now (``IdentityValueError``)."""
+        named_roles = None if roles is None else role_names(roles)
+        delegation = Delegation(user, agent, session, project, team, org, named_roles)
+        view = copy.copy(self)
+        view.transport = dataclasses.replace(self.transport, delegation=delegation)
+        return view
+
+
+class MnemoClient(_Delegating, SyncTools):
+    """``on_behalf_of``: the end user every call names, for a trusted delegate (``auth=SigV4``); refused
+    with ``LocalIdentity`` (which names the identity itself) and with ``ApiKey`` (which cannot delegate)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        auth: Auth | None = None,
+        timeout: float = 30.0,
+        retries: int = 3,
+        on_behalf_of: Delegation | None = None,
+    ) -> None:
+        self.transport = Transport(base_url, auth=auth, timeout=timeout, retries=retries, delegation=on_behalf_of)
 
     def call(self, tool: str, body: dict[str, Any]) -> dict[str, Any]:
         """Any tool by name, with its JSON body."""
         return self.transport.call(tool, body)
 
 
-class AsyncMnemoClient(AsyncTools):
+class AsyncMnemoClient(_Delegating, AsyncTools):
     """The same methods as coroutines (each attempt runs in a worker thread, the waits between retries on the
     event loop: nothing blocks it, and a cancelled call is not sent again)."""
 
-    def __init__(self, base_url: str, *, auth: Auth | None = None, timeout: float = 30.0, retries: int = 3) -> None:
-        self.transport = Transport(base_url, auth=auth, timeout=timeout, retries=retries)
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        auth: Auth | None = None,
+        timeout: float = 30.0,
+        retries: int = 3,
+        on_behalf_of: Delegation | None = None,
+    ) -> None:
+        self.transport = Transport(base_url, auth=auth, timeout=timeout, retries=retries, delegation=on_behalf_of)
 
     async def call(self, tool: str, body: dict[str, Any]) -> dict[str, Any]:
         return await self.transport.call_async(tool, body)

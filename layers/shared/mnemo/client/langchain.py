@@ -9,6 +9,10 @@ Names, descriptions and JSON Schemas come from mnemo/client/catalog.json (genera
 they are the service's own). A tool answers the tool's JSON as text; an error envelope becomes a
 ``ToolException`` whose message is the envelope, which LangChain hands back to the model to correct.
 Needs ``langchain-core`` (the ``langchain`` extra).
+
+A hosted agent acting for its users builds the tools from a client that acts for one:
+``mnemo_tools(client.on_behalf_of(user=user_id, session=thread_id))`` (one set of tools per user, cheap
+to build), or from ``MnemoClient(..., on_behalf_of=Delegation(...))``; every call names that user.
 """
 
 from __future__ import annotations
@@ -33,8 +37,15 @@ def mnemo_tools(
     async_client: AsyncMnemoClient | None = None,
 ) -> list[StructuredTool]:
     """LangChain tools for ``names`` (every tool by default) calling ``client`` (and ``async_client`` for
-    ``ainvoke``)."""
+    ``ainvoke``). Both clients must act for the same user (``on_behalf_of``): a ValueError otherwise, so
+    ``invoke`` and ``ainvoke`` of one tool never name two users."""
     from langchain_core.tools import StructuredTool, ToolException
+
+    if async_client is not None and async_client.delegation != client.delegation:
+        raise ValueError(
+            f"client acts for {client.delegation!r} but async_client for {async_client.delegation!r}: "
+            "give both the same on_behalf_of"
+        )
 
     built = []
     for entry in selected(names):

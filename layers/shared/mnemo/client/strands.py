@@ -10,6 +10,9 @@ Names, descriptions and JSON Schemas come from mnemo/client/catalog.json (the se
 result is the tool's JSON (``{"json": ...}`` content); an error envelope is an ``error`` result carrying
 the envelope, which Strands hands back to the model. Needs ``strands-agents`` (the client's ``strands``
 extra; Strands pins an older MCP SDK than the service, so it is installed beside the client, not the service).
+
+A hosted agent acting for its users builds an agent's tools from a client that acts for one:
+``mnemo_tools(client.on_behalf_of(user=user_id, session=session_id))``; every call names that user.
 """
 
 from __future__ import annotations

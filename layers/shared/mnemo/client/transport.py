@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mnemo.client.delegation import Delegation
 from mnemo.client.errors import MnemoClientError, RateLimitedError, TransportError, from_envelope
 from mnemo.client.repeat import outcome_unknown, safe_to_repeat
 
@@ -29,6 +30,15 @@ RETRY_STATUSES = frozenset({429, 502, 503, 504})
 class Auth(Protocol):
     def headers(self, method: str, url: str, body: bytes) -> dict[str, str]:
         """Headers that authenticate this request."""
+        ...
+
+
+class Signer(Auth, Protocol):
+    """An ``Auth`` whose proof covers the request's other headers (SigV4): the transport hands it every header
+    it will send, so that the identity a delegate names (``X-Mnemo-*``) is signed with the rest."""
+
+    def sign(self, method: str, url: str, body: bytes, headers: Mapping[str, str]) -> dict[str, str]:
+        """``headers`` with those that authenticate the request, the signature covering all of them."""
         ...
 
 
@@ -85,13 +95,18 @@ class SigV4:
             return self.credentials
 
     def headers(self, method: str, url: str, body: bytes) -> dict[str, str]:
+        return self.sign(method, url, body, {"Content-Type": "application/json"})
+
+    def sign(self, method: str, url: str, body: bytes, headers: Mapping[str, str]) -> dict[str, str]:
+        """Signs every header given (botocore's SigV4Auth leaves out only hop-by-hop and tracing ones such as
+        Connection, Expect, User-Agent), so the Authorization's SignedHeaders lists the X-Mnemo-* ones."""
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
 
         credentials = self._credentials()
         if credentials is None:
             raise TransportError("SigV4: no AWS credentials found (environment, profile or role)")
-        request = AWSRequest(method=method, url=url, data=body, headers={"Content-Type": "application/json"})
+        request = AWSRequest(method=method, url=url, data=body, headers=dict(headers))
         SigV4Auth(credentials, self.service, self.region).add_auth(request)
         return dict(request.headers.items())
 
@@ -117,6 +132,26 @@ class Transport:
     backoff: float = 0.2
     sleep: Callable[[float], None] = time.sleep
     extra_headers: Mapping[str, str] = field(default_factory=dict)
+    #: The end user a trusted delegate acts for, sent as ``X-Mnemo-*`` headers on every request (and signed
+    #: with it under SigV4). ``LocalIdentity`` names the identity itself, and an API key cannot delegate:
+    #: with either, a delegation is refused here rather than sent twice or refused by the service.
+    delegation: Delegation | None = None
+
+    def __post_init__(self) -> None:
+        if self.delegation is None:
+            return
+        if not isinstance(self.delegation, Delegation):
+            raise TypeError(f"on_behalf_of takes a Delegation, not {type(self.delegation).__name__}")
+        if isinstance(self.auth, LocalIdentity):
+            raise ValueError(
+                "on_behalf_of is for a deployed delegate (auth=SigV4); LocalIdentity already names the identity "
+                "in the same X-Mnemo-* headers: give one or the other"
+            )
+        if isinstance(self.auth, ApiKey):
+            raise ValueError(
+                "on_behalf_of needs auth=SigV4: only an IAM role listed in TrustedDelegateArns may name the "
+                "end user; the service refuses an API key caller that does"
+            )
 
     def call(self, tool: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """POST /v1/tools/{tool}; the answer's JSON, or the envelope raised as its exception class."""
@@ -164,7 +199,11 @@ class Transport:
         url = f"{self.base_url.rstrip('/')}/v1/tools/{tool}"
         raw = json.dumps(body).encode()
         headers = {"Content-Type": "application/json", **self.extra_headers}
-        if self.auth is not None:
+        if self.delegation is not None:
+            headers.update(self.delegation.headers())
+        if callable(sign := getattr(self.auth, "sign", None)):  # a Signer: the identity headers signed too
+            headers.update(sign("POST", url, raw, headers))
+        elif self.auth is not None:
             headers.update(self.auth.headers("POST", url, raw))
         request = urllib.request.Request(url, data=raw, headers=headers, method="POST")
         try:
