@@ -91,3 +91,34 @@ def test_a_strands_agent_loop_calls_the_tools_its_model_asks_for(strands_python:
     assert added["status"] == "success" and stored["layer"] == "project"
     assert found["content"][0]["json"]["results"][0]["memoryId"] == stored["memoryId"]
     assert answer["reply"].strip() == "Atlas deploys on Fridays."
+
+
+DELEGATE_SCRIPT = """
+import json, sys
+from strands import Agent
+from mnemo.client import MnemoClient
+from mnemo.client.strands import mnemo_tools
+
+client = MnemoClient(sys.argv[1])
+names = ["memory_add", "memory_search"]
+alice = Agent(tools=mnemo_tools(client.on_behalf_of(user="alice", session="s1"), names), callback_handler=None)
+bob = Agent(tools=mnemo_tools(client.on_behalf_of(user="bob", session="s1"), names), callback_handler=None)
+added = alice.tool.memory_add(content="Alice's locker code is 4711", layer="session")
+print(json.dumps({"added": added,
+                  "alice": alice.tool.memory_search(query="locker code", threshold=0.0),
+                  "bob": bob.tool.memory_search(query="locker code", threshold=0.0)}))
+"""
+
+
+def test_strands_tools_act_for_the_user_their_client_names(strands_python: Path, services: Services) -> None:
+    """A hosted agent's Strands tools built from ``client.on_behalf_of(...)``: each user's agent reads and
+    writes that user's memories only (the local server reads the same X-Mnemo-* headers a delegate sends)."""
+    with local_server(services) as url:
+        done = subprocess.run(
+            [strands_python, "-c", DELEGATE_SCRIPT, url], check=True, capture_output=True, text=True, timeout=120
+        )
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    stored = answer["added"]["content"][0]["json"]
+    assert answer["added"]["status"] == "success" and stored["layer"] == "session"
+    assert [hit["memoryId"] for hit in answer["alice"]["content"][0]["json"]["results"]] == [stored["memoryId"]]
+    assert answer["bob"]["status"] == "success" and answer["bob"]["content"][0]["json"]["results"] == []
