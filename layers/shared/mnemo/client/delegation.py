@@ -9,7 +9,8 @@ refused (UNAUTHORIZED naming the header). The tenant is not named: it stays the 
 Values are checked here with the service's own rules (``mnemo.context``), so a malformed id fails before
 anything is sent: each id is 1 to 256 of letters, digits and ``._@:+=,/-``, used exactly as given (no
 trimming). Roles are such ids without a comma (the header is a comma-separated list); ``roles=None``
-sends no Roles header (the deployment's default applies), ``roles=()`` sends an empty one: no roles.
+sends no Roles header (on the deployed API: no roles; on ``mnemo serve``: its default roles), ``roles=()``
+an empty one (no roles, on both).
 """
 
 from __future__ import annotations
