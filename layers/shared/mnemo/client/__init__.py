@@ -16,8 +16,8 @@ The methods are generated from the catalog (mnemo/client/tools.py).
 A hosted agent serving many users signs as itself (its IAM role, listed in the deployment's
 ``TrustedDelegateArns``) and names the end user per call (mnemo/client/delegation.py):
 
-    agent = MnemoClient(api_url, auth=SigV4("eu-west-1"))
-    alice = agent.on_behalf_of(user="alice", agent="support-bot", session="chat-42")
+    hosted = MnemoClient(api_url, auth=SigV4("eu-west-1"))
+    alice = hosted.on_behalf_of(user="alice", agent="support-bot", session="chat-42")
     alice.memory_search(query="open tickets")   # X-Mnemo-User: alice, ... signed with the request
 
 or fixes one user for the whole client: ``MnemoClient(..., on_behalf_of=Delegation(user="alice"))``.
