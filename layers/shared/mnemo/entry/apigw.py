@@ -1,7 +1,11 @@
-"""The API Gateway (REST, proxy integration) front door, on Powertools' resolver.
+"""The API Gateway front door (Lambda proxy integration), on Powertools' resolvers.
 
 Each tool gets ``POST /v1/tools/{name}`` with its request model as the
-validated body. Every failure leaves as the error envelope; an unexpected
+validated body. A REST API sends payload format 1.0 events; an HTTP API (the
+JWT mode) sends payload format 2.0 (``"version": "2.0"``: ``rawPath``,
+``requestContext.http.method``, lower-case ``headers`` and no
+``multiValueHeaders``). Both are answered alike, each in the response format
+its API expects. Every failure leaves as the error envelope; an unexpected
 exception is logged with its stack and answered as PROVIDER_ERROR, never as a
 bare 500 or a trace.
 """
@@ -11,10 +15,10 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
@@ -31,13 +35,35 @@ from mnemo.tools.registry import Tool, experimental_enabled, get_tool, load_cata
 #: Lambda does anyway. ``mnemo serve`` does not resolve here: it calls tools through ``tool_http``.
 _RESOLVING = threading.Lock()
 
+#: Either resolver: REST (payload format 1.0) or HTTP API (payload format 2.0).
+Resolver = APIGatewayRestResolver | APIGatewayHttpResolver
+
+
+def is_http_api(event: Mapping[str, Any]) -> bool:
+    """Whether ``event`` is an HTTP API event in payload format 2.0 (REST events carry no ``version``)."""
+    return event.get("version") == "2.0"
+
+
+def request_path(event: Mapping[str, Any]) -> str:
+    """The request's path as routed, in either payload format: a 2.0 event's ``rawPath`` begins with its
+    stage unless that stage is ``$default`` (as Powertools reads it)."""
+    if not is_http_api(event):
+        path = event.get("path")
+        return path if isinstance(path, str) else ""
+    raw = event.get("rawPath")
+    path = raw if isinstance(raw, str) else ""
+    stage = (event.get("requestContext") or {}).get("stage")
+    if isinstance(stage, str) and stage != "$default" and path.startswith(f"/{stage}/"):
+        return path[len(stage) + 1 :]
+    return path
+
 
 def error_response(error: MnemoError) -> Response[str]:
     observability.failed(error.code)
     return Response(status_code=error.status, content_type="application/json", body=json.dumps(error.envelope()))
 
 
-def _route(resolver: APIGatewayRestResolver, tool: Tool) -> Callable[..., dict[str, Any]]:
+def _route(resolver: Resolver, tool: Tool) -> Callable[..., dict[str, Any]]:
     def call_tool(body: Any) -> dict[str, Any]:
         context = context_from_event(resolver.current_event.raw_event).model_copy(
             update={"response_budget": RESPONSE_BUDGET_BYTES}
@@ -53,8 +79,11 @@ def _route(resolver: APIGatewayRestResolver, tool: Tool) -> Callable[..., dict[s
     return call_tool
 
 
-def build_resolver(tools: Iterable[Tool]) -> APIGatewayRestResolver:
-    resolver = APIGatewayRestResolver(enable_validation=True)
+def build_resolver(tools: Iterable[Tool], *, http_api: bool = False) -> Resolver:
+    """A resolver for ``tools``: REST events (payload format 1.0), or HTTP API events (2.0) with ``http_api``."""
+    resolver: Resolver = (
+        APIGatewayHttpResolver(enable_validation=True) if http_api else APIGatewayRestResolver(enable_validation=True)
+    )
     for tool in tools:
         resolver.post(f"/v1/tools/{tool.name}")(_route(resolver, tool))
 
@@ -87,37 +116,52 @@ def build_resolver(tools: Iterable[Tool]) -> APIGatewayRestResolver:
     return resolver
 
 
-def resolve(resolver: APIGatewayRestResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """Resolve a proxy event as one measured tool call (``observability.tool_call``)."""
-    path = event.get("path")
-    name = path.rsplit("/", 1)[-1] if isinstance(path, str) and path.startswith("/v1/tools/") else None
+def resolve(resolver: Resolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Resolve a proxy event as one measured tool call (``observability.tool_call``).
+
+    ``resolver`` must be of the event's payload format (``ToolDoor`` picks it).
+    """
+    path = request_path(event)
+    name = path.rsplit("/", 1)[-1] if path.startswith("/v1/tools/") else None
     with observability.tool_call(name):
         return _resolve(resolver, event, context)
 
 
-def _resolve(resolver: APIGatewayRestResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
+def _resolve(resolver: Resolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Resolve a proxy event, reading every tool body as JSON whatever Content-Type claims.
 
     Tool bodies are always JSON; a client that omits the header (``curl -d``
     sends form encoding) must still be understood rather than mis-parsed.
     """
+    http_api = is_http_api(event)
     headers = {k: v for k, v in (event.get("headers") or {}).items() if k.lower() != "content-type"}
-    multi = {k: v for k, v in (event.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"}
-    headers["Content-Type"] = "application/json"
-    multi["Content-Type"] = ["application/json"]
     try:
         event = _as_text(event)
         body = _screened_body(event)
     except MnemoError as error:
-        response = error_response(error)
-        return {
-            "statusCode": response.status_code,
-            "body": response.body,
-            "isBase64Encoded": False,
-            "multiValueHeaders": {"Content-Type": ["application/json"]},
-        }
+        return _refusal(error, http_api=http_api)
+    if http_api:
+        # Payload 2.0 has one header map, its names in lower case.
+        headers["content-type"] = "application/json"
+        resolved = {**event, "headers": headers, "body": body}
+    else:
+        multi = {k: v for k, v in (event.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"}
+        headers["Content-Type"] = "application/json"
+        multi["Content-Type"] = ["application/json"]
+        resolved = {**event, "headers": headers, "multiValueHeaders": multi, "body": body}
     with _RESOLVING:
-        return resolver.resolve({**event, "headers": headers, "multiValueHeaders": multi, "body": body}, context)
+        return resolver.resolve(resolved, context)
+
+
+def _refusal(error: MnemoError, *, http_api: bool) -> dict[str, Any]:
+    """The envelope for a body refused before routing, in the response format of the event's API."""
+    response = error_response(error)
+    answer: dict[str, Any] = {"statusCode": response.status_code, "body": response.body, "isBase64Encoded": False}
+    if http_api:
+        answer["headers"] = {"Content-Type": "application/json"}
+    else:
+        answer["multiValueHeaders"] = {"Content-Type": ["application/json"]}
+    return answer
 
 
 def _as_text(event: dict[str, Any]) -> dict[str, Any]:
@@ -151,24 +195,52 @@ def _screened_body(event: dict[str, Any]) -> Any:
     return json.dumps(strip_identity_claims(payload, context_from_event(event)))
 
 
+class ToolDoor:
+    """The resolvers of a set of tools: the REST one built at once, the HTTP API one on its first event.
+
+    A deployment serves one kind of API (REST, or an HTTP API with AuthMode
+    JWT), so a function builds the other resolver only if it is ever asked to.
+    """
+
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        self._tools = list(tools)
+        self.rest: Resolver = build_resolver(self._tools)
+        self._http: Resolver | None = None
+
+    def resolver_for(self, event: Mapping[str, Any]) -> Resolver:
+        if not is_http_api(event):
+            return self.rest
+        if self._http is None:
+            self._http = build_resolver(self._tools, http_api=True)
+        return self._http
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return resolve(self.resolver_for(event), event, context)
+
+
 def tool_handler(name: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """The Lambda handler for one tool's function: its resolver knows only that tool."""
-    resolver = build_resolver([get_tool(name)])
+    """The Lambda handler for one tool's function: its resolvers know only that tool."""
+    door = ToolDoor([get_tool(name)])
 
     @observability.door(observability.API_GATEWAY)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return resolve(resolver, event, context)
+        return door(event, context)
 
     return handler
 
 
-_all_tools: dict[bool, APIGatewayRestResolver] = {}
+_all_tools: dict[bool, ToolDoor] = {}
 
 
-def all_tools_resolver() -> APIGatewayRestResolver:
-    """One resolver for every tool in the catalog (the local server's API Gateway), experimental ones
-    included exactly when the setting is on."""
+def all_tools_door() -> ToolDoor:
+    """Every tool in the catalog behind one door (either payload format), experimental ones included
+    exactly when the setting is on."""
     experimental = experimental_enabled()
     if experimental not in _all_tools:
-        _all_tools[experimental] = build_resolver(load_catalog(experimental).values())
+        _all_tools[experimental] = ToolDoor(load_catalog(experimental).values())
     return _all_tools[experimental]
+
+
+def all_tools_resolver() -> Resolver:
+    """The REST resolver of ``all_tools_door``."""
+    return all_tools_door().rest

@@ -1,6 +1,8 @@
 """MCP over Streamable HTTP as a stateless Lambda behind API Gateway (POST /mcp).
 
-The API Gateway authorizer supplies identity exactly as for the tool routes;
+The API Gateway authorizer supplies identity exactly as for the tool routes,
+from a REST API's event (payload format 1.0) or an HTTP API's (2.0, AuthMode
+JWT: the method under ``requestContext.http``, header names in lower case);
 the SDK's session manager runs in stateless JSON mode on a per-container event
 loop (see mcp_server.HttpBridge), so any container can serve any request.
 """
@@ -19,6 +21,15 @@ from mnemo.observability import logger
 
 def _proxy(status: int, headers: dict[str, str], body: bytes) -> dict[str, Any]:
     return {"statusCode": status, "headers": headers, "body": body.decode("utf-8"), "isBase64Encoded": False}
+
+
+def _method(event: dict[str, Any]) -> str:
+    """The request's HTTP method, in either payload format."""
+    if event.get("version") == "2.0":
+        method = ((event.get("requestContext") or {}).get("http") or {}).get("method")
+    else:
+        method = event.get("httpMethod")
+    return method if isinstance(method, str) and method else "POST"
 
 
 def _correlate(body: bytes) -> None:
@@ -44,8 +55,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         raw = event.get("body") or ""
         body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode("utf-8")
         _correlate(body)
+        # Both formats carry a ``headers`` map (2.0 joins repeated values with commas, as HTTP does).
         headers = {key: str(value) for key, value in (event.get("headers") or {}).items()}
-        status, response_headers, payload = http_bridge().handle(event.get("httpMethod", "POST"), headers, body, caller)
+        status, response_headers, payload = http_bridge().handle(_method(event), headers, body, caller)
     except Exception:  # the SDK answers protocol errors itself; anything else must not leak
         logger.exception("MCP request failed")
         failure = ProviderError("Internal error; it has been logged")
