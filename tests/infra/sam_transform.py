@@ -31,6 +31,23 @@ CASES: dict[str, dict[str, str]] = {
         "AuthMode": "COGNITO",
         "CognitoUserPoolArn": "arn:aws:cognito-idp:eu-west-1:123456789012:userpool/eu-west-1_Example1",
     },
+    "jwt": {
+        "AuthMode": "JWT",
+        "JwtIssuer": "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Example1",
+        "JwtAudience": "client-a,client-b",
+        "JwtClaimMapping": "user=email,roles=cognito:groups",
+    },
+    "jwt-experimental": {
+        "AuthMode": "JWT",
+        "JwtIssuer": "https://example.eu.auth0.com/",
+        "JwtAudience": "https://mnemo.example.com",
+        "ExperimentalTools": "true",
+    },
+    "trusted-delegates": {
+        "TrustedDelegateArns": (
+            "arn:aws:iam::123456789012:role/AgentRole,arn:aws:iam::123456789012:role/service/AgentRole2"
+        ),
+    },
     "existing-domain": {
         "ExistingOpenSearchEndpoint": "https://search-mnemo-abc123.eu-west-1.es.amazonaws.com",
         "ExistingOpenSearchDomainName": "mnemo",

@@ -57,36 +57,42 @@ def functions(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return resources_of(doc, "AWS::Serverless::Function")
 
 
-def tool_routes(resource: dict[str, Any]) -> list[str]:
-    """The tool names a function serves through POST /v1/tools/{name}."""
-    names = []
-    for event in resource["Properties"].get("Events", {}).values():
-        path = event["Properties"].get("Path", "")
-        if event["Type"] == "Api" and path.startswith("/v1/tools/"):
-            names.append(path.removeprefix("/v1/tools/"))
-    return names
+#: The tools API of each kind: REST (every AuthMode but JWT) and HTTP API (AuthMode JWT).
+APIS = ("MnemoApi", "MnemoHttpApi")
 
 
-def integrated_routes(doc: dict[str, Any]) -> dict[str, list[str]]:
-    """Function logical id -> the tool names whose path MnemoApi's body integrates with it directly.
+def route_items(doc: dict[str, Any], api: str = "MnemoApi") -> dict[str, dict[str, Any]]:
+    """Path -> its path item in the API's body, a conditional one (the experimental tools') taken from its !If."""
+    found = {}
+    for path, item in doc["Resources"][api]["Properties"]["DefinitionBody"]["paths"].items():
+        if set(item) == {"If"}:
+            _, item, _ = item["If"]
+        found[path] = item
+    return found
 
-    A conditional function's route (the experimental tools') is written in the body, under !If, with its
-    integration: SAM's MergeDefinitions would drop the body's security from a conditional function's Api
-    event."""
+
+def integrated_function(item: dict[str, Any]) -> str:
+    """The logical id of the function a path item's Lambda proxy integration invokes."""
+    uri = item["post"]["x-amazon-apigateway-integration"]["uri"]["Sub"]
+    (function,) = re.findall(r"\$\{(\w+)\.Arn\}", uri)
+    return function
+
+
+def integrated_routes(doc: dict[str, Any], api: str = "MnemoApi") -> dict[str, list[str]]:
+    """Function logical id -> the tool names whose path the API's body integrates with it.
+
+    Every route carries its integration in the body (no function has an Api event): each API exists only
+    in its AuthModes, and SAM would give an event's permission no condition."""
     found: dict[str, list[str]] = {}
-    for path, item in doc["Resources"]["MnemoApi"]["Properties"]["DefinitionBody"]["paths"].items():
-        if set(item) != {"If"}:
-            continue
-        _, when_true, _ = item["If"]
-        uri = when_true["post"]["x-amazon-apigateway-integration"]["uri"]["Sub"]
-        (function,) = re.findall(r"\$\{(\w+)\.Arn\}", uri)
-        found.setdefault(function, []).append(path.removeprefix("/v1/tools/"))
+    for path, item in route_items(doc, api).items():
+        if path.startswith("/v1/tools/"):
+            found.setdefault(integrated_function(item), []).append(path.removeprefix("/v1/tools/"))
     return found
 
 
 def served_routes(doc: dict[str, Any], name: str) -> list[str]:
-    """The tool names function ``name`` serves through POST /v1/tools/{name}, by an Api event or the body."""
-    return tool_routes(doc["Resources"][name]) + integrated_routes(doc).get(name, [])
+    """The tool names function ``name`` serves through POST /v1/tools/{name}."""
+    return integrated_routes(doc).get(name, [])
 
 
 def tool_functions(doc: dict[str, Any]) -> dict[str, list[str]]:
@@ -231,38 +237,51 @@ def test_api_body_routes_are_exactly_the_tool_functions() -> None:
     assert set(default) == {f"/v1/tools/{name}" for name in load_catalog(experimental=False)} | {"/mcp"}
 
 
-def test_experimental_routes_carry_the_api_security_and_their_integration() -> None:
-    """The body's conditional paths keep the security AuthMode selects (as every route) and integrate with
-    their own function, which API Gateway may invoke on that route only."""
+def test_every_route_carries_the_api_security_and_its_integration() -> None:
+    """Every path of the REST body has the security AuthMode selects and a Lambda proxy integration with its
+    own function; only the experimental tools' paths are conditional (ServeExperimental). No function has
+    an Api event."""
     doc = template()
     paths = doc["Resources"]["MnemoApi"]["Properties"]["DefinitionBody"]["paths"]
     security = paths["/v1/tools/file_read"]["post"]["security"]
-    by_function = integrated_routes(doc)
-    assert sorted(tool for tools in by_function.values() for tool in tools) == sorted(experimental_tools())
-    for function, (tool,) in by_function.items():
-        condition_name, when_true, otherwise = paths[f"/v1/tools/{tool}"]["If"]
-        assert condition_name == "ServeExperimental" and otherwise == {"Ref": "AWS::NoValue"}
-        assert when_true["post"]["security"] == security
-        integration = when_true["post"]["x-amazon-apigateway-integration"]
+    assert security["If"][0] == "UseIamAuth"
+    conditional = {path.removeprefix("/v1/tools/") for path, item in paths.items() if set(item) == {"If"}}
+    assert conditional == experimental_tools()
+    for path, item in paths.items():
+        if set(item) == {"If"}:
+            condition_name, item, otherwise = item["If"]
+            assert condition_name == "ServeExperimental" and otherwise == {"Ref": "AWS::NoValue"}
+        assert item["post"]["security"] == security, path
+        function = integrated_function(item)
+        integration = item["post"]["x-amazon-apigateway-integration"]
         assert (integration["type"], integration["httpMethod"]) == ("aws_proxy", "POST")
         assert integration["uri"]["Sub"] == (
             "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/"
             f"${{{function}.Arn}}/invocations"
         )
-        resource = doc["Resources"][function]
-        assert "Events" not in resource["Properties"], function
-        (permission,) = [
-            r
-            for r in resources_of(doc, "AWS::Lambda::Permission").values()
-            if r["Properties"]["FunctionName"] == {"Ref": function}
-        ]
-        assert permission["Condition"] == "ServeExperimental"
-        assert permission["Properties"]["Principal"] == "apigateway.amazonaws.com"
-        assert permission["Properties"]["Action"] == "lambda:InvokeFunction"
-        assert permission["Properties"]["SourceArn"] == {
-            "Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${MnemoApi}/*/POST/v1/tools/"
-            + tool
-        }
+    for name, resource in functions(doc).items():
+        events = resource["Properties"].get("Events", {}).values()
+        assert not [e for e in events if e["Type"] in {"Api", "HttpApi"}], name
+
+
+def test_each_routed_function_may_be_invoked_on_its_route_of_the_deployed_api_only() -> None:
+    """One permission per routed function: API Gateway may invoke it on its own route of whichever API
+    AuthMode deploys, under the function's own condition."""
+    doc = template()
+    permissions = resources_of(doc, "AWS::Lambda::Permission")
+    routes = {path: integrated_function(item) for path, item in route_items(doc).items()}
+    assert set(routes.values()) == {integrated_function(item) for item in route_items(doc, "MnemoHttpApi").values()}
+    for path, function in routes.items():
+        (permission,) = [r for r in permissions.values() if r["Properties"]["FunctionName"] == {"Ref": function}]
+        assert permission.get("Condition") == doc["Resources"][function].get("Condition"), function
+        properties = permission["Properties"]
+        assert (properties["Principal"], properties["Action"]) == ("apigateway.amazonaws.com", "lambda:InvokeFunction")
+        for mode in ("IAM", "API_KEY", "COGNITO", "JWT"):
+            api = "MnemoHttpApi" if mode == "JWT" else "MnemoApi"
+            params = parameters(doc, AuthMode=mode) | {name: name for name in APIS}  # Ref: the logical id
+            assert substitute(doc, properties["SourceArn"], params) == (
+                f"arn:aws:execute-api:eu-west-1:123456789012:{api}/*/POST{path}"
+            ), (function, mode)
 
 
 def test_runtime_and_shared_layer() -> None:
@@ -288,8 +307,9 @@ def test_auth_mode_parameter_and_conditions() -> None:
     doc = template()
     auth = doc["Parameters"]["AuthMode"]
     assert auth["Default"] == "IAM"
-    assert set(auth["AllowedValues"]) == {"IAM", "API_KEY", "COGNITO"}
-    for name, mode in {"UseIamAuth": "IAM", "UseApiKeyAuth": "API_KEY", "UseCognitoAuth": "COGNITO"}.items():
+    assert set(auth["AllowedValues"]) == {"IAM", "API_KEY", "COGNITO", "JWT"}
+    modes = {"UseIamAuth": "IAM", "UseApiKeyAuth": "API_KEY", "UseCognitoAuth": "COGNITO", "UseJwtAuth": "JWT"}
+    for name, mode in modes.items():
         for other in auth["AllowedValues"]:
             assert condition(doc, name, parameters(doc, AuthMode=other)) is (other == mode), (name, other)
     assert "CognitoUserPoolArn" in doc["Parameters"]
@@ -1121,19 +1141,23 @@ def test_metric_math_alarms_stay_within_cloudwatch_limits() -> None:
 
 
 # ---------------------------------------------------- environment and outputs ---
+#: Variables the front doors read for identity (mnemo.entry.identity), not settings.
+IDENTITY_VARIABLES = {"MNEMO_API_KEY_TENANT", "MNEMO_TRUSTED_DELEGATES", "MNEMO_JWT_CLAIMS"}
+
+
 def test_every_function_gets_the_aws_adapters_from_settings() -> None:
     doc = template()
     env = doc["Globals"]["Function"]["Environment"]["Variables"]
     fields = set(Settings.model_fields)
     for variable in env:
-        if variable.startswith("MNEMO_") and variable != "MNEMO_STAGE":
+        if variable.startswith("MNEMO_") and variable not in {"MNEMO_STAGE", *IDENTITY_VARIABLES}:
             assert variable.removeprefix("MNEMO_").lower() in fields, f"{variable} is no setting"
     params = parameters(doc)
     settings = Settings.from_env(
         {
             key: value if isinstance(value, str) else params.get(value.get("Ref", ""), "placeholder")
             for key, value in choose(doc, env, params).items()
-            if key.startswith("MNEMO_")
+            if key.startswith("MNEMO_") and key not in IDENTITY_VARIABLES
         }
         | {"MNEMO_TITAN_DIMENSIONS": params["TitanDimensions"], "MNEMO_OPENSEARCH_SERVICE": "aoss"}
     )
@@ -1227,7 +1251,7 @@ def test_observability() -> None:
 
 def test_outputs() -> None:
     outputs = template()["Outputs"]
-    assert "execute-api" in outputs["ApiUrl"]["Value"]["Sub"]
+    assert "execute-api" in outputs["ApiUrl"]["Value"]["Sub"][0]  # per AuthMode: test_template_auth_modes.py
     assert outputs["RecordsTableName"]["Value"] == {"Sub": "mnemo-records-${Stage}"}
     assert outputs["KnowledgeBucketName"]["Value"] == {"Ref": "KnowledgeBucket"}
     assert outputs["CollectionEndpoint"] == {
@@ -1257,8 +1281,8 @@ def test_the_mcp_function_serves_slash_mcp_and_may_write_the_vector_index() -> N
     doc = template()
     mcp = doc["Resources"]["McpFunction"]["Properties"]
     assert mcp["CodeUri"].rstrip("/") == "functions/mcp"
-    (event,) = mcp["Events"].values()
-    assert event["Properties"]["Path"] == "/mcp" and event["Properties"]["Method"] == "POST"
+    for api in APIS:
+        assert integrated_function(route_items(doc, api)["/mcp"]) == "McpFunction", api
     assert (ROOT / "functions" / "mcp" / "app.py").is_file()
     assert "${McpFunctionRole.Arn}" in json.dumps(doc["Resources"])
 

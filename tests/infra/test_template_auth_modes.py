@@ -1,0 +1,197 @@
+"""template.yaml serves one tools API per AuthMode, and gives every function the same identity settings.
+
+IAM, API_KEY and COGNITO are served by the REST API (MnemoApi); JWT by an HTTP API (MnemoHttpApi) with a
+JWT authorizer. Each mode is checked for what CloudFormation would create with its parameters, evaluated
+with the template's own conditions (tests/infra/test_template.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from infra.test_template import (
+    APIS,
+    IDENTITY_VARIABLES,
+    choose,
+    condition,
+    functions,
+    integrated_function,
+    parameters,
+    route_items,
+    substitute,
+    template,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+ISSUER = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Example1"
+MODES: dict[str, dict[str, str]] = {
+    "IAM": {},
+    "API_KEY": {"AuthMode": "API_KEY"},
+    "COGNITO": {
+        "AuthMode": "COGNITO",
+        "CognitoUserPoolArn": "arn:aws:cognito-idp:eu-west-1:123456789012:userpool/eu-west-1_Example1",
+    },
+    "JWT": {"AuthMode": "JWT", "JwtIssuer": ISSUER, "JwtAudience": "client-a,client-b"},
+}
+#: The API each mode deploys, and the one it must not.
+DEPLOYED = {mode: "MnemoHttpApi" if mode == "JWT" else "MnemoApi" for mode in MODES}
+
+
+def _created(doc: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
+    """The resources and outputs CloudFormation would create with ``params``, every !If resolved."""
+    found = {}
+    for section in ("Resources", "Outputs"):
+        for name, node in doc[section].items():
+            if "Condition" in node and not condition(doc, node["Condition"], params):
+                continue
+            found[f"{section}.{name}"] = choose(doc, node, params)
+    return found
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_each_mode_creates_one_api_and_nothing_refers_to_the_other(mode: str) -> None:
+    doc = template()
+    params = parameters(doc, **MODES[mode])
+    created = _created(doc, params)
+    (other,) = set(APIS) - {DEPLOYED[mode]}
+    assert f"Resources.{DEPLOYED[mode]}" in created and f"Resources.{other}" not in created
+    for name, node in created.items():
+        assert not re.search(rf"\b{other}\b", json.dumps(node)), f"{mode}: {name} refers to {other}"
+
+
+def test_both_apis_have_the_same_routes_on_the_same_functions() -> None:
+    doc = template()
+    rest = {path: integrated_function(item) for path, item in route_items(doc, "MnemoApi").items()}
+    http = {path: integrated_function(item) for path, item in route_items(doc, "MnemoHttpApi").items()}
+    assert http == rest
+    rest_paths = doc["Resources"]["MnemoApi"]["Properties"]["DefinitionBody"]["paths"]
+    http_paths = doc["Resources"]["MnemoHttpApi"]["Properties"]["DefinitionBody"]["paths"]
+    # The experimental tools' routes exist only with ExperimentalTools, on either API.
+    for params in (parameters(doc), parameters(doc, ExperimentalTools="true")):
+        assert set(choose(doc, http_paths, params)) == set(choose(doc, rest_paths, params))
+
+
+def test_the_http_api_sends_payload_format_2_0_to_lambda_proxy_integrations() -> None:
+    doc = template()
+    for path, item in route_items(doc, "MnemoHttpApi").items():
+        assert set(item) == {"post"}, path
+        integration = item["post"]["x-amazon-apigateway-integration"]
+        assert (integration["type"], integration["httpMethod"]) == ("aws_proxy", "POST"), path
+        assert integration["payloadFormatVersion"] == "2.0", path
+        assert "security" not in item["post"], f"{path}: the default authorizer covers every route"
+
+
+def test_jwt_mode_authorizes_every_route_with_the_issuer_and_audiences() -> None:
+    doc = template()
+    api = doc["Resources"]["MnemoHttpApi"]
+    assert api["Type"] == "AWS::Serverless::HttpApi" and api["Condition"] == "UseJwtAuth"
+    assert doc["Resources"]["MnemoApi"]["Condition"] == "UseRestApi"
+    for mode in MODES:
+        params = parameters(doc, **MODES[mode])
+        assert condition(doc, "UseJwtAuth", params) is (mode == "JWT")
+        assert condition(doc, "UseRestApi", params) is (mode != "JWT")
+    auth = api["Properties"]["Auth"]
+    authorizer = auth["Authorizers"][auth["DefaultAuthorizer"]]
+    assert authorizer["IdentitySource"] == "$request.header.Authorization"
+    assert authorizer["JwtConfiguration"] == {
+        "issuer": {"Ref": "JwtIssuer"},
+        "audience": {"Split": [",", {"Ref": "JwtAudience"}]},
+    }
+    # The same throttling as the REST API's every method.
+    (rest_limits,) = doc["Resources"]["MnemoApi"]["Properties"]["MethodSettings"]
+    limits = api["Properties"]["DefaultRouteSettings"]
+    assert limits["ThrottlingBurstLimit"] == rest_limits["ThrottlingBurstLimit"]
+    assert limits["ThrottlingRateLimit"] == rest_limits["ThrottlingRateLimit"]
+    assert api["Properties"]["StageName"] == {"Ref": "Stage"}  # the same URL shape as the REST API's
+
+
+def test_jwt_mode_needs_its_issuer_and_audience() -> None:
+    doc = template()
+    rule = doc["Rules"]["JwtNeedsIssuerAndAudience"]
+    assert rule["RuleCondition"] == {"Equals": [{"Ref": "AuthMode"}, "JWT"]}
+    asserted = [assertion["Assert"] for assertion in rule["Assertions"]]
+    assert asserted == [
+        {"Not": [{"Equals": [{"Ref": "JwtIssuer"}, ""]}]},
+        {"Not": [{"Equals": [{"Ref": "JwtAudience"}, ""]}]},
+    ]
+    for name in ("JwtIssuer", "JwtAudience", "JwtClaimMapping", "TrustedDelegateArns"):
+        assert doc["Parameters"][name]["Default"] == "", name
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "accepted"),
+    [
+        ("JwtIssuer", ISSUER, True),
+        ("JwtIssuer", "https://login.microsoftonline.com/0b3c1a2d-0000-4000-8000-000000000000/v2.0", True),
+        ("JwtIssuer", "https://example.okta.com/oauth2/default", True),
+        ("JwtIssuer", "https://example.eu.auth0.com/", True),
+        ("JwtIssuer", "http://issuer.example", False),
+        ("JwtIssuer", "https://a.example,https://b.example", False),
+        ("JwtAudience", "client-a", True),
+        ("JwtAudience", "client-a,api://mnemo", True),
+        ("JwtAudience", "client-a,", False),
+        ("JwtAudience", "client a", False),
+        ("JwtClaimMapping", "user=email", True),
+        ("JwtClaimMapping", "user=email,tenant=org_id,roles=https://example.com/roles", True),
+        ("JwtClaimMapping", "user=email,", False),
+        ("JwtClaimMapping", "user email", False),
+        ("TrustedDelegateArns", "arn:aws:iam::123456789012:role/AgentRole", True),
+        (
+            "TrustedDelegateArns",
+            "arn:aws:iam::123456789012:role/AgentRole,arn:aws-us-gov:iam::123456789012:role/service/AgentRole2",
+            True,
+        ),
+        ("TrustedDelegateArns", "arn:aws:iam::123456789012:user/alice", False),
+        ("TrustedDelegateArns", "arn:aws:sts::123456789012:assumed-role/AgentRole/task-1", False),
+        ("TrustedDelegateArns", "arn:aws:iam::123456789012:role/*", False),
+        ("TrustedDelegateArns", "*", False),
+        ("TrustedDelegateArns", "arn:aws:iam::123456789012:role/A, arn:aws:iam::123456789012:role/B", False),
+    ],
+)
+def test_parameter_patterns(name: str, value: str, accepted: bool) -> None:
+    pattern = template()["Parameters"][name]["AllowedPattern"]
+    assert bool(re.fullmatch(pattern, value)) is accepted
+    assert re.fullmatch(pattern, "")  # the default
+
+
+def test_every_function_gets_the_same_identity_settings() -> None:
+    """An API key's tenant is the account on every function (/mcp included): one key, one dataset. The
+    delegates and the claim mapping reach every function that reads identity."""
+    doc = template()
+    env = doc["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["MNEMO_API_KEY_TENANT"] == {"Ref": "AWS::AccountId"}
+    assert env["MNEMO_TRUSTED_DELEGATES"] == {"Ref": "TrustedDelegateArns"}
+    assert env["MNEMO_JWT_CLAIMS"] == {"Ref": "JwtClaimMapping"}
+    for name, resource in functions(doc).items():
+        own = resource["Properties"].get("Environment", {}).get("Variables", {})
+        assert not IDENTITY_VARIABLES & set(own), f"{name} overrides an identity setting"
+    source = "".join(path.read_text() for path in (ROOT / "layers/shared/mnemo/entry").glob("identity*.py"))
+    for variable in IDENTITY_VARIABLES:
+        assert f'"{variable}"' in source, f"mnemo.entry.identity reads no {variable}"
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_outputs_and_the_5xx_alarm_follow_the_deployed_api(mode: str) -> None:
+    doc = template()
+    params = parameters(doc, **MODES[mode]) | {api: api for api in APIS}  # an API's Ref: its logical id
+    url = substitute(doc, doc["Outputs"]["ApiUrl"]["Value"], params)
+    assert url == f"https://{DEPLOYED[mode]}.execute-api.eu-west-1.AWS::URLSuffix/dev"
+    # One 5xx alarm, on the deployed API's own metric: REST's 5XXError by ApiName, the HTTP API's 5xx by ApiId.
+    (alarm,) = [
+        choose(doc, r["Properties"], params)
+        for r in doc["Resources"].values()
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+        and r["Properties"].get("Namespace") == "AWS/ApiGateway"
+        and condition(doc, r.get("Condition", "UseRestApi"), params)
+    ]
+    dimensions = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
+    if mode == "JWT":
+        assert alarm["MetricName"] == "5xx"
+        assert dimensions == {"ApiId": {"Ref": "MnemoHttpApi"}, "Stage": {"Ref": "Stage"}}
+    else:
+        assert alarm["MetricName"] == "5XXError"
+        assert dimensions == {"ApiName": {"Sub": "mnemo-${Stage}"}, "Stage": {"Ref": "Stage"}}
