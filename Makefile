@@ -1,6 +1,8 @@
 # Mnemo: `make run` serves the tools locally, `make test` runs every check.
 SHELL := /bin/bash
 PORT ?= 8765
+# Server processes for `make run`: tool calls are mostly Python, so a second process uses the second core.
+WORKERS ?= 2
 VENV := .venv
 BIN := $(VENV)/bin
 # Python 3.12 is the Lambda runtime: pyenv's 3.12 first, then any python3.12, then python3 (3.11+).
@@ -48,7 +50,7 @@ $(VENV)/.installed: $(VENV)/.installed-serve pyproject.toml
 	touch $@
 
 run: serve-install
-	$(BIN)/mnemo serve --host 127.0.0.1 --port $(PORT) --data-dir .mnemo --knowledge examples/knowledge
+	$(BIN)/mnemo serve --host 127.0.0.1 --port $(PORT) --workers $(WORKERS) --data-dir .mnemo --knowledge examples/knowledge
 
 lint: install
 	$(BIN)/ruff check .

@@ -23,6 +23,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,9 +99,19 @@ def app_from_environment() -> Any:
     """The application as a worker process builds it (uvicorn's factory): the allow lists from the environment."""
     from mnemo.entry.http_app import create_app
 
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="parent-watch", daemon=True).start()
+
     hosts = [host for host in os.environ.get(ALLOW_HOSTS_ENV, "").split(",") if host]
     origins = [origin for origin in os.environ.get(ALLOW_ORIGINS_ENV, "").split(",") if origin]
     return create_app(hosts, origins, warm_up=True)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Shut this worker down gracefully once its supervisor is gone (killed with SIGKILL, say): an orphaned
+    worker would go on serving the port and holding the data directory."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def serve(options: ServeOptions, sock: socket.socket) -> None:
