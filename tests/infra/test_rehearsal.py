@@ -6,7 +6,8 @@ Every function of the template (ExperimentalTools on, so the outline functions t
 imported from its build directory by a plain python3.12 that sees only that directory,
 the built layer and the runtime's boto3; each runs under its own role's policies, from
 the transformed template, enforced by moto (tests/infra/rehearsal_moto.py). Each tool
-family answers API Gateway REST proxy events through its built functions; knowledge sync
+family answers API Gateway REST proxy events through its built functions, the memory
+functions HTTP API (payload format 2.0) events too; knowledge sync
 answers EventBridge's scheduled and S3 events; a Bedrock Agents event reaches a bedrock_*
 function; the indexer takes a DynamoDB Streams event built from moto's own stream records.
 No Bedrock model runs: a Titan stand-in checks each request body against the documented
@@ -25,6 +26,7 @@ from typing import Any
 
 import pytest
 from aws_fixtures import create_records_table
+from http_api_events import http_api_event
 from rehearsal_build import REGION, WORK_DIR, Build, sam_build
 from rehearsal_stage import (
     MotoProcess,
@@ -255,6 +257,23 @@ def test_memory_family(stage: Stage) -> None:
     assert stage.tool("MemoryDeleteFunction", {"memoryId": gone["memoryId"]}, "memory")["memoryId"] == gone["memoryId"]
     again = stage.tool("MemorySearchFunction", {"query": "note deleted at once", "threshold": 0}, "memory")
     assert gone["memoryId"] not in [result["memoryId"] for result in again["results"]]
+
+
+def test_the_tool_functions_answer_http_api_events(stage: Stage) -> None:
+    """AuthMode JWT's HTTP API sends the same functions payload format 2.0 (a JWT authorizer's claims); they
+    answer in the format it expects."""
+    claims = {"sub": "jwt-user", "custom:tenant": TENANT}
+    body = {"content": "Sent through the HTTP API", "layer": "user"}
+    added = stage.invoke("MemoryAddFunction", http_api_event("/v1/tools/memory_add", body, claims=claims), "memory")
+    assert added["statusCode"] == 200, added
+    assert added["headers"]["Content-Type"] == "application/json" and "multiValueHeaders" not in added
+    memory_id = json.loads(added["body"])["memoryId"]
+    query = {"query": "sent through the HTTP API", "threshold": 0}
+    found = stage.invoke(
+        "MemorySearchFunction", http_api_event("/v1/tools/memory_search", query, claims=claims), "memory"
+    )
+    assert found["statusCode"] == 200, found
+    assert memory_id in [result["memoryId"] for result in json.loads(found["body"])["results"]]
 
 
 ADR = """---
