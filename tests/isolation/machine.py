@@ -123,7 +123,11 @@ class Actor:
 
 
 ACTORS: tuple[Actor, ...] = tuple(Actor(tenant, *profile) for tenant in TENANTS for profile in PROFILES)
-actors = st.sampled_from(ACTORS)
+#: The callers of the machine running now (``IsolationMachine.cast``); a machine over another transport may
+#: cast other tenants (accounts) or callers of the same shape. Rules draw an index into it, so every
+#: machine draws the same sequences.
+_CAST: list[tuple[Actor, ...]] = [ACTORS]
+actors = st.sampled_from(range(len(ACTORS))).map(lambda index: _CAST[0][index])
 
 # ------------------------------------------------------------ statistics
 
@@ -334,15 +338,16 @@ class Template:
     pointers: dict[str, Memory]
 
 
-_TEMPLATE: list[Template] = []
+_TEMPLATE: dict[tuple[str, ...], Template] = {}
 #: Many short-lived data directories: in memory where the machine has a tmpfs, else the default temp dir.
 SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 
 
-def knowledge_template() -> Template:
-    """Built once per process (a push and sync take longer than a whole example), copied by each."""
-    if _TEMPLATE:
-        return _TEMPLATE[0]
+def knowledge_template(cast: tuple[Actor, ...] = ACTORS) -> Template:
+    """Built once per process and cast (a push and sync take longer than a whole example), copied by each."""
+    tenants = tuple(dict.fromkeys(actor.tenant for actor in cast))
+    if tenants in _TEMPLATE:
+        return _TEMPLATE[tenants]
     directory = Path(tempfile.mkdtemp(prefix="mnemo-isolation-template-", dir=SCRATCH))
     atexit.register(shutil.rmtree, directory, True)
     services = make_services(directory)
@@ -350,7 +355,7 @@ def knowledge_template() -> Template:
     knowledge: list[Knowledge] = []
     broken: list[tuple[str, str, str]] = []
     pointers: dict[str, Memory] = {}
-    for tenant in TENANTS:
+    for tenant in tenants:
         for layer, folder, layer_id in KNOWLEDGE_FOLDERS:
             scope = knowledge_scope(tenant, layer, layer_id)
             where = f"{folder}/{layer_id}" if layer_id else folder
@@ -365,7 +370,7 @@ def knowledge_template() -> Template:
                 knowledge.append(Knowledge(tenant, layer, scope, item_id, path, secret, dependency))
                 memory_id = pointer_id(scope, item_id)
                 ledger.tokens[memory_id] = scope
-                pointers[memory_id] = Memory(memory_id, scope, layer, secret, item_id, ACTORS[0], pointer=True)
+                pointers[memory_id] = Memory(memory_id, scope, layer, secret, item_id, cast[0], pointer=True)
             # A file that fails to sync: its path (and so its secret) may show only to its own layer.
             path = f"{where}/broken-{ledger.secret(scope)}.md"
             services.repository.push(tenant, path, b"---\nid: [not, an, id]\n---\n", author="isolation", message="m")
@@ -373,8 +378,8 @@ def knowledge_template() -> Template:
         result = services.sync.sync(tenant, SyncNowInput(), actor="isolation").result
         assert result.added == sum(k.tenant == tenant for k in knowledge), result
         assert result.failures == sum(b[0] == tenant for b in broken), result
-    _TEMPLATE.append(Template(directory, ledger, tuple(knowledge), tuple(broken), pointers))
-    return _TEMPLATE[0]
+    _TEMPLATE[tenants] = Template(directory, ledger, tuple(knowledge), tuple(broken), pointers)
+    return _TEMPLATE[tenants]
 
 
 # ---------------------------------------------------------------- machine
@@ -410,10 +415,14 @@ class IsolationMachine(RuleBasedStateMachine):
     """Random operations of every family by every actor; each answer is checked against the model."""
 
     stats = Stats()
+    #: Every caller the rules draw from: ``ACTORS`` unless a transport needs callers of its own.
+    cast: tuple[Actor, ...] = ACTORS
 
     def __init__(self) -> None:
         super().__init__()
-        template = knowledge_template()
+        assert len(self.cast) == len(ACTORS), "a cast replaces callers one for one"
+        _CAST[0] = self.cast
+        template = knowledge_template(self.cast)
         self.directory = Path(tempfile.mkdtemp(prefix="mnemo-isolation-", dir=SCRATCH))
         shutil.copytree(template.directory, self.directory, dirs_exist_ok=True)
         self.services = make_services(self.directory)
@@ -661,7 +670,7 @@ class IsolationMachine(RuleBasedStateMachine):
 
     def verify_memory(self, memory: Memory) -> None:
         """Read a memory back as its owner: still there (or gone) exactly as the model says."""
-        owner = next(actor for actor in ACTORS if memory.scope in actor.scopes)
+        owner = next(actor for actor in self.cast if memory.scope in actor.scopes)
         body = {"query": memory.handle, "layers": [memory.layer], "threshold": 0.0, "limit": 100}
         outcome = self.call(owner, "memory_search", body)
         self.expect(outcome, None, "memory_search (owner read-back)")
@@ -1007,7 +1016,7 @@ class IsolationMachine(RuleBasedStateMachine):
                 assert topic.name in outcome.body["index"], f"{topic.name} missing from {outcome.body['index']}"
 
     def verify_general(self, scope: str) -> None:
-        owner = next(actor for actor in ACTORS if actor.topic_scope == scope)
+        owner = next(actor for actor in self.cast if actor.topic_scope == scope)
         outcome = self.call(owner, "recall_general_memory", {})
         self.expect(outcome, None, "recall_general_memory (owner read-back)")
         self._check_general(owner, outcome)
@@ -1898,7 +1907,7 @@ class IsolationMachine(RuleBasedStateMachine):
             self.verify_entry(entry, "retrieve_execution")
         for topic in self.topics.values():
             self.verify_topic(topic)
-        for scope in {actor.topic_scope for actor in ACTORS}:
+        for scope in {actor.topic_scope for actor in self.cast}:
             self.verify_general(scope)
         for key in list(self.files):
             self._verify_file(key)
