@@ -76,6 +76,7 @@ bench: install
 	$(BIN)/python bench/regex_safety.py
 	$(BIN)/python bench/families_latency.py
 	$(BIN)/python bench/load.py
+	$(BIN)/python bench/concurrency.py
 	$(BIN)/python bench/outline.py
 
 docs: install

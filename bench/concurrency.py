@@ -1,7 +1,7 @@
 """Throughput and latency of `mnemo serve` under 1, 2, 4 and 8 concurrent clients.
 
-    python bench/concurrency.py [--clients 1,2,4,8] [--duration 8] [--warmup 2] [--embedder bge|hashing]
-                                [--source DIR] [--serve-arg ARG ...] [--label NAME]
+    python bench/concurrency.py [--clients 1,2,4,8] [--duration 8] [--warmup 2] [--rounds 1]
+                                [--embedder bge|hashing] [--source DIR] [--serve-arg ARG ...] [--label NAME]
 
 `mnemo serve` runs as a real subprocess (`python -m mnemo.cli serve`) on a free
 port over a fresh data directory, with the bge model unless --embedder says
@@ -18,13 +18,19 @@ with one keep-alive http.client connection (Content-Type: application/json on
 every call), call the tool back to back for --warmup seconds, unmeasured, and
 then for --duration seconds. A search asks a random sentence of the seeding
 vocabulary over the caller's user layer (threshold 0, limit 10, so every
-search ranks and returns results); an add stores a new sentence carrying a
-unique token. Throughput counts the calls answered within the measured window;
-p50/p95/p99 are the client's wall time per call in milliseconds. Any answer
-that is not a success (an error envelope, a 5xx, a broken connection) is an
-error: it is counted and its first examples are printed, the server's log is
-kept, and the exit status is non-zero; a server that does not start or dies
-during a step stops the run with its log's tail.
+search ranks and returns results). An add stores two new sentences carrying a
+unique token, as a user new to that step, so no scope grows from step to step;
+adds answered `deduplicated` (no write) are counted in the JSON.
+
+Throughput counts the calls answered within the measured window; p50/p95/p99
+are the client's wall time per call in milliseconds. --rounds N sweeps all
+steps N times (a busy machine's noise moves single steps a lot): calls/s is
+then the median round's, percentiles pool the calls of all rounds, and each
+round's calls/s is kept in the JSON. Any answer that is not a success (an
+error envelope, a 5xx, a broken connection) is an error: it is counted and its
+first examples are printed, the server's log is kept, and the exit status is
+non-zero; a server that does not start or dies during a step stops the run
+with its log's tail.
 
 Prints one table and the ratio of the largest to the smallest client count's
 memory_search throughput (8 against 1 by default), and writes
@@ -39,6 +45,7 @@ import http.client
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -145,15 +152,24 @@ def sentence(rng: random.Random) -> str:
     return f"{rng.choice(NAMES)} {rng.choice(VERBS)} {rng.choice(THINGS)} {rng.choice(WHEN)} {rng.choice(ADJECTIVES)}"
 
 
-def user_headers(user: int) -> dict[str, str]:
-    return {"X-Mnemo-Tenant": TENANT, "X-Mnemo-User": f"user-{user:02d}"}
+def user_headers(user: int, writer_of_step: int | None = None) -> dict[str, str]:
+    """A seeded user (who searches), or with ``writer_of_step`` a user of that memory_add step alone.
+
+    Adds go to users of their own, new in each step, so that neither the searched scopes nor the scopes
+    an add checks for near-duplicates grow from one step or round to the next.
+    """
+    name = f"user-{user:02d}" if writer_of_step is None else f"writer-{writer_of_step}-{user:02d}"
+    return {"X-Mnemo-Tenant": TENANT, "X-Mnemo-User": name}
 
 
 def body_for(tool: str, rng: random.Random, user: int, seq: int) -> dict[str, Any]:
     if tool == "memory_search":
         return {"query": sentence(rng), "layers": ["user"], "threshold": 0, "limit": 10}
+    # Two sentences: with one, about 6% of a user's first 1,000 adds came within bge's near-duplicate
+    # cosine of an earlier one and were answered from it without a write; with two, none.
     unique = f"u{user:02d}n{seq:06d}r{rng.getrandbits(32):08x}"
-    return {"content": f"{sentence(rng)}; ticket OPS-{rng.randint(1000, 9999)}, ref {unique}", "tags": ["bench"]}
+    content = f"{sentence(rng)}, and {sentence(rng).lower()}; ticket OPS-{rng.randint(1000, 9999)}, ref {unique}"
+    return {"content": content, "tags": ["bench"]}
 
 
 @dataclass
@@ -170,7 +186,7 @@ class Worker:
 
     def run(self, tool: str, barrier: threading.Barrier, window: list[float]) -> None:
         rng = random.Random(self.seed)
-        client = Client(self.port, user_headers(self.user))
+        client = Client(self.port, user_headers(self.user, self.seed if tool == "memory_add" else None))
         try:
             client.warm()
         except (OSError, http.client.HTTPException) as error:
@@ -196,8 +212,11 @@ class Worker:
 
 
 def step(server: Server, tool: str, clients: int, warmup: float, duration: float, seed: int) -> dict[str, Any]:
-    """``clients`` threads calling ``tool`` for ``warmup`` + ``duration`` seconds; the measured window's figures."""
-    workers = [Worker(user, server.port, seed * 1000 + 100 * clients + user) for user in range(clients)]
+    """``clients`` threads calling ``tool`` for ``warmup`` + ``duration`` seconds; the measured window's figures.
+
+    ``seed`` must differ between steps: the same seed would send the same memory_add contents again.
+    """
+    workers = [Worker(user, server.port, seed * 1000 + user) for user in range(clients)]
     window = [0.0, 0.0]
 
     def open_window() -> None:  # run once every worker has connected, before any is released
@@ -219,13 +238,32 @@ def step(server: Server, tool: str, clients: int, warmup: float, duration: float
     return {
         "tool": tool,
         "clients": clients,
-        "calls": len(latencies),
         "callsPerSecond": round(len(latencies) / duration, 1),
-        "latencyMs": {k: round(v, 1) if isinstance(v, float) else v for k, v in percentiles(latencies).items()},
+        "samples": latencies,
         "errors": errors,
-        "outcomes": dict(outcomes),
+        "outcomes": outcomes,
         "errorSamples": [e for w in workers for e in w.errors][:10],
         "deduplicated": sum(w.deduplicated for w in workers),
+    }
+
+
+def combine(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One tool and client count over its rounds: the median round's calls/s, percentiles of all calls."""
+    samples = [ms for r in rounds for ms in r["samples"]]
+    outcomes: Counter[str] = Counter()
+    for r in rounds:
+        outcomes.update(r["outcomes"])
+    return {
+        "tool": rounds[0]["tool"],
+        "clients": rounds[0]["clients"],
+        "calls": len(samples),
+        "callsPerSecond": statistics.median(r["callsPerSecond"] for r in rounds),
+        "callsPerSecondByRound": [r["callsPerSecond"] for r in rounds],
+        "latencyMs": {k: round(v, 1) if isinstance(v, float) else v for k, v in percentiles(samples).items()},
+        "errors": sum(r["errors"] for r in rounds),
+        "outcomes": dict(outcomes),
+        "errorSamples": [e for r in rounds for e in r["errorSamples"]][:10],
+        "deduplicated": sum(r["deduplicated"] for r in rounds),
     }
 
 
@@ -269,16 +307,18 @@ def run(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         failed = seed_memories(server, args.memories, max(counts), args.seed)
         print(f"seeded {args.memories} memories over {max(counts)} users in {time.perf_counter() - started:.1f} s")
-        steps = []
-        for tool in TOOLS:
-            for clients in counts:
-                result = step(server, tool, clients, args.warmup, args.duration, args.seed)
-                steps.append(result)
+        measured: dict[tuple[str, int], list[dict[str, Any]]] = {(t, n): [] for t in TOOLS for n in counts}
+        for round_ in range(args.rounds):
+            for (tool, clients), rounds in measured.items():
+                seed = (args.seed * 100 + round_) * 100 + clients
+                result = step(server, tool, clients, args.warmup, args.duration, seed)
+                rounds.append(result)
                 print(
-                    f"  {tool} x{clients}: {result['callsPerSecond']:.1f} calls/s, "
-                    f"p95 {result['latencyMs']['p95']:.1f} ms, errors {result['errors']}",
+                    f"  round {round_ + 1}, {tool} x{clients}: {result['callsPerSecond']:.1f} calls/s, "
+                    f"p95 {percentiles(result['samples'])['p95']:.1f} ms, errors {result['errors']}",
                     flush=True,
                 )
+        steps = [combine(rounds) for rounds in measured.values()]
     except Exception:
         server.stop()
         print(f"kept the data directory and the server log for inspection: {directory}", file=sys.stderr)
@@ -324,6 +364,7 @@ def run(args: argparse.Namespace) -> int:
             "seedingFailures": failed,
             "warmupSeconds": args.warmup,
             "durationSeconds": args.duration,
+            "rounds": args.rounds,
             "loadAverageBefore": [round(x, 2) for x in load_before],
             "loadAverageAfter": [round(x, 2) for x in load_after],
             "searchThroughputRatio": {"clients": [high, low], "ratio": ratio},
@@ -344,6 +385,7 @@ def main() -> None:
     parser.add_argument("--clients", default="1,2,4,8", help="comma-separated concurrent client counts")
     parser.add_argument("--duration", type=float, default=8.0, help="measured seconds per tool and client count")
     parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each measured window")
+    parser.add_argument("--rounds", type=int, default=1, help="sweeps over every step; calls/s is the median round")
     parser.add_argument("--memories", type=int, default=400, help="memories stored before the first step")
     parser.add_argument("--embedder", default="bge", choices=["bge", "hashing"])
     parser.add_argument("--source", type=Path, help="a checkout's layers/shared to serve from (first on PYTHONPATH)")
