@@ -11,11 +11,11 @@ envelope); successes must have the same status and the same fields.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from door_parity import tool_bodies, without_ids
 
 from aws_events import rest_event
 from helpers import make_services
@@ -24,7 +24,6 @@ from mnemo.entry.apigw import all_tools_resolver, resolve
 from mnemo.entry.tool_http import call_tool
 from mnemo.runtime import Services, set_services
 from mnemo.tools.registry import load_catalog
-from mnemo.tools.schema import input_schema
 
 AUTHORIZER = {"tenant": "parity", "user": "pat", "project": "p1", "roles": "writer"}
 CONTEXT = RequestContext(tenant="parity", user="pat", project="p1", roles=frozenset({"writer"}))
@@ -50,7 +49,6 @@ HOSTILE_BODIES = [
     '{"user_id": "pat"}',
     '{"tenant": "other"}',
 ]
-GENERATED_ID = re.compile(r"\b[a-z]{2,5}_[0-9a-f]{24}\b")
 WRONG_VALUES = [None, 0, 1.5, True, "", "x", [], {}, ["x"], -1, 10**30]
 
 
@@ -64,14 +62,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services,
 
 
 def _bodies(name: str) -> list[str | None]:
-    tool = load_catalog()[name]
-    bodies: list[str | None] = list(HOSTILE_BODIES)
-    examples = [payload for label, payload in tool.examples() if isinstance(payload, dict) and "Usage" in label]
-    bodies += [json.dumps(example) for example in examples]
-    base = examples[0] if examples else {}
-    for field in input_schema(tool).get("properties", {}):
-        bodies += [json.dumps({**base, field: value}) for value in WRONG_VALUES]
-    return bodies
+    return tool_bodies(load_catalog()[name], HOSTILE_BODIES, WRONG_VALUES)
 
 
 def _lambda_door(name: str, body: str | None, services: Services) -> tuple[int, Any]:
@@ -86,11 +77,6 @@ def _local_door(name: str, body: str | None, services: Services) -> tuple[int, A
     return status, json.loads(text)
 
 
-def _without_ids(answer: Any) -> Any:
-    """The answer with generated ids (``fct_...``, ``ent_...``) blanked: each store makes its own."""
-    return json.loads(GENERATED_ID.sub("<id>", json.dumps(answer)))
-
-
 @pytest.mark.parametrize("name", sorted(load_catalog()))
 def test_both_doors_answer_alike(name: str, stores: tuple[Services, Services]) -> None:
     compared = 0
@@ -101,7 +87,7 @@ def test_both_doors_answer_alike(name: str, stores: tuple[Services, Services]) -
         if lambda_status == 200:
             assert set(local_answer) == set(lambda_answer), body
         else:
-            assert _without_ids(local_answer) == _without_ids(lambda_answer), body
+            assert without_ids(local_answer) == without_ids(lambda_answer), body
         compared += 1
     assert compared >= len(HOSTILE_BODIES)
 

@@ -11,25 +11,23 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from door_parity import tool_bodies, without_ids
 from http_api_events import http_api_event
 
 from aws_events import FakeLambdaContext, rest_event
 from helpers import make_services
 from mnemo.runtime import Services, set_services
 from mnemo.tools.registry import load_catalog
-from mnemo.tools.schema import input_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGE = "dev"
 CLAIMS = {"sub": "pat", "custom:tenant": "parity", "custom:project": "p1", "custom:roles": "writer"}
-GENERATED_ID = re.compile(r"\b[a-z]{2,5}_[0-9a-f]{24}\b")
 ENVELOPE_KEYS = {"success", "errorCode", "message", "details", "retryable"}
 HOSTILE_BODIES = [None, "", "[]", "nope", '{"a": 1, "a": 2}', '{"user_id": "someone-else"}', '{"user_id": "pat"}']
 WRONG_VALUES = [None, "", [], {}, -1]
@@ -87,19 +85,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Services,
 
 
 def _bodies(name: str) -> list[str | None]:
-    """Hostile bodies, the spec's usage examples, and the first example with each field set wrong."""
-    tool = load_catalog(experimental=True)[name]
-    bodies: list[str | None] = list(HOSTILE_BODIES)
-    examples = [payload for label, payload in tool.examples() if isinstance(payload, dict) and "Usage" in label]
-    bodies += [json.dumps(example) for example in examples]
-    base = examples[0] if examples else {}
-    for field in input_schema(tool).get("properties", {}):
-        bodies += [json.dumps({**base, field: value}) for value in WRONG_VALUES]
-    return bodies
-
-
-def _without_ids(answer: Any) -> Any:
-    return json.loads(GENERATED_ID.sub("<id>", json.dumps(answer)))
+    return tool_bodies(load_catalog(experimental=True)[name], HOSTILE_BODIES, WRONG_VALUES)
 
 
 @pytest.mark.parametrize("name", sorted(load_catalog(experimental=True)))
@@ -121,7 +107,7 @@ def test_every_tool_function_answers_a_2_0_event_as_it_answers_rest(
         if rest["statusCode"] == 200:
             assert set(json.loads(http["body"])) == set(json.loads(rest["body"])), body
         else:
-            assert _without_ids(envelope_of(http)) == _without_ids(json.loads(rest["body"])), body
+            assert without_ids(envelope_of(http)) == without_ids(json.loads(rest["body"])), body
     # The claims were taken for a caller: some body got past identity to the tool (its answer or its refusal).
     assert statuses - {403}, f"{name}: every call was refused"
 
