@@ -241,13 +241,22 @@ def answer_shape_ok(tool: str, payload: dict[str, Any]) -> bool:
 class Client:
     """One keep-alive connection; no retries (a retried write would blur what was acknowledged)."""
 
+    #: `mnemo serve` closes a keep-alive connection idle for 5 s; one idle longer than this is replaced
+    #: before use rather than found closed (no retry is needed, so none blurs what was acknowledged).
+    IDLE_REUSE_SECONDS = 3.0
+
     def __init__(self, port: int, headers: dict[str, str], timeout: float = 60.0) -> None:
         self.port = port
         self.headers = {"Content-Type": "application/json", **headers}
         self.timeout = timeout
         self._connection: http.client.HTTPConnection | None = None
+        self._last_used = 0.0
 
     def _open(self) -> http.client.HTTPConnection:
+        now = time.monotonic()
+        if self._connection is not None and now - self._last_used > self.IDLE_REUSE_SECONDS:
+            self.close()
+        self._last_used = now
         if self._connection is None:
             self._connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
         return self._connection

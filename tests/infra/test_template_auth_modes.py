@@ -163,7 +163,9 @@ def test_every_function_gets_the_same_identity_settings() -> None:
     delegates and the claim mapping reach every function that reads identity."""
     doc = template()
     env = doc["Globals"]["Function"]["Environment"]["Variables"]
-    assert env["MNEMO_API_KEY_TENANT"] == {"Ref": "AWS::AccountId"}
+    assert env["MNEMO_API_KEY_TENANT"] == {
+        "If": ["HasApiKeyTenant", {"Ref": "ApiKeyTenant"}, {"Ref": "AWS::AccountId"}]
+    }
     assert env["MNEMO_TRUSTED_DELEGATES"] == {"Ref": "TrustedDelegateArns"}
     assert env["MNEMO_JWT_CLAIMS"] == {"Ref": "JwtClaimMapping"}
     for name, resource in functions(doc).items():

@@ -41,6 +41,11 @@ from mnemo.observability import logger
 from mnemo.tools.registry import load_catalog
 from mnemo.tools.schema import openapi_document, tool_listing
 
+#: Tool calls in progress at once per process. Enough to overlap what releases the GIL (the embedding
+#: model, SQLite, file I/O); more threads only contend for the GIL and the stores. Calls beyond it wait
+#: their turn on the event loop, which keeps answering /health and reading other requests.
+TOOL_THREADS = 4
+
 
 def _json(payload: Any, status: int = 200) -> Response:
     return Response(json.dumps(payload), status_code=status, media_type="application/json")
@@ -109,7 +114,9 @@ async def call(request: Request) -> Response:
     except ClientDisconnect:  # the client hung up: nobody to answer, nothing to log above DEBUG
         logger.debug("client disconnected", extra={"path": request.url.path})
         return Response(status_code=400)
-    status, answer = await anyio.to_thread.run_sync(call_tool, name, body or None, context)
+    status, answer = await anyio.to_thread.run_sync(
+        call_tool, name, body or None, context, limiter=request.app.state.tool_threads
+    )
     return Response(answer, status_code=status, media_type="application/json")
 
 
@@ -134,6 +141,7 @@ def create_app(allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str]
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        app.state.tool_threads = anyio.CapacityLimiter(TOOL_THREADS)
         if warm_up:
             threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
         async with mcp.running():

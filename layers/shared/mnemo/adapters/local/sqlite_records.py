@@ -34,6 +34,10 @@ class SqliteRecordStore:
         if self._path != ":memory:":
             Path(self._path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        # Threads of one process take turns here rather than in SQLite's busy handler, which sleeps
+        # between tries (1 ms growing to 100 ms): under many concurrent writers its sleeps, not the
+        # writes, set the pace. Other processes on the same file still meet the busy timeout.
+        self._write_lock = threading.Lock()
         with self._connection() as conn:
             conn.executescript(_SCHEMA)
 
@@ -133,6 +137,10 @@ class SqliteRecordStore:
     def write(self, operations: Sequence[Put | Delete]) -> None:
         if len(operations) > MAX_WRITE_OPERATIONS:
             raise ValueError(f"at most {MAX_WRITE_OPERATIONS} operations change together (got {len(operations)})")
+        with self._write_lock:
+            self._write(operations)
+
+    def _write(self, operations: Sequence[Put | Delete]) -> None:
         conn = self._connection()
         live, now = self._live()
         conn.execute("BEGIN IMMEDIATE")
