@@ -148,14 +148,29 @@ def test_a_tokens_claims_are_mapped_by_the_custom_mapping(tmp_path: Path, http: 
     assert found["results"] == []
 
 
-def _resolve(value: Any, account: str, parameters: dict[str, Any]) -> str | None:
+def _resolve(value: Any, account: str, template: dict[str, Any]) -> str | None:
+    """A value as deployed with every parameter at its default (Ref, and If on a template condition)."""
+    parameters = template["Parameters"]
     if value is None or isinstance(value, str):
         return value
     if value == {"Ref": "AWS::AccountId"}:
         return account
     if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in parameters:
         return str(parameters[value["Ref"]].get("Default", ""))
+    if isinstance(value, dict) and set(value) == {"If"}:
+        condition, chosen, otherwise = value["If"]
+        holds = _holds(template["Conditions"][condition], account, template)
+        return _resolve(chosen if holds else otherwise, account, template)
     raise AssertionError(f"MNEMO_API_KEY_TENANT is set to {value!r}, which this test cannot resolve")
+
+
+def _holds(condition: Any, account: str, template: dict[str, Any]) -> bool:
+    if isinstance(condition, dict) and set(condition) == {"Not"}:
+        return not _holds(condition["Not"][0], account, template)
+    if isinstance(condition, dict) and set(condition) == {"Equals"}:
+        left, right = (_resolve(side, account, template) for side in condition["Equals"])
+        return left == right
+    raise AssertionError(f"the condition {condition!r} is beyond this test")
 
 
 def api_functions() -> dict[str, str | None]:
@@ -172,7 +187,7 @@ def api_functions() -> dict[str, str | None]:
             continue
         variables = properties.get("Environment", {}).get("Variables", {})
         value = variables.get(variable, default)
-        found[code.strip("/").split("/")[-1]] = _resolve(value, ACCOUNT, template["Parameters"])
+        found[code.strip("/").split("/")[-1]] = _resolve(value, ACCOUNT, template)
     return found
 
 
