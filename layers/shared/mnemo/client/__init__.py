@@ -72,6 +72,17 @@ class _Delegating:
 
     transport: Transport
 
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        auth: Auth | None = None,
+        timeout: float = 30.0,
+        retries: int = 3,
+        on_behalf_of: Delegation | None = None,
+    ) -> None:
+        self.transport = Transport(base_url, auth=auth, timeout=timeout, retries=retries, delegation=on_behalf_of)
+
     @property
     def delegation(self) -> Delegation | None:
         """Who this client acts for, or None when it calls as itself."""
@@ -102,17 +113,6 @@ class MnemoClient(_Delegating, SyncTools):
     """``on_behalf_of``: the end user every call names, for a trusted delegate (``auth=SigV4``); refused
     with ``LocalIdentity`` (which names the identity itself) and with ``ApiKey`` (which cannot delegate)."""
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        auth: Auth | None = None,
-        timeout: float = 30.0,
-        retries: int = 3,
-        on_behalf_of: Delegation | None = None,
-    ) -> None:
-        self.transport = Transport(base_url, auth=auth, timeout=timeout, retries=retries, delegation=on_behalf_of)
-
     def call(self, tool: str, body: dict[str, Any]) -> dict[str, Any]:
         """Any tool by name, with its JSON body."""
         return self.transport.call(tool, body)
@@ -121,17 +121,6 @@ class MnemoClient(_Delegating, SyncTools):
 class AsyncMnemoClient(_Delegating, AsyncTools):
     """The same methods as coroutines (each attempt runs in a worker thread, the waits between retries on the
     event loop: nothing blocks it, and a cancelled call is not sent again)."""
-
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        auth: Auth | None = None,
-        timeout: float = 30.0,
-        retries: int = 3,
-        on_behalf_of: Delegation | None = None,
-    ) -> None:
-        self.transport = Transport(base_url, auth=auth, timeout=timeout, retries=retries, delegation=on_behalf_of)
 
     async def call(self, tool: str, body: dict[str, Any]) -> dict[str, Any]:
         return await self.transport.call_async(tool, body)

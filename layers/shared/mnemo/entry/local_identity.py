@@ -18,9 +18,8 @@ from collections.abc import Mapping
 
 from mnemo.context import RequestContext
 from mnemo.entry.identity import IDENTITY_KEYS, context_from_event
+from mnemo.entry.identity_headers import PREFIX, display
 from mnemo.errors import Unauthorized
-
-HEADER_PREFIX = "x-mnemo-"
 
 
 def authorizer_from_headers(headers: Mapping[str, str], default_roles: tuple[str, ...]) -> dict[str, str]:
@@ -28,16 +27,16 @@ def authorizer_from_headers(headers: Mapping[str, str], default_roles: tuple[str
     lowered = {key.lower(): value for key, value in headers.items()}
     context = {"tenant": "local", "user": "local"}
     for key in IDENTITY_KEYS:
-        value = lowered.get(f"{HEADER_PREFIX}{key}")
+        value = lowered.get(f"{PREFIX}{key}")
         if value is None:
             continue
         if value == "":
-            header = f"X-Mnemo-{key.title()}"
+            header = display(f"{PREFIX}{key}")
             raise Unauthorized(
                 f"identity {key}: the {header} header is empty; leave it out for the default", {"field": key}
             )
         context[key] = value
-    roles = lowered.get(f"{HEADER_PREFIX}roles")
+    roles = lowered.get(f"{PREFIX}roles")
     context["roles"] = roles if roles is not None else ",".join(default_roles)
     return context
 

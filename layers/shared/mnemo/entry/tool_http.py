@@ -19,15 +19,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 from mnemo import observability
 from mnemo.context import RequestContext
 from mnemo.entry.identity import IDENTITY_CLAIMS, strip_identity_claims
 from mnemo.errors import MnemoError, ProviderError, from_validation_errors, invalid_field
 from mnemo.observability import logger
 from mnemo.runtime import get_services
-from mnemo.tools.registry import Tool, check_json, get_tool, parse_json_body
+from mnemo.tools.registry import get_tool, parse_json_body
 
 #: A Lambda proxy response may carry 6 MB; leave room for the proxy envelope around the body. The local
 #: server keeps the same room, so a page is as long locally as deployed.
@@ -66,20 +64,10 @@ def _run(name: str, body: str | None, context: RequestContext) -> dict[str, Any]
         raise invalid_field("body", f"must be a JSON object of the tool's arguments, not {json_kind(payload)}")
     if any(key in IDENTITY_CLAIMS for key in payload):
         payload = strip_identity_claims(payload, context)
-    request = _validated(tool, payload)
+    request = tool.parse(payload, from_attributes=True)
     budgeted = context.model_copy(update={"response_budget": RESPONSE_BUDGET_BYTES})
     answer: dict[str, Any] = tool.run(get_services(), budgeted, request).model_dump(mode="json", by_alias=True)
     return answer
-
-
-def _validated(tool: Tool, payload: dict[str, Any]) -> BaseModel:
-    """The tool's request, validated as Powertools validates a body parameter (``from_attributes``, which
-    changes some of pydantic's messages), so both doors word an error alike."""
-    check_json(payload)
-    try:
-        return tool.request.model_validate(payload, from_attributes=True)
-    except ValidationError as error:
-        raise from_validation_errors(error.errors(include_url=False)) from None
 
 
 def _failure(error: MnemoError) -> tuple[int, str]:

@@ -62,10 +62,12 @@ class Tool:
         """Each ```json block in the spec with the label before it (Usage, Returns, ...)."""
         return [(m["label"].strip(), json.loads(m["body"])) for m in _JSON_BLOCK.finditer(self.spec)]
 
-    def parse(self, payload: Any) -> BaseModel:
+    def parse(self, payload: Any, *, from_attributes: bool = False) -> BaseModel:
+        """The tool's request; ``from_attributes`` validates as Powertools validates a body parameter (it
+        changes some of pydantic's messages), for the HTTP doors to word an error alike."""
         check_json(payload)
         try:
-            return self.request.model_validate(payload)
+            return self.request.model_validate(payload, from_attributes=from_attributes)
         except ValidationError as error:
             raise from_validation_errors(error.errors(include_url=False)) from None
 
