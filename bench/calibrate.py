@@ -13,7 +13,7 @@ subject), then prints:
   whose score passes each threshold, and the raw values that two thirds of the
   evidence and 97% of the other turns stay at or under (where the anchor goes).
 Writes bench/results/calibration.json. This is how the numbers in
-mnemo/memory/scoring.py were chosen; rerun it when the model or the blend changes.
+mnemo/retrieval/scoring.py were chosen; rerun it when the model or the blend changes.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from retrieval_lab import EmbeddingCache, context_texts
 from common import table, write_results
 from locomo import load
 from mnemo.adapters.local.lexical import Bm25
-from mnemo.memory.scoring import DEFAULT_THRESHOLD, Calibration, calibration_for
 from mnemo.memory.service import _iso, _lexical_text
 from mnemo.retrieval.ranker import query_names, subject_of
+from mnemo.retrieval.scoring import DEFAULT_THRESHOLD, Calibration, calibration_for
 
 GRID = [(lo, hi, w) for lo in (0.4, 0.45, 0.5) for hi in (0.75, 0.8, 0.85) for w in (0.5, 0.6, 0.7)]
 MODEL = "bge-small-en-v1.5-int8"

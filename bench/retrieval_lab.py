@@ -287,7 +287,7 @@ def ranker_of(variant: Variant) -> Callable[[Corpus, Case], Sequence[int]]:
             for column in (0, 1):
                 order = np.argsort(-f[:, column], kind="stable")
                 raw[order] += 1.0 / (60 + np.arange(1, len(rows) + 1))
-        else:  # as mnemo.memory.scoring.Calibration.raw
+        else:  # as mnemo.retrieval.scoring.Calibration.raw
             blend = variant.weight * f[:, 0] + (1 - variant.weight) * f[:, 1]
             near = blend + variant.neighbour * np.maximum(f[:, 2], blend) + variant.episode * np.maximum(f[:, 3], blend)
             near /= 1 + variant.neighbour + variant.episode

@@ -18,7 +18,7 @@ import pytest
 from openapi_spec_validator import validate as validate_openapi
 
 from helpers import http_request, local_server
-from mnemo.entry.identity import IDENTITY_KEYS
+from mnemo.identity_claims import IDENTITY_KEYS
 from mnemo.runtime import Services
 
 ROOT = Path(__file__).resolve().parents[2]

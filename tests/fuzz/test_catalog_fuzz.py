@@ -52,7 +52,7 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
 from mnemo.entry.http_body import MAX_DRAINED_BYTES
-from mnemo.entry.identity import IDENTITY_CLAIMS as CLAIM_NAMES
+from mnemo.identity_claims import IDENTITY_CLAIMS as CLAIM_NAMES
 from mnemo.tools.registry import load_catalog
 
 TOOLS = sorted(load_catalog(experimental=True))  # the server runs with the setting on (conftest)

@@ -12,9 +12,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from helpers import ctx
-from mnemo.adapters.local.blobs import LocalBlobStore, _check_key
+from mnemo.adapters.local.blobs import LocalBlobStore
 from mnemo.assets.paths import MAX_PATH_CHARS, MAX_SEGMENT_BYTES, FilePath, parse_path
 from mnemo.assets.scopes import workspace_location
+from mnemo.blob_keys import check_blob_key
 from mnemo.errors import InvalidInput, MnemoError
 from mnemo.runtime import Services
 from mnemo.tools.registry import get_tool
@@ -317,7 +318,7 @@ def test_no_accepted_workspace_name_leaves_its_prefix_or_shares_a_key(first: str
     assert where.blob_prefix is not None
     key = where.blob_key(one.name)
     assert key.startswith(where.blob_prefix) and len(key) > len(where.blob_prefix)
-    parts = _check_key(key)  # a valid blob key: no empty, '.' or '..' segment, only safe characters
+    parts = check_blob_key(key)  # a valid blob key: no empty, '.' or '..' segment, only safe characters
     assert parts[: where.blob_prefix.count("/")] == where.blob_prefix.rstrip("/").split("/")
     root = Path("/blobs")
     resolved = LocalBlobStore.__new__(LocalBlobStore)

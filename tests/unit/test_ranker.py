@@ -10,9 +10,9 @@ import pytest
 from mnemo.adapters.local.embedders import HashingEmbedder
 from mnemo.adapters.local.vector_index import LocalVectorIndex
 from mnemo.errors import ProviderError
-from mnemo.memory.scoring import Context, calibration_for
 from mnemo.ports import Hit, IndexDoc
 from mnemo.retrieval.ranker import Candidate, Ranking, query_names, rank, subject_of
+from mnemo.retrieval.scoring import Context, calibration_for
 
 NS = "t=acme|memory"
 TEXTS = {

@@ -1,4 +1,4 @@
-"""The relevance score calibration (mnemo.memory.scoring)."""
+"""The relevance score calibration (mnemo.retrieval.scoring)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from itertools import pairwise
 
 import pytest
 
-from mnemo.memory.scoring import (
+from mnemo.retrieval.scoring import (
     CALIBRATIONS,
     DEFAULT_CALIBRATION,
     DEFAULT_THRESHOLD,

@@ -89,7 +89,7 @@ def _lines(handle: Iterable[str]) -> Iterator[tuple[int, str]]:
 
 def read_lines(handle: Iterable[str], context: RequestContext) -> list[ImportLine]:
     """Every memory line validated as memory_add validates its body; the first bad one raises, naming it."""
-    from mnemo.entry.identity import strip_identity_claims
+    from mnemo.identity_claims import strip_identity_claims
     from mnemo.tools.registry import get_tool, parse_json_body
 
     tool = get_tool("memory_add")

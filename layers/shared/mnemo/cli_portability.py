@@ -130,7 +130,7 @@ def import_full(path: Path, label: str) -> int:
         with path.open(encoding="utf-8") as handle:
             plan = check(handle)
         progress = Progress("imported", plan.lines, sys.stderr)
-        summary = Importer(get_services(), plan, progress).run(path)
+        summary = Importer(get_services(), plan, progress.update).run(path)
         progress.close()
     except MnemoError as error:
         _write(error.envelope())

@@ -46,8 +46,8 @@ from mnemo.budget import RESERVE_BYTES, fit_head, wire_bytes
 from mnemo.context import RequestContext
 from mnemo.errors import Conflict, ConflictingRequest, InvalidInput, MnemoError, NotFound, invalid_field
 from mnemo.outbox import IndexOutbox
+from mnemo.paging import decode_after, encode_after
 from mnemo.ports import ConditionFailed, Delete, Item, Put, RecordStore
-from mnemo.tools.paging import decode_after, encode_after
 
 if TYPE_CHECKING:
     from mnemo.knowledge.service import KnowledgeService

@@ -23,9 +23,10 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from mnemo import observability
-from mnemo.entry.identity import IDENTITY_CLAIMS, context_from_event, strip_identity_claims
+from mnemo.entry.identity import context_from_event
 from mnemo.entry.tool_http import RESPONSE_BUDGET_BYTES, json_kind
 from mnemo.errors import MnemoError, NotFound, ProviderError, from_validation_errors, invalid_field
+from mnemo.identity_claims import IDENTITY_CLAIMS, strip_identity_claims
 from mnemo.observability import logger
 from mnemo.runtime import get_services
 from mnemo.tools.registry import Tool, experimental_enabled, get_tool, load_catalog, parse_json_body

@@ -51,8 +51,9 @@ from aws_lambda_powertools.utilities.data_classes import BedrockAgentFunctionEve
 
 from mnemo import observability
 from mnemo.context import RequestContext
-from mnemo.entry.identity import _roles, _validated
+from mnemo.entry.identity import _validated
 from mnemo.errors import InvalidInput, MnemoError, NotFound, ProviderError, Unauthorized, invalid_field
+from mnemo.identity_claims import parse_roles
 from mnemo.observability import logger
 from mnemo.runtime import get_services
 from mnemo.tools.bedrock_schema import (
@@ -106,7 +107,7 @@ def context_from_bedrock(event: Mapping[str, Any]) -> RequestContext:
         value = attributes.get(key)
         if value in (None, ""):
             continue
-        values[field] = _roles(value) if field == "roles" else str(value)
+        values[field] = parse_roles(value) if field == "roles" else str(value)
     if not values.get("user"):
         raise Unauthorized(
             "No caller identity: the application invoking the agent must set sessionAttributes.mnemoUser",

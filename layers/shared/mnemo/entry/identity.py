@@ -58,16 +58,7 @@ from mnemo.entry.identity_iam import caller_from_arn
 from mnemo.entry.identity_jwt import values_from_claims
 from mnemo.entry.identity_settings import API_KEY_TENANT_SETTING, jwt_claims, trusted_delegates
 from mnemo.errors import Unauthorized
-
-IDENTITY_KEYS = ("tenant", "user", "agent", "session", "project", "team", "org")
-
-
-def _roles(raw: Any) -> frozenset[str]:
-    if isinstance(raw, list | tuple | set | frozenset):
-        return frozenset(str(role).strip() for role in raw if str(role).strip())
-    if isinstance(raw, str):
-        return frozenset(role.strip() for role in raw.split(",") if role.strip())
-    return frozenset()
+from mnemo.identity_claims import IDENTITY_KEYS, parse_roles
 
 
 def _from_mapping(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -78,7 +69,7 @@ def _from_mapping(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]
             found[key] = str(value)
     roles = values.get(f"{prefix}roles")
     if roles is not None:
-        found["roles"] = _roles(roles)
+        found["roles"] = parse_roles(roles)
     return found
 
 
@@ -182,36 +173,5 @@ def context_from_environment(environ: Mapping[str, str]) -> RequestContext:
         value = environ.get(f"MNEMO_{key.upper()}")
         if value:
             values[key] = value
-    values["roles"] = _roles(environ.get("MNEMO_ROLES", "writer"))
+    values["roles"] = parse_roles(environ.get("MNEMO_ROLES", "writer"))
     return _validated(values)
-
-
-#: Body fields that would claim an identity; the transport is the only source of one.
-IDENTITY_CLAIMS: dict[str, str] = {
-    f"{key}{suffix}": key for key in IDENTITY_KEYS for suffix in ("", "Id", "_id", "ID")
-} | {"roles": "roles"}
-
-
-def strip_identity_claims(payload: Any, context: RequestContext) -> Any:
-    """Refuse a body that claims another identity; drop claims that merely repeat the caller's.
-
-    A client (MemoryOS's schemas carry ``user_id``, for one) may echo who it is;
-    that is harmless and removed before validation. Any value that differs from
-    what the transport vouched for is UNAUTHORIZED, naming the field.
-    """
-    if not isinstance(payload, dict):
-        return payload
-    claims = [key for key in payload if key in IDENTITY_CLAIMS]
-    if not claims:
-        return payload
-    for key in claims:
-        attribute = IDENTITY_CLAIMS[key]
-        claimed = payload[key]
-        actual = getattr(context, attribute)
-        same = sorted(actual) == sorted(_roles(claimed)) if attribute == "roles" else claimed == actual
-        if not same:
-            raise Unauthorized(
-                f"{key}: identity comes from the transport, not the request body",
-                {"field": key},
-            )
-    return {key: value for key, value in payload.items() if key not in IDENTITY_CLAIMS}

@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from mnemo.context import RequestContext
-from mnemo.entry.identity import IDENTITY_KEYS, context_from_event
+from mnemo.entry.identity import context_from_event
 from mnemo.entry.identity_headers import PREFIX, display
 from mnemo.errors import Unauthorized
+from mnemo.identity_claims import IDENTITY_KEYS
 
 
 def authorizer_from_headers(headers: Mapping[str, str], default_roles: tuple[str, ...]) -> dict[str, str]:

@@ -21,8 +21,8 @@ from typing import Any
 
 from mnemo import observability
 from mnemo.context import RequestContext
-from mnemo.entry.identity import IDENTITY_CLAIMS, strip_identity_claims
 from mnemo.errors import MnemoError, ProviderError, from_validation_errors, invalid_field
+from mnemo.identity_claims import IDENTITY_CLAIMS, strip_identity_claims
 from mnemo.observability import logger
 from mnemo.runtime import get_services
 from mnemo.tools.registry import get_tool, parse_json_body

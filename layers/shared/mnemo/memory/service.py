@@ -30,11 +30,11 @@ from mnemo.memory.models import (
     MemorySearchOutput,
 )
 from mnemo.outbox import GONE, IndexOutbox, Reference
+from mnemo.paging import decode_cursor, encode_cursor, fingerprint
 from mnemo.ports import ConditionFailed, Embedder, Filter, IndexDoc, Item, Put, RecordStore, VectorIndex
 from mnemo.ports import Delete as DeleteOp
 from mnemo.retrieval.ranker import AFTER, EPISODE, SUBJECT, subject_of
 from mnemo.retrieval.ranker import rank as hybrid_rank
-from mnemo.tools.paging import decode_cursor, encode_cursor, fingerprint
 
 NAMESPACE = "memory"
 #: Sort key of each scope's pointer to the dated memory added last there: the next one links to it.

@@ -34,8 +34,8 @@ from mnemo.outline.models import (
     SkippedFile,
 )
 from mnemo.outline.tree import TreeNode, TreeTooLarge, relation_tree, render_text
+from mnemo.paging import decode_cursor, encode_cursor, fingerprint
 from mnemo.ports import RecordStore
-from mnemo.tools.paging import decode_cursor, encode_cursor, fingerprint
 
 #: What an answer may take when the front door sets no budget (Lambda's response limit is 6 MB).
 DEFAULT_BUDGET_BYTES = 4_000_000

@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -26,11 +26,11 @@ from mnemo.assets.scopes import workspace_location_of
 from mnemo.assets.store import HEAD, HISTORY
 from mnemo.portability.lines import FORMAT_VERSION
 from mnemo.portability.selection import Selection, split_partition
+from mnemo.portability.services import PortabilityServices as Services
+from mnemo.portability.services import Progress
 from mnemo.ports import BlobStore, Item, RecordStore
-from mnemo.runtime import Services
 
 #: Called with (lines written so far, what is being exported).
-Progress = Callable[[int, str], None]
 
 
 @dataclass

@@ -44,17 +44,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mnemo.adapters.local.blobs import _check_key as check_blob_key
 from mnemo.assets.scopes import workspace_location_of
 from mnemo.assets.store import HEAD, HISTORY
+from mnemo.blob_keys import check_blob_key
 from mnemo.context import ScopeKey
 from mnemo.errors import InvalidInput, MnemoError, from_validation_errors
 from mnemo.portability.indexing import GRAPH_FAMILY, MEMORY_FAMILY, index_marker
 from mnemo.portability.lines import FORMAT_VERSION, LINE, BlobLine, End, Header, RecordLine
 from mnemo.portability.selection import Selection, split_partition
+from mnemo.portability.services import PortabilityServices as Services
+from mnemo.portability.services import Progress
 from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Item, Put
-from mnemo.progress import Progress
-from mnemo.runtime import Services
 
 #: Blob metadata naming the source version a target version was imported from.
 ORIGIN = "mnemo-origin"
@@ -446,7 +446,7 @@ class Importer:
     def _step(self, family: str, many: int = 1) -> None:
         self._done += many
         if self._progress is not None:
-            self._progress.update(self._done, family)
+            self._progress(self._done, family)
 
     # ------------------------------------------------------------ blobs
     def _blob_pass(self, handle: Iterable[str]) -> None:
@@ -660,7 +660,7 @@ class Importer:
             report = outbox.drain()
             self.summary.indexed += report.indexed
             if self._progress is not None:
-                self._progress.update(self._done, f"indexed {self.summary.indexed:,}")
+                self._progress(self._done, f"indexed {self.summary.indexed:,}")
             if report.indexed == 0:
                 break
         if self._queued:  # this import's markers that are still queued or were dead-lettered

@@ -3,11 +3,11 @@
 A query is embedded (if the embedder or the k-NN fails, or the caller asks for
 keywords only, ranking is lexical alone); the k-NN and BM25 candidates of one vector
 index namespace are merged; and each candidate gets the calibrated 0-1 score of
-docs/scoring.md (``mnemo.memory.scoring``). A candidate outside the dense top-N
+docs/scoring.md (``mnemo.retrieval.scoring``). A candidate outside the dense top-N
 counts at most the lowest cosine that made it in.
 
 With ``context`` (memory search), each candidate also gets the context signals
-of ``mnemo.memory.scoring.Context``, read from the index documents' keywords:
+of ``mnemo.retrieval.scoring.Context``, read from the index documents' keywords:
 ``after`` (the id of the memory added just before it, same scope, same day),
 ``episode`` (the day it happened) and ``subject`` (its first word, when
 capitalised). They are built from the candidates alone, so they cost no
@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mnemo.errors import MnemoError
-from mnemo.memory.scoring import Calibration, Context, calibration_for
 from mnemo.ports import Embedder, Filter, Hit, VectorIndex
+from mnemo.retrieval.scoring import Calibration, Context, calibration_for
 
 #: Hits taken from each of k-NN and BM25 before ranking.
 CANDIDATES = 100

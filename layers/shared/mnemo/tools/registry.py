@@ -76,7 +76,7 @@ class Tool:
 
     def invoke(self, services: Services, context: RequestContext, payload: Any) -> dict[str, Any]:
         """Validate a JSON-like payload, run the tool, and return the JSON-able response."""
-        from mnemo.entry.identity import strip_identity_claims
+        from mnemo.identity_claims import strip_identity_claims
 
         response = self.run(services, context, self.parse(strip_identity_claims(payload, context)))
         return response.model_dump(mode="json", by_alias=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 from mnemo.adapters.aws.clients import LazyClient
 from mnemo.adapters.aws.errors import provider_error
-from mnemo.adapters.local.blobs import _check_key
+from mnemo.blob_keys import check_blob_key
 from mnemo.ports import Blob, BlobVersion
 
 
@@ -30,7 +30,7 @@ class S3BlobStore(LazyClient):
             raise provider_error("S3", error) from error
 
     def _key(self, key: str) -> str:
-        _check_key(key)
+        check_blob_key(key)
         return self._prefix + key
 
     def put(self, key: str, content: bytes, metadata: dict[str, str] | None = None) -> str:

@@ -10,17 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import tempfile
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mnemo.errors import InvalidInput
+from mnemo.blob_keys import check_blob_key
 from mnemo.ports import Blob, BlobVersion
-
-_SEGMENT = re.compile(r"^[A-Za-z0-9._@+=,~%-]+$")
-
 
 #: The most bytes a file system takes in one name (ext4, APFS, NTFS: 255).
 MAX_NAME_BYTES = 255
@@ -37,13 +33,6 @@ def _on_disk(part: str, suffix: str = "") -> str:
     return f"{part[:120]}%~{hashlib.sha256(part.encode()).hexdigest()}{suffix}"
 
 
-def _check_key(key: str) -> list[str]:
-    parts = key.split("/")
-    if not key or any(p in ("", ".", "..") or not _SEGMENT.match(p) for p in parts):
-        raise InvalidInput(f"key: '{key}' is not a valid blob key", {"field": "key"})
-    return parts
-
-
 class LocalBlobStore:
     def __init__(self, root: Path | str) -> None:
         self._root = Path(root)
@@ -51,7 +40,7 @@ class LocalBlobStore:
         self._lock = threading.Lock()
 
     def _dir(self, key: str) -> Path:
-        parts = _check_key(key)
+        parts = check_blob_key(key)
         return self._root.joinpath(*(_on_disk(part) for part in parts[:-1]), _on_disk(parts[-1], ".versions"))
 
     @staticmethod

@@ -1,0 +1,177 @@
+"""The mnemo package imports one way: kernel <- adapters, domain <- wiring <- catalog <- doors, CLI, client.
+
+Every import counts, a lazy one inside a function and one under ``TYPE_CHECKING`` too: a lazy import
+still ties the two packages together, only later. docs/architecture.md draws the same picture.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "layers" / "shared"
+PACKAGE = ROOT / "mnemo"
+
+#: Shared pieces every other part may stand on; they import only each other.
+KERNEL = {
+    "mnemo",
+    "mnemo.blob_keys",
+    "mnemo.budget",
+    "mnemo.context",
+    "mnemo.errors",
+    "mnemo.identity_claims",
+    "mnemo.models",
+    "mnemo.outbox",
+    "mnemo.paging",
+    "mnemo.ports",
+    "mnemo.settings",
+    "mnemo.telemetry",
+    "mnemo.visible",
+}
+#: The services, one package per family, and the retrieval maths they share.
+DOMAIN = {
+    "mnemo.conversations",
+    "mnemo.assets",
+    "mnemo.files",
+    "mnemo.graph",
+    "mnemo.knowledge",
+    "mnemo.memory",
+    "mnemo.outline",
+    "mnemo.portability",
+    "mnemo.retrieval",
+    "mnemo.sync",
+    "mnemo.topics",
+}
+#: What is shared by both adapter sets (``mnemo.adapters.bm25_text``) is the package ``mnemo.adapters``.
+ADAPTERS = {"mnemo.adapters", "mnemo.adapters.aws", "mnemo.adapters.local"}
+WIRING = {"mnemo.runtime"}
+CATALOG = {"mnemo.tools"}
+DOORS = {"mnemo.entry", "mnemo.observability"}
+CLI = {"mnemo.cli", "mnemo.cli_help", "mnemo.cli_import", "mnemo.cli_knowledge", "mnemo.cli_portability", "mnemo.cli_workspace", "mnemo.progress"}
+CLIENT = {"mnemo.client"}
+EVERY = KERNEL | DOMAIN | ADAPTERS | WIRING | CATALOG | DOORS | CLI | CLIENT
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _exists(module: str) -> bool:
+    path = ROOT.joinpath(*module.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _imports(path: Path) -> Iterator[str]:
+    """Every mnemo module the file imports, wherever the import statement stands."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.split(".")[0] == "mnemo")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "mnemo":
+                continue
+            # ``from mnemo import telemetry`` imports the module mnemo.telemetry, not the package.
+            named = [f"{target}.{alias.name}" for alias in node.names if _exists(f"{target}.{alias.name}")]
+            yield from named or [target]
+
+
+def part_of(module: str) -> str:
+    """The unit the rules speak of: a top-level module or package, and each adapter set on its own."""
+    parts = module.split(".")
+    if parts[:2] == ["mnemo", "adapters"] and len(parts) > 2 and parts[2] in ("aws", "local"):
+        return ".".join(parts[:3])
+    return ".".join(parts[:2])
+
+
+def _graph() -> dict[str, dict[str, set[str]]]:
+    """part -> imported part -> the modules whose imports make the edge (for the failure message)."""
+    edges: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = _module_name(path)
+        for target in _imports(path):
+            if part_of(source) != part_of(target):
+                edges[part_of(source)][part_of(target)].add(f"{source} -> {target}")
+    return edges
+
+
+GRAPH = _graph()
+
+
+def test_every_part_is_classified() -> None:
+    parts = {part_of(_module_name(path)) for path in PACKAGE.rglob("*.py")}
+    assert parts - EVERY == set(), "a new module or package: put it in one of the lists above"
+
+
+def _cycles(edges: dict[str, dict[str, set[str]]]) -> list[list[str]]:
+    """Strongly connected components of more than one part (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in edges.get(node, {}):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(set(edges) | {t for targets in edges.values() for t in targets}):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_among_packages() -> None:
+    assert _cycles(GRAPH) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b": set()}, "b": {"c": set()}, "c": {"a": set()}}) == [["a", "b", "c"]]
+
+
+FORBIDDEN = [
+    ("kernel", KERNEL, EVERY - KERNEL),
+    ("domain", DOMAIN, ADAPTERS | WIRING | CATALOG | DOORS | CLI | CLIENT),
+    ("adapters", ADAPTERS, DOMAIN | WIRING | CATALOG | DOORS | CLI | CLIENT),
+    ("AWS adapters", {"mnemo.adapters.aws"}, {"mnemo.adapters.local"}),
+    ("local adapters", {"mnemo.adapters.local"}, {"mnemo.adapters.aws"}),
+    ("wiring", WIRING, CATALOG | DOORS | CLI | CLIENT),
+    ("catalog", CATALOG, DOORS | CLI | CLIENT),
+    ("client", CLIENT, EVERY - KERNEL - CLIENT),
+]
+
+
+@pytest.mark.parametrize(("name", "sources", "forbidden"), FORBIDDEN, ids=[rule[0] for rule in FORBIDDEN])
+def test_imports_point_one_way(name: str, sources: set[str], forbidden: set[str]) -> None:
+    offending = sorted(
+        edge
+        for source in sources
+        for target, edges in GRAPH.get(source, {}).items()
+        if target in forbidden
+        for edge in edges
+    )
+    assert offending == [], f"{name} imports what stands above it"
