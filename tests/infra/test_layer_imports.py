@@ -186,8 +186,9 @@ def test_a_lazy_numpy_import_is_caught() -> None:
     assert unprovided_imports(source) == ["line 9: import numpy"]
 
 
-def test_a_local_module_an_aws_module_imports_is_checked() -> None:
-    """The S3 adapter uses the local blob store's key check: that module runs on AWS and is checked."""
+def test_a_module_an_aws_module_imports_is_checked() -> None:
+    """The S3 adapter checks keys with mnemo.blob_keys, shared with the local blob store: the shared module
+    runs on AWS and is checked, the local store is not reached."""
     reached = dict(aws_modules())
-    assert "mnemo.adapters.local.blobs" in reached
+    assert "mnemo.blob_keys" in reached and "mnemo.adapters.local.blobs" not in reached
     assert "mnemo.adapters.local.vector_index" not in reached and "mnemo.cli" not in reached
