@@ -296,7 +296,7 @@ def test_a_failed_write_is_named_with_its_error_and_the_rest_is_written(
 
 
 def test_progress_updates_one_line_on_a_terminal_and_prints_lines_otherwise() -> None:
-    from mnemo.cli_workspace import Progress
+    from mnemo.cli.workspace import Progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

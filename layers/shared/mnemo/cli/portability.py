@@ -52,9 +52,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.schema:
         _write(line_schema())
         return 0
+    from mnemo.cli.progress import Progress
     from mnemo.portability.exporter import export
     from mnemo.portability.selection import USER_LAYERS, Selection
-    from mnemo.progress import Progress
     from mnemo.runtime import get_services
 
     tenant = args.tenant or os.environ.get("MNEMO_TENANT") or "local"
@@ -121,8 +121,8 @@ def _emptiness(selection: Any) -> str:
 def import_full(path: Path, label: str) -> int:
     """Check the whole file, then write it; one JSON summary (or envelope) on stdout. ``path`` is the
     command's own copy of the input, so what is written is what was checked."""
+    from mnemo.cli.progress import Progress
     from mnemo.portability.importer import Importer, check
-    from mnemo.progress import Progress
     from mnemo.runtime import get_services
 
     started = time.perf_counter()

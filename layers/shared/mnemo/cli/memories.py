@@ -1,4 +1,4 @@
-"""`mnemo import FILE`: a whole export (format 2, ``mnemo.cli_portability``), or memories from JSON Lines
+"""`mnemo import FILE`: a whole export (format 2, ``mnemo.cli.portability``), or memories from JSON Lines
 through the batch path (mnemo.memory.batch).
 
 The format, version 1 (``FORMAT_HELP`` is what ``mnemo import --help`` shows):
@@ -35,11 +35,11 @@ from typing import Any, Literal, TextIO
 
 from pydantic import ValidationError
 
+from mnemo.cli.progress import Progress
 from mnemo.context import RequestContext
 from mnemo.errors import InvalidInput, MnemoError, ProviderError, from_validation_errors
 from mnemo.memory.models import MemoryAddInput
 from mnemo.models import ToolRequest
-from mnemo.progress import Progress
 
 FORMAT_VERSION = 1
 DEFAULT_BATCH = 500
@@ -183,7 +183,7 @@ def _first_line(path: Path) -> str:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from mnemo.cli_portability import import_full, spooled
+    from mnemo.cli.portability import import_full, spooled
     from mnemo.entry.identity import context_from_environment
     from mnemo.portability.importer import is_full_export
 

@@ -99,7 +99,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.aws_endpoint:
         _use_aws_endpoint(args.aws_endpoint)
     if args.knowledge:
-        from mnemo.cli_knowledge import load_knowledge
+        from mnemo.cli.knowledge import load_knowledge
         from mnemo.entry.identity import context_from_environment
 
         print(load_knowledge(Path(args.knowledge), context_from_environment(os.environ).tenant), flush=True)
@@ -257,7 +257,7 @@ _EXPERIMENTAL_HELP = "serve the experimental tools too (code outline); as MNEMO_
 
 def build_parser() -> argparse.ArgumentParser:
     from mnemo import __version__
-    from mnemo.cli_help import CommandParser
+    from mnemo.cli.help import CommandParser
 
     parser = CommandParser(prog="mnemo", description="Memory and knowledge tools for AI agents.")
     parser.add_argument("--version", action="version", version=f"mnemo {__version__}")
@@ -342,12 +342,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reindex.set_defaults(run=cmd_reindex)
 
-    from mnemo import cli_import, cli_knowledge, cli_portability, cli_workspace
+    from mnemo.cli import knowledge, memories, portability, workspace
 
-    cli_knowledge.add_commands(commands)
-    cli_workspace.add_commands(commands)
-    cli_import.add_command(commands)
-    cli_portability.add_command(commands)
+    knowledge.add_commands(commands)
+    workspace.add_commands(commands)
+    memories.add_command(commands)
+    portability.add_command(commands)
     return parser
 
 
@@ -358,7 +358,3 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["MNEMO_EXPERIMENTAL"] = "1"
     _settings_env(args)
     return int(args.run(args))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
