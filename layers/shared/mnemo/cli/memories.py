@@ -1,7 +1,7 @@
-"""`mnemo import FILE`: a whole export (format 2, ``mnemo.cli.portability``), or memories from JSON Lines
-through the batch path (mnemo.memory.batch).
+"""The memories half of `mnemo import FILE`: memories from JSON Lines through the batch path
+(mnemo.memory.batch); a whole export (format 2) is ``mnemo.cli.portability``'s.
 
-The format, version 1 (``FORMAT_HELP`` is what ``mnemo import --help`` shows):
+The format, version 1 (``mnemo import --help`` shows it too):
 
 * An optional first line ``{"mnemoExport": 1, "kind": "memories"}`` names the
   format version and what the file holds: ``memories``. A first line with
@@ -24,7 +24,6 @@ check finds them).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -35,6 +34,7 @@ from typing import Any, Literal, TextIO
 
 from pydantic import ValidationError
 
+from mnemo.cli.output import print_json
 from mnemo.cli.progress import Progress
 from mnemo.context import RequestContext
 from mnemo.errors import InvalidInput, MnemoError, ProviderError, from_validation_errors
@@ -42,26 +42,8 @@ from mnemo.memory.models import MemoryAddInput
 from mnemo.models import ToolRequest
 
 FORMAT_VERSION = 1
+#: Memories embedded, written and indexed together, unless ``mnemo import --batch`` says otherwise.
 DEFAULT_BATCH = 500
-
-FORMAT_HELP = """\
-FILE is JSON Lines (use - for stdin). A file `mnemo export` wrote (its first
-line {"mnemoExport": 2, ...}) is imported whole: every family, into the stores
-the MNEMO_* settings name, with the identities it was exported with; checked
-first, idempotent, re-embedded with this store's model. See `mnemo export -h`.
-
-Otherwise, format version 1:
-  an optional first line {"mnemoExport": 1, "kind": "memories"}, then one
-  memory_add input per line: {"content": "...", "layer": "user", "tags": [...],
-  "metadata": {...}, "occurredAt": "2024-03-01T00:00:00Z", "idempotencyKey": "..."}
-  (all but content optional; blank lines are skipped).
-Identity comes from MNEMO_TENANT, MNEMO_USER, MNEMO_AGENT, MNEMO_SESSION,
-MNEMO_PROJECT, MNEMO_TEAM, MNEMO_ORG and MNEMO_ROLES, as for `mnemo call`.
-Every line is validated first; a bad line is refused with its number and field
-and nothing is written. Near-identical memories are deduplicated (against the
-store and within the file). Lines without an idempotencyKey get one derived
-from their content, so re-running an import stores nothing twice. Prints a JSON
-summary: added, deduplicated, replayed, queuedForIndex, seconds, perSecond."""
 
 
 class ExportHeader(ToolRequest):
@@ -177,85 +159,35 @@ def run_import(
     }
 
 
-def _first_line(path: Path) -> str:
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        return next((line for line in handle if line.strip()), "")
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    from mnemo.cli.portability import import_full, spooled
+def import_memories(path: Path, label: str, batch: int) -> int:
+    """Validate every line of ``path``, then add them; ``label`` names the file in the summary."""
     from mnemo.entry.identity import context_from_environment
-    from mnemo.portability.importer import is_full_export
 
-    if args.file != "-" and not Path(args.file).is_file():
-        envelope = InvalidInput(f"file: no such file {args.file}", {"field": "file", "file": args.file})
-        sys.stdout.write(json.dumps(envelope.envelope(), indent=2) + "\n")
-        return 1
     try:
-        if args.file == "-":
-            copy = spooled(sys.stdin.buffer)
-        else:
-            with Path(args.file).open("rb") as source:
-                copy = spooled(source)
-    except OSError as error:
-        envelope = InvalidInput(f"file: cannot be read ({error.strerror})", {"field": "file", "file": args.file})
-        sys.stdout.write(json.dumps(envelope.envelope(), indent=2) + "\n")
-        return 1
-    try:
-        if is_full_export(_first_line(copy)):
-            return import_full(copy, args.file)
-        return _import_memories(args, copy, context_from_environment)
-    finally:
-        copy.unlink(missing_ok=True)
-
-
-def _import_memories(args: argparse.Namespace, path: Path, identity: Any) -> int:
-    try:
-        context = identity(os.environ)
+        context = context_from_environment(os.environ)
         with path.open(encoding="utf-8") as handle:
             lines = read_lines(handle, context)
-        summary = run_import(with_derived_keys(lines), context, batch=args.batch, progress=sys.stderr)
+        summary = run_import(with_derived_keys(lines), context, batch=batch, progress=sys.stderr)
     except MnemoError as error:
-        sys.stdout.write(json.dumps(error.envelope(), indent=2) + "\n")
+        print_json(error.envelope())
         return 1
     except UnicodeDecodeError as error:
-        envelope = InvalidInput(f"file: not UTF-8 text ({error.reason})", {"field": "file"}).envelope()
-        sys.stdout.write(json.dumps(envelope, indent=2) + "\n")
+        print_json(InvalidInput(f"file: not UTF-8 text ({error.reason})", {"field": "file"}).envelope())
         return 1
     except Exception as error:  # a store or index failure: an envelope, never a traceback
         stopped = ProviderError(
             f"the import stopped: {type(error).__name__}: {error}. The memories written before it are kept; "
             "running the same import again resumes it (lines already stored are replayed)",
-            {"file": args.file},
+            {"file": label},
         )
-        sys.stdout.write(json.dumps(stopped.envelope(), indent=2) + "\n")
+        print_json(stopped.envelope())
         return 1
-    sys.stdout.write(json.dumps({"file": args.file, **summary}, indent=2) + "\n")
+    print_json({"file": label, **summary})
     return 0
 
 
-def _batch_size(text: str) -> int:
+def batch_size(text: str) -> int:
     value = int(text)
     if not 1 <= value <= 10_000:
         raise argparse.ArgumentTypeError("must be between 1 and 10000")
     return value
-
-
-def add_command(commands: Any) -> None:
-    parser = commands.add_parser(
-        "import",
-        help="import what `mnemo export` wrote, or add memories from JSON Lines (identity from MNEMO_*)",
-        description="Import an export (format 2), or add memories from JSON Lines through the batch path.",
-        epilog=FORMAT_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("file", metavar="FILE", help="JSON Lines file, or - for stdin")
-    parser.add_argument(
-        "--batch",
-        type=_batch_size,
-        default=DEFAULT_BATCH,
-        metavar="N",
-        help=f"memories embedded, written and indexed together (default {DEFAULT_BATCH})",
-    )
-    parser.add_argument("--data-dir", type=Path)
-    parser.set_defaults(run=cmd_import)
