@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mnemo.cli_knowledge import knowledge_files, push_files
+from mnemo.cli.knowledge import knowledge_files, push_files
 from mnemo.runtime import Services
 
 ROOT = Path(__file__).resolve().parents[1]

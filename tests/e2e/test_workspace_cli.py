@@ -296,16 +296,16 @@ def test_a_failed_write_is_named_with_its_error_and_the_rest_is_written(
 
 
 def test_progress_updates_one_line_on_a_terminal_and_prints_lines_otherwise() -> None:
-    from mnemo.cli_workspace import Progress
+    from mnemo.cli.progress import FILES, Progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
             return True
 
     terminal = Terminal()
-    progress = Progress(terminal, 2, "push")
-    progress.step(1, "src/a.py")
-    progress.step(2, "src/" + "x" * 300 + ".py")
+    progress = Progress("push", 2, terminal, FILES)
+    progress.update(1, "src/a.py")
+    progress.update(2, "src/" + "x" * 300 + ".py")
     progress.close()
     text = terminal.getvalue()
     assert text.count("\r") == 2 and text.endswith("\n") and text.count("\n") == 1
@@ -313,9 +313,9 @@ def test_progress_updates_one_line_on_a_terminal_and_prints_lines_otherwise() ->
     assert all(len(line) <= shutil.get_terminal_size((80, 24)).columns for line in text.strip().split("\r"))
 
     plain = io.StringIO()
-    progress = Progress(plain, 2, "pull")
-    progress.step(1, "a")
-    progress.step(2, "b")
+    progress = Progress("pull", 2, plain, FILES)
+    progress.update(1, "a")
+    progress.update(2, "b")
     progress.close()
     assert plain.getvalue() == "pull 1/2 a\npull 2/2 b\n"
 

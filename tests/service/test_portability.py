@@ -12,9 +12,9 @@ import jsonschema
 import pytest
 
 from helpers import ctx, make_services
+from mnemo.cli.progress import Progress
 from mnemo.errors import InvalidInput, NotFound, ProviderError
 from mnemo.portability.lines import line_schema
-from mnemo.progress import Progress
 from mnemo.runtime import Services
 from mnemo.settings import Settings
 from mnemo.sync.models import SyncNowInput
@@ -283,9 +283,9 @@ def test_a_bad_file_is_refused_naming_the_line_and_field_and_nothing_is_written(
 
 # ------------------------------------------------------------------ progress
 def test_progress_draws_a_bar_on_a_terminal_and_lines_in_a_log(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("mnemo.progress.QUIET_SECONDS", 0.0)
-    monkeypatch.setattr("mnemo.progress.REDRAW_SECONDS", 0.0)
-    monkeypatch.setattr("mnemo.progress.LINE_SECONDS", 0.0)
+    monkeypatch.setattr("mnemo.cli.progress.QUIET_SECONDS", 0.0)
+    monkeypatch.setattr("mnemo.cli.progress.REDRAW_SECONDS", 0.0)
+    monkeypatch.setattr("mnemo.cli.progress.LINE_SECONDS", 0.0)
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -308,7 +308,7 @@ def test_progress_draws_a_bar_on_a_terminal_and_lines_in_a_log(monkeypatch: pyte
 
 
 def test_a_run_quicker_than_the_quiet_time_shows_no_progress(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("mnemo.progress.QUIET_SECONDS", 1e9)
+    monkeypatch.setattr("mnemo.cli.progress.QUIET_SECONDS", 1e9)
     quiet = io.StringIO()
     bar = Progress("imported", 10, quiet)
     bar.update(10)

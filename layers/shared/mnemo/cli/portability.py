@@ -1,9 +1,11 @@
-"""`mnemo export` and the full-export half of `mnemo import`: a tenant, a user or some layers as JSON Lines.
+"""`mnemo export` and `mnemo import`: a tenant, a user or some layers as JSON Lines, and back.
 
 The format (version 2) is described in ``mnemo.portability.lines``; ``mnemo
 export --schema`` prints its JSON Schema. The stores are the ones the MNEMO_*
 settings name, so the same two commands move data between the embedded default
 and DynamoDB/S3 (``MNEMO_RECORDS=dynamodb``, ``MNEMO_BLOBS=s3`` ...).
+`mnemo import` also adds memories from JSON Lines (format version 1,
+``mnemo.cli.memories``): the file's first line says which it is.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
+from mnemo.cli.memories import DEFAULT_BATCH, batch_size, import_memories
+from mnemo.cli.output import print_json
+from mnemo.cli.progress import Progress
 from mnemo.context import MEMORY_LAYERS
 from mnemo.errors import InvalidInput, MnemoError, ProviderError
 
@@ -38,23 +43,37 @@ X-Mnemo-Tenant or MNEMO_TENANT named another), with a line on stderr saying so,
 the summary, and an export that holds only its header and end lines; 1 on an
 error (its envelope on stderr)."""
 
+IMPORT_HELP = """\
+FILE is JSON Lines (use - for stdin). A file `mnemo export` wrote (its first
+line {"mnemoExport": 2, ...}) is imported whole: every family, into the stores
+the MNEMO_* settings name, with the identities it was exported with; checked
+first, idempotent, re-embedded with this store's model. See `mnemo export -h`.
+
+Otherwise, format version 1:
+  an optional first line {"mnemoExport": 1, "kind": "memories"}, then one
+  memory_add input per line: {"content": "...", "layer": "user", "tags": [...],
+  "metadata": {...}, "occurredAt": "2024-03-01T00:00:00Z", "idempotencyKey": "..."}
+  (all but content optional; blank lines are skipped).
+Identity comes from MNEMO_TENANT, MNEMO_USER, MNEMO_AGENT, MNEMO_SESSION,
+MNEMO_PROJECT, MNEMO_TEAM, MNEMO_ORG and MNEMO_ROLES, as for `mnemo call`.
+Every line is validated first; a bad line is refused with its number and field
+and nothing is written. Near-identical memories are deduplicated (against the
+store and within the file). Lines without an idempotencyKey get one derived
+from their content, so re-running an import stores nothing twice. Prints a JSON
+summary: added, deduplicated, replayed, queuedForIndex, seconds, perSecond."""
+
 #: `mnemo export`'s exit status when the selection holds no record and no file.
 NOTHING_EXPORTED = 3
-
-
-def _write(payload: Any) -> None:
-    sys.stdout.write(json.dumps(payload, indent=2) + "\n")
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from mnemo.portability.lines import line_schema
 
     if args.schema:
-        _write(line_schema())
+        print_json(line_schema())
         return 0
     from mnemo.portability.exporter import export
     from mnemo.portability.selection import USER_LAYERS, Selection
-    from mnemo.progress import Progress
     from mnemo.runtime import get_services
 
     tenant = args.tenant or os.environ.get("MNEMO_TENANT") or "local"
@@ -77,7 +96,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 target = Path(args.output)
                 partial = target.with_name(target.name + ".partial")
                 out = stack.enter_context(partial.open("w", encoding="utf-8"))
-            counts = export(get_services(), selection, out, lambda done, what: progress.update(done, what))
+            counts = export(get_services(), selection, out, progress.update)
         if args.output != "-":
             # Only a whole export takes the name: a crash leaves the .partial file, never a cut-off export.
             os.replace(partial, target)
@@ -118,11 +137,40 @@ def _emptiness(selection: Any) -> str:
     return words
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from mnemo.portability.importer import is_full_export
+
+    if args.file != "-" and not Path(args.file).is_file():
+        envelope = InvalidInput(f"file: no such file {args.file}", {"field": "file", "file": args.file})
+        print_json(envelope.envelope())
+        return 1
+    try:
+        if args.file == "-":
+            copy = spooled(sys.stdin.buffer)
+        else:
+            with Path(args.file).open("rb") as source:
+                copy = spooled(source)
+    except OSError as error:
+        envelope = InvalidInput(f"file: cannot be read ({error.strerror})", {"field": "file", "file": args.file})
+        print_json(envelope.envelope())
+        return 1
+    try:
+        if is_full_export(_first_line(copy)):
+            return import_full(copy, args.file)
+        return import_memories(copy, args.file, args.batch)
+    finally:
+        copy.unlink(missing_ok=True)
+
+
+def _first_line(path: Path) -> str:
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        return next((line for line in handle if line.strip()), "")
+
+
 def import_full(path: Path, label: str) -> int:
     """Check the whole file, then write it; one JSON summary (or envelope) on stdout. ``path`` is the
     command's own copy of the input, so what is written is what was checked."""
     from mnemo.portability.importer import Importer, check
-    from mnemo.progress import Progress
     from mnemo.runtime import get_services
 
     started = time.perf_counter()
@@ -133,10 +181,10 @@ def import_full(path: Path, label: str) -> int:
         summary = Importer(get_services(), plan, progress.update).run(path)
         progress.close()
     except MnemoError as error:
-        _write(error.envelope())
+        print_json(error.envelope())
         return 1
     except UnicodeDecodeError as error:
-        _write(InvalidInput(f"file: not UTF-8 text ({error.reason})", {"field": "file"}).envelope())
+        print_json(InvalidInput(f"file: not UTF-8 text ({error.reason})", {"field": "file"}).envelope())
         return 1
     except Exception as error:  # a store or index failure: an envelope, never a traceback
         stopped = ProviderError(
@@ -144,7 +192,7 @@ def import_full(path: Path, label: str) -> int:
             "import again completes it (records already there are left as they are)",
             {"file": label},
         )
-        _write(stopped.envelope())
+        print_json(stopped.envelope())
         return 1
     answer = {
         "file": label,
@@ -157,7 +205,7 @@ def import_full(path: Path, label: str) -> int:
     }
     if summary.index_pending:
         answer["next"] = "some records are not indexed yet: run `mnemo reindex --pending` once the cause is fixed"
-    _write(answer)
+    print_json(answer)
     return 0
 
 
@@ -173,7 +221,32 @@ def spooled(source: BinaryIO) -> Path:
     return Path(handle.name)
 
 
-def add_command(commands: Any) -> None:
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    _add_import(commands)
+    _add_export(commands)
+
+
+def _add_import(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "import",
+        help="import what `mnemo export` wrote, or add memories from JSON Lines (identity from MNEMO_*)",
+        description="Import an export (format 2), or add memories from JSON Lines through the batch path.",
+        epilog=IMPORT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("file", metavar="FILE", help="JSON Lines file, or - for stdin")
+    parser.add_argument(
+        "--batch",
+        type=batch_size,
+        default=DEFAULT_BATCH,
+        metavar="N",
+        help=f"memories embedded, written and indexed together (default {DEFAULT_BATCH})",
+    )
+    parser.add_argument("--data-dir", type=Path)
+    parser.set_defaults(run=cmd_import)
+
+
+def _add_export(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "export",
         help="write a tenant, a user or some layers as JSON Lines (every family; `mnemo import` reads it)",

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import shutil
 import stat
 import sys
 import tempfile
@@ -27,10 +26,11 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from mnemo.assets.models import MAX_CONTENT_CHARS, MAX_LIST, FileEntry, FileListInput, FileWriteInput
 from mnemo.assets.paths import parse_path
+from mnemo.cli.progress import FILES, Progress
 from mnemo.errors import InvalidInput, MnemoError, Unauthorized
 
 if TYPE_CHECKING:
@@ -50,41 +50,6 @@ def shown(name: str) -> str:
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-# ------------------------------------------------------------- progress ---
-class Progress:
-    """One ``\\r``-updated line (count, bar, current path) on a terminal; plain lines otherwise."""
-
-    def __init__(self, out: TextIO, total: int, verb: str) -> None:
-        self._out = out
-        self._total = total
-        self._verb = verb
-        self._tty = bool(getattr(out, "isatty", lambda: False)())
-        self._open = False
-
-    def step(self, done: int, label: str) -> None:
-        label = shown(label)
-        if not self._tty:
-            self._out.write(f"{self._verb} {done}/{self._total} {label}\n")
-            self._out.flush()
-            return
-        columns = shutil.get_terminal_size((80, 24)).columns
-        width = 24
-        filled = width * done // max(self._total, 1)
-        head = f"{self._verb} [{'#' * filled}{'-' * (width - filled)}] {done}/{self._total} "
-        room = max(columns - len(head) - 1, 10)
-        if len(label) > room:
-            label = "…" + label[-(room - 1) :]
-        self._out.write(f"\r{head}{label:<{room}}")
-        self._out.flush()
-        self._open = True
-
-    def close(self) -> None:
-        if self._open:
-            self._out.write("\n")
-            self._out.flush()
-            self._open = False
 
 
 # ----------------------------------------------------------------- scan ---
@@ -294,11 +259,11 @@ def _write_all(services: Services, context: RequestContext, plan: list[Planned])
     from pydantic import ValidationError
 
     failures: list[tuple[str, str]] = []
-    progress = Progress(sys.stderr, len(plan), "push")
+    progress = Progress("push", len(plan), sys.stderr, FILES)
     try:
         for done, planned in enumerate(plan, start=1):
             name = planned.local.name
-            progress.step(done, name)
+            progress.update(done, shown(name))
             try:
                 content, _ = load_text(planned.local.path)  # as it is now: it may have changed since the scan
                 request = FileWriteInput(path=name, content=content, expected_version=planned.expected)
@@ -332,10 +297,10 @@ def cmd_pull(args: argparse.Namespace) -> int:
     base = root.resolve()
     written = unchanged = 0
     failures: list[tuple[str, str]] = []
-    progress = Progress(sys.stderr, len(entries), "pull")
+    progress = Progress("pull", len(entries), sys.stderr, FILES)
     try:
         for done, entry in enumerate(entries, start=1):
-            progress.step(done, entry.path)
+            progress.update(done, shown(entry.path))
             try:
                 if _pull_one(services, context, base, prefix, entry):
                     written += 1

@@ -6,11 +6,11 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
 
+from mnemo.cli.progress import FILES_BAR, Progress
 from mnemo.knowledge.documents import DocumentError, is_knowledge_file, parse_document
 from mnemo.knowledge.models import KnowledgeItem
 from mnemo.knowledge.repository import KnowledgeRepository
@@ -60,26 +60,18 @@ def push_files(
     *,
     author: str,
     message: str,
-    progress: TextIO | None = None,
+    progress: Callable[[int, str], None] | None = None,
 ) -> tuple[int, int]:
-    """Store a new version of each changed knowledge file under ``root``; (stored, unchanged)."""
+    """Store a new version of each changed knowledge file under ``root``; (stored, unchanged).
+    ``progress`` is told the files done so far and the last one's path."""
     files = list(knowledge_files(root))
     stored = 0
     for position, (relative, file) in enumerate(files, start=1):
         if repository.push(tenant, relative, file.read_bytes(), author=author, message=message):
             stored += 1
         if progress is not None:
-            _progress(progress, position, len(files), relative)
+            progress(position, relative)
     return stored, len(files) - stored
-
-
-def _progress(out: TextIO, done: int, total: int, label: str) -> None:
-    width = 30
-    filled = width * done // max(total, 1)
-    bar = "#" * filled + "-" * (width - filled)
-    end = "\n" if done == total else ""
-    out.write(f"\r[{bar}] {done}/{total} {label[:60]:<60}{end}")
-    out.flush()
 
 
 def _context() -> object:
@@ -120,9 +112,11 @@ def cmd_push(args: argparse.Namespace) -> int:
     repository = get_services().repository
     author = args.author or os.environ.get("USER") or "mnemo-cli"
     message = args.message or f"mnemo knowledge push {root.name}"
+    progress = Progress("", sum(1 for _ in knowledge_files(root)), sys.stderr, FILES_BAR)
     stored, unchanged = push_files(
-        repository, context.tenant, root, author=author, message=message, progress=sys.stderr
+        repository, context.tenant, root, author=author, message=message, progress=progress.update
     )
+    progress.close()
     removed = 0
     if args.prune:
         present = {relative for relative, _ in knowledge_files(root)}

@@ -20,6 +20,8 @@ from typing import Any
 
 #: Options whose default is resolved later, from a setting: what the help names instead of ``None``.
 SETTING_FALLBACKS = {"data_dir": "MNEMO_DATA_DIR, else .mnemo"}
+#: The help of ``--experimental``, which ``serve``, ``mcp``, ``tools`` and ``call`` take.
+EXPERIMENTAL_HELP = "serve the experimental tools too (code outline); as MNEMO_EXPERIMENTAL=1"
 
 
 def _with_default(action: argparse.Action) -> str | None:

@@ -1,0 +1,134 @@
+"""`mnemo tools`, `call`, `openapi`, `docs` and `client-gen`: the tool catalog from a shell, and what is
+generated from it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from mnemo.cli.help import EXPERIMENTAL_HELP
+from mnemo.cli.output import print_json
+from mnemo.errors import InvalidInput, MnemoError
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    from mnemo.tools.registry import load_catalog
+    from mnemo.tools.schema import tool_listing
+
+    listing = tool_listing(load_catalog())
+    if args.json:
+        print_json(listing)
+    else:
+        for entry in listing:
+            print(f"{entry['name']:<16} {entry['description']}")
+    return 0
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    from mnemo.entry.identity import context_from_environment
+    from mnemo.runtime import get_services
+    from mnemo.tools.registry import get_tool
+
+    try:
+        try:
+            payload = json.loads(args.payload)
+        except json.JSONDecodeError as error:
+            raise InvalidInput(f"body: not valid JSON ({error.msg})", {"field": "body"}) from None
+        tool = get_tool(args.tool)
+        result = tool.invoke(get_services(), context_from_environment(os.environ), payload)
+    except MnemoError as error:
+        print_json(error.envelope())
+        return 1
+    print_json(result)
+    return 0
+
+
+def cmd_openapi(args: argparse.Namespace) -> int:
+    from mnemo.tools.registry import load_catalog
+    from mnemo.tools.schema import openapi_document
+
+    if args.bedrock:
+        return _bedrock_definitions(args.output_dir)
+    if args.output_dir:
+        print("--output-dir goes with --bedrock (one file per action group)", file=sys.stderr)
+        return 2
+    document = json.dumps(openapi_document(load_catalog(), server_url=args.server_url), indent=2) + "\n"
+    if args.output:
+        Path(args.output).write_text(document)
+    else:
+        sys.stdout.write(document)
+    return 0
+
+
+def _bedrock_definitions(output_dir: str | None) -> int:
+    """Per action group: <group>.openapi.json and <group>.functions.json (to a directory, or stdout)."""
+    from mnemo.tools.bedrock_schema import action_groups, bedrock_functions, bedrock_openapi
+    from mnemo.tools.registry import load_catalog
+
+    if output_dir:
+        from mnemo.tools.bedrock_schema import write_definitions
+
+        for path in write_definitions(load_catalog(), Path(output_dir)):
+            print(f"wrote {path}")
+        return 0
+    documents = {}
+    for group, tools in action_groups(load_catalog().values()).items():
+        documents[f"{group}.openapi.json"] = bedrock_openapi(group, tools)
+        documents[f"{group}.functions.json"] = bedrock_functions(tools)
+    print_json(documents)
+    return 0
+
+
+def cmd_client_gen(args: argparse.Namespace) -> int:
+    from mnemo.tools.client_gen import render_client_catalog, render_client_module
+    from mnemo.tools.registry import load_catalog
+
+    catalog = load_catalog(experimental=True)
+    Path(args.output).write_text(render_client_module(catalog))
+    listing = Path(args.output).with_name("catalog.json")
+    listing.write_text(render_client_catalog(catalog))
+    print(f"wrote {args.output} and {listing}")
+    return 0
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    from mnemo.tools.docs import render_tools_markdown
+    from mnemo.tools.registry import load_catalog
+
+    Path(args.output).write_text(render_tools_markdown(load_catalog(experimental=True)))
+    print(f"wrote {args.output}")
+    return 0
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    tools = commands.add_parser("tools", help="list the tool catalog")
+    tools.add_argument("--json", action="store_true", help="names, descriptions and JSON Schemas")
+    tools.add_argument("--experimental", action="store_true", help=EXPERIMENTAL_HELP)
+    tools.set_defaults(run=cmd_tools)
+
+    call = commands.add_parser("call", help="call one tool in process; identity from MNEMO_* variables")
+    call.add_argument("tool")
+    call.add_argument("payload", nargs="?", default="{}")
+    call.add_argument("--data-dir", type=Path)
+    call.add_argument("--experimental", action="store_true", help=EXPERIMENTAL_HELP)
+    call.set_defaults(run=cmd_call)
+
+    openapi = commands.add_parser("openapi", help="print the OpenAPI 3.0 document")
+    openapi.add_argument("--output", "-o")
+    openapi.add_argument("--server-url")
+    openapi.add_argument(
+        "--bedrock", action="store_true", help="Bedrock Agents action groups: OpenAPI and function details per family"
+    )
+    openapi.add_argument("--output-dir", help="with --bedrock: write <group>.openapi.json and <group>.functions.json")
+    openapi.set_defaults(run=cmd_openapi)
+
+    docs = commands.add_parser("docs", help="write the tool reference (docs/tools.md)")
+    docs.add_argument("--output", "-o", default="docs/tools.md")
+    docs.set_defaults(run=cmd_docs)
+
+    client_gen = commands.add_parser("client-gen", help="write the Python client's typed methods from the catalog")
+    client_gen.add_argument("--output", "-o", default="layers/shared/mnemo/client/tools.py")
+    client_gen.set_defaults(run=cmd_client_gen)
