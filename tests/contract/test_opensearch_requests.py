@@ -23,7 +23,7 @@ from opensearchpy import OpenSearch, Urllib3AWSV4SignerAuth
 from opensearchpy.exceptions import AuthorizationException, ConnectionTimeout, TransportError
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 
-from mnemo.adapters.aws.opensearch_client import is_local_endpoint, make_client
+from mnemo.adapters.aws.opensearch.client import is_local_endpoint, make_client
 from mnemo.adapters.aws.opensearch_index import (
     OpenSearchVectorIndex,
     cosine_from_score,

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from helpers import ctx, make_services
-from mnemo.adapters.aws.opensearch_client import make_client
+from mnemo.adapters.aws.opensearch.client import make_client
 from mnemo.adapters.aws.opensearch_index import OpenSearchVectorIndex, filter_strings, score_from_cosine
 from mnemo.memory.service import NAMESPACE
 from mnemo.ports import IndexDoc

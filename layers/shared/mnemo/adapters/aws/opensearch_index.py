@@ -378,7 +378,7 @@ class OpenSearchVectorIndex:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenSearchVectorIndex:
-        from mnemo.adapters.aws.opensearch_client import is_local_endpoint, make_client
+        from mnemo.adapters.aws.opensearch.client import is_local_endpoint, make_client
 
         endpoint = settings.opensearch_endpoint
         if not endpoint:

@@ -1,0 +1,1 @@
+"""The VectorIndex port on OpenSearch (managed domain or OpenSearch Serverless)."""
