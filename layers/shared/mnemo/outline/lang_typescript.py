@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mnemo.outline.languages import LanguageSpec, count_errors, end_line_of, line_of, text
-from mnemo.outline.model import FileOutline, Import, Reference, Symbol
+from mnemo.outline.structure import FileOutline, Import, Reference, Symbol
 
 if TYPE_CHECKING:
     from collections.abc import Callable

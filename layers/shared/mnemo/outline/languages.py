@@ -21,7 +21,7 @@ from mnemo.errors import invalid_field
 if TYPE_CHECKING:
     from tree_sitter import Node
 
-    from mnemo.outline.model import FileOutline
+    from mnemo.outline.structure import FileOutline
 
 #: extract(root, source, path, workspace paths) -> the file's outline.
 Extractor = Callable[["Node", bytes, str, frozenset[str]], "FileOutline"]
