@@ -319,7 +319,7 @@ class Stack:
         """A k-NN search answered from the stored vectors with faiss's inner-product score."""
         from opensearchpy import OpenSearch
 
-        from mnemo.adapters.aws.opensearch_index import score_from_cosine
+        from mnemo.adapters.aws.opensearch.scoring import score_from_cosine
 
         if self._plain is None:
             self._plain = OpenSearch(hosts=[self.osmem.url])

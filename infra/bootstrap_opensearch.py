@@ -141,8 +141,8 @@ def bootstrap(client: Any, indexes: Sequence[str], definition: Mapping[str, Any]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from mnemo.adapters.aws.opensearch_client import is_local_endpoint, make_client
-    from mnemo.adapters.aws.opensearch_index import index_name, template_name
+    from mnemo.adapters.aws.opensearch.client import is_local_endpoint, make_client
+    from mnemo.adapters.aws.opensearch.mapping import index_name, template_name
     from mnemo.memory.service import NAMESPACE
 
     env = os.environ

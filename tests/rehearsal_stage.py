@@ -3,7 +3,7 @@
 - moto (tests/infra/rehearsal_moto.py, its own process) for DynamoDB, S3, EventBridge,
   IAM and STS, enforcing each function's role once the stage is set;
 - osmem-server for the OpenSearch API (no k-NN, no SigV4: a loopback ``http://``
-  endpoint is reached unsigned, see mnemo.adapters.aws.opensearch_client.is_local_endpoint;
+  endpoint is reached unsigned, see mnemo.adapters.aws.opensearch.client.is_local_endpoint;
   the deployed functions sign for ``aoss``);
 - ``TitanStandIn``: no Bedrock model runs here. It checks each InvokeModel request against
   Titan Text Embeddings V2's documented body, checks the caller's role allows

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from mnemo.adapters.aws.opensearch_client import make_client
-from mnemo.adapters.aws.opensearch_index import STATS_TTL, OpenSearchVectorIndex
+from mnemo.adapters.aws.opensearch.adapter import STATS_TTL, OpenSearchVectorIndex
+from mnemo.adapters.aws.opensearch.client import make_client
 from mnemo.adapters.local.vector_index import LocalVectorIndex
 from mnemo.ports import IndexDoc
 

@@ -23,15 +23,11 @@ from opensearchpy import OpenSearch, Urllib3AWSV4SignerAuth
 from opensearchpy.exceptions import AuthorizationException, ConnectionTimeout, TransportError
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 
-from mnemo.adapters.aws.opensearch_client import is_local_endpoint, make_client
-from mnemo.adapters.aws.opensearch_index import (
-    OpenSearchVectorIndex,
-    cosine_from_score,
-    index_definition,
-    index_name,
-    lexical_window,
-    score_from_cosine,
-)
+from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
+from mnemo.adapters.aws.opensearch.client import is_local_endpoint, make_client
+from mnemo.adapters.aws.opensearch.mapping import index_definition, index_name
+from mnemo.adapters.aws.opensearch.queries import lexical_window
+from mnemo.adapters.aws.opensearch.scoring import cosine_from_score, score_from_cosine
 from mnemo.adapters.local.lexical import analyse
 from mnemo.adapters.local.vector_index import LocalVectorIndex
 from mnemo.errors import MnemoError, ProviderError, RateLimited, Timeout

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from opensearchpy.exceptions import AuthorizationException
 
-from mnemo.adapters.aws.opensearch_client import make_client
-from mnemo.adapters.aws.opensearch_index import OpenSearchVectorIndex, index_definition
+from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
+from mnemo.adapters.aws.opensearch.client import make_client
+from mnemo.adapters.aws.opensearch.mapping import index_definition
 from mnemo.ports import IndexDoc
 
 NS = "memories"

@@ -21,8 +21,10 @@ import numpy as np
 import pytest
 
 from helpers import ctx, make_services
-from mnemo.adapters.aws.opensearch_client import make_client
-from mnemo.adapters.aws.opensearch_index import OpenSearchVectorIndex, filter_strings, score_from_cosine
+from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
+from mnemo.adapters.aws.opensearch.client import make_client
+from mnemo.adapters.aws.opensearch.queries import filter_strings
+from mnemo.adapters.aws.opensearch.scoring import score_from_cosine
 from mnemo.memory.service import NAMESPACE
 from mnemo.ports import IndexDoc
 from mnemo.retrieval.ranker import rank

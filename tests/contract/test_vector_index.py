@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemo.adapters.aws.opensearch_client import make_client
-from mnemo.adapters.aws.opensearch_index import OpenSearchVectorIndex
+from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
+from mnemo.adapters.aws.opensearch.client import make_client
 from mnemo.adapters.local.vector_index import LocalVectorIndex
 from mnemo.ports import Hit, IndexDoc, VectorIndex
 

@@ -378,12 +378,12 @@ def test_converse_tokens_are_recorded(capsys: Any) -> None:
 
 
 def test_an_opensearch_429_is_counted() -> None:
-    from mnemo.adapters.aws import opensearch_index
+    from mnemo.adapters.aws.opensearch import errors as opensearch_errors
 
     counted: list[tuple[str, float, str]] = []
     previous = telemetry.install(lambda *figure: counted.append(figure))
     try:
-        error = opensearch_index._status_error(429, "too_many_requests")
+        error = opensearch_errors.status_error(429, "too_many_requests")
     finally:
         telemetry.install(previous)
 

@@ -164,7 +164,7 @@ def aws_modules() -> list[tuple[str, Path]]:
 
 def test_the_layer_imports_only_what_the_layer_and_runtime_provide() -> None:
     modules = aws_modules()
-    assert len(modules) > 50 and any(name == "mnemo.adapters.aws.opensearch_index" for name, _ in modules)
+    assert len(modules) > 50 and any(name == "mnemo.adapters.aws.opensearch.adapter" for name, _ in modules)
     problems = {name: missing for name, path in modules if (missing := unprovided_imports(path.read_text()))}
     assert not problems, f"imports no layer requirement provides: {problems}"
 

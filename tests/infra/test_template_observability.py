@@ -41,7 +41,7 @@ def test_opensearch_throttles_alarm_reads_the_metric_the_adapter_counts() -> Non
     assert (properties["Namespace"], properties["MetricName"]) == (namespace, "OpenSearchThrottles")
     assert properties["Dimensions"] == [{"Name": "service", "Value": "mnemo"}]
     assert properties["Statistic"] == "Sum"
-    source = (PACKAGE / "adapters" / "aws" / "opensearch_index.py").read_text()
+    source = (PACKAGE / "adapters" / "aws" / "opensearch" / "errors.py").read_text()
     assert source.count('telemetry.count("OpenSearchThrottles")') == 2  # a 429 on a request and in a bulk answer
 
 

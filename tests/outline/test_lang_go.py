@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mnemo.outline.lang_go import GO
 from mnemo.outline.languages import extract, get_language
-from mnemo.outline.model import FileOutline, Import
+from mnemo.outline.structure import FileOutline, Import
 
 SHOP = Path(__file__).resolve().parents[1] / "fixtures" / "outline" / "shop"
 PATHS = frozenset(path.relative_to(SHOP).as_posix() for path in SHOP.rglob("*") if path.is_file())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mnemo.outline.lang_java import JAVA, is_native_module, module_key
 from mnemo.outline.languages import extract
-from mnemo.outline.model import FileOutline, Import, Reference
+from mnemo.outline.structure import FileOutline, Import, Reference
 
 SHOP = Path(__file__).resolve().parents[1] / "fixtures" / "outline" / "shop"
 PATHS = frozenset(str(path.relative_to(SHOP)) for path in SHOP.rglob("*") if path.is_file())

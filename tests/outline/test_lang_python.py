@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mnemo.outline.lang_python import PYTHON, module_key
 from mnemo.outline.languages import extract
-from mnemo.outline.model import FileOutline, Import
+from mnemo.outline.structure import FileOutline, Import
 
 
 def outline(path: str, source: str, *others: str) -> FileOutline:

@@ -19,8 +19,8 @@ import pytest
 
 from aws_events import FakeLambdaContext
 from helpers import ctx, make_services
-from mnemo.adapters.aws.opensearch_client import make_client
-from mnemo.adapters.aws.opensearch_index import OpenSearchVectorIndex
+from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
+from mnemo.adapters.aws.opensearch.client import make_client
 from mnemo.adapters.local.embedders import HashingEmbedder
 from mnemo.adapters.local.vector_index import LocalVectorIndex
 from mnemo.entry import indexer

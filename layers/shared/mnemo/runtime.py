@@ -52,7 +52,7 @@ class Services:
     @cached_property
     def index(self) -> VectorIndex:
         if self.settings.vector_index == "opensearch":
-            from mnemo.adapters.aws.opensearch_index import OpenSearchVectorIndex
+            from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
 
             return OpenSearchVectorIndex.from_settings(self.settings)
         from mnemo.adapters.local.vector_index import LocalVectorIndex

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from mnemo.outline.languages import LanguageSpec
-from mnemo.outline.model import FileOutline, Import, Reference
+from mnemo.outline.structure import FileOutline, Import, Reference
 
 TYPE_KINDS = frozenset({"class", "interface", "struct", "type", "enum", "record", "annotation"})
 VALUE_KINDS = frozenset({"field", "variable", "constant"})

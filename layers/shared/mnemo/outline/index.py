@@ -4,9 +4,9 @@
 key                                    holds
 =====================================  ==============================================================
 pk ``OUTLINE|{scope}``                 the outlines of one workspace (the same scope as ``WS|{scope}``)
-sk ``F#{language}#{path}``             the file's outline (``mnemo.outline.model.FileOutline``), the
-                                       sha256 and version of the content it was made from, its module
-                                       key; or, for a file the outline skips, why
+sk ``F#{language}#{path}``             the file's outline (``mnemo.outline.structure.FileOutline``),
+                                       the sha256 and version of the content it was made from, its
+                                       module key; or, for a file the outline skips, why
 =====================================  ==============================================================
 
 ``refresh`` brings a language's outlines in line with the workspace: it reads
@@ -31,7 +31,7 @@ from typing import Any
 from mnemo.assets.store import FileStore, Location
 from mnemo.errors import invalid_field
 from mnemo.outline.languages import LanguageSpec, extract
-from mnemo.outline.model import FileOutline
+from mnemo.outline.structure import FileOutline
 from mnemo.ports import Delete, Item, Put, RecordStore
 
 logger = logging.getLogger(__name__)

@@ -27,11 +27,11 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mnemo.outline.languages import LanguageSpec, count_errors, end_line_of, line_of, text
-from mnemo.outline.model import FileOutline, Import, Reference, Symbol
+from mnemo.outline.extractor import OutlineRecorder, end_line_of, line_of, text
+from mnemo.outline.languages import LanguageSpec
+from mnemo.outline.structure import FileOutline, Import, Symbol
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -181,29 +181,19 @@ def type_parameter_names(node: Node | None) -> frozenset[str]:
 
 
 # ----------------------------------------------------------------- collection ---
-@dataclass
-class _Collector:
-    """Symbols and references in source order, each reference kept once per (source, kind, target, via_type)."""
+class _Collector(OutlineRecorder):
+    """Symbols and references in source order, each reference kept once per (source, kind, target, via_type).
 
-    symbols: list[Symbol] = field(default_factory=list)
-    references: list[Reference] = field(default_factory=list)
-    seen: set[tuple[str, str, str, str | None]] = field(default_factory=set)
+    Every declaration is added as it is found (``add_symbol``), a file's several ``init`` functions included.
+    """
 
-    def symbol(self, name: str, kind: str, line: int, end_line: int, container: str | None, short: str) -> None:
-        self.symbols.append(Symbol(name, kind, line, end_line, container, short))
+    def refer_at(self, source: str, kind: str, target: str, line: int, via_type: str | None = None) -> None:
+        if target != "_":  # the blank identifier names nothing
+            super().refer_at(source, kind, target, line, via_type)
 
-    def reference(self, source: str, kind: str, target: str, line: int, via_type: str | None = None) -> None:
-        key = (source, kind, target, via_type)
-        if target and target != "_" and key not in self.seen:
-            self.seen.add(key)
-            self.references.append(Reference(source, kind, target, line, via_type))
-
-    def types(
-        self, source: str, kind: str, node: Node | None, skip: frozenset[str] = frozenset(), line: int | None = None
-    ) -> None:
-        """Reference each named type written in ``node``; ``line`` when the type is written elsewhere."""
-        for name in type_names(node, skip):
-            self.reference(source, kind, name, line or (line_of(node) if node is not None else 0))
+    def written_types(self, node: Node, type_parameters: frozenset[str]) -> list[tuple[str, Node]]:
+        """``type_parameters`` holds every name to leave out: type parameters and types declared in the body."""
+        return [(name, node) for name in type_names(node, type_parameters)]
 
 
 class _Scope:
@@ -296,21 +286,21 @@ class _BodyReader:
         return frozenset(local)
 
     def _type(self, node: Node, scope: _Scope) -> None:
-        self.collector.types(self.source, "references", node, self._skip(scope))
+        self.collector.refer_types(self.source, "references", node, self._skip(scope))
 
     def _identifier(self, node: Node, scope: _Scope) -> None:
         name = text(node)
         if not scope.hides(name):
-            self.collector.reference(self.source, "references", name, line_of(node))
+            self.collector.refer_at(self.source, "references", name, line_of(node))
 
     def _chain(self, kind: str, chain: list[str], line: int, scope: _Scope) -> None:
         """A dotted use: through its head's stated type when the head is local, else as written."""
         head, rest = chain[0], chain[1:]
         found, head_type = scope.lookup(head)
         if not found:
-            self.collector.reference(self.source, kind, ".".join(chain), line)
+            self.collector.refer_at(self.source, kind, ".".join(chain), line)
         elif head_type is not None and rest:
-            self.collector.reference(self.source, kind, ".".join(rest), line, via_type=head_type)
+            self.collector.refer_at(self.source, kind, ".".join(rest), line, via_type=head_type)
         # a local of unknown type: nothing the resolver could use
 
     def _call(self, node: Node, scope: _Scope) -> list[tuple[Node, _Scope, bool]]:
@@ -328,7 +318,7 @@ class _BodyReader:
         if written is not None and written.type == "generic_type":
             name = named_type(written, self._skip(scope))
             if name is not None:
-                self.collector.reference(self.source, "calls", name, line_of(node))
+                self.collector.refer_at(self.source, "calls", name, line_of(node))
             self._type(written.child_by_field_name("type_arguments") or written, scope)
         elif written is not None:
             self._type(written, scope)
@@ -440,11 +430,11 @@ def declare_parameters(
     if parameters is None:
         return
     if parameters.type != "parameter_list":  # a single unnamed result: ``func f() *Manager``
-        collector.types(source, kind, parameters, type_parameters)
+        collector.refer_types(source, kind, parameters, type_parameters)
         return
     for declaration in parameters.named_children:
         written = declaration.child_by_field_name("type")
-        collector.types(source, kind, written, type_parameters)
+        collector.refer_types(source, kind, written, type_parameters)
         # a variadic parameter is a slice, which has no methods to call through
         stated = None if declaration.type == "variadic_parameter_declaration" else named_type(written, type_parameters)
         for name in declaration.children_by_field_name("name"):
@@ -477,7 +467,7 @@ class _FileReader:
         if not name:
             return
         qualified = f"{self.package}.{name}"
-        self.collector.symbol(qualified, "function", line_of(node), end_line_of(node), self.package, name)
+        self.collector.add_symbol(Symbol(qualified, "function", line_of(node), end_line_of(node), self.package, name))
         type_parameters = type_parameter_names(node.child_by_field_name("type_parameters"))
         self._constraints(qualified, node.child_by_field_name("type_parameters"), type_parameters)
         self._signature_and_body(qualified, node, _Scope(), type_parameters)
@@ -490,7 +480,7 @@ class _FileReader:
         written, type_name, pointer = receiver
         owner = f"{self.package}.{type_name}"
         qualified = f"{self.package}.(*{type_name}).{name}" if pointer else f"{owner}.{name}"
-        self.collector.symbol(qualified, "method", line_of(node), end_line_of(node), owner, name)
+        self.collector.add_symbol(Symbol(qualified, "method", line_of(node), end_line_of(node), owner, name))
         type_parameters = type_parameter_names(self._receiver_arguments(written))
         scope = _Scope()
         declare_parameters(
@@ -525,7 +515,7 @@ class _FileReader:
 
     def _constraints(self, source: str, parameters: Node | None, type_parameters: frozenset[str]) -> None:
         for declaration in parameters.named_children if parameters is not None else []:
-            self.collector.types(source, "references", declaration.child_by_field_name("type"), type_parameters)
+            self.collector.refer_types(source, "references", declaration.child_by_field_name("type"), type_parameters)
 
     # --------------------------------------------------------------- types ---
     def _type(self, spec: Node) -> None:
@@ -537,7 +527,7 @@ class _FileReader:
             return
         qualified = f"{self.package}.{name}"
         kind = {"struct_type": "struct", "interface_type": "interface"}.get(written.type if written else "", "type")
-        self.collector.symbol(qualified, kind, line_of(spec), end_line_of(spec), self.package, name)
+        self.collector.add_symbol(Symbol(qualified, kind, line_of(spec), end_line_of(spec), self.package, name))
         type_parameters = type_parameter_names(spec.child_by_field_name("type_parameters"))
         self._constraints(qualified, spec.child_by_field_name("type_parameters"), type_parameters)
         if written is not None and kind == "struct":
@@ -545,7 +535,7 @@ class _FileReader:
         elif written is not None and kind == "interface":
             self._interface_elements(qualified, written, type_parameters)
         else:
-            self.collector.types(qualified, "type_of", written, type_parameters)
+            self.collector.refer_types(qualified, "type_of", written, type_parameters)
 
     def _struct_fields(self, struct: str, written: Node, type_parameters: frozenset[str]) -> None:
         body = next((child for child in written.named_children if child.type == "field_declaration_list"), None)
@@ -558,18 +548,20 @@ class _FileReader:
                 self._embedded(struct, field_type, type_parameters)
             for name in names:
                 qualified = f"{struct}.{text(name)}"
-                self.collector.symbol(qualified, "field", line_of(name), end_line_of(declaration), struct, text(name))
-                self.collector.types(qualified, "type_of", field_type, type_parameters)
+                self.collector.add_symbol(
+                    Symbol(qualified, "field", line_of(name), end_line_of(declaration), struct, text(name))
+                )
+                self.collector.refer_types(qualified, "type_of", field_type, type_parameters)
 
     def _embedded(self, owner: str, written: Node | None, type_parameters: frozenset[str]) -> None:
         """An embedded type is what the struct or interface extends; its type arguments are mere references."""
         base = named_type(written, type_parameters)
         if written is None or base is None:
-            self.collector.types(owner, "references", written, type_parameters)
+            self.collector.refer_types(owner, "references", written, type_parameters)
             return
-        self.collector.reference(owner, "extends", base, line_of(written))
+        self.collector.refer_at(owner, "extends", base, line_of(written))
         for argument in type_names(written, type_parameters)[1:]:
-            self.collector.reference(owner, "references", argument, line_of(written))
+            self.collector.refer_at(owner, "references", argument, line_of(written))
 
     def _interface_elements(self, interface: str, written: Node, type_parameters: frozenset[str]) -> None:
         for element in written.named_children:
@@ -578,12 +570,12 @@ class _FileReader:
             elif element.type == "type_elem" and len(element.named_children) == 1:
                 self._embedded(interface, element.named_children[0], type_parameters)
             elif element.type == "type_elem":  # a union or ~T: a constraint, not an embedding
-                self.collector.types(interface, "references", element, type_parameters)
+                self.collector.refer_types(interface, "references", element, type_parameters)
 
     def _interface_method(self, interface: str, element: Node, type_parameters: frozenset[str]) -> None:
         name = text(element.child_by_field_name("name"))
         qualified = f"{interface}.{name}"
-        self.collector.symbol(qualified, "method", line_of(element), end_line_of(element), interface, name)
+        self.collector.add_symbol(Symbol(qualified, "method", line_of(element), end_line_of(element), interface, name))
         scope = _Scope()  # parameter names of an interface method bind nothing anyone reads
         parameters, result = element.child_by_field_name("parameters"), element.child_by_field_name("result")
         declare_parameters(self.collector, qualified, parameters, scope, "references", type_parameters)
@@ -607,8 +599,12 @@ class _FileReader:
         values = expressions(value)
         for index, name in enumerate(names):
             qualified = f"{self.package}.{text(name)}"
-            self.collector.symbol(qualified, kind, line_of(name), end_line_of(spec), self.package, text(name))
-            self.collector.types(qualified, "type_of", written, line=line_of(name))
+            self.collector.add_symbol(
+                Symbol(qualified, kind, line_of(name), end_line_of(spec), self.package, text(name))
+            )
+            # The type is written elsewhere (once for several names, or on the spec before): the name's line.
+            for type_name in type_names(written):
+                self.collector.refer_at(qualified, "type_of", type_name, line_of(name))
             # ``var a, b = f(), g()`` pairs values with names; ``var a, b = f()`` gives both the one value
             own = [values[index]] if len(values) == len(names) else values
             for expression in own:
@@ -686,18 +682,10 @@ def extract_go(root: Node, source: bytes, path: str, paths: frozenset[str]) -> F
     key = module_key(path, paths)
     package = package_name(root, key)
     reader = _FileReader(package)
-    reader.collector.symbol(package, "package", 1, last_line(root), None, package)
+    reader.collector.add_symbol(Symbol(package, "package", 1, last_line(root), None, package))
     reader.read(root)
-    return FileOutline(
-        path=path,
-        language="go",
-        module=package,
-        module_key=key,
-        symbols=reader.collector.symbols,
-        imports=read_imports(root),
-        references=reader.collector.references,
-        errors=count_errors(root),
-    )
+    reader.collector.imports.extend(read_imports(root))
+    return reader.collector.file_outline(root, path=path, language="go", module=package, module_key=key)
 
 
 GO = LanguageSpec(

@@ -16,11 +16,13 @@ local of unknown type yields nothing.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
-from mnemo.outline.languages import LanguageSpec, count_errors, end_line_of, line_of, text
-from mnemo.outline.model import FileOutline, Import, Reference, Symbol
+from mnemo.outline.extractor import CodeWalker, Handler, line_of, text, top_level
+from mnemo.outline.languages import LanguageSpec
+from mnemo.outline.structure import FileOutline, Import
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -38,8 +40,10 @@ _FIELD_DECLARATIONS = {"field_declaration", "constant_declaration"}
 _METHOD_DECLARATIONS = {"method_declaration", "annotation_type_element_declaration"}
 _CONSTRUCTOR_DECLARATIONS = {"constructor_declaration", "compact_constructor_declaration"}
 _ANNOTATIONS = {"marker_annotation", "annotation"}
+#: Types written in code (a cast, a generic argument...): referred to wherever they stand.
+_TYPES_IN_BODIES = frozenset({*_PRIMITIVE_TYPES, "type_identifier", "scoped_type_identifier", "generic_type"})
 #: Children under these fields name what is being declared (or an annotation's key), never something used.
-_DECLARING_FIELDS = {"name", "key"}
+_DECLARING_FIELDS = frozenset({"name", "key"})
 _NATIVE_PREFIXES = ("java.", "javax.", "jdk.", "sun.")
 
 #: java.lang's names and the primitive types: usable without an import.
@@ -151,28 +155,13 @@ class _Scope:
         return _Scope(source, self.owner, self.superclass, self.fields, self.type_parameters | type_parameters)
 
 
-class _JavaOutline:
-    def __init__(self) -> None:
-        self.symbols: dict[str, Symbol] = {}
-        self.imports: list[Import] = []
-        self.references: dict[tuple[str, str, str, str | None], Reference] = {}
+class _JavaOutline(CodeWalker[_Scope]):
+    declaring_fields = _DECLARING_FIELDS
+    types_in_bodies = _TYPES_IN_BODIES
 
-    def declare(self, name: str, kind: str, node: Node, container: str | None, short: str) -> bool:
-        """Adds a symbol unless the name is taken (an overload: the first one stands for all)."""
-        if name in self.symbols:
-            return False
-        self.symbols[name] = Symbol(name, kind, line_of(node), end_line_of(node), container, short)
-        return True
-
-    def refer(self, source: str, kind: str, target: str, node: Node, via_type: str | None = None) -> None:
-        key = (source, kind, target, via_type)
-        if target and key not in self.references:
-            self.references[key] = Reference(source, kind, target, line_of(node), via_type)
-
-    def refer_types(self, source: str, kind: str, node: Node | None, type_parameters: frozenset[str]) -> None:
-        if node is not None:
-            for name in type_names(node, type_parameters):
-                self.refer(source, kind, name, node)
+    def written_types(self, node: Node, type_parameters: frozenset[str]) -> list[tuple[str, Node]]:
+        """Every name in the written type, at the line where the type starts."""
+        return [(name, node) for name in type_names(node, type_parameters)]
 
     # -------------------------------------------------------------- file level
     def read_import(self, node: Node) -> None:
@@ -309,26 +298,18 @@ class _JavaOutline:
                 self.walk(found, inner)
 
     # -------------------------------------------------------------- bodies
-    def walk(self, node: Node, scope: _Scope) -> None:
-        handler = _BODY_HANDLERS.get(node.type)
-        if handler is not None:
-            handler(self, node, scope)
-        elif node.type in _PRIMITIVE_TYPES or node.type in ("type_identifier", "scoped_type_identifier"):
-            self.refer_types(scope.source, "references", node, scope.type_parameters)
-        elif node.type == "identifier":
-            self.refer_path([text(node)], "references", node, scope)
-        else:
-            self.walk_children(node, scope)
-
-    def walk_children(self, node: Node, scope: _Scope) -> None:
-        for index, child in enumerate(node.children):
-            if child.is_named and node.field_name_for_child(index) not in _DECLARING_FIELDS:
-                self.walk(child, scope)
-
-    def refer_path(self, parts: list[str], kind: str, node: Node, scope: _Scope) -> None:
-        resolved = _through_scope(parts, scope)
-        if resolved is not None:
-            self.refer(scope.source, kind, resolved[0], node, resolved[1])
+    def through_scope(self, parts: list[str], scope: _Scope) -> tuple[str, str | None] | None:
+        head, rest = parts[0], parts[1:]
+        if head == "this":
+            return (".".join(rest), scope.owner) if rest and scope.owner else None
+        if head == "super":
+            return (".".join(rest), scope.superclass or "Object") if rest else None
+        if head in scope.locals:
+            declared = scope.locals[head]
+            return (".".join(rest), declared) if rest and declared else None
+        if head in scope.fields and rest:
+            return ".".join(parts), scope.owner
+        return ".".join(parts), None
 
     def bind(self, name_node: Node | None, type_node: Node | None, scope: _Scope, value: Node | None = None) -> None:
         if name_node is None:
@@ -435,46 +416,26 @@ class _JavaOutline:
         for child in node.named_children[1:]:  # the first is the label
             self.walk(child, scope)
 
-    def skip(self, node: Node, scope: _Scope) -> None:
-        """Labels after break and continue name no declaration."""
-
-
-_BODY_HANDLERS = {
-    "method_invocation": _JavaOutline.on_call,
-    "object_creation_expression": _JavaOutline.on_new,
-    "field_access": _JavaOutline.on_field_access,
-    "method_reference": _JavaOutline.on_method_reference,
-    "local_variable_declaration": _JavaOutline.on_local_declaration,
-    "formal_parameter": _JavaOutline.on_parameter,
-    "spread_parameter": _JavaOutline.on_parameter,
-    "catch_formal_parameter": _JavaOutline.on_parameter,
-    "enhanced_for_statement": _JavaOutline.on_parameter,
-    "lambda_expression": _JavaOutline.on_lambda,
-    "instanceof_expression": _JavaOutline.on_instanceof,
-    "marker_annotation": _JavaOutline.on_annotation,
-    "annotation": _JavaOutline.on_annotation,
-    "labeled_statement": _JavaOutline.on_labeled,
-    "break_statement": _JavaOutline.skip,
-    "continue_statement": _JavaOutline.skip,
-    "generic_type": lambda outline, node, scope: outline.refer_types(
-        scope.source, "references", node, scope.type_parameters
-    ),
-}
-
-
-def _through_scope(parts: list[str], scope: _Scope) -> tuple[str, str | None] | None:
-    """The target and via_type a dotted name gets from where it starts; None when its start is unknown."""
-    head, rest = parts[0], parts[1:]
-    if head == "this":
-        return (".".join(rest), scope.owner) if rest and scope.owner else None
-    if head == "super":
-        return (".".join(rest), scope.superclass or "Object") if rest else None
-    if head in scope.locals:
-        declared = scope.locals[head]
-        return (".".join(rest), declared) if rest and declared else None
-    if head in scope.fields and rest:
-        return ".".join(parts), scope.owner
-    return ".".join(parts), None
+    body_handlers: ClassVar[Mapping[str, Handler]] = {
+        "identifier": CodeWalker.on_name,
+        "method_invocation": on_call,
+        "object_creation_expression": on_new,
+        "field_access": on_field_access,
+        "method_reference": on_method_reference,
+        "local_variable_declaration": on_local_declaration,
+        "formal_parameter": on_parameter,
+        "spread_parameter": on_parameter,
+        "catch_formal_parameter": on_parameter,
+        "enhanced_for_statement": on_parameter,
+        "lambda_expression": on_lambda,
+        "instanceof_expression": on_instanceof,
+        "marker_annotation": on_annotation,
+        "annotation": on_annotation,
+        "labeled_statement": on_labeled,
+        # Labels after break and continue name no declaration.
+        "break_statement": CodeWalker.skip,
+        "continue_statement": CodeWalker.skip,
+    }
 
 
 def _members(body: Node) -> list[Node]:
@@ -505,34 +466,16 @@ def _package_of(root: Node) -> str:
     return DEFAULT_PACKAGE
 
 
-def _top_level(root: Node) -> list[Node]:
-    """The file's declarations, including those tree-sitter kept inside an ERROR node it recovered from."""
-    found = []
-    for child in root.named_children:
-        found.extend(_top_level(child) if child.type == "ERROR" else [child])
-    return found
-
-
 def extract(root: Node, source: bytes, path: str, paths: frozenset[str]) -> FileOutline:
     package = _package_of(root)
     outline = _JavaOutline()
-    last_line = max(1, len(source.splitlines()))
-    outline.symbols[package] = Symbol(package, "package", 1, last_line, None, package.rpartition(".")[2])
-    for node in _top_level(root):
+    outline.declare_file(package, "package", source, package.rpartition(".")[2])
+    for node in top_level(root):
         if node.type == "import_declaration":
             outline.read_import(node)
         elif node.type in _TYPE_KINDS:
             outline.read_type(node, package, frozenset())
-    return FileOutline(
-        path=path,
-        language="java",
-        module=package,
-        module_key=module_key(path, paths),
-        symbols=list(outline.symbols.values()),
-        imports=outline.imports,
-        references=list(outline.references.values()),
-        errors=count_errors(root),
-    )
+    return outline.file_outline(root, path=path, language="java", module=package, module_key=module_key(path, paths))
 
 
 def _grammar(extension: str) -> object:

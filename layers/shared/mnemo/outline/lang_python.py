@@ -19,8 +19,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mnemo.outline.languages import LanguageSpec, count_errors, end_line_of, line_of, text
-from mnemo.outline.model import FileOutline, Import, Reference, Symbol
+from mnemo.outline.extractor import OutlineRecorder, line_of, text
+from mnemo.outline.languages import LanguageSpec
+from mnemo.outline.structure import FileOutline, Import
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -77,28 +78,13 @@ class _Scope:
         )
 
 
-class _Walker:
+class _Walker(OutlineRecorder):
     def __init__(self, path: str, module: str) -> None:
+        super().__init__()
         self.path = path
         self.module = module
-        self.outline = FileOutline(path=path, language="python", module=module, module_key=module)
-        self._declared: set[str] = set()
-        self._seen: set[tuple[str, str, str, str | None]] = set()
 
     # ------------------------------------------------------------ records
-    def declare(self, name: str, kind: str, node: Node, container: str | None, short: str) -> bool:
-        if name in self._declared:
-            return False
-        self._declared.add(name)
-        self.outline.symbols.append(Symbol(name, kind, line_of(node), end_line_of(node), container, short))
-        return True
-
-    def refer(self, source: str, kind: str, target: str, node: Node, via_type: str | None = None) -> None:
-        key = (source, kind, target, via_type)
-        if target and key not in self._seen:
-            self._seen.add(key)
-            self.outline.references.append(Reference(source, kind, target, line_of(node), via_type))
-
     def refer_chain(self, scope: _Scope, kind: str, chain: list[str], node: Node) -> None:
         """A dotted name used in code: through a typed local's type, never a plain local, else as written."""
         head = chain[0]
@@ -108,16 +94,15 @@ class _Walker:
         elif head not in scope.local:
             self.refer(scope.source, kind, ".".join(chain), node)
 
-    def refer_types(self, source: str, kind: str, annotation: Node | None) -> None:
-        for name, node in _type_names(annotation):
-            self.refer(source, kind, name, node)
+    def written_types(self, node: Node, type_parameters: frozenset[str]) -> list[tuple[str, Node]]:
+        """Each name its own node: a string annotation's names are on the string's line."""
+        return _type_names(node)
 
     # ------------------------------------------------------------ walk
     def walk(self, root: Node) -> FileOutline:
         self.declare(self.module, "module", root, None, self.module.rpartition(".")[2])
-        self.outline.errors = count_errors(root)
         self.visit_block(root, _Scope(source=self.module, qualifier=self.module, where="module"))
-        return self.outline
+        return self.file_outline(root, path=self.path, language="python", module=self.module, module_key=self.module)
 
     def visit_block(self, node: Node, scope: _Scope) -> None:
         for child in node.named_children:
@@ -126,9 +111,9 @@ class _Walker:
     def visit(self, node: Node, scope: _Scope) -> None:
         kind = node.type
         if kind == "import_statement":
-            self.imports(node)
+            self.read_import(node)
         elif kind == "import_from_statement":
-            self.imports_from(node)
+            self.read_import_from(node)
         elif kind == "decorated_definition":
             definition = node.child_by_field_name("definition")
             if definition is not None:
@@ -194,7 +179,7 @@ class _Walker:
             self.visit(target, scope)
 
     # ------------------------------------------------------------ imports
-    def imports(self, node: Node) -> None:
+    def read_import(self, node: Node) -> None:
         for child in node.children_by_field_name("name"):
             if child.type == "aliased_import":
                 module = text(child.child_by_field_name("name"))
@@ -204,21 +189,21 @@ class _Walker:
                 alias = module.split(".")[0]
                 # ``import a.b`` binds ``a``, but the file uses it as ``a.b``: record the module imported.
                 if module != alias:
-                    self.outline.imports.append(Import(alias, module, None, line_of(node)))
+                    self.imports.append(Import(alias, module, None, line_of(node)))
                     continue
-            self.outline.imports.append(Import(alias, module, None, line_of(node)))
+            self.imports.append(Import(alias, module, None, line_of(node)))
 
-    def imports_from(self, node: Node) -> None:
+    def read_import_from(self, node: Node) -> None:
         module = self.absolute(node.child_by_field_name("module_name"))
         if any(child.type == "wildcard_import" for child in node.named_children):
-            self.outline.imports.append(Import("", module, "*", line_of(node)))
+            self.imports.append(Import("", module, "*", line_of(node)))
             return
         for child in node.children_by_field_name("name"):
             if child.type == "aliased_import":
                 member, alias = text(child.child_by_field_name("name")), text(child.child_by_field_name("alias"))
             else:
                 member = alias = text(child)
-            self.outline.imports.append(Import(alias, module, member, line_of(node)))
+            self.imports.append(Import(alias, module, member, line_of(node)))
 
     def absolute(self, name: Node | None) -> str:
         if name is None:

@@ -21,11 +21,13 @@ so only ``new`` gives a local one.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
-from mnemo.outline.languages import LanguageSpec, count_errors, end_line_of, line_of, text
-from mnemo.outline.model import FileOutline, Import, Reference, Symbol
+from mnemo.outline.extractor import CodeWalker, Handler, line_of, text, top_level
+from mnemo.outline.languages import LanguageSpec
+from mnemo.outline.structure import FileOutline, Import
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -64,9 +66,9 @@ _PROPERTY_MODIFIERS = {"accessibility_modifier", "readonly", "override_modifier"
 _FIELD_DEFINITIONS = {"public_field_definition", "field_definition"}
 #: Type nodes that name a type; everything else in a type is structure around them.
 _NAMED_TYPES = {"type_identifier", "nested_type_identifier", "predefined_type"}
-_TYPES_IN_BODIES = {"type_annotation", "type_arguments", "generic_type", *_NAMED_TYPES}
+_TYPES_IN_BODIES = frozenset({"type_annotation", "type_arguments", "generic_type", *_NAMED_TYPES})
 #: Children under these fields name what is being declared, never something used.
-_DECLARING_FIELDS = {"name", "label", "key", "property"}
+_DECLARING_FIELDS = frozenset({"name", "label", "key", "property"})
 
 
 # ------------------------------------------------------------------ modules ---
@@ -218,33 +220,26 @@ class _Scope:
         )
 
 
-class _ScriptOutline:
+class _ScriptOutline(CodeWalker[_Scope]):
+    declaring_fields = _DECLARING_FIELDS
+    types_in_bodies = _TYPES_IN_BODIES
+
     def __init__(self, path: str, module: str, typed: bool) -> None:
+        super().__init__()
         self.path = path
         self.module = module
         self.language = "typescript" if typed else "javascript"
-        self.symbols: dict[str, Symbol] = {}
-        self.imports: list[Import] = []
-        self.exports: dict[str, str] = {}
-        self.references: dict[tuple[str, str, str, str | None], Reference] = {}
 
-    def declare(self, short: str, kind: str, node: Node, container: str) -> str | None:
+    def declare_member(self, short: str, kind: str, node: Node, container: str) -> str | None:
         """The new symbol's name, or None when the name is taken (an overload: the first one stands for all)."""
         name = f"{container}.{short}"
-        if not short or name in self.symbols:
+        if not short or not self.declare(name, kind, node, container, short):
             return None
-        self.symbols[name] = Symbol(name, kind, line_of(node), end_line_of(node), container, short)
         return name
 
-    def refer(self, source: str, kind: str, target: str, node: Node, via_type: str | None = None) -> None:
-        key = (source, kind, target, via_type)
-        if target and key not in self.references:
-            self.references[key] = Reference(source, kind, target, line_of(node), via_type)
-
-    def refer_types(self, source: str, kind: str, node: Node | None, type_parameters: frozenset[str]) -> None:
-        if node is not None:
-            for name in type_names(node, type_parameters):
-                self.refer(source, kind, name, node)
+    def written_types(self, node: Node, type_parameters: frozenset[str]) -> list[tuple[str, Node]]:
+        """Every name in the written type, at the line where the type starts."""
+        return [(name, node) for name in type_names(node, type_parameters)]
 
     def module_scope(self) -> _Scope:
         return _Scope(self.module)
@@ -348,7 +343,7 @@ class _ScriptOutline:
     def read_class(self, node: Node, container: str | None = None) -> list[str]:
         name_node = node.child_by_field_name("name")
         container = container or self.module
-        name = self.declare(text(name_node), "class", node, container) if name_node is not None else None
+        name = self.declare_member(text(name_node), "class", node, container) if name_node is not None else None
         if name is None:
             self.walk(node, self.module_scope())  # an anonymous class (export default class {})
             return []
@@ -420,7 +415,7 @@ class _ScriptOutline:
         computed = name_node is None or name_node.type == "computed_property_name"
         short = "" if computed else text(name_node)
         kind = "constructor" if short == "constructor" and scope.owner else "method"
-        self.declare(short, kind, node, scope.source)
+        self.declare_member(short, kind, node, scope.source)
         # An overload or a getter's setter shares the first one's symbol; a computed name has none of its own.
         source = f"{scope.source}.{short}" if short else scope.source
         inner = _Scope(source, scope.owner, scope.superclass, scope.type_parameters | _declared_type_parameters(node))
@@ -439,7 +434,7 @@ class _ScriptOutline:
             is_property = any(child.type in _PROPERTY_MODIFIERS for child in parameter.children)
             pattern = parameter.child_by_field_name("pattern")
             if parameter.type in _PARAMETERS and is_property and pattern is not None and pattern.type == "identifier":
-                name = self.declare(text(pattern), "field", parameter, scope.source)
+                name = self.declare_member(text(pattern), "field", parameter, scope.source)
                 if name is not None:
                     self.refer_types(name, "type_of", parameter.child_by_field_name("type"), scope.type_parameters)
 
@@ -457,7 +452,7 @@ class _ScriptOutline:
         name_node = node.child_by_field_name("name") or node.child_by_field_name("property")
         if name_node is None or name_node.type == "computed_property_name":
             return scope.source
-        self.declare(text(name_node), "field", node, scope.source)
+        self.declare_member(text(name_node), "field", node, scope.source)
         name = f"{scope.source}.{text(name_node)}"
         inner = _Scope(name, scope.owner, scope.superclass, scope.type_parameters)
         for child in node.named_children:
@@ -481,7 +476,7 @@ class _ScriptOutline:
 
     def read_function(self, node: Node) -> list[str]:
         name_node = node.child_by_field_name("name")
-        name = self.declare(text(name_node), "function", node, self.module) if name_node is not None else None
+        name = self.declare_member(text(name_node), "function", node, self.module) if name_node is not None else None
         source = name or (f"{self.module}.{text(name_node)}" if name_node is not None else self.module)
         scope = _Scope(source, type_parameters=frozenset(_declared_type_parameters(node)))
         self.read_callable(node, scope, "type_of")
@@ -504,18 +499,18 @@ class _ScriptOutline:
             self.read_require(pattern, specifier, line_of(declarator))
             return []
         if pattern is None or pattern.type != "identifier":
-            declared = [self.declare(name, kind, declarator, self.module) for name in _bound_names(pattern)]
+            declared = [self.declare_member(name, kind, declarator, self.module) for name in _bound_names(pattern)]
             if value is not None:
                 self.walk(value, self.module_scope())
             return [name for name in declared if name]
         is_function = value is not None and value.type in _FUNCTION_VALUES
-        name = self.declare(text(pattern), "function" if is_function else kind, declarator, self.module)
+        name = self.declare_member(text(pattern), "function" if is_function else kind, declarator, self.module)
         source = name or f"{self.module}.{text(pattern)}"
         self.read_typed_value(source, declarator, _Scope(source))
         return [name] if name else []
 
     def read_interface(self, node: Node) -> list[str]:
-        name = self.declare(text(node.child_by_field_name("name")), "interface", node, self.module)
+        name = self.declare_member(text(node.child_by_field_name("name")), "interface", node, self.module)
         if name is None:
             return []
         type_parameters = frozenset(_declared_type_parameters(node))
@@ -533,55 +528,43 @@ class _ScriptOutline:
         if name_node is None or name_node.type == "computed_property_name":
             return
         if member.type == "property_signature":
-            name = self.declare(text(name_node), "field", member, scope.source)
+            name = self.declare_member(text(name_node), "field", member, scope.source)
             if name is not None:
                 self.refer_types(name, "type_of", member.child_by_field_name("type"), scope.type_parameters)
         elif member.type in _METHOD_SIGNATURES:
             self.read_method(member, scope)
 
     def read_type_alias(self, node: Node) -> list[str]:
-        name = self.declare(text(node.child_by_field_name("name")), "type", node, self.module)
+        name = self.declare_member(text(node.child_by_field_name("name")), "type", node, self.module)
         if name is not None:
             type_parameters = frozenset(_declared_type_parameters(node))
             self.refer_types(name, "type_of", node.child_by_field_name("value"), type_parameters)
         return [name] if name else []
 
     def read_enum(self, node: Node) -> list[str]:
-        name = self.declare(text(node.child_by_field_name("name")), "enum", node, self.module)
+        name = self.declare_member(text(node.child_by_field_name("name")), "enum", node, self.module)
         body = node.child_by_field_name("body")
         if name is None or body is None:
             return [name] if name else []
         for member in body.named_children:
             member_name = member.child_by_field_name("name") if member.type == "enum_assignment" else member
             if member_name is not None and member_name.type == "property_identifier":
-                self.declare(text(member_name), "constant", member, name)
+                self.declare_member(text(member_name), "constant", member, name)
             value = member.child_by_field_name("value")
             if value is not None:
                 self.walk(value, _Scope(name))
         return [name]
 
     # -------------------------------------------------------------- bodies
-    def walk(self, node: Node, scope: _Scope) -> None:
-        handler = _BODY_HANDLERS.get(node.type)
-        if handler is not None:
-            handler(self, node, scope)
-        elif node.type in _TYPES_IN_BODIES:
-            self.refer_types(scope.source, "references", node, scope.type_parameters)
-        else:
-            self.walk_children(node, scope)
-
-    def walk_children(self, node: Node, scope: _Scope) -> None:
-        for index, child in enumerate(node.children):
-            if child.is_named and node.field_name_for_child(index) not in _DECLARING_FIELDS:
-                self.walk(child, scope)
-
-    def refer_path(self, parts: list[str], kind: str, node: Node, scope: _Scope) -> None:
-        resolved = _through_scope(parts, scope)
-        if resolved is not None:
-            self.refer(scope.source, kind, resolved[0], node, resolved[1])
-
-    def on_name(self, node: Node, scope: _Scope) -> None:
-        self.refer_path([text(node)], "references", node, scope)
+    def through_scope(self, parts: list[str], scope: _Scope) -> tuple[str, str | None] | None:
+        head, rest = parts[0], parts[1:]
+        if head in ("this", "super"):
+            via_type = scope.owner if head == "this" else scope.superclass
+            return (".".join(rest), via_type) if rest and via_type else None
+        if head in scope.locals:
+            declared = scope.locals[head]
+            return (".".join(rest), declared) if rest and declared else None
+        return ".".join(parts), None
 
     def on_member(self, node: Node, scope: _Scope) -> None:
         path = _dotted_path(node)
@@ -712,8 +695,29 @@ class _ScriptOutline:
         for child in node.named_children[1:]:  # the first is the attribute's name
             self.walk(child, scope)
 
-    def skip(self, node: Node, scope: _Scope) -> None:
-        """Closing tags repeat the opening one; nested imports and labels name nothing used."""
+    body_handlers: ClassVar[Mapping[str, Handler]] = {
+        "identifier": CodeWalker.on_name,
+        "shorthand_property_identifier": CodeWalker.on_name,
+        "member_expression": on_member,
+        "call_expression": on_call,
+        "new_expression": on_new,
+        "variable_declarator": on_declarator,
+        "arrow_function": on_function,
+        "function_expression": on_function,
+        "function": on_function,
+        "generator_function": on_function,
+        "function_declaration": on_function,
+        "generator_function_declaration": on_function,
+        "method_definition": on_function,
+        "catch_clause": on_catch,
+        "for_in_statement": on_for_in,
+        "jsx_opening_element": on_jsx_element,
+        "jsx_self_closing_element": on_jsx_element,
+        "jsx_attribute": on_jsx_attribute,
+        # Closing tags repeat the opening one; nested imports and labels name nothing used.
+        "jsx_closing_element": CodeWalker.skip,
+        "import_statement": CodeWalker.skip,
+    }
 
 
 _STATEMENT_READERS: dict[str, Callable[[_ScriptOutline, Node], list[str]]] = {
@@ -733,68 +737,14 @@ _STATEMENT_READERS: dict[str, Callable[[_ScriptOutline, Node], list[str]]] = {
     "enum_declaration": _ScriptOutline.read_enum,
 }
 
-_BODY_HANDLERS: dict[str, Callable[[_ScriptOutline, Node, _Scope], None]] = {
-    "identifier": _ScriptOutline.on_name,
-    "shorthand_property_identifier": _ScriptOutline.on_name,
-    "member_expression": _ScriptOutline.on_member,
-    "call_expression": _ScriptOutline.on_call,
-    "new_expression": _ScriptOutline.on_new,
-    "variable_declarator": _ScriptOutline.on_declarator,
-    "arrow_function": _ScriptOutline.on_function,
-    "function_expression": _ScriptOutline.on_function,
-    "function": _ScriptOutline.on_function,
-    "generator_function": _ScriptOutline.on_function,
-    "function_declaration": _ScriptOutline.on_function,
-    "generator_function_declaration": _ScriptOutline.on_function,
-    "method_definition": _ScriptOutline.on_function,
-    "catch_clause": _ScriptOutline.on_catch,
-    "for_in_statement": _ScriptOutline.on_for_in,
-    "jsx_opening_element": _ScriptOutline.on_jsx_element,
-    "jsx_self_closing_element": _ScriptOutline.on_jsx_element,
-    "jsx_attribute": _ScriptOutline.on_jsx_attribute,
-    "jsx_closing_element": _ScriptOutline.skip,
-    "import_statement": _ScriptOutline.skip,
-}
-
-
-def _through_scope(parts: list[str], scope: _Scope) -> tuple[str, str | None] | None:
-    """The target and via_type a dotted name gets from where it starts; None when its start is unknown."""
-    head, rest = parts[0], parts[1:]
-    if head in ("this", "super"):
-        via_type = scope.owner if head == "this" else scope.superclass
-        return (".".join(rest), via_type) if rest and via_type else None
-    if head in scope.locals:
-        declared = scope.locals[head]
-        return (".".join(rest), declared) if rest and declared else None
-    return ".".join(parts), None
-
-
-def _top_level(root: Node) -> list[Node]:
-    """The file's statements, including those tree-sitter kept inside an ERROR node it recovered from."""
-    found = []
-    for child in root.named_children:
-        found.extend(_top_level(child) if child.type == "ERROR" else [child])
-    return found
-
 
 def extract(root: Node, source: bytes, path: str, paths: frozenset[str]) -> FileOutline:
     module = module_key(path, paths)
     outline = _ScriptOutline(path, module, typed=path.endswith(TYPESCRIPT_EXTENSIONS))
-    last_line = max(1, len(source.splitlines()))
-    outline.symbols[module] = Symbol(module, "module", 1, last_line, None, posixpath.basename(module))
-    for node in _top_level(root):
+    outline.declare_file(module, "module", source, posixpath.basename(module))
+    for node in top_level(root):
         outline.read_statement(node)
-    return FileOutline(
-        path=path,
-        language=outline.language,
-        module=module,
-        module_key=module,
-        symbols=list(outline.symbols.values()),
-        imports=outline.imports,
-        references=list(outline.references.values()),
-        exports=outline.exports,
-        errors=count_errors(root),
-    )
+    return outline.file_outline(root, path=path, language=outline.language, module=module, module_key=module)
 
 
 def _typescript_grammar(extension: str) -> object:

@@ -21,7 +21,7 @@ from mnemo.errors import invalid_field
 if TYPE_CHECKING:
     from tree_sitter import Node
 
-    from mnemo.outline.model import FileOutline
+    from mnemo.outline.structure import FileOutline
 
 #: extract(root, source, path, workspace paths) -> the file's outline.
 Extractor = Callable[["Node", bytes, str, frozenset[str]], "FileOutline"]
@@ -143,33 +143,3 @@ def _on_a_deep_stack(work: Callable[[], FileOutline]) -> FileOutline:
 
 
 _deep_lock = threading.Lock()
-
-
-# ----------------------------------------------------- helpers for extractors ---
-def text(node: Node | None) -> str:
-    """A node's source text (tree-sitter keeps the bytes it parsed)."""
-    if node is None or node.text is None:
-        return ""
-    return node.text.decode(errors="replace")
-
-
-def line_of(node: Node) -> int:
-    return node.start_point[0] + 1
-
-
-def end_line_of(node: Node) -> int:
-    return node.end_point[0] + 1
-
-
-def count_errors(root: Node) -> int:
-    """How many ERROR or MISSING nodes the parser recovered with (0 for a file that parses cleanly)."""
-    if not root.has_error:
-        return 0
-    found, stack = 0, [root]
-    while stack:
-        node = stack.pop()
-        if node.is_error or node.is_missing:
-            found += 1
-            continue
-        stack.extend(child for child in node.children if child.has_error or child.is_missing)
-    return found

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnemo.outline.graph import Graph, Node
-from mnemo.outline.model import RELATION_KINDS
+from mnemo.outline.structure import RELATION_KINDS
 
 #: Edges a tree may look at per node it may hold (the rest are omitted natives).
 EXAMINED_PER_NODE = 4
