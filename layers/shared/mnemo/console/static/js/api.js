@@ -17,7 +17,25 @@ export class ToolError extends Error {
 // Relative to /ui/, so that the console works wherever the API's /v1 sits beside it.
 const TOOLS = new URL("../v1/tools/", document.baseURI);
 
+// Calls in flight, marked on the page (html[data-busy]) so that a person's tools and tests can wait for quiet.
+let inFlight = 0;
+
+function busy(change) {
+  inFlight += change;
+  if (inFlight > 0) document.documentElement.dataset.busy = String(inFlight);
+  else delete document.documentElement.dataset.busy;
+}
+
 export async function callTool(name, body = {}) {
+  busy(1);
+  try {
+    return await send(name, body);
+  } finally {
+    busy(-1);
+  }
+}
+
+async function send(name, body) {
   let response;
   try {
     response = await fetch(new URL(name, TOOLS), {

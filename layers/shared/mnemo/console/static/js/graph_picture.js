@@ -7,6 +7,10 @@ const WIDTH = 720;
 const HEIGHT = 420;
 const RADIUS = 160;
 
+function radius(node) {
+  return node.centre ? 34 : 26;
+}
+
 function shortened(text, most = 22) {
   return text.length > most ? `${text.slice(0, most - 1)}…` : text;
 }
@@ -28,7 +32,8 @@ export function graphPicture(entity, facts, neighbours, linkTo) {
     remember(fact.objectId, fact.object);
   }
   others.forEach((node, index) => {
-    const angle = (2 * Math.PI * index) / Math.max(others.length, 1) - Math.PI / 2;
+    // From the right, going round: two neighbours sit either side, where the labels have room.
+    const angle = (2 * Math.PI * index) / Math.max(others.length, 1);
     node.x = WIDTH / 2 + RADIUS * 1.6 * Math.cos(angle);
     node.y = HEIGHT / 2 + RADIUS * Math.sin(angle);
   });
@@ -42,17 +47,23 @@ export function graphPicture(entity, facts, neighbours, linkTo) {
     pairCount.set(pair, nth + 1);
     const labelX = (from.x + to.x) / 2;
     const labelY = (from.y + to.y) / 2 - 6 + nth * 16;
+    // The line runs from circle edge to circle edge, so that the arrow head shows.
+    const length = Math.hypot(to.x - from.x, to.y - from.y) || 1;
+    const [dx, dy] = [(to.x - from.x) / length, (to.y - from.y) / length];
+    const [start, end] = [radius(from) + 2, radius(to) + 4];
     return svg("g", { class: "edge", "data-fact-id": fact.factId },
       svg("title", { text: fact.text }),
-      svg("line", { x1: from.x, y1: from.y, x2: to.x, y2: to.y, "marker-end": "url(#arrow)" }),
+      svg("line", {
+        x1: from.x + dx * start, y1: from.y + dy * start, x2: to.x - dx * end, y2: to.y - dy * end, "marker-end": "url(#arrow)",
+      }),
       svg("text", { x: labelX, y: labelY, "text-anchor": "middle", class: "edge-label", text: fact.predicate }));
   });
 
   const drawn = [...nodes.values()].map((node) => {
     const label = `${node.name}${node.type ? ` (${node.type})` : ""}`;
     const shape = svg("g", { class: node.centre ? "node centre" : "node", "data-entity-id": node.id },
-      svg("circle", { cx: node.x, cy: node.y, r: node.centre ? 34 : 26 }),
-      svg("text", { x: node.x, y: node.y + (node.centre ? 50 : 42), "text-anchor": "middle", text: shortened(node.name) }));
+      svg("circle", { cx: node.x, cy: node.y, r: radius(node) }),
+      svg("text", { x: node.x, y: node.y + radius(node) + 16, "text-anchor": "middle", text: shortened(node.name) }));
     if (node.centre) return shape;
     return svg("a", { href: linkTo(node), "aria-label": `Open ${label}`, class: "node-link" }, shape);
   });
@@ -61,7 +72,7 @@ export function graphPicture(entity, facts, neighbours, linkTo) {
     viewBox: `0 0 ${WIDTH} ${HEIGHT}`, class: "graph", role: "group",
     "aria-label": `${entity.name} and its neighbours: ${facts.length} ${facts.length === 1 ? "fact" : "facts"} shown`,
   },
-  svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 36, refY: 5, markerWidth: 8, markerHeight: 8, orient: "auto-start-reverse" },
+  svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 8, markerHeight: 8, orient: "auto-start-reverse" },
     svg("path", { d: "M 0 0 L 10 5 L 0 10 z" }))),
   edges, drawn);
 }

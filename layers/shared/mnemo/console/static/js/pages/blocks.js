@@ -80,11 +80,11 @@ async function showAll(place, feedback, editor, refresh) {
         h("td", {}, String(entry.tokens)),
         h("td", {}, timeElement(entry.lastUpdated)),
         h("td", {}, entry.pinned ? "yes" : "no"),
-        h("td", { class: "actions" },
+        h("td", {}, h("div", { class: "actions" },
           entry.pinned
             ? button("Unpin", () => unpin(entry.path, feedback, refresh), { "aria-label": `Unpin ${entry.path}` })
             : button("Pin", () => pin(entry.path, feedback, refresh), { "aria-label": `Pin ${entry.path}` }),
-          button("Edit", () => edit(entry.path, editor, feedback, refresh), { "aria-label": `Edit ${entry.path}` })))))
+          button("Edit", () => edit(entry.path, editor, feedback, refresh), { "aria-label": `Edit ${entry.path}` }))))))
     : h("p", {}, "You have no blocks yet."));
 }
 

@@ -75,7 +75,10 @@ async function showEntity(place, params) {
     const at = moment ? await guarded(picture, () => callTool("get_memory_object", { ...base, asOf: moment })) : answer;
     if (!at) return;
     const holding = at.facts.filter((fact) => fact.status === "valid");
-    clear(picture, graphPicture(entity, holding, [], (node) => link({ id: node.id, name: node.name })));
+    // Neighbours named by the facts drawn (they bring their types); the others were linked at another time.
+    const drawnIds = new Set(holding.map((fact) => fact.factId));
+    const near = at.neighbours.filter((neighbour) => neighbour.via.some((id) => drawnIds.has(id)));
+    clear(picture, graphPicture(entity, holding, near, (node) => link({ id: node.id, name: node.name })));
     clear(facts, factTable(at.facts, action, () => showEntity(place, params)));
   };
   slider.addEventListener("input", draw);
@@ -88,7 +91,6 @@ async function showEntity(place, params) {
         h("label", { for: "as-of" }, "As of"), slider, shown,
         h("small", {}, `${stops.length - 1} earlier ${stops.length === 2 ? "moment" : "moments"} when a fact began or ended`)),
       picture,
-      h("h3", {}, "Facts"),
       facts,
       action,
       h("div", { class: "actions" }, button(`Delete ${entity.name}…`, () => deleteObject({ entityId: entity.entityId }, entity.name), { class: "danger" }))));
@@ -105,9 +107,9 @@ function factTable(facts, action, reload) {
       h("td", {}, timeElement(fact.validAt)),
       h("td", {}, timeElement(fact.invalidAt)),
       h("td", {}, STATUS[fact.status] || fact.status),
-      h("td", { class: "actions" },
+      h("td", {}, h("div", { class: "actions" },
         fact.invalidAt ? null : button("Invalidate", () => invalidateForm(fact, action, reload), { "aria-label": `Invalidate: ${fact.text}` }),
-        button("Delete", () => deleteObject({ factId: fact.factId }, fact.text, reload), { class: "danger", "aria-label": `Delete: ${fact.text}` })))),
+        button("Delete", () => deleteObject({ factId: fact.factId }, fact.text, reload), { class: "danger", "aria-label": `Delete: ${fact.text}` }))))),
     "Facts about this entity, past and present",
   );
 }
@@ -162,7 +164,7 @@ function addFactForm(subject) {
       field("True from", input("validAt", { type: "date" }), "blank: now"),
       field("Layer", select("layer", LAYERS.map((layer) => [layer, layer]), "user")),
       h("div", { class: "field check" }, h("input", { type: "checkbox", name: "exclusive", id: "fact-exclusive" }),
-        h("label", { for: "fact-exclusive" }, "Replaces the subject's current fact of this relation"))),
+        h("label", { for: "fact-exclusive" }, "Exclusive: ends the one held until now"))),
     h("div", {}, h("button", { type: "submit" }, "Add fact")),
     result);
   form.addEventListener("submit", async (event) => {
