@@ -25,7 +25,7 @@ export function route() {
 
 let rendering = 0;
 
-async function show() {
+async function show(event) {
   const { page, params } = route();
   const main = document.getElementById("main");
   const turn = ++rendering;
@@ -41,8 +41,10 @@ async function show() {
   } catch (error) {
     if (turn === rendering) view.append(errorBox(error));
   }
+  // After a move to another section the focus goes to its title, so that a screen reader announces it; on
+  // the first load it stays at the top of the page, where Tab reaches the skip link first.
   const title = view.querySelector("h1");
-  if (title && document.activeElement === document.body) title.focus({ preventScroll: true });
+  if (event && title && turn === rendering) title.focus({ preventScroll: true });
 }
 
 function showIdentity() {
