@@ -104,8 +104,16 @@ def seed(base: str) -> dict[str, Any]:
         {"subject": "Alice", "predicate": "uses", "object": "PostgreSQL", "objectType": "technology",
          "validAt": "2024-05-01T00:00:00Z"},
     )  # fmt: skip
-    call(base, "file_write", {"path": "mnemo:///blocks/decisions.md", "content": "# Decisions\n\n- Orders live in PostgreSQL 16.\n"})
-    call(base, "file_write", {"path": "mnemo:///blocks/style.md", "content": "# Style\n\n- Small modules, one job each.\n"})
+    call(
+        base,
+        "file_write",
+        {"path": "mnemo:///blocks/decisions.md", "content": "# Decisions\n\n- Orders live in PostgreSQL 16.\n"},
+    )
+    call(
+        base,
+        "file_write",
+        {"path": "mnemo:///blocks/style.md", "content": "# Style\n\n- Small modules, one job each.\n"},
+    )
     call(base, "block_pin", {"path": "mnemo:///blocks/decisions.md"})
     call(
         base,

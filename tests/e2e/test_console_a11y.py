@@ -28,7 +28,8 @@ def violations(console: Browser) -> list[dict[str, Any]]:
     assert console.page.evaluate("axe.version") == "4.14.1"  # the pinned checker, not one from anywhere else
     found: list[dict[str, Any]] = console.page.evaluate(
         """async () => (await axe.run(document, { resultTypes: ["violations"] })).violations
-            .map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(" ")) }))"""
+            .map((v) => ({ id: v.id, impact: v.impact, help: v.help,
+                           nodes: v.nodes.map((n) => n.target.join(" ")) }))"""
     )
     return found
 
