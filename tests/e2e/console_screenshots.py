@@ -28,6 +28,9 @@ def shoot(folder: Path) -> list[Path]:
     with tempfile.TemporaryDirectory() as data:
         services = Services(Settings(data_dir=Path(data), embedder="hashing", block_budget_tokens=BUDGET))  # type: ignore[arg-type]
         push_tree(services, "local")
+        # A file that fails to sync, so that the knowledge page shows a failure.
+        broken = b"---\nid: broken\ntype: memo\ntitle: x\nsummary: y\n---\nbody\n"
+        services.repository.push("local", "company/broken.md", broken, author="docs", message="a broken file")
         try:
             with local_server(services) as base, browser(base) as console:
                 seed(base)

@@ -115,3 +115,38 @@ def test_console_is_static_same_origin_and_closed_to_other_paths(console_server:
         assert status == 404 and answer["errorCode"] == "NOT_FOUND", path
     status, _ = http_request(console_server, "GET", "/ui/", headers={"Origin": "https://evil.example"})
     assert status == 403
+
+
+def test_sync_now_and_its_failures(console: Browser, services: Services) -> None:
+    push_tree(services, "local")
+    broken = b"---\nid: broken\ntype: memo\ntitle: x\nsummary: y\n---\nbody\n"
+    services.repository.push("local", "company/broken.md", broken, author="a", message="m")
+    page = console.open("knowledge", "#sync dl")
+    assert "never" in page.locator("#sync dl").inner_text()
+    page.get_by_role("button", name="Sync now").click()
+    row = page.locator("#sync tr", has_text="company/broken.md")
+    row.wait_for()
+    assert row.locator("td").nth(1).inner_text() == "type"
+    assert "no" in page.locator("#sync dl dd").first.inner_text()  # not healthy while a file fails
+    assert console.problems == []
+
+
+def test_a_bearer_token_replaces_the_headers_and_names_the_user(console: Browser) -> None:
+    import base64
+    import json
+
+    claims = base64.urlsafe_b64encode(json.dumps({"sub": "u-42", "email": "alice@example.com"}).encode()).decode()
+    token = f"eyJhbGciOiJub25lIn0.{claims.rstrip('=')}.signature"
+    sent: list[dict[str, str]] = []
+    console.page.on("request", lambda request: "/v1/tools/" in request.url and sent.append(request.headers))
+    page = console.open("identity", "#identity-check .ok")
+    page.get_by_label("Bearer token").fill(token)
+    page.get_by_role("button", name="Use this identity").click()
+    page.wait_for_selector("#whoami:has-text('Signed in as alice@example.com')")
+    assert '"email": "alice@example.com"' in page.locator("#identity-headers").inner_text()
+    console.settle()
+    assert sent[-1]["authorization"] == f"Bearer {token}"
+    assert not [name for name in sent[-1] if name.startswith("x-mnemo-")]
+    page.get_by_role("button", name="Back to the defaults").click()
+    page.wait_for_selector("#whoami:has-text('Acting as tenant local, user local')")
+    assert console.problems == []

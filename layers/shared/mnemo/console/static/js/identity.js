@@ -41,9 +41,29 @@ export function identityHeaders(identity = loadIdentity()) {
   return headers;
 }
 
+/**
+ * The claims a JWT carries, read only to name the signed-in user on the page. The API checks the token's
+ * signature and maps its claims; the console trusts nothing it reads here. Null when it is no JWT.
+ */
+export function tokenClaims(token) {
+  const parts = token.trim().split(".");
+  if (parts.length !== 3) return null;
+  try {
+    const json = atob(parts[1].replace(/-/g, "+").replace(/_/g, "/").padEnd(Math.ceil(parts[1].length / 4) * 4, "="));
+    const claims = JSON.parse(new TextDecoder().decode(Uint8Array.from(json, (c) => c.charCodeAt(0))));
+    return claims && typeof claims === "object" ? claims : null;
+  } catch {
+    return null;
+  }
+}
+
 /** One line naming the identity, for the page's header. */
 export function describeIdentity(identity = loadIdentity()) {
-  if (identity.token.trim()) return "Signed in with a bearer token";
+  if (identity.token.trim()) {
+    const claims = tokenClaims(identity.token) || {};
+    const who = claims.email || claims["cognito:username"] || claims.username || claims.sub;
+    return who ? `Signed in as ${who}` : "Signed in with a bearer token";
+  }
   const parts = FIELDS.filter((name) => identity[name]).map((name) => `${name} ${identity[name]}`);
   return `Acting as ${parts.join(", ")}`;
 }

@@ -2,7 +2,7 @@
 
 import { callTool } from "../api.js";
 import { clear, h } from "../dom.js";
-import { DEFAULTS, FIELDS, identityHeaders, loadIdentity, resetIdentity, saveIdentity } from "../identity.js";
+import { DEFAULTS, FIELDS, identityHeaders, loadIdentity, resetIdentity, saveIdentity, tokenClaims } from "../identity.js";
 import { announce, button, field, guarded, heading, input, section } from "../ui.js";
 
 export async function render(view) {
@@ -45,8 +45,15 @@ export async function render(view) {
 
 function showHeaders(place) {
   const headers = identityHeaders();
-  clear(place, h("pre", { tabindex: "0", "aria-label": "Headers" },
-    Object.entries(headers).map(([name, value]) => `${name}: ${name === "Authorization" ? "Bearer …" : value}`).join("\n") || "(none: the server's defaults)"));
+  const identity = loadIdentity();
+  const claims = identity.token ? tokenClaims(identity.token) : null;
+  clear(place,
+    h("pre", { tabindex: "0", "aria-label": "Headers" },
+      Object.entries(headers).map(([name, value]) => `${name}: ${name === "Authorization" ? "Bearer …" : value}`).join("\n") || "(none: the server's defaults)"),
+    claims
+      ? h("div", {}, h("p", {}, "The token's claims, as it says (the API checks its signature and maps them to your identity):"),
+        h("pre", { tabindex: "0", "aria-label": "Token claims" }, JSON.stringify(claims, null, 2)))
+      : null);
 }
 
 async function verify(place) {
