@@ -43,17 +43,17 @@ def shoot(folder: Path) -> list[Path]:
                 page = console.page
                 page.set_viewport_size({"width": 1280, "height": 800})
 
-                def save(name: str) -> None:
+                def save(name: str, *, whole: bool = True) -> None:
                     console.settle()
                     path = folder / f"{name}.png"
-                    page.screenshot(path=str(path), full_page=True)
+                    page.screenshot(path=str(path), full_page=whole)
                     written.append(path)
 
                 console.open("memories?q=PostgreSQL", "#memory-results .card")
                 page.locator("#memory-results .card summary").first.click()
                 save("memories")
                 page.locator("#memory-results .card").first.get_by_role("button", name="Delete").click()
-                save("memories-delete")
+                save("memories-delete", whole=False)  # the dialog covers what the window shows
                 page.keyboard.press("Escape")
 
                 console.open("graph?name=Alice", "svg.graph .edge")

@@ -96,13 +96,16 @@ function card(memory, retrieval) {
       h("span", {}, `source: ${source}`)),
     tags(memory.tags),
     h("details", {},
-      h("summary", {}, "Details and history"),
+      h("summary", {}, "Details"),
       h("dl", { class: "pairs" },
         h("dt", {}, "Memory id"), h("dd", {}, h("code", {}, memory.memoryId)),
         h("dt", {}, "Added"), h("dd", {}, timeElement(memory.createdAt)),
         h("dt", {}, "Happened"), h("dd", {}, timeElement(memory.occurredAt)),
         h("dt", {}, "Metadata"), h("dd", {}, h("pre", {}, JSON.stringify(memory.metadata || {}, null, 2))))),
-    h("div", { class: "actions" }, remove),
+    // Knowledge sync owns the memories that mirror knowledge items: the API refuses to delete them.
+    h("div", { class: "actions" }, source === "knowledge_sync"
+      ? h("small", {}, "Mirrors a knowledge item: change the item's file, and sync updates this memory.")
+      : remove),
   );
   return item;
 }
