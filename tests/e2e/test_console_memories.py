@@ -66,3 +66,15 @@ def test_delete_asks_first_then_deletes(console: Browser) -> None:
     assert call(console.base, "memory_search", SEARCH)["results"] == []
     assert "Deleted memory" in page.locator("#status").inner_text()
     assert console.problems == []
+
+
+def test_what_a_memory_says_is_shown_as_text_never_run(console: Browser) -> None:
+    hostile = '<img src=x onerror="document.title=\'owned\'"><script>document.title="owned"</script> rota'
+    memory_id = call(console.base, "memory_add", {"content": hostile})["memoryId"]
+    console.open("memories")
+    search(console, "rota")
+    card = console.page.locator(f"[data-memory-id={memory_id}]")
+    assert card.locator(".content").inner_text() == hostile
+    assert card.locator("img, script").count() == 0
+    assert console.page.title() != "owned"
+    assert console.problems == []
