@@ -79,6 +79,12 @@ def test_identity_chosen_in_the_console_is_the_one_the_api_sees(console: Browser
     query = {"query": "on-call rota", "threshold": 0.0}
     assert len(call(console.base, "memory_search", query, tenant="acme", user="bob")["results"]) == 1
     assert call(console.base, "memory_search", query)["results"] == []  # tenant local, user local sees none
+    # Back to the defaults, the console sees no more than the API lets tenant local, user local see.
+    page = console.open("identity", "#identity-check .ok")
+    page.get_by_role("button", name="Back to the defaults").click()
+    page.wait_for_selector("#whoami:has-text('Acting as tenant local, user local')")
+    page = console.open("memories?q=on-call+rota", "#memory-results .summary")
+    assert page.locator("#memory-results .card").count() == 0
     assert console.problems == []
 
 
