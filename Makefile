@@ -10,7 +10,7 @@ PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) \
 	$(shell command -v python3.12 >/dev/null 2>&1 && python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null) \
 	$(shell command -v python3))
 
-.PHONY: install serve-install run test lint typecheck unit bench docs clean sam-install lint-template sam-build mcp-clients browser
+.PHONY: install serve-install run test lint typecheck unit bench docs clean sam-install lint-template sam-build mcp-clients browser console-a11y console-screenshots
 
 # aws-sam-cli pins its own boto3 and pydantic, so it and cfn-lint get a virtual environment of
 # their own, inside .venv (git-ignored, outside ruff's reach). The stamp names the pins: changing
@@ -61,8 +61,9 @@ typecheck: install
 
 # lint-template installs the SAM CLI, which the deployment rehearsal (tests/infra/test_rehearsal.py)
 # builds with; mcp-clients installs the MCP clients tests/e2e/test_mcp_clients.py drives; --durations
-# shows what they and the slowest suites cost; browser installs the chromium tests/e2e/test_swagger_browser.py drives.
-test: lint typecheck lint-template mcp-clients browser
+# shows what they and the slowest suites cost; browser installs the chromium tests/e2e/test_swagger_browser.py
+# and tests/e2e/test_console_*.py drive; console-a11y installs the accessibility checker those inject.
+test: lint typecheck lint-template mcp-clients browser console-a11y
 	$(BIN)/python -m pytest --durations=15
 
 unit: install
@@ -105,6 +106,19 @@ $(MCP_CLIENTS)/node_modules/.package-lock.json: $(MCP_CLIENTS)/package.json $(MC
 	npm ci --prefix $(MCP_CLIENTS) --no-audit --no-fund --loglevel=error
 	touch $@
 
+# axe-core at the exact version of tests/console_a11y/package-lock.json, for tests/e2e/test_console_a11y.py:
+# its script is injected into the console's pages and runs there, offline.
+CONSOLE_A11Y := tests/console_a11y
+console-a11y: $(CONSOLE_A11Y)/node_modules/.package-lock.json
+
+$(CONSOLE_A11Y)/node_modules/.package-lock.json: $(CONSOLE_A11Y)/package.json $(CONSOLE_A11Y)/package-lock.json
+	npm ci --prefix $(CONSOLE_A11Y) --no-audit --no-fund --loglevel=error
+	touch $@
+
+# docs/console/*.png, the screenshots docs/console.md shows, taken in Debian's chromium.
+console-screenshots: install browser
+	$(BIN)/python tests/e2e/console_screenshots.py docs/console
+
 # cfn-lint and `sam validate --lint` check the SAM source; sam_transform.py runs the SAM transform
 # offline for each AuthMode and OpenSearch choice and cfn-lints what CloudFormation would receive.
 lint-template: sam-install
@@ -117,4 +131,4 @@ sam-build: sam-install
 	PATH="$(dir $(PYTHON)):$$PATH" $(SAM_ENV) $(SAM_BIN)/sam build --region $(SAM_REGION)
 
 clean:
-	rm -rf $(VENV) .mnemo .pytest_cache .mypy_cache .ruff_cache $(MCP_CLIENTS)/node_modules
+	rm -rf $(VENV) .mnemo .pytest_cache .mypy_cache .ruff_cache $(MCP_CLIENTS)/node_modules $(CONSOLE_A11Y)/node_modules

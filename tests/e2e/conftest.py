@@ -1,4 +1,4 @@
-"""Fixtures shared by the end-to-end client tests."""
+"""Fixtures shared by the end-to-end tests: the client's scripted server, the console's server and browser."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ from collections.abc import Iterator
 import pytest
 
 from client_support import Script, scripted_server
+from console_support import Browser, browser
+from helpers import local_server
+from mnemo.runtime import Services
 
 
 @pytest.fixture
@@ -15,3 +18,17 @@ def scripted() -> Iterator[tuple[str, Script]]:
     script = Script()
     with scripted_server(script) as url:
         yield url, script
+
+
+@pytest.fixture
+def console_server(services: Services) -> Iterator[str]:
+    """`mnemo serve` on a free port over a data directory of its own, for the console's browser tests."""
+    with local_server(services) as url:
+        yield url
+
+
+@pytest.fixture
+def console(console_server: str) -> Iterator[Browser]:
+    """Debian's chromium on the console's server (tests/console_support.py)."""
+    with browser(console_server) as driven:
+        yield driven

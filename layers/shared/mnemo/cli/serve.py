@@ -86,7 +86,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     workers = f", {options.workers} worker processes" if options.workers > 1 else ""
-    print(f"mnemo serving on http://{shown}:{port} (docs at /docs{workers})", flush=True)
+    print(f"mnemo serving on http://{shown}:{port} (docs at /docs, console at /ui/{workers})", flush=True)
     # With worker processes, this one only supervises them, so it does the maintenance alone.
     threading.Thread(target=_maintain_forever, args=(15.0, 4), daemon=True).start()
     try:

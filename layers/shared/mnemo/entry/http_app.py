@@ -1,8 +1,9 @@
 """`mnemo serve`'s ASGI application, on Starlette: the tools API, its docs, health and MCP.
 
 Routes: ``POST /v1/tools/{name}`` (one tool call), ``GET /v1/tools`` (the
-listing), ``GET /v1/openapi.json``, ``GET /docs`` (Swagger UI), ``GET /health``
-and ``/mcp`` (Streamable HTTP, the MCP SDK's own ASGI handler, stateless).
+listing), ``GET /v1/openapi.json``, ``GET /docs`` (Swagger UI), ``GET /health``,
+``/mcp`` (Streamable HTTP, the MCP SDK's own ASGI handler, stateless) and
+``GET /ui/`` (the console, ``mnemo.console``: static files that call the tools API).
 
 Identity comes from the ``X-Mnemo-*`` headers: this server plays the Lambda
 authorizer (``local_identity``). Every route sits behind ``BrowserGuard``
@@ -33,6 +34,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from mnemo import __version__
+from mnemo.console.routes import console_routes
 from mnemo.entry.http_body import BodyError, read_body
 from mnemo.entry.http_guard import BrowserGuard, send_envelope
 from mnemo.entry.local_identity import context_from_headers
@@ -160,6 +162,7 @@ def create_app(allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str]
             # API Gateway matches a resource with a trailing slash as without one.
             Route("/v1/tools/{name}/", call, methods=["POST"]),
             Route("/mcp", mcp),
+            *console_routes(),
         ],
         exception_handlers={HTTPException: _not_found, Exception: _unexpected},
         lifespan=lifespan,
