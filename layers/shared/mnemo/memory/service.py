@@ -33,8 +33,7 @@ from mnemo.outbox import GONE, IndexOutbox, Reference
 from mnemo.paging import decode_cursor, encode_cursor, fingerprint
 from mnemo.ports import ConditionFailed, Embedder, Filter, IndexDoc, Item, Put, RecordStore, VectorIndex
 from mnemo.ports import Delete as DeleteOp
-from mnemo.retrieval.ranker import AFTER, EPISODE, SUBJECT, subject_of
-from mnemo.retrieval.ranker import rank as hybrid_rank
+from mnemo.retrieval.ranker import AFTER, EPISODE, SUBJECT, hybrid_rank, subject_of
 
 NAMESPACE = "memory"
 #: Sort key of each scope's pointer to the dated memory added last there: the next one links to it.

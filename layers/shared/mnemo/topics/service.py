@@ -30,7 +30,7 @@ from mnemo.context import WRITER_ROLE, RequestContext
 from mnemo.errors import Conflict, ConflictingRequest, InvalidInput, NotFound, Unauthorized, invalid_field
 from mnemo.outbox import GONE, IndexOutbox, Reference
 from mnemo.ports import ConditionFailed, Delete, Embedder, Filter, IndexDoc, Item, Put, RecordStore, VectorIndex
-from mnemo.retrieval.ranker import rank
+from mnemo.retrieval.ranker import hybrid_rank
 from mnemo.topics.models import (
     MAX_TOPICS,
     ForgetMemoryInput,
@@ -416,7 +416,7 @@ class TopicService:
         flt: Filter = {"scope": [scope.key]}
         if tags:
             flt["tags"] = tags
-        ranking = rank(self._index, self._embedder, NAMESPACE, query, flt)
+        ranking = hybrid_rank(self._index, self._embedder, NAMESPACE, query, flt)
         scored = {
             key: found.score
             for found in ranking.candidates
