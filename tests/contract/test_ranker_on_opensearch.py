@@ -23,7 +23,7 @@ import pytest
 from helpers import ctx, make_services
 from mnemo.adapters.aws.opensearch_client import make_client
 from mnemo.adapters.aws.opensearch_index import OpenSearchVectorIndex, filter_strings, score_from_cosine
-from mnemo.memory.service import NAMESPACE
+from mnemo.memory.indexing import NAMESPACE
 from mnemo.ports import IndexDoc
 from mnemo.retrieval.ranker import hybrid_rank
 from mnemo.tools.registry import get_tool

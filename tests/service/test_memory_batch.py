@@ -11,8 +11,8 @@ from helpers import ctx, drained, make_services
 from mnemo.context import RequestContext
 from mnemo.errors import Conflict, InvalidInput, ProviderError, Unauthorized
 from mnemo.memory.batch import add_many, add_many_outcomes
+from mnemo.memory.indexing import NAMESPACE
 from mnemo.memory.models import MemoryAddInput, MemoryAddOutput, MemorySearchInput
-from mnemo.memory.service import NAMESPACE
 from mnemo.runtime import Services
 
 

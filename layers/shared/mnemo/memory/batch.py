@@ -47,18 +47,25 @@ from typing import Any
 
 from mnemo.context import RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError
+from mnemo.memory.indexing import NAMESPACE, embedding_text, index_doc
 from mnemo.memory.models import MemoryAddInput, MemoryAddOutput
-from mnemo.memory.service import (
+from mnemo.memory.outbox_sync import token_of
+from mnemo.memory.records import (
     LAST,
-    NAMESPACE,
-    MemoryService,
-    _day,
-    _embedding_text,
-    _hash,
-    _iso,
-    _partition,
+    day_of,
+    digest,
+    idempotency_item,
+    idempotency_key_of,
+    idempotency_sk,
+    iso,
     key_reused,
+    partition_of,
+    record_sk,
+    replayed,
+    request_hash,
 )
+from mnemo.memory.service import MemoryService
+from mnemo.memory.writes import deduplicated, writable_scope
 from mnemo.outbox import Reference
 from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put
 
@@ -117,11 +124,6 @@ class _Entry:
     #: The new record (None when deduplicated or replayed).
     data: dict[str, Any] | None = None
     marker: Put | None = None
-
-
-def request_hash(request: MemoryAddInput) -> str:
-    """What an idempotency record remembers of a request: everything but the key (as ``add`` hashes it)."""
-    return _hash(request.model_dump_json(exclude={"idempotency_key"}))
 
 
 def _at(error: MnemoError, position: int) -> MnemoError:
@@ -384,16 +386,16 @@ class BatchAdd:
             scope = scopes.get(request.layer)
             if scope is None:
                 try:
-                    scope = scopes[request.layer] = self._service._writable_scope(self._context, request.layer)
+                    scope = scopes[request.layer] = writable_scope(self._context, request.layer)
                 except MnemoError as error:
                     raise _at(error, position) from None
             entry = _Entry(
                 position=position,
                 request=request,
                 scope=scope,
-                partition=_partition(scope),
+                partition=partition_of(scope),
                 request_hash=request_hash(request),
-                content_hash=_hash(request.content),
+                content_hash=digest(request.content),
             )
             if vectors is not None:
                 entry.vector = _unit(vectors[position], self._embedder.dimensions, position)
@@ -414,18 +416,20 @@ class BatchAdd:
                 raise _at(key_reused(), entry.position)
             else:
                 entry.replay_of = earlier
-        keys = [(partition, f"IDEM#{key}") for partition, key in first]
+        keys = [(partition, idempotency_sk(key)) for partition, key in first]
         stored: dict[tuple[str, str], Item] = {}
         for start in range(0, len(keys), _READ_CHUNK):
             for item in self._records.batch_get(keys[start : start + _READ_CHUNK]):
-                stored[(item.pk, item.sk.removeprefix("IDEM#"))] = item
+                stored[(item.pk, idempotency_key_of(item.sk))] = item
         for (partition, key), entry in first.items():
             found = stored.get((partition, key))
             if found is None:
                 continue
-            if found.data["requestHash"] != entry.request_hash:
-                raise _at(key_reused(), entry.position)
-            entry.outcome = AddOutcome(MemoryAddOutput.model_validate(found.data["response"]), replayed=True)
+            try:
+                output = replayed(found, entry.request_hash)
+            except Conflict as error:
+                raise _at(error, entry.position) from None
+            entry.outcome = AddOutcome(output, replayed=True)
 
     # ------------------------------------------------------------ one batch
     def _add_window(self, window: list[_Entry]) -> None:
@@ -506,10 +510,10 @@ class BatchAdd:
             return None
         floor = max(self._threshold, in_call[0]) if in_call is not None else self._threshold
         if not self._similar.fresh.get(entry.scope):
-            for memory_id in self._service._repeat_candidates(entry.scope, entry.vector, entry.content_hash, floor):
+            for memory_id in self._service.repeat_candidates(entry.scope, entry.vector, entry.content_hash, floor):
                 if memory_id in self._written:
                     return memory_id
-                found = self._records.get(entry.partition, f"MEM#{memory_id}")
+                found = self._records.get(entry.partition, record_sk(memory_id))
                 if found is not None and not found.data.get("orphaned"):
                     return memory_id
         return in_call[1] if in_call is not None and in_call[0] >= self._threshold else None
@@ -520,37 +524,35 @@ class BatchAdd:
         service, request, scope = self._service, entry.request, entry.scope
         duplicate = self._duplicate_of(entry, in_call)
         if duplicate is not None:
-            output, entry.operations = service._deduplicated(
-                self._context, request, scope, duplicate, entry.content_hash
-            )
+            output, entry.operations = deduplicated(self._context, request, scope, duplicate, entry.content_hash)
         else:
-            occurred_at = _iso(request.occurred_at) if request.occurred_at else None
+            occurred_at = iso(request.occurred_at) if request.occurred_at else None
             previous = self._previous(entry.partition, occurred_at)
-            new = service._new_record(self._context, request, scope, previous, entry.content_hash)
+            new = service.new_record(self._context, request, scope, previous, entry.content_hash)
             entry.data, entry.marker, entry.operations, output = new.data, new.marker, new.operations, new.output
             entry.previous_content = previous[1] if previous is not None else None
             if occurred_at:  # the next dated memory of this scope on this day links to this one
-                self._last[entry.partition] = (new.data["memoryId"], _day(occurred_at), request.content)
+                self._last[entry.partition] = (new.data["memoryId"], day_of(occurred_at), request.content)
             self._by_content[(scope, entry.content_hash)] = new.data["memoryId"]
         if request.idempotency_key:
             entry.operations.append(
-                service._idempotency_record(entry.partition, request.idempotency_key, entry.request_hash, output)
+                idempotency_item(entry.partition, request.idempotency_key, entry.request_hash, output)
             )
         entry.outcome = AddOutcome(output)
 
     def _previous(self, partition: str, occurred_at: str | None) -> tuple[str, str] | None:
         """The id and content of the dated memory added last in this scope, if it happened the same day
-        (``MemoryService._previous``, read from the store once per scope, then kept up to date here)."""
+        (``MemoryWrites._previous``, read from the store once per scope, then kept up to date here)."""
         if not occurred_at:
             return None
         if partition not in self._last:
             self._last[partition] = None
             last = self._records.get(partition, LAST)
-            found = self._records.get(partition, f"MEM#{last.data['memoryId']}") if last is not None else None
+            found = self._records.get(partition, record_sk(last.data["memoryId"])) if last is not None else None
             if last is not None and found is not None and not found.data.get("orphaned"):
                 self._last[partition] = (found.data["memoryId"], last.data.get("day"), found.data["content"])
         last_here = self._last[partition]
-        if last_here is None or last_here[1] != _day(occurred_at):
+        if last_here is None or last_here[1] != day_of(occurred_at):
             return None
         return last_here[0], last_here[2]
 
@@ -566,7 +568,7 @@ class BatchAdd:
                 linked.append(entry)
         for start in range(0, len(linked), EMBED_BATCH):
             chunk = linked[start : start + EMBED_BATCH]
-            texts = [_embedding_text(entry.request.content, entry.previous_content) for entry in chunk]
+            texts = [embedding_text(entry.request.content, entry.previous_content) for entry in chunk]
             try:
                 vectors = self._embedder.embed(texts)
             except MnemoError as error:  # stored all the same; the drain indexes them
@@ -618,7 +620,7 @@ class BatchAdd:
         except ConditionFailed:
             # A concurrent request with the same idempotency key won the race: answer as it did.
             key = entry.request.idempotency_key
-            replay = self._service._replay(entry.partition, key, entry.request_hash) if key else None
+            replay = self._service.replay(entry.partition, key, entry.request_hash) if key else None
             if replay is None:
                 raise _at(Conflict("The memory changed while it was being written; retry"), entry.position) from None
             entry.outcome = AddOutcome(replay, replayed=True)
@@ -648,9 +650,7 @@ class BatchAdd:
         def first() -> list[str]:
             nonlocal upserted
             docs = [
-                service._index_doc(e.data, e.index_vector)
-                for e in entries
-                if e.data is not None and e.index_vector is not None
+                index_doc(e.data, e.index_vector) for e in entries if e.data is not None and e.index_vector is not None
             ]
             self._index.upsert(NAMESPACE, docs)
             upserted = True
@@ -659,7 +659,7 @@ class BatchAdd:
         def current(refs: Sequence[Reference]) -> list[str]:
             keys = [(ref["pk"], ref["sk"]) for ref in refs]
             found = {(item.pk, item.sk): item for item in self._records.batch_get(keys)}
-            return [service._token(found.get(key)) for key in keys]
+            return [token_of(found.get(key)) for key in keys]
 
         markers = [entry.marker for entry in entries if entry.marker is not None]
         self.queued += self._outbox.settle_many(markers, service, first, current, new=True)
