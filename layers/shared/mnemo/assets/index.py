@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 
-from mnemo.assets.store import HEAD, FileStore, Location
+from mnemo.assets.store import ASSET_PREFIX, HEAD, FileStore, Location
 from mnemo.outbox import GONE, Reference
 from mnemo.ports import Embedder, Hit, IndexDoc, RecordStore, VectorIndex
 from mnemo.retrieval.ranker import hybrid_rank
@@ -78,7 +78,7 @@ class BlockIndex:
         """Rebuild the namespace from the records (maintenance: scans the table)."""
         self._index.clear(NAMESPACE)
         total = 0
-        for item in self._records.scan("ASSET|"):
+        for item in self._records.scan(ASSET_PREFIX):
             if item.sk.startswith(HEAD) and not item.data.get("deleted"):
                 self.sync_reference(self.reference(item.pk, item.sk.removeprefix(HEAD)))
                 total += 1
