@@ -30,7 +30,8 @@ from retrieval_lab import EmbeddingCache, context_texts
 from common import table, write_results
 from locomo import load
 from mnemo.adapters.local.lexical import Bm25
-from mnemo.memory.service import _iso, _lexical_text
+from mnemo.memory.indexing import lexical_text
+from mnemo.memory.records import iso
 from mnemo.retrieval.ranker import query_names, subject_of
 from mnemo.retrieval.scoring import DEFAULT_THRESHOLD, Calibration, calibration_for
 
@@ -46,7 +47,7 @@ def main() -> None:
         questions = cache.embed([q.text for q in conversation.questions])
         bm25 = Bm25()
         for row, turn in enumerate(conversation.turns):
-            bm25.add(row, _lexical_text(turn.content, _iso(turn.occurred_at)))
+            bm25.add(row, lexical_text(turn.content, iso(turn.occurred_at)))
         row_of = {turn.dia_id: row for row, turn in enumerate(conversation.turns)}
         days = np.array([turn.occurred_at.toordinal() for turn in conversation.turns])
         # memory_add links each turn to the one before it on the same day

@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import table
 from locomo import CATEGORIES, Conversation, load
 from mnemo.adapters.local.lexical import Bm25
-from mnemo.memory.service import _iso, _lexical_text
+from mnemo.memory import indexing
+from mnemo.memory.records import iso
 from mnemo.retrieval.ranker import _WORD, query_names, subject_of
 
 CACHE = Path(os.environ.get("MNEMO_LAB_CACHE", "/tmp/mnemo-lab"))
@@ -112,7 +113,7 @@ def context_texts(conversation: Conversation, mode: str) -> list[str]:
         prev = turns[i - 1] if i > 0 and turns[i - 1].occurred_at.date() == turn.occurred_at.date() else None
         same_day = i + 1 < len(turns) and turns[i + 1].occurred_at.date() == turn.occurred_at.date()
         nxt = turns[i + 1] if same_day else None
-        if mode == "prev" and prev is not None:  # as memory_add embeds it (mnemo.memory.service._embedding_text)
+        if mode == "prev" and prev is not None:  # as memory_add embeds it (mnemo.memory.indexing.embedding_text)
             texts.append(f"{turn.content}\n{prev.content}")
         elif mode == "prev-first" and prev is not None:
             texts.append(f"{prev.content}\n{turn.content}")
@@ -123,7 +124,7 @@ def context_texts(conversation: Conversation, mode: str) -> list[str]:
     return texts
 
 
-def build(lexical_text: Callable[[str, str], str] = _lexical_text, contexts: Sequence[str] = ()) -> Corpus:
+def build(lexical_text: Callable[[str, str], str] = indexing.lexical_text, contexts: Sequence[str] = ()) -> Corpus:
     cache = EmbeddingCache()
     conversations = load()
     cases: list[Case] = []
@@ -136,7 +137,7 @@ def build(lexical_text: Callable[[str, str], str] = _lexical_text, contexts: Seq
     for conversation in conversations:
         offsets.append(rows)
         for turn in conversation.turns:
-            bm25.add(rows, lexical_text(turn.content, _iso(turn.occurred_at)))
+            bm25.add(rows, lexical_text(turn.content, iso(turn.occurred_at)))
             rows += 1
     for ci, conversation in enumerate(conversations):
         vecs = cache.embed([t.content for t in conversation.turns])

@@ -143,7 +143,7 @@ def bootstrap(client: Any, indexes: Sequence[str], definition: Mapping[str, Any]
 def main(argv: Sequence[str] | None = None) -> int:
     from mnemo.adapters.aws.opensearch.client import is_local_endpoint, make_client
     from mnemo.adapters.aws.opensearch.mapping import index_name, template_name
-    from mnemo.memory.service import NAMESPACE
+    from mnemo.memory.indexing import NAMESPACE
 
     env = os.environ
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

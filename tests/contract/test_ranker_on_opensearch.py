@@ -25,9 +25,9 @@ from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
 from mnemo.adapters.aws.opensearch.client import make_client
 from mnemo.adapters.aws.opensearch.queries import filter_strings
 from mnemo.adapters.aws.opensearch.scoring import score_from_cosine
-from mnemo.memory.service import NAMESPACE
+from mnemo.memory.indexing import NAMESPACE
 from mnemo.ports import IndexDoc
-from mnemo.retrieval.ranker import rank
+from mnemo.retrieval.ranker import hybrid_rank
 from mnemo.tools.registry import get_tool
 
 TURNS = [
@@ -119,8 +119,8 @@ def test_memory_ranking_is_the_same_on_both_adapters(
     services, remote, answerer = both
     scope = ctx(user="caroline").scope_key("user")
     flt = {"scope": [scope]}
-    local = rank(services.index, services.embedder, NAMESPACE, question, flt)
-    over_opensearch = rank(remote, services.embedder, NAMESPACE, question, flt)
+    local = hybrid_rank(services.index, services.embedder, NAMESPACE, question, flt)
+    over_opensearch = hybrid_rank(remote, services.embedder, NAMESPACE, question, flt)
     assert answerer.asked >= 1
     assert local.candidates, "the question should find something"
     assert [c.id for c in over_opensearch.candidates] == [c.id for c in local.candidates]

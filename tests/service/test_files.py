@@ -20,8 +20,8 @@ from helpers import ctx, drained
 from knowledge_helpers import push_tree
 from mnemo.adapters.aws.bootstrap import ensure_bucket
 from mnemo.assets.pins import PIN_SET, PINS_PREFIX
-from mnemo.assets.scopes import ASSET_PREFIX, pinner_key
-from mnemo.assets.store import CONTENT, HEAD, PINNERS
+from mnemo.assets.scopes import pinner_key
+from mnemo.assets.store import ASSET_PREFIX, CONTENT, HEAD, PINNERS
 from mnemo.assets.tokens import count_tokens
 from mnemo.budget import wire_bytes
 from mnemo.context import RequestContext

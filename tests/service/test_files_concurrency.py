@@ -20,8 +20,8 @@ from aws_fixtures import REGION, create_records_table, dynamodb_settings, shared
 from helpers import ctx, race
 from mnemo.adapters.aws.bootstrap import ensure_bucket
 from mnemo.assets.pins import PIN_SET, PINS_PREFIX
-from mnemo.assets.scopes import ASSET_PREFIX, pinner_key
-from mnemo.assets.store import HEAD, PINNERS
+from mnemo.assets.scopes import pinner_key
+from mnemo.assets.store import ASSET_PREFIX, HEAD, PINNERS
 from mnemo.context import RequestContext
 from mnemo.errors import MnemoError
 from mnemo.runtime import Services, set_services

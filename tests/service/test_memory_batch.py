@@ -11,8 +11,8 @@ from helpers import ctx, drained, make_services
 from mnemo.context import RequestContext
 from mnemo.errors import Conflict, InvalidInput, ProviderError, Unauthorized
 from mnemo.memory.batch import add_many, add_many_outcomes
+from mnemo.memory.indexing import NAMESPACE
 from mnemo.memory.models import MemoryAddInput, MemoryAddOutput, MemorySearchInput
-from mnemo.memory.service import NAMESPACE
 from mnemo.runtime import Services
 
 
@@ -276,7 +276,7 @@ def test_the_bounded_in_call_check_answers_what_the_plain_product_answers(monkey
     find the very memory (or an identical copy of it) that comparing every kept memory finds, whenever it
     reaches the threshold."""
     np = pytest.importorskip("numpy")
-    from mnemo.memory import batch as module
+    from mnemo.memory import batch_similarity as module
 
     rng = np.random.default_rng(7)
 
@@ -290,7 +290,7 @@ def test_the_bounded_in_call_check_answers_what_the_plain_product_answers(monkey
     queries = np.vstack([near, unit(rng.normal(size=(40, 6)) @ topics + 0.4 * rng.normal(size=(40, 64))), kept[5:6]])
 
     def answers() -> list[tuple[float, str] | None]:
-        similar = module._Similar(10**6, 0.95)
+        similar = module.InCallMemories(10**6, 0.95)
         for n, vector in enumerate(kept):
             similar.add("scope", f"m{n}", vector)
         found = similar.best("scope", queries)
@@ -316,7 +316,7 @@ def test_the_bounded_in_call_check_answers_what_the_plain_product_answers(monkey
 
 def test_a_large_import_deduplicates_as_a_small_one_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same requests through the plain and the bounded in-call check: the same answers and records."""
-    from mnemo.memory import batch as module
+    from mnemo.memory import batch_similarity as module
 
     words = ["deploy", "invoice", "cache", "migration", "standup", "checklist", "rotation", "roadmap", "ranking"]
     bodies: list[str] = []

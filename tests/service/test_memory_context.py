@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from helpers import ctx
+from mnemo.memory.indexing import NAMESPACE
 from mnemo.memory.models import MemoryAddInput, MemoryDeleteInput, MemorySearchInput
-from mnemo.memory.service import LAST, NAMESPACE, _partition
+from mnemo.memory.records import LAST, partition_of
 from mnemo.retrieval.ranker import AFTER, EPISODE, SUBJECT
 from mnemo.runtime import Services
 
@@ -27,7 +28,7 @@ def search(services: Services, context: Any, query: str) -> list[str]:
 
 
 def record(services: Services, context: Any, memory_id: str) -> dict[str, Any]:
-    item = services.records.get(_partition(context.scope_key("user")), f"MEM#{memory_id}")
+    item = services.records.get(partition_of(context.scope_key("user")), f"MEM#{memory_id}")
     assert item is not None
     return item.data
 
@@ -100,7 +101,7 @@ def test_a_deleted_memory_leaves_the_vector_of_the_one_after_it(services: Servic
     # and a new memory that day does not link to the deleted one
     third = add(services, alice, "Caroline: thanks", occurredAt=DAY)
     assert record(services, alice, third)["after"] == second
-    assert services.records.get(_partition(alice.scope_key("user")), LAST) is not None
+    assert services.records.get(partition_of(alice.scope_key("user")), LAST) is not None
 
 
 def test_reindex_embeds_each_memory_with_its_predecessor_again(services: Services) -> None:
@@ -208,5 +209,5 @@ def test_two_dated_adds_racing_on_one_scope_keep_one_chain(services: Services) -
     assert hook.fired
     assert record(services, alice, racer[0])["after"] == first
     assert record(services, alice, last)["after"] == racer[0]  # retried after the racer, not beside it
-    pointer = services.records.get(_partition(alice.scope_key("user")), LAST)
+    pointer = services.records.get(partition_of(alice.scope_key("user")), LAST)
     assert pointer is not None and pointer.data["memoryId"] == last

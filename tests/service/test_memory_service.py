@@ -8,8 +8,8 @@ import pytest
 
 from helpers import ctx
 from mnemo.errors import Conflict, InvalidInput, NotFound, ProviderError, Unauthorized
+from mnemo.memory.indexing import NAMESPACE
 from mnemo.memory.models import MemoryAddInput, MemoryDeleteInput, MemorySearchInput
-from mnemo.memory.service import NAMESPACE
 from mnemo.runtime import Services
 
 

@@ -24,8 +24,9 @@ from mnemo.adapters.aws.opensearch.client import make_client
 from mnemo.adapters.local.embedders import HashingEmbedder
 from mnemo.adapters.local.vector_index import LocalVectorIndex
 from mnemo.entry import indexer
+from mnemo.memory.indexing import NAMESPACE
 from mnemo.memory.models import MemoryAddInput, MemoryDeleteInput
-from mnemo.memory.service import NAMESPACE, MemoryService
+from mnemo.memory.service import MemoryService
 from mnemo.outbox import IndexOutbox
 from mnemo.ports import Delete, IndexDoc, RecordStore
 from mnemo.runtime import Services, set_services

@@ -18,8 +18,9 @@ from mnemo.adapters.local.embedders import HashingEmbedder
 from mnemo.adapters.local.vector_index import LocalVectorIndex
 from mnemo.entry import indexer
 from mnemo.errors import ProviderError
+from mnemo.memory.indexing import NAMESPACE
 from mnemo.memory.models import MemoryAddInput, MemorySearchInput
-from mnemo.memory.service import NAMESPACE, MemoryService
+from mnemo.memory.service import MemoryService
 from mnemo.outbox import OUTBOX_PREFIX, SHARDS
 from mnemo.ports import ConditionFailed, Filter, Hit, IndexDoc, Item, Put
 from mnemo.runtime import Services, set_services

@@ -11,7 +11,7 @@ from mnemo.adapters.local.embedders import HashingEmbedder
 from mnemo.adapters.local.vector_index import LocalVectorIndex
 from mnemo.errors import ProviderError
 from mnemo.ports import Hit, IndexDoc
-from mnemo.retrieval.ranker import Candidate, Ranking, query_names, rank, subject_of
+from mnemo.retrieval.ranker import Candidate, Ranking, hybrid_rank, query_names, subject_of
 from mnemo.retrieval.scoring import Context, calibration_for
 
 NS = "t=acme|memory"
@@ -41,7 +41,7 @@ def index(tmp_path: Path) -> LocalVectorIndex:
 
 
 def test_candidates_carry_the_calibrated_blend_of_both_signals(index: LocalVectorIndex) -> None:
-    ranking = rank(index, HashingEmbedder(), NS, "which database stores the billing invoices", {"scope": ["s1"]})
+    ranking = hybrid_rank(index, HashingEmbedder(), NS, "which database stores the billing invoices", {"scope": ["s1"]})
     assert ranking.dense and ranking.retrieval == "hybrid"
     assert ranking.candidates[0].id == "pg"
     calibration = calibration_for("hashing")
@@ -56,7 +56,7 @@ def test_candidates_carry_the_calibrated_blend_of_both_signals(index: LocalVecto
 def test_a_candidate_only_bm25_found_counts_the_lowest_cosine_that_made_the_dense_cut(
     index: LocalVectorIndex,
 ) -> None:
-    ranking = rank(index, HashingEmbedder(), NS, "billing", {"scope": ["s1"]}, k=1)
+    ranking = hybrid_rank(index, HashingEmbedder(), NS, "billing", {"scope": ["s1"]}, k=1)
     assert {found.id for found in ranking.candidates} == {"pg", "py"}
     lexical_only = [found for found in ranking.candidates if found.id != ranking.candidates[0].id]
     floor = min(found.cosine for found in ranking.candidates if found.cosine is not None)
@@ -64,7 +64,7 @@ def test_a_candidate_only_bm25_found_counts_the_lowest_cosine_that_made_the_dens
 
 
 def test_an_embedder_outage_ranks_by_keywords_alone(index: LocalVectorIndex) -> None:
-    ranking = rank(index, BrokenEmbedder(), NS, "skiing in the Alps", {"scope": ["s1"]})
+    ranking = hybrid_rank(index, BrokenEmbedder(), NS, "skiing in the Alps", {"scope": ["s1"]})
     assert not ranking.dense and ranking.retrieval == "lexical"
     assert [found.id for found in ranking.candidates] == ["ski"]
     assert ranking.candidates[0].cosine is None
@@ -74,10 +74,10 @@ def test_an_embedder_outage_ranks_by_keywords_alone(index: LocalVectorIndex) -> 
 
 
 def test_lexical_only_never_embeds_and_related_needs_a_shared_word_then(index: LocalVectorIndex) -> None:
-    ranking = rank(index, BrokenEmbedder(), NS, "Python", {"scope": ["s1"]}, lexical_only=True)
+    ranking = hybrid_rank(index, BrokenEmbedder(), NS, "Python", {"scope": ["s1"]}, lexical_only=True)
     assert [found.id for found in ranking.candidates] == ["py"]
     assert all(found.related(ranking.calibration) for found in ranking.candidates)
-    hybrid = rank(index, HashingEmbedder(), NS, "Python", {"scope": ["s1"]})
+    hybrid = hybrid_rank(index, HashingEmbedder(), NS, "Python", {"scope": ["s1"]})
     unrelated = [found for found in hybrid.candidates if found.lexical == 0.0]
     assert all(
         found.related(hybrid.calibration) == (hybrid.calibration.dense(found.cosine or 0) > 0) for found in unrelated
@@ -104,7 +104,7 @@ def _by_id(ranking: Ranking) -> dict[str, Candidate]:
 
 
 def test_without_context_the_score_is_the_blend_alone(index: LocalVectorIndex) -> None:
-    ranking = rank(index, HashingEmbedder(), NS, "billing service", {"scope": ["s1"]}, context=False)
+    ranking = hybrid_rank(index, HashingEmbedder(), NS, "billing service", {"scope": ["s1"]}, context=False)
     calibration = ranking.calibration
     for found in ranking.candidates:
         assert found.score == round(calibration.score(found.cosine, found.lexical), 4)
@@ -117,7 +117,9 @@ def test_a_link_lifts_both_ends_by_the_other_ones_blend(tmp_path: Path) -> None:
         "b": ("yes twice it was grey", {"episode": ["2023-05-09"]}),
     }
     index = _context_index(tmp_path, docs)
-    ranking = rank(index, HashingEmbedder(), NS, "camping in the mountains twice", {"scope": ["s1"]}, context=True)
+    ranking = hybrid_rank(
+        index, HashingEmbedder(), NS, "camping in the mountains twice", {"scope": ["s1"]}, context=True
+    )
     found = _by_id(ranking)
     calibration = ranking.calibration
     blend = {doc_id: calibration.blend(c.cosine, c.lexical) for doc_id, c in found.items()}
@@ -142,7 +144,7 @@ def test_an_episode_shares_its_best_blend(tmp_path: Path) -> None:
         "other day": ("we also renamed the billing topic", {"episode": ["2023-06-01"]}),
     }
     index = _context_index(tmp_path, docs)
-    ranking = rank(index, HashingEmbedder(), NS, "billing service PostgreSQL", {"scope": ["s1"]}, context=True)
+    ranking = hybrid_rank(index, HashingEmbedder(), NS, "billing service PostgreSQL", {"scope": ["s1"]}, context=True)
     found = _by_id(ranking)
     calibration = ranking.calibration
     strong = calibration.blend(found["strong"].cosine, found["strong"].lexical)
@@ -159,12 +161,12 @@ def test_a_query_naming_the_subject_of_a_memory_lifts_it(tmp_path: Path) -> None
         "dave": ("Dave: I started a pottery class too", {"subject": ["dave"]}),
     }
     index = _context_index(tmp_path, docs)
-    asked = rank(index, HashingEmbedder(), NS, "What class did Carol start?", {"scope": ["s1"]}, context=True)
+    asked = hybrid_rank(index, HashingEmbedder(), NS, "What class did Carol start?", {"scope": ["s1"]}, context=True)
     assert asked.candidates[0].id == "carol"
     carol, calibration = asked.candidates[0], asked.calibration
     assert carol.score == round(calibration.score(carol.cosine, carol.lexical, Context(subject=1.0)), 4)
     assert carol.score > round(calibration.score(carol.cosine, carol.lexical), 4)
-    asked = rank(index, HashingEmbedder(), NS, "What class did Dave start?", {"scope": ["s1"]}, context=True)
+    asked = hybrid_rank(index, HashingEmbedder(), NS, "What class did Dave start?", {"scope": ["s1"]}, context=True)
     assert asked.candidates[0].id == "dave"
 
 
@@ -187,7 +189,7 @@ def test_a_knn_failure_ranks_by_keywords_alone(tmp_path: Path) -> None:
     store = KnnDown(tmp_path / "down.db")
     embedder = HashingEmbedder()
     store.upsert(NS, [IndexDoc("ski", embedder.embed([TEXTS["ski"]])[0], TEXTS["ski"], {"scope": ["s1"]})])
-    ranking = rank(store, embedder, NS, "skiing in the Alps", {"scope": ["s1"]})
+    ranking = hybrid_rank(store, embedder, NS, "skiing in the Alps", {"scope": ["s1"]})
     assert not ranking.dense and ranking.retrieval == "lexical"
     assert [found.id for found in ranking.candidates] == ["ski"]
     assert ranking.candidates[0].cosine is None

@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 
-from mnemo.assets.store import HEAD, FileStore, Location
+from mnemo.assets.store import ASSET_PREFIX, HEAD, FileStore, Location
 from mnemo.outbox import GONE, Reference
 from mnemo.ports import Embedder, Hit, IndexDoc, RecordStore, VectorIndex
-from mnemo.retrieval.ranker import rank
+from mnemo.retrieval.ranker import hybrid_rank
 
 NAMESPACE = "blocks"
 #: What is embedded of a file: its start (Titan reads at most 50,000 characters).
@@ -78,7 +78,7 @@ class BlockIndex:
         """Rebuild the namespace from the records (maintenance: scans the table)."""
         self._index.clear(NAMESPACE)
         total = 0
-        for item in self._records.scan("ASSET|"):
+        for item in self._records.scan(ASSET_PREFIX):
             if item.sk.startswith(HEAD) and not item.data.get("deleted"):
                 self.sync_reference(self.reference(item.pk, item.sk.removeprefix(HEAD)))
                 total += 1
@@ -87,6 +87,6 @@ class BlockIndex:
     def search(self, scopes: Sequence[str], query: str) -> tuple[list[tuple[Hit, float]], bool]:
         """Hits in ``scopes`` by the calibrated hybrid score memory_search uses, best first; and whether
         the embedder answered (else lexical only)."""
-        ranking = rank(self._index, self._embedder, NAMESPACE, query, {"scope": list(scopes)})
+        ranking = hybrid_rank(self._index, self._embedder, NAMESPACE, query, {"scope": list(scopes)})
         found = [(c.hit, c.score) for c in ranking.candidates if set(c.hit.keywords.get("scope", [])) & set(scopes)]
         return found, ranking.dense

@@ -16,8 +16,8 @@ from mnemo.assets.models import (
 )
 from mnemo.assets.paths import FilePath, parse_path
 from mnemo.assets.pins import MAX_PINNERS, MAX_PINS, PinSet, budget_exceeded, read_pin_sets, total_of
-from mnemo.assets.scopes import ASSET_PREFIX, asset_location, display_uri, pinner_key
-from mnemo.assets.store import HEAD, PINNERS, FileStore, Location
+from mnemo.assets.scopes import asset_location, display_uri, pinner_key
+from mnemo.assets.store import ASSET_PREFIX, HEAD, PINNERS, FileStore, Location
 from mnemo.budget import RESERVE_BYTES, longest_prefix, wire_bytes
 from mnemo.context import RequestContext
 from mnemo.errors import Conflict, NotFound, invalid_field

@@ -34,13 +34,12 @@ from mnemo.assets.paths import FilePath, parse_path
 from mnemo.assets.pinning import Pinning
 from mnemo.assets.references import mentions
 from mnemo.assets.scopes import (
-    ASSET_PREFIX,
     asset_location,
     display_uri,
     own_layer,
     workspace_location,
 )
-from mnemo.assets.store import HEAD, FileStore, Location, check_storable
+from mnemo.assets.store import ASSET_PREFIX, HEAD, FileStore, Location, check_storable
 from mnemo.assets.tokens import count_tokens
 from mnemo.budget import RESERVE_BYTES, fit_head, wire_bytes
 from mnemo.context import RequestContext

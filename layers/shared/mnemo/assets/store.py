@@ -36,6 +36,9 @@ from urllib.parse import quote
 from mnemo.errors import NotFound, invalid_field
 from mnemo.ports import BlobStore, Delete, Item, Put, RecordStore
 
+#: Partition prefixes: StoredAssets, and workspace files.
+ASSET_PREFIX = "ASSET|"
+WORKSPACE_PREFIX = "WS|"
 HEAD = "F#"
 HISTORY = "H#"
 CONTENT = "V#"
@@ -99,6 +102,14 @@ def digest(text: str) -> str:
 
 def _version_key(version: int) -> str:
     return f"{version:010d}"
+
+
+def head_of(sk: str) -> str | None:
+    """The sort key of the head of the file an item belongs to (its own for a head); None for any other item."""
+    kind, _, rest = sk.partition("#")
+    owners = {HEAD: rest, PINNERS: rest, HISTORY: rest.rsplit("#", 1)[0], CONTENT: rest.rsplit("#", 2)[0]}
+    name = owners.get(f"{kind}#")
+    return None if name is None else f"{HEAD}{name}"
 
 
 @dataclass(frozen=True)

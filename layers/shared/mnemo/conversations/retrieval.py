@@ -23,7 +23,7 @@ from typing import Any
 
 from mnemo.conversations.store import RECENT_PAGE, RECENT_WALK, EntryStore
 from mnemo.ports import Embedder, Filter, VectorIndex
-from mnemo.retrieval.ranker import rank as hybrid_rank
+from mnemo.retrieval.ranker import hybrid_rank
 
 #: Hits taken from each of k-NN and BM25 before filtering and ranking.
 CANDIDATES = 200

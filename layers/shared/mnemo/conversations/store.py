@@ -32,6 +32,9 @@ from typing import Any
 
 from mnemo.ports import Item, Put, RecordStore
 
+#: Sort key prefixes: a record (the truth) and its time entry.
+RECORD = "MSG#"
+TIME = "TS#"
 #: Time entries read per query by the recent strategy.
 RECENT_PAGE = 1000
 #: Without a time range, the most time entries one retrieval walks to fill its page.
@@ -46,6 +49,11 @@ class Kind:
     prefix: str  # partition prefix
     namespace: str  # vector index namespace
 
+    @property
+    def partition_prefix(self) -> str:
+        """What the partition of every scope of this kind starts with."""
+        return f"{self.prefix}|"
+
 
 CONVERSATIONS = Kind("conversation", "CONV", "conversations")
 EXECUTIONS = Kind("execution", "EXEC", "executions")
@@ -58,6 +66,29 @@ def key_time(moment: datetime) -> str:
 
 def parse_time(value: str) -> datetime:
     return datetime.fromisoformat(value)
+
+
+def record_sk(message_id: str) -> str:
+    return f"{RECORD}{message_id}"
+
+
+def time_sk(timestamp: str, message_id: str) -> str:
+    return f"{TIME}{timestamp}#{message_id}"
+
+
+def message_id_of(sk: str) -> str:
+    """The message id of a record's sort key."""
+    return sk.removeprefix(RECORD)
+
+
+def head_of(sk: str) -> str | None:
+    """The sort key of the record an item belongs to: its own for a record, its record's for a time entry."""
+    kind, _, rest = sk.partition("#")
+    if f"{kind}#" == RECORD:
+        return sk
+    if f"{kind}#" == TIME:
+        return record_sk(rest.split("#", 1)[-1])
+    return None
 
 
 def doc_id(scope: str, message_id: str) -> str:
@@ -77,14 +108,14 @@ class EntryStore:
         self.kind = kind
 
     def partition(self, scope: str) -> str:
-        return f"{self.kind.prefix}|{scope}"
+        return f"{self.kind.partition_prefix}{scope}"
 
     def get(self, scope: str, message_id: str) -> dict[str, Any] | None:
-        item = self._records.get(self.partition(scope), f"MSG#{message_id}")
+        item = self._records.get(self.partition(scope), record_sk(message_id))
         return item.data if item is not None else None
 
     def get_many(self, scope: str, message_ids: Iterable[str], *, consistent: bool = True) -> dict[str, dict[str, Any]]:
-        keys = [(self.partition(scope), f"MSG#{message_id}") for message_id in dict.fromkeys(message_ids)]
+        keys = [(self.partition(scope), record_sk(message_id)) for message_id in dict.fromkeys(message_ids)]
         if not keys:
             return {}
         return {item.data["message_id"]: item.data for item in self._records.batch_get(keys, consistent=consistent)}
@@ -94,8 +125,8 @@ class EntryStore:
         partition, message_id = self.partition(scope), data["message_id"]
         self._records.write(
             [
-                Put(Item(partition, f"MSG#{message_id}", data), expect="absent"),
-                Put(Item(partition, f"TS#{data['timestamp']}#{message_id}", time_entry), expect="absent"),
+                Put(Item(partition, record_sk(message_id), data), expect="absent"),
+                Put(Item(partition, time_sk(data["timestamp"], message_id), time_entry), expect="absent"),
                 marker,
             ]
         )
@@ -105,7 +136,7 @@ class EntryStore:
     ) -> Iterator[dict[str, Any]]:
         """Time entries within [low, high] (key_time strings, either open), newest first, page by page."""
         partition = self.partition(scope)
-        bottom, top = f"TS#{low or ''}", f"TS#{high}#{_TOP}" if high else f"TS#{_TOP}"
+        bottom, top = f"{TIME}{low or ''}", f"{TIME}{high}#{_TOP}" if high else f"{TIME}{_TOP}"
         while True:
             page = self._records.query(
                 partition, limit=RECENT_PAGE, descending=True, between=(bottom, top), consistent=consistent
@@ -119,6 +150,6 @@ class EntryStore:
 
     def scan_all(self) -> Iterator[dict[str, Any]]:
         """Every record of this kind, in every scope: for reindexing, never for a user request."""
-        for item in self._records.scan(f"{self.kind.prefix}|"):
-            if item.sk.startswith("MSG#"):
+        for item in self._records.scan(self.kind.partition_prefix):
+            if item.sk.startswith(RECORD):
                 yield item.data

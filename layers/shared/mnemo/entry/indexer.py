@@ -29,6 +29,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 )
 
 from mnemo import observability
+from mnemo.memory.records import is_record
 from mnemo.observability import logger
 from mnemo.runtime import get_services
 
@@ -44,7 +45,7 @@ def _keys(record: DynamoDBRecord) -> tuple[str, str]:
 
 def handle_record(record: DynamoDBRecord) -> str:
     pk, sk = _keys(record)
-    if not sk.startswith("MEM#"):
+    if not is_record(sk):
         return "skipped"
     outcome = get_services().memory.sync_index(pk, sk, removed=record.event_name == DynamoDBRecordEventName.REMOVE)
     logger.debug("synced", extra={"memory": sk, "outcome": outcome})

@@ -19,7 +19,7 @@ from mnemo.graph.store import ENTITY, FACT, GraphStore, partition, versioned
 from mnemo.graph.temporal import now, stamp, status_at
 from mnemo.graph.views import FactViews, entity_view
 from mnemo.ports import Embedder, Filter, Hit, Item, VectorIndex
-from mnemo.retrieval.ranker import rank
+from mnemo.retrieval.ranker import hybrid_rank
 
 #: includeGraph: entities the query finds, facts taken from each, and facts answered in all.
 CONTEXT_ENTITIES, FACTS_PER_ENTITY, CONTEXT_FACTS = 5, 5, 20
@@ -75,7 +75,7 @@ class GraphSearch:
         return [(found[key], score) for key, (_, score) in zip(keys, wanted, strict=True) if key in found]
 
     def _rank(self, query: str, flt: Filter) -> tuple[list[tuple[Hit, float]], bool]:
-        ranking = rank(self._index, self._embedder, NAMESPACE, query, flt)
+        ranking = hybrid_rank(self._index, self._embedder, NAMESPACE, query, flt)
         return [(found.hit, found.score) for found in ranking.candidates], ranking.dense
 
     def _entity_hits(

@@ -66,6 +66,17 @@ def exclusive_sk(subject_id: str, predicate: str) -> str:
     return f"{EXCLUSIVE}{subject_id}#{predicate}"
 
 
+def head_of(sk: str, data: dict[str, Any]) -> str | None:
+    """The sort key of the entity or fact a record belongs to (its own for those two); None for any other.
+
+    The pointer records belong to what they point at: a name to its entity, the open-fact and
+    exclusivity records of a triple to their fact, an edge to its fact."""
+    kind, _, rest = sk.partition("#")
+    pointed = {NAME: f"{ENTITY}{data.get('entityId')}", LINK: f"{FACT}{data.get('factId')}"}
+    pointed[EXCLUSIVE] = pointed[LINK]
+    return {ENTITY: sk, FACT: sk, EDGE: f"{FACT}{rest.rsplit('#', 1)[-1]}", **pointed}.get(f"{kind}#")
+
+
 def edge_data(fact: dict[str, Any], entity_id: str) -> dict[str, Any]:
     """What an edge copies of its fact: enough to filter by time and walk to the other end."""
     outgoing = fact["subjectId"] == entity_id

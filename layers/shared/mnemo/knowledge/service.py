@@ -29,7 +29,7 @@ from mnemo.knowledge.models import (
 )
 from mnemo.knowledge.repository import KnowledgeRepository
 from mnemo.ports import Embedder, Filter, Item, RecordStore, VectorIndex
-from mnemo.retrieval.ranker import rank as hybrid_rank
+from mnemo.retrieval.ranker import hybrid_rank
 
 #: (layer precedence, relevance, catalog record data)
 Ranked = tuple[int, float, dict[str, Any]]

@@ -44,17 +44,21 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mnemo.assets import store as files
 from mnemo.assets.scopes import workspace_location_of
-from mnemo.assets.store import HEAD, HISTORY
 from mnemo.blob_keys import check_blob_key
 from mnemo.context import ScopeKey
+from mnemo.conversations import store as conversations
 from mnemo.errors import InvalidInput, MnemoError, from_validation_errors
+from mnemo.graph import store as graph
+from mnemo.memory import records as memories
 from mnemo.portability.indexing import GRAPH_FAMILY, MEMORY_FAMILY, index_marker
 from mnemo.portability.lines import FORMAT_VERSION, LINE, BlobLine, End, Header, RecordLine
 from mnemo.portability.selection import Selection, split_partition
 from mnemo.portability.services import PortabilityServices as Services
 from mnemo.portability.services import Progress
 from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Item, Put
+from mnemo.topics import records as topics
 
 #: Blob metadata naming the source version a target version was imported from.
 ORIGIN = "mnemo-origin"
@@ -83,35 +87,37 @@ def origin(key: str, version: str, sha256: str) -> str:
     return hashlib.sha256(f"{key}\n{version}\n{sha256}".encode()).hexdigest()[:40]
 
 
+def _kind_and_rest(sk: str) -> tuple[str, str]:
+    """A sort key cut at its first ``#``, the kind named as the layout modules name it (``MEM#...``: ``MEM#``)."""
+    kind, _, rest = sk.partition("#")
+    return f"{kind}#", rest
+
+
 def head_of(family: str, sk: str, data: dict[str, Any]) -> str | None:
     """The sort key of the head of the object a record belongs to (its own for a head); None if it stands alone.
 
     The graph's pointer records belong to what they point at: a name to its entity, the open-fact and
     exclusivity records of a triple to their fact."""
-    kind, _, rest = sk.partition("#")
     if family == "memories":
-        return {"MEM": sk, "HIST": f"MEM#{rest.split('#', 1)[0]}"}.get(kind)
+        return memories.head_of(sk)
     if family in ("conversations", "executions"):
-        return {"MSG": sk, "TS": f"MSG#{rest.split('#', 1)[-1]}"}.get(kind)
+        return conversations.head_of(sk)
     if family == "topics":
-        return {"TOPIC": sk, "BODY": f"TOPIC#{rest}"}.get(kind)
+        return topics.head_of(sk)
     if family in ("blocks", "workspace"):
-        name = {"F": rest, "P": rest, "H": rest.rsplit("#", 1)[0], "V": rest.rsplit("#", 2)[0]}.get(kind)
-        return None if name is None else f"F#{name}"
+        return files.head_of(sk)
     if family == "graph":
-        pointed = {"NAME": f"ENT#{data.get('entityId')}", "LINK": f"FACT#{data.get('factId')}"}
-        pointed["EXCL"] = pointed["LINK"]
-        return {"ENT": sk, "FACT": sk, "EDGE": f"FACT#{rest.rsplit('#', 1)[-1]}", **pointed}.get(kind)
+        return graph.head_of(sk, data)
     return None
 
 
 def indexed_id(family: str, sk: str) -> tuple[str, str, str] | None:
     """(index namespace, document id, body field) of a record whose index document is keyed by its bare id."""
-    kind, _, rest = sk.partition("#")
-    if family == "memories" and kind == "MEM":
+    kind, rest = _kind_and_rest(sk)
+    if family == "memories" and kind == memories.RECORD:
         return MEMORY_FAMILY, rest, "data.memoryId"
-    if family == "graph" and kind in ("ENT", "FACT"):
-        return GRAPH_FAMILY, rest, "data.entityId" if kind == "ENT" else "data.factId"
+    if family == "graph" and kind in (graph.ENTITY, graph.FACT):
+        return GRAPH_FAMILY, rest, "data.entityId" if kind == graph.ENTITY else "data.factId"
     return None
 
 
@@ -124,22 +130,22 @@ def identity(data: dict[str, Any], version: int) -> str:
 def disagreement(family: str, scope: ScopeKey, scope_key: str, sk: str, data: dict[str, Any]) -> str | None:
     """The body field that disagrees with the record's keys, if any: index documents are keyed by these ids and
     filtered by this scope, so a body naming another record or scope could reach into another's index."""
-    kind, _, rest = sk.partition("#")
+    kind, rest = _kind_and_rest(sk)
     own = rest.split("#", 1)[0]
     checks: dict[str, Any] = {}
-    if family == "memories" and kind in ("MEM", "HIST"):
+    if family == "memories" and kind in (memories.RECORD, memories.HISTORY):
         checks = {"memoryId": own}
-        if kind == "MEM":
+        if kind == memories.RECORD:
             checks |= {"scope": scope_key, "layer": scope.layer}
-    elif family in ("conversations", "executions") and kind in ("MSG", "TS"):
-        checks = {"message_id": rest if kind == "MSG" else rest.split("#", 1)[-1]}
-        if kind == "MSG":
+    elif family in ("conversations", "executions") and kind in (conversations.RECORD, conversations.TIME):
+        checks = {"message_id": rest if kind == conversations.RECORD else rest.split("#", 1)[-1]}
+        if kind == conversations.RECORD:
             checks["scope"] = scope_key
-    elif family == "graph" and kind in ("ENT", "FACT"):
-        checks = {"entityId" if kind == "ENT" else "factId": rest, "scope": scope_key}
-    elif family == "graph" and kind == "EDGE":
+    elif family == "graph" and kind in (graph.ENTITY, graph.FACT):
+        checks = {"entityId" if kind == graph.ENTITY else "factId": rest, "scope": scope_key}
+    elif family == "graph" and kind == graph.EDGE:
         checks = {"factId": rest.rsplit("#", 1)[-1]}
-    elif family in ("blocks", "workspace") and kind == "F":
+    elif family in ("blocks", "workspace") and kind == files.HEAD:
         checks = {"name": rest}
     for name, expected in checks.items():
         if data.get(name, expected if name == "scope" and family == "graph" else None) != expected:
@@ -299,7 +305,7 @@ class _Checker:
             self.plan.heads[(line.pk, line.sk)] = identity(line.data, line.version)
         where = workspace_location_of(line.pk)
         if where is not None and head is not None:
-            blob_key = where.blob_key(head.removeprefix(HEAD))
+            blob_key = where.blob_key(head.removeprefix(files.HEAD))
             _check_storable_key(number, "sk", blob_key)
             if "blobVersion" in line.data:
                 self.plan.named[(blob_key, str(line.data["blobVersion"]))] = (line.pk, head)
@@ -529,13 +535,13 @@ class Importer:
     def _rewritten(self, line: RecordLine) -> Item:
         data = line.data
         where = workspace_location_of(line.pk)
-        if where is not None and line.sk.startswith((HEAD, HISTORY)) and "blobVersion" in data:
-            name = line.sk[2:].rsplit("#", 1)[0] if line.sk.startswith(HISTORY) else line.sk[2:]
+        if where is not None and line.sk.startswith((files.HEAD, files.HISTORY)) and "blobVersion" in data:
+            name = line.sk[2:].rsplit("#", 1)[0] if line.sk.startswith(files.HISTORY) else line.sk[2:]
             mapped = self._versions.get((where.blob_key(name), str(data["blobVersion"])))
             if mapped is None and (where.blob_key(name), str(data["blobVersion"])) not in self._plan.present:
                 self.summary.missing_blobs += 1
             data = {**data, "blobVersion": mapped or MISSING_VERSION}
-        if line.family == "memories" and line.sk.startswith("MEM#") and "embeddingModel" in data:
+        if line.family == "memories" and memories.is_record(line.sk) and "embeddingModel" in data:
             # The target embeds it again, with its own model; the record names the model its vector is from.
             data = {**data, "embeddingModel": self._embedder_name}
         return Item(line.pk, line.sk, data, line.version, line.expires_at)
@@ -596,8 +602,8 @@ class Importer:
         if (pk, head) not in self._shared:  # none of its history is there: a new memory (the common case)
             return False
         self._shared.discard((pk, head))
-        memory_id = head.removeprefix("MEM#")
-        theirs = {item.sk for item in self._services.records.query(pk, f"HIST#{memory_id}#", limit=1000)}
+        memory_id = memories.memory_id_of(head)
+        theirs = {item.sk for item in self._services.records.query(pk, memories.history_prefix(memory_id), limit=1000)}
         return bool(theirs - seen)
 
     def _marker(self, line: RecordLine, item: Item) -> Put | None:
@@ -635,7 +641,7 @@ class Importer:
     def _added(self, line: RecordLine) -> None:
         self.summary.count(self.summary.records, line.family, "added")
         self._step(line.family)
-        if line.family == "workspace" and line.sk.startswith(HEAD) and line.data.get("deleted"):
+        if line.family == "workspace" and line.sk.startswith(files.HEAD) and line.data.get("deleted"):
             where = workspace_location_of(line.pk)
             if where is not None:
                 self._deleted_files.append(where.blob_key(line.sk[2:]))

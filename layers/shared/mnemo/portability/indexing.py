@@ -9,30 +9,39 @@ again) completes.
 
 from __future__ import annotations
 
-from mnemo.assets.store import HEAD as FILE_HEAD
+from mnemo.assets import store as files
+from mnemo.assets.index import NAMESPACE as BLOCK_FAMILY
+from mnemo.conversations import store as conversations
 from mnemo.conversations.indexing import EntryFamily
-from mnemo.graph.store import ENTITY, FACT
+from mnemo.graph import store as graph
+from mnemo.graph.index import NAMESPACE as GRAPH_FAMILY
+from mnemo.memory import records as memories
+from mnemo.memory.indexing import NAMESPACE as MEMORY_FAMILY
 from mnemo.outbox import IndexOutbox
 from mnemo.ports import Item, Put
-from mnemo.topics.service import HEAD as TOPIC_HEAD
+from mnemo.topics import records as topics
+from mnemo.topics.service import NAMESPACE as TOPIC_FAMILY
 
-MEMORY_FAMILY, TOPIC_FAMILY, BLOCK_FAMILY, GRAPH_FAMILY = "memory", "topics", "blocks", "graph"
-CONVERSATION_FAMILIES = {"conversations": "conversations", "executions": "executions"}
+#: Export family -> outbox family of the conversation kinds.
+CONVERSATION_FAMILIES = {
+    "conversations": conversations.CONVERSATIONS.namespace,
+    "executions": conversations.EXECUTIONS.namespace,
+}
 
 
 def index_marker(outbox: IndexOutbox, family: str, item: Item) -> Put | None:
     """The marker for ``item`` of export ``family``, or None when the index holds nothing for it."""
     scope = item.pk.split("|", 1)[1]
-    if family == "memories" and item.sk.startswith("MEM#"):
+    if family == "memories" and memories.is_record(item.sk):
         return outbox.marker(MEMORY_FAMILY, {"pk": item.pk, "sk": item.sk})
-    if family in CONVERSATION_FAMILIES and item.sk.startswith("MSG#"):
-        reference = EntryFamily.reference(scope, item.sk.removeprefix("MSG#"))
+    if family in CONVERSATION_FAMILIES and item.sk.startswith(conversations.RECORD):
+        reference = EntryFamily.reference(scope, conversations.message_id_of(item.sk))
         return outbox.marker(CONVERSATION_FAMILIES[family], reference)
-    if family == "topics" and item.sk.startswith(TOPIC_HEAD):
-        layer = "user" if "|user|" in f"{scope}|" else "project"
-        return outbox.marker(TOPIC_FAMILY, {"layer": layer, "scope": scope, "key": item.sk.removeprefix(TOPIC_HEAD)})
-    if family == "blocks" and item.sk.startswith(FILE_HEAD) and not item.data.get("deleted"):
-        return outbox.marker(BLOCK_FAMILY, {"pk": item.pk, "name": item.sk.removeprefix(FILE_HEAD)})
-    if family == "graph" and item.sk.startswith((ENTITY, FACT)):
+    if family == "topics" and item.sk.startswith(topics.HEAD):
+        layer = topics.layer_of(scope)
+        return outbox.marker(TOPIC_FAMILY, {"layer": layer, "scope": scope, "key": topics.key_of(item.sk)})
+    if family == "blocks" and item.sk.startswith(files.HEAD) and not item.data.get("deleted"):
+        return outbox.marker(BLOCK_FAMILY, {"pk": item.pk, "name": item.sk.removeprefix(files.HEAD)})
+    if family == "graph" and item.sk.startswith((graph.ENTITY, graph.FACT)):
         return outbox.marker(GRAPH_FAMILY, {"pk": item.pk, "sk": item.sk})
     return None

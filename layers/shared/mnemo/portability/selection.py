@@ -11,19 +11,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mnemo.assets.pins import PINS_PREFIX
+from mnemo.assets.store import ASSET_PREFIX, WORKSPACE_PREFIX
 from mnemo.context import LAYER_IDS, MEMORY_LAYERS, ScopeKey, parse_scope
+from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS
+from mnemo.graph.store import PARTITION as GRAPH_PARTITION
 from mnemo.knowledge.documents import LAYER_FOLDERS, split_key
+from mnemo.memory.records import PARTITION as MEMORY_PARTITION
+from mnemo.topics.records import PARTITION as TOPIC_PARTITION
 
-#: Partition prefix -> family, for every record family an export carries (the rest is derived and rebuilt).
+#: Partition prefix (with its ``|``) -> family, for every record family an export carries (the rest is derived
+#: and rebuilt); each prefix comes from its family's layout module.
 RECORD_FAMILIES: dict[str, str] = {
-    "MEM": "memories",
-    "CONV": "conversations",
-    "EXEC": "executions",
-    "TOPIC": "topics",
-    "ASSET": "blocks",
-    "PINS": "pins",
-    "WS": "workspace",
-    "GRAPH": "graph",
+    MEMORY_PARTITION: "memories",
+    CONVERSATIONS.partition_prefix: "conversations",
+    EXECUTIONS.partition_prefix: "executions",
+    TOPIC_PARTITION: "topics",
+    ASSET_PREFIX: "blocks",
+    PINS_PREFIX: "pins",
+    WORKSPACE_PREFIX: "workspace",
+    GRAPH_PARTITION: "graph",
 }
 #: Blob families: the knowledge repository and the project workspace's file contents.
 BLOB_FAMILIES = ("knowledge", "workspace")
@@ -34,8 +41,8 @@ USER_LAYERS = frozenset(layer for layer, ids in LAYER_IDS.items() if "user" in i
 
 def split_partition(pk: str) -> tuple[str, ScopeKey] | None:
     """(family, scope) of an exportable record's partition, else None."""
-    prefix, _, rest = pk.partition("|")
-    family = RECORD_FAMILIES.get(prefix)
+    prefix, bar, rest = pk.partition("|")
+    family = RECORD_FAMILIES.get(prefix + bar)
     scope = parse_scope(rest) if family else None
     return (family, scope) if family and scope else None
 
@@ -82,4 +89,4 @@ class Selection:
 
     def scan_prefixes(self) -> list[str]:
         """Record partitions to scan: one prefix per family, narrowed to the tenant."""
-        return [f"{prefix}|t={self.tenant}|" for prefix in RECORD_FAMILIES]
+        return [f"{prefix}t={self.tenant}|" for prefix in RECORD_FAMILIES]

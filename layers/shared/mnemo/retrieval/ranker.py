@@ -74,7 +74,7 @@ class Ranking:
         return "hybrid" if self.dense else "lexical"
 
 
-def rank(
+def hybrid_rank(
     index: VectorIndex,
     embedder: Embedder,
     namespace: str,

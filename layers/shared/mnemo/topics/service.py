@@ -1,10 +1,7 @@
 """Topic memory rules: one topic store per project (or per user without a project).
 
-Records (partition ``TOPIC|{scope}``) are the source of truth:
-
-- ``GENERAL``: the general section ``{content, lastUpdated, updatedBy}``;
-- ``TOPIC#{key}``: a topic's head ``{name, tags, summary, createdAt, lastUpdated, ...}``;
-- ``BODY#{key}``: its content, written in the same transaction, at the head's version.
+Records (partition ``TOPIC|{scope}``: the general section, each topic's head
+and its body; ``mnemo.topics.records``) are the source of truth.
 
 Every topic write carries an index outbox marker (``mnemo.outbox``) in the
 same all-or-nothing write; the marker is cleared once the index holds the
@@ -30,7 +27,7 @@ from mnemo.context import WRITER_ROLE, RequestContext
 from mnemo.errors import Conflict, ConflictingRequest, InvalidInput, NotFound, Unauthorized, invalid_field
 from mnemo.outbox import GONE, IndexOutbox, Reference
 from mnemo.ports import ConditionFailed, Delete, Embedder, Filter, IndexDoc, Item, Put, RecordStore, VectorIndex
-from mnemo.retrieval.ranker import rank
+from mnemo.retrieval.ranker import hybrid_rank
 from mnemo.topics.models import (
     MAX_TOPICS,
     ForgetMemoryInput,
@@ -51,12 +48,10 @@ from mnemo.topics.models import (
     TopicWriteOutput,
 )
 from mnemo.topics.names import MAX_TAGS, has_specialized_header, tag_key, topic_key, unique_tags
+from mnemo.topics.records import BODY, GENERAL, HEAD, PARTITION, key_of, layer_of, partition_of, scope_key_of
 from mnemo.topics.render import index_entry, render_index, render_topic
 
 NAMESPACE = "topics"
-GENERAL = "GENERAL"
-HEAD = "TOPIC#"
-BODY = "BODY#"
 #: What is embedded of a topic: its start (Titan reads at most 50,000 characters).
 EMBED_CHARS = 8000
 NO_TOPICS = "No topics found"
@@ -89,7 +84,7 @@ class Scope:
 
     @property
     def partition(self) -> str:
-        return f"TOPIC|{self.key}"
+        return partition_of(self.key)
 
 
 def _topic_missing(name: str) -> NotFound:
@@ -400,7 +395,7 @@ class TopicService:
         ranked, retrieval = self._rank(scope, query, sorted(wanted))
         keys = [key for key, score in ranked if score >= request.threshold]
         found = {
-            item.sk.removeprefix(HEAD): item.data
+            key_of(item.sk): item.data
             for item in self._records.batch_get([(scope.partition, HEAD + key) for key in keys], consistent=False)
         }
         score_of = dict(ranked)
@@ -416,7 +411,7 @@ class TopicService:
         flt: Filter = {"scope": [scope.key]}
         if tags:
             flt["tags"] = tags
-        ranking = rank(self._index, self._embedder, NAMESPACE, query, flt)
+        ranking = hybrid_rank(self._index, self._embedder, NAMESPACE, query, flt)
         scored = {
             key: found.score
             for found in ranking.candidates
@@ -500,7 +495,7 @@ class TopicService:
         return write
 
     def version_token(self, ref: Reference) -> str:
-        head = self._records.get(f"TOPIC|{ref['scope']}", HEAD + ref["key"])
+        head = self._records.get(partition_of(ref["scope"]), HEAD + ref["key"])
         return str(head.version) if head is not None else GONE
 
     def sync_reference(self, ref: Reference) -> str:
@@ -516,10 +511,10 @@ class TopicService:
         """Rebuild the topics' vector index from the records (maintenance: scans the table)."""
         self._index.clear(NAMESPACE)
         total = 0
-        for item in self._records.scan("TOPIC|"):
+        for item in self._records.scan(PARTITION):
             if item.sk.startswith(HEAD):
-                scope_key = item.pk.removeprefix("TOPIC|")
-                layer: TopicLayer = "user" if "|user|" in f"{scope_key}|" else "project"
-                self.sync_reference({"layer": layer, "scope": scope_key, "key": item.sk.removeprefix(HEAD)})
+                scope_key = scope_key_of(item.pk)
+                layer = layer_of(scope_key)
+                self.sync_reference({"layer": layer, "scope": scope_key, "key": key_of(item.sk)})
                 total += 1
         return total

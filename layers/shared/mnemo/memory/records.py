@@ -1,0 +1,185 @@
+"""The memory family's record layout: its keys and the shape of its stored items, in one place.
+
+Every memory lives in the partition of its scope (``RequestContext.scope_key``):
+
+=========================================  ==============================================================
+sk (partition ``MEM|{scope}``)             holds
+=========================================  ==============================================================
+``MEM#{memoryId}``                         the memory ``{memoryId, content, layer, scope, tags, metadata,
+                                           createdAt, occurredAt, contentHash, embeddingModel,
+                                           createdBy}``; ``after`` when it is linked to the dated memory
+                                           before it, ``orphaned``/``orphanedAt`` when the knowledge item
+                                           it mirrors is gone
+``HIST#{memoryId}#{at}#{event}#{rand}``    one history item per change ``{memoryId, event, at, actor}``
+                                           (ADD, DEDUPE, DELETE, SYNC_ADD, SYNC_UPDATE, ORPHAN)
+``IDEM#{key}``                             an idempotency record ``{requestHash, response}``, kept a day
+``LAST``                                   the dated memory added last in the scope ``{memoryId, day}``
+=========================================  ==============================================================
+
+The service, the batch path, export and import and the stream indexer build
+and read these keys and items through this module only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from mnemo.errors import Conflict, ConflictingRequest
+from mnemo.memory.models import MemoryAddInput, MemoryAddOutput
+from mnemo.ports import Item, Put
+
+PARTITION = "MEM|"
+RECORD = "MEM#"
+HISTORY = "HIST#"
+IDEMPOTENCY = "IDEM#"
+#: Sort key of each scope's pointer to the dated memory added last there: the next one links to it.
+LAST = "LAST"
+IDEMPOTENCY_TTL_SECONDS = 24 * 3600
+
+
+# ------------------------------------------------------------------ values
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def digest(text: str) -> str:
+    """The SHA-256 of a text in hex: a memory's ``contentHash``, an idempotency record's ``requestHash``."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def day_of(occurred_at: str | None) -> str | None:
+    """The UTC day a memory happened (``occurredAt`` is stored as UTC ISO 8601), or None."""
+    return occurred_at[:10] if occurred_at else None
+
+
+def request_hash(request: MemoryAddInput) -> str:
+    """What an idempotency record remembers of a request: everything but the key (as ``add`` hashes it)."""
+    return digest(request.model_dump_json(exclude={"idempotency_key"}))
+
+
+# -------------------------------------------------------------------- keys
+def partition_of(scope: str) -> str:
+    return f"{PARTITION}{scope}"
+
+
+def record_sk(memory_id: str) -> str:
+    return f"{RECORD}{memory_id}"
+
+
+def is_record(sk: str) -> bool:
+    return sk.startswith(RECORD)
+
+
+def memory_id_of(sk: str) -> str:
+    """The memory id of a record's sort key."""
+    return sk.removeprefix(RECORD)
+
+
+def history_prefix(memory_id: str) -> str:
+    """The sort key prefix of every history item of one memory."""
+    return f"{HISTORY}{memory_id}#"
+
+
+def idempotency_sk(key: str) -> str:
+    return f"{IDEMPOTENCY}{key}"
+
+
+def idempotency_key_of(sk: str) -> str:
+    return sk.removeprefix(IDEMPOTENCY)
+
+
+def head_of(sk: str) -> str | None:
+    """The sort key of the memory record an item belongs to: its own for a record, its memory's for a history
+    item; None for an item that stands alone (an idempotency record, the LAST pointer)."""
+    kind, _, rest = sk.partition("#")
+    if f"{kind}#" == RECORD:
+        return sk
+    if f"{kind}#" == HISTORY:
+        return record_sk(rest.split("#", 1)[0])
+    return None
+
+
+# ------------------------------------------------------------------- items
+def record_data(
+    *,
+    memory_id: str,
+    content: str,
+    layer: str,
+    scope: str,
+    tags: list[str],
+    metadata: dict[str, Any],
+    created_at: str,
+    occurred_at: str | None,
+    content_hash: str,
+    embedding_model: str,
+    created_by: str | None,
+    after: str | None = None,
+) -> dict[str, Any]:
+    """A memory record's body; ``after`` is the id of the dated memory it is linked to, if any."""
+    data: dict[str, Any] = {
+        "memoryId": memory_id,
+        "content": content,
+        "layer": layer,
+        "scope": scope,
+        "tags": tags,
+        "metadata": metadata,
+        "createdAt": created_at,
+        "occurredAt": occurred_at,
+        "contentHash": content_hash,
+        "embeddingModel": embedding_model,
+        "createdBy": created_by,
+    }
+    if after is not None:
+        data["after"] = after
+    return data
+
+
+def orphaned(data: dict[str, Any]) -> dict[str, Any]:
+    """A knowledge pointer's body once its knowledge item is gone."""
+    return {**data, "orphaned": True, "orphanedAt": iso(now())}
+
+
+def history_item(scope: str, memory_id: str, event: str, actor: str | None, **extra: Any) -> Put:
+    """The history item of one change to a memory, written with the change."""
+    at = iso(now())
+    data = {"memoryId": memory_id, "event": event, "at": at, "actor": actor, **extra}
+    sk = f"{HISTORY}{memory_id}#{at}#{event}#{secrets.token_hex(3)}"
+    return Put(Item(partition_of(scope), sk, data), expect="absent")
+
+
+def last_pointer(pk: str, memory_id: str, occurred_at: str, last: Item | Literal["unread"] | None = "unread") -> Put:
+    """The scope's LAST pointer moved to a dated memory: given the pointer as read (None: read as absent), only if
+    it has not moved since; "unread" (the batch path, which writes it once per write): whatever it holds."""
+    pointer = {"memoryId": memory_id, "day": day_of(occurred_at)}
+    if last == "unread":
+        return Put(Item(pk, LAST, pointer))
+    version = last.version + 1 if last is not None else 1
+    expect: int | Literal["absent"] = last.version if last is not None else "absent"
+    return Put(Item(pk, LAST, pointer, version=version), expect=expect)
+
+
+def key_reused() -> Conflict:
+    """The answer to an idempotency key sent again with a different request."""
+    return ConflictingRequest("idempotencyKey was already used for a different request", {"field": "idempotencyKey"})
+
+
+def idempotency_item(pk: str, key: str, request_digest: str, output: MemoryAddOutput) -> Put:
+    """The idempotency record of an add: the request's hash and its answer, kept for a day."""
+    data = {"requestHash": request_digest, "response": output.model_dump(mode="json")}
+    expires = int(time.time()) + IDEMPOTENCY_TTL_SECONDS
+    return Put(Item(pk, idempotency_sk(key), data, expires_at=expires), expect="absent")
+
+
+def replayed(stored: Item, request_digest: str) -> MemoryAddOutput:
+    """The answer an idempotency record holds for the same request; CONFLICT for another request."""
+    if stored.data["requestHash"] != request_digest:
+        raise key_reused()
+    return MemoryAddOutput.model_validate(stored.data["response"])

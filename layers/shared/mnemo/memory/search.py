@@ -1,0 +1,113 @@
+"""Reading memories: hybrid search over the caller's readable layers, and one memory's history.
+
+The vector index only finds ids; every hit is read back from the records
+before it reaches a caller, so a stale or foreign index entry can never leak.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mnemo.budget import fit_head
+from mnemo.context import MEMORY_LAYERS, RequestContext
+from mnemo.errors import NotFound
+from mnemo.memory.indexing import NAMESPACE, meta_keywords
+from mnemo.memory.models import MemoryResult, MemorySearchInput, MemorySearchOutput
+from mnemo.memory.records import history_prefix, partition_of, record_sk
+from mnemo.paging import decode_cursor, encode_cursor, fingerprint
+from mnemo.ports import Embedder, Filter, RecordStore, VectorIndex
+from mnemo.retrieval.ranker import hybrid_rank
+
+
+class MemorySearch:
+    """``search`` and ``history``: the reads of the memory tools."""
+
+    _records: RecordStore
+    _index: VectorIndex
+    _embedder: Embedder
+
+    def history(self, context: RequestContext, memory_id: str) -> list[dict[str, Any]]:
+        """Every recorded change to a memory the caller can read, oldest first."""
+        for layer in context.readable_layers():
+            items = self._records.query(partition_of(context.scope_key(layer)), history_prefix(memory_id), limit=1000)
+            if items:
+                return [item.data for item in items]
+        raise NotFound(f"Memory '{memory_id}' not found", {"field": "memoryId", "memoryId": memory_id})
+
+    # ------------------------------------------------------------- search
+    def search(self, context: RequestContext, request: MemorySearchInput) -> MemorySearchOutput:
+        layers = context.readable_layers(list(request.layers) if request.layers else None)
+        if not layers:
+            return MemorySearchOutput(results=[], total_count=0, searched_layers=[])
+        scopes = {context.scope_key(layer): layer for layer in layers}
+        flt: Filter = {"scope": list(scopes)}
+        if request.tags:
+            flt["tags"] = sorted({tag.lower() for tag in request.tags})
+        for key, values in meta_keywords(request.metadata or {}).items():
+            flt[key] = values
+
+        ranking = hybrid_rank(self._index, self._embedder, NAMESPACE, request.query, flt, context=True)
+        precedence = {layer: position for position, layer in enumerate(MEMORY_LAYERS)}
+        ranked: list[tuple[int, float, str, str]] = []
+        for candidate in ranking.candidates:
+            scope = (candidate.hit.keywords.get("scope") or [""])[0]
+            if scope in scopes and candidate.score >= request.threshold:
+                ranked.append((precedence[scopes[scope]], -candidate.score, candidate.id, scope))
+        ranked.sort()
+
+        owner = fingerprint(request.model_dump(mode="json", exclude={"cursor", "limit"}) | {"scopes": sorted(scopes)})
+        offset = decode_cursor(request.cursor, owner)
+        results, dropped = self._hydrate(ranked, offset + request.limit)
+        page = results[offset:]
+        output = MemorySearchOutput(
+            results=page,
+            total_count=len(ranked) - dropped,
+            searched_layers=layers,
+            retrieval=ranking.retrieval,
+        )
+        page = fit_head(output, page, context.response_budget)
+        has_more = offset + len(page) < output.total_count
+        output.results = page
+        output.has_more = has_more
+        output.next_cursor = encode_cursor(offset + len(page), owner) if has_more else None
+        return output
+
+    def _hydrate(self, ranked: list[tuple[int, float, str, str]], limit: int) -> tuple[list[MemoryResult], int]:
+        """Read the best hits back from the records until ``limit`` results stand.
+
+        Hits arrive in layer-precedence-then-score order. A hit with no record
+        (a stale index entry) or repeating content already taken from a more
+        specific layer is dropped; the count of those drops is returned so that
+        totalCount stays honest about what was seen.
+        """
+        results: list[MemoryResult] = []
+        seen_content: set[str] = set()
+        dropped = 0
+        position = 0
+        while len(results) < limit and position < len(ranked):
+            batch = ranked[position : position + max(limit * 2, 10)]
+            position += len(batch)
+            keys = [(partition_of(scope), record_sk(memory_id)) for _, _, memory_id, scope in batch]
+            # A read-back: a hit missing or a version behind for a second is dropped or shown as it was.
+            found = {item.data["memoryId"]: item.data for item in self._records.batch_get(keys, consistent=False)}
+            for _, negative_score, memory_id, scope in batch:
+                data = found.get(memory_id)
+                fingerprint = " ".join(data["content"].lower().split()) if data else ""
+                if data is None or data["scope"] != scope or data.get("orphaned") or fingerprint in seen_content:
+                    dropped += 1
+                    continue
+                seen_content.add(fingerprint)
+                if len(results) < limit:
+                    results.append(
+                        MemoryResult(
+                            content=data["content"],
+                            layer=data["layer"],
+                            score=round(-negative_score, 4),
+                            memory_id=memory_id,
+                            tags=data["tags"],
+                            metadata=data["metadata"],
+                            created_at=data["createdAt"],
+                            occurred_at=data.get("occurredAt"),
+                        )
+                    )
+        return results, dropped

@@ -1,0 +1,305 @@
+"""Adding and deleting memories: layer checks, near-duplicates, idempotency, the dated chain, history.
+
+Each add or delete is one all-or-nothing write of the record, its history item,
+its index outbox marker and, as the case may be, its idempotency record and the
+scope's LAST pointer (``mnemo.memory.records``); the index follows through the
+outbox (``mnemo.memory.outbox_sync``). The batch path (``mnemo.memory.batch``)
+builds its records with the same builders.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mnemo.context import SHARED_LAYERS, WRITER_ROLE, Layer, RequestContext
+from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized
+from mnemo.memory.indexing import CONTENT_HASH, NAMESPACE, embedding_text
+from mnemo.memory.models import MemoryAddInput, MemoryAddOutput, MemoryDeleteInput, MemoryDeleteOutput
+from mnemo.memory.outbox_sync import MemoryIndexSync
+from mnemo.memory.records import (
+    LAST,
+    day_of,
+    digest,
+    history_item,
+    idempotency_item,
+    idempotency_sk,
+    iso,
+    last_pointer,
+    now,
+    partition_of,
+    record_data,
+    record_sk,
+    replayed,
+    request_hash,
+)
+from mnemo.ports import ConditionFailed, Item, Put
+from mnemo.ports import Delete as DeleteOp
+from mnemo.retrieval.ranker import AFTER
+
+#: Tries of an add whose write lost a race on the scope's LAST pointer (another dated add or a delete).
+LINK_ATTEMPTS = 3
+STORED_MESSAGE = "Memory stored successfully"
+DUPLICATE_MESSAGE = "A near-identical memory already exists in this scope; kept the existing one"
+
+logger = logging.getLogger(__name__)
+
+
+def writable_scope(context: RequestContext, layer: Layer) -> str:
+    """The scope key a write to ``layer`` goes to; INVALID_INPUT without its ids, UNAUTHORIZED without the role."""
+    missing = context.missing_ids(layer)
+    if missing:
+        raise InvalidInput(
+            f"layer: the {layer} layer needs a {missing[0]} id in the request context",
+            {"field": "layer", "layer": layer, "missingIds": missing},
+        )
+    if layer in SHARED_LAYERS and WRITER_ROLE not in context.roles:
+        raise Unauthorized(
+            f"Writing to the shared {layer} layer needs the '{WRITER_ROLE}' role",
+            {"field": "layer", "layer": layer, "requiredRole": WRITER_ROLE},
+        )
+    return context.scope_key(layer)
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A memory about to be added: its record, the answer, and the operations that go out in one write."""
+
+    data: dict[str, Any]
+    output: MemoryAddOutput
+    #: The index outbox marker written with the record (settled once the index holds it).
+    marker: Put
+    #: The record, its ADD history item, the marker and, for a dated memory, the scope's LAST pointer.
+    operations: list[Put | DeleteOp]
+
+
+def deduplicated(
+    context: RequestContext, request: MemoryAddInput, scope: str, duplicate: str, content_hash: str
+) -> tuple[MemoryAddOutput, list[Put | DeleteOp]]:
+    """The answer naming the memory a request repeats, and the DEDUPE history item to write."""
+    output = MemoryAddOutput(memory_id=duplicate, message=DUPLICATE_MESSAGE, deduplicated=True, layer=request.layer)
+    return output, [history_item(scope, duplicate, "DEDUPE", context.user, contentHash=content_hash)]
+
+
+class MemoryWrites(MemoryIndexSync):
+    """``add`` and ``delete``, and the record builders the batch path shares."""
+
+    _dedupe_similarity: float
+
+    # ---------------------------------------------------------------- add
+    def add(self, context: RequestContext, request: MemoryAddInput) -> MemoryAddOutput:
+        scope = writable_scope(context, request.layer)
+        partition = partition_of(scope)
+        request_digest = request_hash(request)
+        if request.idempotency_key:
+            replay = self.replay(partition, request.idempotency_key, request_digest)
+            if replay is not None:
+                return replay
+        for _ in range(LINK_ATTEMPTS):
+            try:
+                return self._add_once(context, request, scope, request_digest)
+            except ConditionFailed:
+                # A concurrent retry with the same idempotency key won the race: answer as it did.
+                if request.idempotency_key:
+                    replay = self.replay(partition, request.idempotency_key, request_digest)
+                    if replay is not None:
+                        return replay
+                if request.occurred_at is None:  # only a dated add can lose a race (on the LAST pointer)
+                    break
+        raise Conflict("The memory changed while it was being written; retry")
+
+    def _add_once(
+        self, context: RequestContext, request: MemoryAddInput, scope: str, request_digest: str
+    ) -> MemoryAddOutput:
+        """One attempt of ``add``; ConditionFailed when its write lost a race."""
+        partition = partition_of(scope)
+        occurred_at = iso(request.occurred_at) if request.occurred_at else None
+        last = self._records.get(partition, LAST) if occurred_at else None
+        previous = self._previous_of(partition, occurred_at, last)
+        # The near-duplicate check compares the content alone; the index holds the content in context.
+        texts = [request.content] + ([embedding_text(request.content, previous[1])] if previous else [])
+        vectors = self._try_embed_all(texts)
+        content_vector, vector = (vectors[0], vectors[-1]) if vectors else (None, None)
+        content_hash = digest(request.content)
+        # Without a vector (embedder down) the memory is still stored and queued for
+        # indexing; only the near-duplicate check is skipped.
+        duplicate = (
+            self._find_duplicate(partition, scope, content_vector, content_hash) if content_vector is not None else None
+        )
+        if duplicate is not None:
+            output, operations = deduplicated(context, request, scope, duplicate, content_hash)
+        else:
+            # The LAST pointer moves only if no other add or delete moved it since it was read: a racing
+            # add would fork the chain, a racing delete would leave its content in this memory's vector.
+            new = self.new_record(context, request, scope, previous, content_hash, last=last, queued=vector is None)
+            data, output, marker, operations = new.data, new.output, new.marker, new.operations
+        if request.idempotency_key:
+            operations.append(idempotency_item(partition, request.idempotency_key, request_digest, output))
+        self._records.write(operations)
+        if duplicate is None and vector is not None:  # without a vector the marker is queued for the indexer
+            self._outbox.settle(marker, self, first=self._upsert(data, vector, version=1), new=True)
+        return output
+
+    def new_record(
+        self,
+        context: RequestContext,
+        request: MemoryAddInput,
+        scope: str,
+        previous: tuple[str, str] | None,
+        content_hash: str | None = None,
+        *,
+        last: Item | Literal["unread"] | None = "unread",
+        queued: bool = False,
+    ) -> NewMemory:
+        """The record of a new memory and its operations (``add`` and the batch path build it here).
+
+        ``previous`` is the (id, content) of the dated memory added just before it in its scope on the same
+        day (see ``_previous``): the record is linked to it (``after``) and is embedded with it
+        (``embedding_text``). A dated memory also moves the scope's LAST pointer to itself: given the
+        ``last`` pointer as read (None: read as absent), only if it has not moved since; "unread" (the batch
+        path, which writes it once per write): whatever it holds. ``queued``: the caller has no vector and
+        will not index it (the stream indexer takes it at once).
+        """
+        partition = partition_of(scope)
+        memory_id = f"mem_{secrets.token_hex(12)}"
+        occurred_at = iso(request.occurred_at) if request.occurred_at else None
+        data = record_data(
+            memory_id=memory_id,
+            content=request.content,
+            layer=request.layer,
+            scope=scope,
+            tags=request.tags,
+            metadata={"source": "manual", **request.metadata},
+            created_at=iso(now()),
+            occurred_at=occurred_at,
+            content_hash=content_hash or digest(request.content),
+            embedding_model=self._embedder.name,
+            created_by=context.user,
+            after=previous[0] if previous is not None else None,
+        )
+        output = MemoryAddOutput(memory_id=memory_id, message=STORED_MESSAGE, layer=request.layer)
+        marker = self._marker(partition, memory_id, queued=queued)
+        operations: list[Put | DeleteOp] = [
+            Put(Item(partition, record_sk(memory_id), data), expect="absent"),
+            history_item(scope, memory_id, "ADD", context.user, contentHash=data["contentHash"]),
+            marker,
+        ]
+        if occurred_at:  # the next memory of this scope on this day links to this one
+            operations.append(last_pointer(partition, memory_id, occurred_at, last))
+        return NewMemory(data, output, marker, operations)
+
+    # ------------------------------------------------------------- delete
+    def delete(self, context: RequestContext, request: MemoryDeleteInput) -> MemoryDeleteOutput:
+        memory_id = request.memory_id
+        for layer in context.readable_layers():
+            scope = context.scope_key(layer)
+            item = self._records.get(partition_of(scope), record_sk(memory_id))
+            if item is None:
+                continue
+            if not context.can_write(layer):
+                raise Unauthorized(
+                    f"Deleting from the shared {layer} layer needs the '{WRITER_ROLE}' role",
+                    {"field": "memoryId", "layer": layer, "requiredRole": WRITER_ROLE},
+                )
+            pointer = item.data["metadata"].get("knowledgePointer")
+            if item.data["metadata"].get("source") == "knowledge_sync" and pointer:
+                # Knowledge wins: sync would not bring a deleted pointer back while its item is unchanged.
+                raise InvalidInput(
+                    f"memoryId: this memory mirrors knowledge item '{pointer.get('sourceId')}'; "
+                    "change or remove the knowledge file instead",
+                    {"field": "memoryId", "knowledgeItemId": pointer.get("sourceId")},
+                )
+            marker = self._marker(item.pk, memory_id)
+            # The memories embedded after this one's content are re-indexed without it.
+            dated = bool(item.data.get("occurredAt"))  # only dated memories are linked
+            linked = self._followers(scope, memory_id) if dated else []
+            followers = [self._marker(item.pk, follower) for follower in linked]
+            # A dated add that read the pointer to this memory must not link to it: the pointer goes with it,
+            # so such an add's conditional write fails and it tries again without this memory.
+            last = self._records.get(item.pk, LAST) if dated else None
+            unlink = (
+                [DeleteOp(item.pk, LAST, expect=last.version)]
+                if last and last.data.get("memoryId") == memory_id
+                else []
+            )
+            try:
+                self._records.write(
+                    [
+                        DeleteOp(item.pk, item.sk, expect=item.version),
+                        history_item(scope, memory_id, "DELETE", context.user, contentHash=item.data["contentHash"]),
+                        marker,
+                        *followers,
+                        *unlink,
+                    ]
+                )
+            except ConditionFailed:
+                raise Conflict(
+                    "The memory changed while it was being deleted; retry", {"memoryId": memory_id}
+                ) from None
+            self._outbox.settle(marker, self, first=self._remove(memory_id))
+            for follower in followers:
+                self._outbox.settle(follower, self)
+            return MemoryDeleteOutput(message="Memory deleted successfully", memory_id=memory_id)
+        raise NotFound(f"Memory '{memory_id}' not found", {"field": "memoryId", "memoryId": memory_id})
+
+    # ------------------------------------------------------- dated chain
+    def _previous(self, partition: str, occurred_at: str | None) -> tuple[str, str] | None:
+        """The id and content of the dated memory added last in this scope, if it happened the same day."""
+        return self._previous_of(partition, occurred_at, self._records.get(partition, LAST) if occurred_at else None)
+
+    def _previous_of(self, partition: str, occurred_at: str | None, last: Item | None) -> tuple[str, str] | None:
+        """``_previous`` from the scope's LAST pointer as read."""
+        if not occurred_at:
+            return None
+        if last is None or last.data.get("day") != day_of(occurred_at):
+            return None
+        found = self._records.get(partition, record_sk(last.data["memoryId"]))
+        if found is None or found.data.get("orphaned"):
+            return None
+        return found.data["memoryId"], found.data["content"]
+
+    def _followers(self, scope: str, memory_id: str) -> list[str]:
+        """The memories linked to this one as their predecessor (their vectors hold its content)."""
+        probe = [1.0] + [0.0] * (self._embedder.dimensions - 1)  # any unit vector: the filter does the finding
+        try:
+            hits = self._index.knn(NAMESPACE, probe, {"scope": [scope], AFTER: [memory_id]}, 10)
+        except MnemoError as error:
+            logger.warning("could not look up the memories linked to %s: %s", memory_id, error.message)
+            return []
+        return [hit.id for hit in hits if hit.id != memory_id]
+
+    # ------------------------------------------ near-duplicates, replays
+    def _find_duplicate(
+        self, partition: str, scope: str, vector: Sequence[float], content_hash: str | None = None
+    ) -> str | None:
+        """The stored memory of the scope this one repeats (see ``repeat_candidates``), if its record stands."""
+        for memory_id in self.repeat_candidates(scope, vector, content_hash):
+            found = self._records.get(partition, record_sk(memory_id))
+            if found is not None and not found.data.get("orphaned"):
+                return memory_id
+        return None
+
+    def repeat_candidates(
+        self, scope: str, vector: Sequence[float], content_hash: str | None, floor: float | None = None
+    ) -> list[str]:
+        """Indexed memories of the scope this content may repeat, best first: the same content (found by its
+        hash, whatever the stored vector holds), then vectors at or above ``floor`` (default: the near-duplicate
+        similarity). The caller checks their records."""
+        floor = self._dedupe_similarity if floor is None else floor
+        same = (
+            self._index.knn(NAMESPACE, vector, {"scope": [scope], CONTENT_HASH: [content_hash]}, 1)
+            if content_hash
+            else []
+        )
+        near = self._index.knn(NAMESPACE, vector, {"scope": [scope]}, 3)
+        return [hit.id for hit in (*same, *(hit for hit in near if hit.score >= floor))]
+
+    def replay(self, partition: str, key: str, request_digest: str) -> MemoryAddOutput | None:
+        """The answer stored for an idempotency key, if any (CONFLICT when it was another request's)."""
+        stored = self._records.get(partition, idempotency_sk(key))
+        if stored is None:
+            return None
+        return replayed(stored, request_digest)
