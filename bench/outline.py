@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from common import fresh_services, table, write_results
-from mnemo.assets.scopes import workspace_location
 from mnemo.context import RequestContext
 from mnemo.errors import MnemoError
+from mnemo.files.scopes import workspace_location
 from mnemo.outline.languages import get_language
 from mnemo.runtime import Services
 from mnemo.tools.registry import load_catalog
@@ -76,7 +76,7 @@ def whole_project(services: Services) -> dict[str, Any]:
 
 #: What the symbol, file and edit cases use over layers/; another --source uses its largest file and a method
 #: in it.
-LAYERS_CASES = ("FileStore.write_ops", "layers/shared/mnemo/assets/store.py", "layers/shared/mnemo/outline/tree.py")
+LAYERS_CASES = ("FileStore.write_ops", "layers/shared/mnemo/files/store.py", "layers/shared/mnemo/outline/tree.py")
 
 
 def cases(services: Services, source: Path) -> tuple[str, str, str]:

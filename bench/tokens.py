@@ -1,4 +1,4 @@
-"""How close the block budget's token estimate (mnemo.assets.tokens.count_tokens) is to real BPE tokenizers.
+"""How close the block budget's token estimate (mnemo.files.tokens.count_tokens) is to real BPE tokenizers.
 
     python bench/tokens.py [--claude-tokenizer PATH] [--no-fit]
 
@@ -51,8 +51,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import table, write_results
-from mnemo.assets import tokens as estimate_module
-from mnemo.assets.tokens import count_tokens
+from mnemo.files import tokens as estimate_module
+from mnemo.files.tokens import count_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 OWN_RESULTS = {"tokens.json", "blocks.json"}

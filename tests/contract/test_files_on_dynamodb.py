@@ -18,10 +18,10 @@ from aws_fixtures import REGION, create_records_table, dynamodb_settings, shared
 
 from helpers import ctx
 from mnemo.adapters.aws.bootstrap import ensure_bucket
-from mnemo.assets.store import CHUNK_JSON_BYTES
-from mnemo.assets.tokens import count_tokens
 from mnemo.context import RequestContext
 from mnemo.errors import MnemoError
+from mnemo.files.store import CHUNK_JSON_BYTES
+from mnemo.files.tokens import count_tokens
 from mnemo.runtime import Services, set_services
 from mnemo.tools.registry import get_tool
 

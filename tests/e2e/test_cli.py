@@ -91,7 +91,7 @@ def test_reindex_restores_a_deleted_blocks_index(tmp_path: Path) -> None:
 
 def test_reindex_pending_drains_the_blocks_family(tmp_path: Path) -> None:
     """A block whose index write never happened (its outbox marker still queued) is indexed by --pending."""
-    from mnemo.assets.index import BlockIndex
+    from mnemo.files.index import BlockIndex
     from mnemo.runtime import Services
     from mnemo.settings import Settings
 

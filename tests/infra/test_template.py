@@ -18,8 +18,8 @@ import pytest
 import yaml
 from aws_fixtures import CloudFormationLoader
 
-from mnemo.assets.scopes import WORKSPACE_ROOT
 from mnemo.client.repeat import READ_ONLY as REPEATABLE_READS
+from mnemo.files.scopes import WORKSPACE_ROOT
 from mnemo.knowledge.documents import ROOT as KNOWLEDGE_ROOT
 from mnemo.settings import Settings
 from mnemo.sync.service import LOCK_RENEW_SECONDS, LOCK_SECONDS
@@ -763,7 +763,7 @@ INDEX_DELETE = INDEX_READ | {"es:ESHttpDelete"}
 INDEX_WRITE = INDEX_DELETE | {"es:ESHttpPut"}
 BUCKET = "bucket"
 OBJECTS = "${KnowledgeBucket.Arn}/" + KNOWLEDGE_ROOT + "/*"  # knowledge readers reach no workspace file
-WORKSPACE = "${KnowledgeBucket.Arn}/" + WORKSPACE_ROOT + "*"  # mnemo.assets.scopes: every workspace's objects
+WORKSPACE = "${KnowledgeBucket.Arn}/" + WORKSPACE_ROOT + "*"  # mnemo.files.scopes: every workspace's objects
 S3_CURRENT = frozenset({("s3:ListBucket", BUCKET), ("s3:GetObject", OBJECTS)})  # sync lists the files, reads each
 S3_HISTORY = frozenset({("s3:ListBucketVersions", BUCKET), ("s3:GetObjectVersion", OBJECTS)})  # knowledge_show
 # A workspace file's head (in the table) names its object version: a read gets that version, a write puts a new
@@ -799,7 +799,7 @@ TOOL_NEEDS: dict[str, tuple[str, bool, frozenset[str], frozenset[tuple[str, str]
     "refine_memory": ("crud", True, INDEX_WRITE, NONE),
     "recall_general_memory": ("read", False, NONE, NONE),
     "forget_memory": ("crud", False, INDEX_DELETE, NONE),
-    # mnemo/assets/service.py routes each path by scheme: a StoredAsset (mnemo://) is records plus the `blocks`
+    # mnemo/files/service.py routes each path by scheme: a StoredAsset (mnemo://) is records plus the `blocks`
     # namespace (written and deleted with an outbox marker), a workspace file a head in the records naming an
     # object version under workspace/, topic:// the topic service (what memorize_new_topic, refine_memory,
     # recall_memory and forget_memory need), knowledge:// KnowledgeService.show without history (records only).
@@ -1180,7 +1180,7 @@ def test_every_function_gets_the_aws_adapters_from_settings() -> None:
 
 
 def test_the_block_budget_is_a_parameter_given_to_the_functions_that_check_it() -> None:
-    """MNEMO_BLOCK_BUDGET_TOKENS (mnemo/assets/pinning.py) reaches every function running a tool that checks or
+    """MNEMO_BLOCK_BUDGET_TOKENS (mnemo/files/pinning.py) reaches every function running a tool that checks or
     reports the pinned budget; the parameter's default and bounds are the setting's."""
     doc = template()
     parameter = doc["Parameters"]["BlockBudgetTokens"]

@@ -19,13 +19,13 @@ from aws_fixtures import REGION, create_records_table, dynamodb_settings, shared
 from helpers import ctx, drained
 from knowledge_helpers import push_tree
 from mnemo.adapters.aws.bootstrap import ensure_bucket
-from mnemo.assets.pins import PIN_SET, PINS_PREFIX
-from mnemo.assets.scopes import pinner_key
-from mnemo.assets.store import ASSET_PREFIX, CONTENT, HEAD, PINNERS
-from mnemo.assets.tokens import count_tokens
 from mnemo.budget import wire_bytes
 from mnemo.context import RequestContext
 from mnemo.errors import MnemoError
+from mnemo.files.pins import PIN_SET, PINS_PREFIX
+from mnemo.files.scopes import pinner_key
+from mnemo.files.store import ASSET_PREFIX, CONTENT, HEAD, PINNERS
+from mnemo.files.tokens import count_tokens
 from mnemo.runtime import Services, set_services
 from mnemo.settings import Settings
 from mnemo.sync.models import SyncNowInput

@@ -19,11 +19,11 @@ from aws_fixtures import REGION, create_records_table, dynamodb_settings, shared
 
 from helpers import ctx, race
 from mnemo.adapters.aws.bootstrap import ensure_bucket
-from mnemo.assets.pins import PIN_SET, PINS_PREFIX
-from mnemo.assets.scopes import pinner_key
-from mnemo.assets.store import ASSET_PREFIX, HEAD, PINNERS
 from mnemo.context import RequestContext
 from mnemo.errors import MnemoError
+from mnemo.files.pins import PIN_SET, PINS_PREFIX
+from mnemo.files.scopes import pinner_key
+from mnemo.files.store import ASSET_PREFIX, HEAD, PINNERS
 from mnemo.runtime import Services, set_services
 from mnemo.settings import Settings
 from mnemo.tools.registry import get_tool

@@ -1,4 +1,4 @@
-"""What a file tool's path may be (mnemo.assets.paths): every accepted form, every refused one, and the
+"""What a file tool's path may be (mnemo.files.paths): every accepted form, every refused one, and the
 property that no accepted workspace name reaches outside its scope's blob prefix or onto another's key."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from helpers import ctx
 from mnemo.adapters.local.blobs import LocalBlobStore
-from mnemo.assets.paths import MAX_PATH_CHARS, MAX_SEGMENT_BYTES, FilePath, parse_path
-from mnemo.assets.scopes import workspace_location
 from mnemo.blob_keys import check_blob_key
 from mnemo.errors import InvalidInput, MnemoError
+from mnemo.files.paths import MAX_PATH_CHARS, MAX_SEGMENT_BYTES, FilePath, parse_path
+from mnemo.files.scopes import workspace_location
 from mnemo.runtime import Services
 from mnemo.tools.registry import get_tool
 

@@ -35,7 +35,6 @@ KERNEL = {
 #: The services, one package per family, and the retrieval maths they share.
 DOMAIN = {
     "mnemo.conversations",
-    "mnemo.assets",
     "mnemo.files",
     "mnemo.graph",
     "mnemo.knowledge",

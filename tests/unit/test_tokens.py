@@ -1,4 +1,4 @@
-"""The block budget's token estimate (mnemo.assets.tokens): deterministic, offline, monotone, and the
+"""The block budget's token estimate (mnemo.files.tokens): deterministic, offline, monotone, and the
 rule its docstring documents, one small example per row of its table."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo.assets.tokens import WORD_CHARS, count_tokens
+from mnemo.files.tokens import WORD_CHARS, count_tokens
 
 #: Text made of the pieces the rule tells apart, so that runs merge and split often.
 PIECES = st.text(alphabet=st.sampled_from(list("ab Z09 \n\t.!-_é中ア한😀\u00a0")), max_size=40)
@@ -106,7 +106,7 @@ def test_the_count_is_the_same_in_a_fresh_process_without_network() -> None:
         "import socket\n"
         "def refuse(*a, **k):\n    raise OSError('no network in this test')\n"
         "socket.socket.connect = refuse\n"
-        "from mnemo.assets.tokens import count_tokens\n"
+        "from mnemo.files.tokens import count_tokens\n"
         f"print(count_tokens({text!r}))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)

@@ -15,12 +15,12 @@ from mnemo.ports import BlobStore, Embedder, EventPublisher, Extractor, RecordSt
 from mnemo.settings import Settings
 
 if TYPE_CHECKING:
-    from mnemo.assets.expansion import Expander
-    from mnemo.assets.index import BlockIndex
-    from mnemo.assets.pinning import Pinning
-    from mnemo.assets.service import FileService
-    from mnemo.assets.store import FileStore
     from mnemo.conversations.service import ConversationService
+    from mnemo.files.expansion import Expander
+    from mnemo.files.index import BlockIndex
+    from mnemo.files.pinning import Pinning
+    from mnemo.files.service import FileService
+    from mnemo.files.store import FileStore
     from mnemo.graph.extraction import GraphBuilder
     from mnemo.graph.service import GraphService
     from mnemo.knowledge.repository import KnowledgeRepository
@@ -156,25 +156,25 @@ class Services:
 
     @cached_property
     def file_store(self) -> FileStore:
-        from mnemo.assets.store import FileStore
+        from mnemo.files.store import FileStore
 
         return FileStore(self.records, lambda: self.blobs)
 
     @cached_property
     def block_index(self) -> BlockIndex:
-        from mnemo.assets.index import BlockIndex
+        from mnemo.files.index import BlockIndex
 
         return BlockIndex(self.records, self.file_store, self.index, self.embedder)
 
     @cached_property
     def pinning(self) -> Pinning:
-        from mnemo.assets.pinning import Pinning
+        from mnemo.files.pinning import Pinning
 
         return Pinning(self.records, self.file_store, self.settings.block_budget_tokens)
 
     @cached_property
     def files(self) -> FileService:
-        from mnemo.assets.service import FileService
+        from mnemo.files.service import FileService
 
         return FileService(
             self.records,
@@ -188,7 +188,7 @@ class Services:
 
     @cached_property
     def expander(self) -> Expander:
-        from mnemo.assets.expansion import Expander
+        from mnemo.files.expansion import Expander
 
         return Expander(self.files)
 

@@ -70,7 +70,7 @@ class Settings(BaseModel):
     dedupe_similarity: float = Field(0.95, ge=0.0, le=1.0)
     #: sync_status reports unhealthy when the last sync is older than this.
     sync_stale_after_seconds: float = Field(86400.0, gt=0)
-    #: The most tokens (mnemo.assets.tokens) one agent may keep pinned.
+    #: The most tokens (mnemo.files.tokens) one agent may keep pinned.
     block_budget_tokens: int = Field(100_000, ge=1, le=10_000_000)
     #: build_memory_from_text's model (None: openai when openai_base_url is set, else none).
     extractor: Literal["none", "bedrock", "openai"] | None = None

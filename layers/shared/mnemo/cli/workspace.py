@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mnemo.assets.models import MAX_CONTENT_CHARS, MAX_LIST, FileEntry, FileListInput, FileWriteInput
-from mnemo.assets.paths import parse_path
 from mnemo.cli.progress import FILES, Progress
 from mnemo.errors import InvalidInput, MnemoError, Unauthorized
+from mnemo.files.models import MAX_CONTENT_CHARS, MAX_LIST, FileEntry, FileListInput, FileWriteInput
+from mnemo.files.paths import parse_path
 
 if TYPE_CHECKING:
     from mnemo.context import RequestContext
@@ -208,7 +208,7 @@ class Planned:
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    from mnemo.assets.scopes import workspace_location
+    from mnemo.files.scopes import workspace_location
 
     root = Path(args.directory)
     if not root.is_dir():

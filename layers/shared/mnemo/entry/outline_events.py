@@ -15,10 +15,10 @@ from typing import Any
 from urllib.parse import unquote, unquote_plus
 
 from mnemo import observability
-from mnemo.assets.scopes import WORKSPACE_ROOT, workspace_location
-from mnemo.assets.store import Location
 from mnemo.context import RequestContext
 from mnemo.errors import MnemoError
+from mnemo.files.scopes import WORKSPACE_ROOT, workspace_location
+from mnemo.files.store import Location
 from mnemo.observability import logger
 from mnemo.outline.languages import LanguageSpec, language_of
 from mnemo.runtime import get_services

@@ -28,8 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnemo.assets.store import FileStore, Location
 from mnemo.errors import invalid_field
+from mnemo.files.store import FileStore, Location
 from mnemo.outline.languages import LanguageSpec, extract
 from mnemo.outline.structure import FileOutline
 from mnemo.ports import Delete, Item, Put, RecordStore

@@ -2,8 +2,8 @@
 
 Names are ``module.Class.method``, the module named the way Python imports it:
 the file's path from the top of its package (the highest directory holding an
-``__init__.py``), so ``layers/shared/mnemo/assets/store.py`` is
-``mnemo.assets.store``. Relations written here: calls, extends (base classes;
+``__init__.py``), so ``layers/shared/mnemo/files/store.py`` is
+``mnemo.files.store``. Relations written here: calls, extends (base classes;
 Python has no ``implements``), references (decorators, parameter annotations,
 names read in code) and type_of (annotated fields and variables, return
 annotations). ``self`` and ``cls`` have their class as type, a parameter its

@@ -16,12 +16,12 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from mnemo.assets.paths import parse_path
-from mnemo.assets.scopes import workspace_location
-from mnemo.assets.store import FileStore, Location
 from mnemo.budget import RESERVE_BYTES, wire_bytes
 from mnemo.context import RequestContext
 from mnemo.errors import MnemoError, NotFound, invalid_field
+from mnemo.files.paths import parse_path
+from mnemo.files.scopes import workspace_location
+from mnemo.files.store import FileStore, Location
 from mnemo.outline.graph import Graph, build_graph
 from mnemo.outline.index import OutlineIndex, Refresh
 from mnemo.outline.languages import LanguageSpec, get_language

@@ -23,7 +23,7 @@ WRITTEN_KINDS = ("calls", "extends", "implements", "references", "type_of")
 class Symbol:
     """A declaration: a module or package, type, function, method, field, variable or constant."""
 
-    #: The qualified name, as answers show it: ``mnemo.assets.store.FileStore.write`` (Python),
+    #: The qualified name, as answers show it: ``mnemo.files.store.FileStore.write`` (Python),
     #: ``outline.(*OutlineManager).RegisterExtractor`` (Go), ``com.acme.Shop.order`` (Java).
     name: str
     #: module, package, class, interface, struct, type, enum, function, method, field, variable or constant.

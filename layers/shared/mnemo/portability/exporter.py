@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from mnemo.assets.scopes import workspace_location_of
-from mnemo.assets.store import HEAD, HISTORY
+from mnemo.files.scopes import workspace_location_of
+from mnemo.files.store import HEAD, HISTORY
 from mnemo.portability.lines import FORMAT_VERSION
 from mnemo.portability.selection import Selection, split_partition
 from mnemo.portability.services import PortabilityServices as Services

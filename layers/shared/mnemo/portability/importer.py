@@ -44,12 +44,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mnemo.assets import store as files
-from mnemo.assets.scopes import workspace_location_of
 from mnemo.blob_keys import check_blob_key
 from mnemo.context import ScopeKey
 from mnemo.conversations import store as conversations
 from mnemo.errors import InvalidInput, MnemoError, from_validation_errors
+from mnemo.files import store as files
+from mnemo.files.scopes import workspace_location_of
 from mnemo.graph import store as graph
 from mnemo.memory import records as memories
 from mnemo.portability.indexing import GRAPH_FAMILY, MEMORY_FAMILY, index_marker

@@ -9,10 +9,10 @@ again) completes.
 
 from __future__ import annotations
 
-from mnemo.assets import store as files
-from mnemo.assets.index import NAMESPACE as BLOCK_FAMILY
 from mnemo.conversations import store as conversations
 from mnemo.conversations.indexing import EntryFamily
+from mnemo.files import store as files
+from mnemo.files.index import NAMESPACE as BLOCK_FAMILY
 from mnemo.graph import store as graph
 from mnemo.graph.index import NAMESPACE as GRAPH_FAMILY
 from mnemo.memory import records as memories

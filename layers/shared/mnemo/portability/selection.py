@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mnemo.assets.pins import PINS_PREFIX
-from mnemo.assets.store import ASSET_PREFIX, WORKSPACE_PREFIX
 from mnemo.context import LAYER_IDS, MEMORY_LAYERS, ScopeKey, parse_scope
 from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS
+from mnemo.files.pins import PINS_PREFIX
+from mnemo.files.store import ASSET_PREFIX, WORKSPACE_PREFIX
 from mnemo.graph.store import PARTITION as GRAPH_PARTITION
 from mnemo.knowledge.documents import LAYER_FOLDERS, split_key
 from mnemo.memory.records import PARTITION as MEMORY_PARTITION

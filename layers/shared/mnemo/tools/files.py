@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mnemo.assets.models import (
+from mnemo.context import RequestContext
+from mnemo.files.models import (
     BlockPinInput,
     BlockPinOutput,
     BlockUnpinInput,
@@ -28,7 +29,6 @@ from mnemo.assets.models import (
     PinnedContextInput,
     PinnedContextOutput,
 )
-from mnemo.context import RequestContext
 from mnemo.tools.registry import tool
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def file_write(services: Services, context: RequestContext, request: FileWriteIn
       `limit`, `size` (this file's tokens), `wouldBe` and `advice` (compact a block
       or unpin one).
 
-    @see mnemo.assets.service.FileService.write
+    @see mnemo.files.service.FileService.write
     """
     return services.files.write(context, request)
 
@@ -115,7 +115,7 @@ def file_edit(services: Services, context: RequestContext, request: FileEditInpu
       a concurrent write won (retryable); or the block budget would be exceeded
       (as for file_write).
 
-    @see mnemo.assets.service.FileService.edit
+    @see mnemo.files.service.FileService.edit
     """
     return services.files.edit(context, request)
 
@@ -152,7 +152,7 @@ def file_read(services: Services, context: RequestContext, request: FileReadInpu
     - INVALID_INPUT: a bad path; `offset` past the end; ids the scope needs are
       missing; one line alone longer than the transport's answer (details name `limit`).
 
-    @see mnemo.assets.service.FileService.read
+    @see mnemo.files.service.FileService.read
     """
     return services.files.read(context, request)
 
@@ -183,7 +183,7 @@ def file_list(services: Services, context: RequestContext, request: FileListInpu
     **Errors:**
     - INVALID_INPUT: a bad path or cursor; ids the scope needs are missing.
 
-    @see mnemo.assets.service.FileService.list
+    @see mnemo.files.service.FileService.list
     """
     return services.files.list_files(context, request)
 
@@ -214,7 +214,7 @@ def file_search(services: Services, context: RequestContext, request: FileSearch
     **Errors:**
     - INVALID_INPUT: a blank query; limit outside 1-50; threshold outside 0-1; no user id.
 
-    @see mnemo.assets.service.FileService.search
+    @see mnemo.files.service.FileService.search
     """
     return services.files.search(context, request)
 
@@ -250,7 +250,7 @@ def block_pin(services: Services, context: RequestContext, request: BlockPinInpu
     - CONFLICT: the budget would be exceeded (not retryable as is: compact or
       unpin first), or the file or your pins changed meanwhile (retryable).
 
-    @see mnemo.assets.pinning.Pinning.pin
+    @see mnemo.files.pinning.Pinning.pin
     """
     return services.pinning.pin(context, request)
 
@@ -284,7 +284,7 @@ def pinned_context(services: Services, context: RequestContext, request: PinnedC
     **Errors:**
     - INVALID_INPUT: no user id; `offset` past the end.
 
-    @see mnemo.assets.pinning.Pinning.context
+    @see mnemo.files.pinning.Pinning.context
     """
     return services.pinning.context(context, request)
 
@@ -324,7 +324,7 @@ def expand_prompt(services: Services, context: RequestContext, request: ExpandPr
     - INVALID_INPUT: a marker holds a bad path; the expansion would pass `maxChars`
       (details give `chars`); text over 100,000 characters.
 
-    @see mnemo.assets.expansion.Expander.expand
+    @see mnemo.files.expansion.Expander.expand
     """
     return services.expander.expand(context, request)
 
@@ -355,7 +355,7 @@ def block_unpin(services: Services, context: RequestContext, request: BlockUnpin
     - INVALID_INPUT: not a `mnemo://` path; no user id.
     - CONFLICT: the file or your pins changed meanwhile (retryable).
 
-    @see mnemo.assets.pinning.Pinning.unpin
+    @see mnemo.files.pinning.Pinning.unpin
     """
     return services.pinning.unpin(context, request)
 
@@ -389,6 +389,6 @@ def file_delete(services: Services, context: RequestContext, request: FileDelete
     - CONFLICT: `expectedVersion` is stale (not retryable: read again), or the file
       changed meanwhile (retryable).
 
-    @see mnemo.assets.service.FileService.delete
+    @see mnemo.files.service.FileService.delete
     """
     return services.files.delete(context, request)

@@ -6,7 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mnemo.assets.models import (
+from mnemo.budget import RESERVE_BYTES, longest_prefix, wire_bytes
+from mnemo.context import RequestContext
+from mnemo.errors import Conflict, NotFound, invalid_field
+from mnemo.files.models import (
     BlockPinInput,
     BlockPinOutput,
     BlockUnpinInput,
@@ -14,13 +17,10 @@ from mnemo.assets.models import (
     PinnedContextInput,
     PinnedContextOutput,
 )
-from mnemo.assets.paths import FilePath, parse_path
-from mnemo.assets.pins import MAX_PINNERS, MAX_PINS, PinSet, budget_exceeded, read_pin_sets, total_of
-from mnemo.assets.scopes import asset_location, display_uri, pinner_key
-from mnemo.assets.store import ASSET_PREFIX, HEAD, PINNERS, FileStore, Location
-from mnemo.budget import RESERVE_BYTES, longest_prefix, wire_bytes
-from mnemo.context import RequestContext
-from mnemo.errors import Conflict, NotFound, invalid_field
+from mnemo.files.paths import FilePath, parse_path
+from mnemo.files.pins import MAX_PINNERS, MAX_PINS, PinSet, budget_exceeded, read_pin_sets, total_of
+from mnemo.files.scopes import asset_location, display_uri, pinner_key
+from mnemo.files.store import ASSET_PREFIX, HEAD, PINNERS, FileStore, Location
 from mnemo.ports import ConditionFailed, Delete, Item, Put, RecordStore
 
 

@@ -3,7 +3,7 @@
 StoredAssets (``mnemo://``) and workspace files share ``FileStore``'s
 versioned layout; topic notes go through the topic service and knowledge
 items through the knowledge service, so every rule of theirs (roles, names,
-sizes) holds here too. Pinning and the budget are ``mnemo.assets.pinning``'s.
+sizes) holds here too. Pinning and the budget are ``mnemo.files.pinning``'s.
 """
 
 from __future__ import annotations
@@ -12,8 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mnemo.assets.index import BlockIndex
-from mnemo.assets.models import (
+from mnemo.budget import RESERVE_BYTES, fit_head, wire_bytes
+from mnemo.context import RequestContext
+from mnemo.errors import Conflict, ConflictingRequest, InvalidInput, MnemoError, NotFound, invalid_field
+from mnemo.files.index import BlockIndex
+from mnemo.files.models import (
     MAX_CONTENT_CHARS,
     FileDeleteInput,
     FileDeleteOutput,
@@ -30,20 +33,17 @@ from mnemo.assets.models import (
     FileWriteOutput,
     Reference,
 )
-from mnemo.assets.paths import FilePath, parse_path
-from mnemo.assets.pinning import Pinning
-from mnemo.assets.references import mentions
-from mnemo.assets.scopes import (
+from mnemo.files.paths import FilePath, parse_path
+from mnemo.files.pinning import Pinning
+from mnemo.files.references import mentions
+from mnemo.files.scopes import (
     asset_location,
     display_uri,
     own_layer,
     workspace_location,
 )
-from mnemo.assets.store import ASSET_PREFIX, HEAD, FileStore, Location, check_storable
-from mnemo.assets.tokens import count_tokens
-from mnemo.budget import RESERVE_BYTES, fit_head, wire_bytes
-from mnemo.context import RequestContext
-from mnemo.errors import Conflict, ConflictingRequest, InvalidInput, MnemoError, NotFound, invalid_field
+from mnemo.files.store import ASSET_PREFIX, HEAD, FileStore, Location, check_storable
+from mnemo.files.tokens import count_tokens
 from mnemo.outbox import IndexOutbox
 from mnemo.paging import decode_after, encode_after
 from mnemo.ports import ConditionFailed, Delete, Item, Put, RecordStore

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 
-from mnemo.assets.store import ASSET_PREFIX, HEAD, FileStore, Location
+from mnemo.files.store import ASSET_PREFIX, HEAD, FileStore, Location
 from mnemo.outbox import GONE, Reference
 from mnemo.ports import Embedder, Hit, IndexDoc, RecordStore, VectorIndex
 from mnemo.retrieval.ranker import hybrid_rank

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mnemo.assets.models import ExpandPromptInput, ExpandPromptOutput, Expansion
-from mnemo.assets.paths import FilePath, parse_path
-from mnemo.assets.references import Marker, markers
-from mnemo.assets.tokens import count_tokens
 from mnemo.budget import RESERVE_BYTES, longest_prefix, wire_bytes
 from mnemo.context import RequestContext
 from mnemo.errors import InvalidInput, NotFound, invalid_field
+from mnemo.files.models import ExpandPromptInput, ExpandPromptOutput, Expansion
+from mnemo.files.paths import FilePath, parse_path
+from mnemo.files.references import Marker, markers
+from mnemo.files.tokens import count_tokens
 
 if TYPE_CHECKING:
-    from mnemo.assets.service import FileService, FileText
+    from mnemo.files.service import FileService, FileText
 
 
 def _candidates(marker: Marker) -> list[str]:

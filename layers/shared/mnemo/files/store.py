@@ -19,7 +19,7 @@ local blob directory) under the scope's prefix; its head names the blob
 version, so the head decides what a read returns, whatever order concurrent
 blob writes landed in. Every write puts the head with a condition on the
 version it read: a concurrent edit gets CONFLICT, never a lost update.
-``#`` cannot occur in a name (see ``mnemo.assets.paths``), so no name's keys
+``#`` cannot occur in a name (see ``mnemo.files.paths``), so no name's keys
 fall under another's prefix.
 """
 

@@ -8,10 +8,10 @@ scopes (a project's) are read by its members and changed with the writer role.
 
 from __future__ import annotations
 
-from mnemo.assets.paths import FilePath
-from mnemo.assets.store import ASSET_PREFIX, WORKSPACE_PREFIX, Location, blob_prefix
 from mnemo.context import WRITER_ROLE, RequestContext, parse_scope
 from mnemo.errors import InvalidInput, Unauthorized
+from mnemo.files.paths import FilePath
+from mnemo.files.store import ASSET_PREFIX, WORKSPACE_PREFIX, Location, blob_prefix
 
 WORKSPACE_ROOT = "workspace/"
 
