@@ -96,11 +96,11 @@ class BatchAdd:
         self._context = context
         self._batch = batch
         self._progress = progress
-        self._records = service._records
-        self._index = service._index
-        self._embedder = service._embedder
-        self._outbox = service._outbox
-        self._threshold = service._dedupe_similarity
+        self._records = service.records
+        self._index = service.index
+        self._embedder = service.embedder
+        self._outbox = service.outbox
+        self._threshold = service.dedupe_similarity
         #: (scope, content hash) -> memory id, for every memory stored in this call.
         self._by_content: dict[tuple[str, str], str] = {}
         #: Ids written in this call (they exist: no read needed to trust an index hit on them).

@@ -41,3 +41,24 @@ class MemoryService(MemoryWrites, KnowledgePointers, MemorySearch):
         self._embedder = embedder
         self._outbox = outbox
         self._dedupe_similarity = dedupe_similarity
+
+    # The batch path (mnemo.memory.batch) writes through the same ports with its own transactions.
+    @property
+    def records(self) -> RecordStore:
+        return self._records
+
+    @property
+    def index(self) -> VectorIndex:
+        return self._index
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder
+
+    @property
+    def outbox(self) -> IndexOutbox:
+        return self._outbox
+
+    @property
+    def dedupe_similarity(self) -> float:
+        return self._dedupe_similarity
