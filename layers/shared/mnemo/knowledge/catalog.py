@@ -29,8 +29,12 @@ def scope_of(tenant: str, layer: str, layer_id: str | None) -> str:
     return RequestContext(tenant=tenant, **ids).scope_key(layer)
 
 
+#: Every knowledge catalog partition starts so; the scope follows.
+PARTITION_PREFIX = "KNOW|"
+
+
 def partition(scope: str) -> str:
-    return f"KNOW|{scope}"
+    return f"{PARTITION_PREFIX}{scope}"
 
 
 def item_key(item_id: str) -> str:

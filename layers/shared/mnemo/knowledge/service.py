@@ -120,7 +120,7 @@ class KnowledgeService:
         if not keys:
             return set()
         specific = {
-            (PRECEDENCE[scopes[record.pk.removeprefix("KNOW|")]], record.data["item"]["id"])
+            (PRECEDENCE[scopes[record.pk.removeprefix(catalog.PARTITION_PREFIX)]], record.data["item"]["id"])
             for record in self._records.batch_get(sorted(keys), consistent=False)
         }
         return {
