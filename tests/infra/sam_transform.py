@@ -43,6 +43,18 @@ CASES: dict[str, dict[str, str]] = {
         "JwtAudience": "https://mnemo.example.com",
         "ExperimentalTools": "true",
     },
+    # The console's routes carry no authorizer, on either API (SAM must not add the JWT one).
+    "cognito-console": {
+        "AuthMode": "COGNITO",
+        "CognitoUserPoolArn": "arn:aws:cognito-idp:eu-west-1:123456789012:userpool/eu-west-1_Example1",
+        "Console": "Enabled",
+    },
+    "jwt-console": {
+        "AuthMode": "JWT",
+        "JwtIssuer": "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Example1",
+        "JwtAudience": "client-a",
+        "Console": "Enabled",
+    },
     "trusted-delegates": {
         "TrustedDelegateArns": (
             "arn:aws:iam::123456789012:role/AgentRole,arn:aws:iam::123456789012:role/service/AgentRole2"

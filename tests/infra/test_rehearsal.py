@@ -2,14 +2,15 @@
 
 Built for this machine's architecture (tests/rehearsal_build.py): template.yaml's
 arm64 wheels cannot load on x86_64, so a copy of the template built for x86_64 stands in.
-Every function of the template (ExperimentalTools on, so the outline functions too) is
-imported from its build directory by a plain python3.12 that sees only that directory,
-the built layer and the runtime's boto3; each runs under its own role's policies, from
+Every function of the template (ExperimentalTools and Console on, so the outline and console
+functions too) is imported from its build directory by a plain python3.12 that sees only that
+directory, the built layer and the runtime's boto3; each runs under its own role's policies, from
 the transformed template, enforced by moto (tests/infra/rehearsal_moto.py). Each tool
 family answers API Gateway REST proxy events through its built functions, the memory
 functions HTTP API (payload format 2.0) events too; knowledge sync
 answers EventBridge's scheduled and S3 events; a Bedrock Agents event reaches a bedrock_*
-function; the indexer takes a DynamoDB Streams event built from moto's own stream records.
+function; the console function serves the files `sam build` put in the layer; the indexer takes
+a DynamoDB Streams event built from moto's own stream records.
 No Bedrock model runs: a Titan stand-in checks each request body against the documented
 format (tests/rehearsal_stage.py).
 """
@@ -43,7 +44,9 @@ from rehearsal_template import ACCOUNT, Function, Resolver, functions, transform
 
 from aws_events import bedrock_agent_event, rest_event
 
-PARAMETERS = {"ExperimentalTools": "true"}
+#: Console Enabled is refused beside AuthMode IAM by a CloudFormation rule, which neither `sam build` nor the
+#: transform evaluates: its function is built and run here all the same (its routes carry no authorizer).
+PARAMETERS = {"ExperimentalTools": "true", "Console": "Enabled"}
 BUCKET = "mnemo-rehearsal-knowledge"
 CALLER = f"arn:aws:iam::{ACCOUNT}:user/rehearsal-agent"
 TENANT = ACCOUNT  # under IAM auth the caller's account is the tenant (mnemo.entry.identity)
@@ -55,7 +58,7 @@ CALLED = {
     "MemorizeNewTopicFunction", "RecallMemoryFunction", "SearchMemoriesFunction", "ListMemoriesFunction",
     "FileWriteFunction", "FileReadFunction", "FileSearchFunction", "FileListFunction", "AddMemoryLinkFunction",
     "GraphSearchFunction", "GetMemoryObjectFunction", "KnowledgeSyncFunction", "IndexerFunction",
-    "BedrockMemoryFunction", "McpFunction",
+    "BedrockMemoryFunction", "McpFunction", "ConsoleFunction",
 }  # fmt: skip
 
 
@@ -402,6 +405,26 @@ def test_bedrock_agent_and_mcp_doors(stage: Stage) -> None:
     listed = stage.invoke("McpFunction", rpc, "memory")
     assert listed["statusCode"] == 200, listed
     assert "memory_search" in {tool["name"] for tool in json.loads(listed["body"])["result"]["tools"]}
+
+
+def test_the_console_function_serves_the_layers_files(stage: Stage) -> None:
+    """GET /ui/ and a module, on both APIs' events, from the built layer: the static files are packaged."""
+    from mnemo.console.files import STATIC
+
+    page = api_event("ui", None)
+    page.update(httpMethod="GET", resource="/ui", path="/ui/", pathParameters=None)
+    answer = stage.invoke("ConsoleFunction", page, "console")
+    assert answer["statusCode"] == 200, answer
+    assert answer["headers"]["Content-Type"] == "text/html; charset=utf-8"
+    assert answer["body"] == (STATIC / "index.html").read_text(encoding="utf-8")
+    module = http_api_event("/ui/js/app.js", None, method="GET", headers={})
+    module["routeKey"] = module["requestContext"]["routeKey"] = "GET /ui/{proxy+}"
+    module["pathParameters"] = {"proxy": "js/app.js"}
+    answer = stage.invoke("ConsoleFunction", module, "console")
+    assert answer["statusCode"] == 200, answer
+    assert answer["body"] == (STATIC / "js" / "app.js").read_text(encoding="utf-8")
+    escape = dict(module, pathParameters={"proxy": "../routes.py"})
+    assert stage.invoke("ConsoleFunction", escape, "console")["statusCode"] == 404
 
 
 # ----------------------------------------------------------------- indexer ---

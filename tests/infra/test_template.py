@@ -59,10 +59,13 @@ def functions(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 #: The tools API of each kind: REST (every AuthMode but JWT) and HTTP API (AuthMode JWT).
 APIS = ("MnemoApi", "MnemoHttpApi")
+#: The console's routes (GET, Console Enabled): tests/infra/test_template_console.py.
+CONSOLE_PATHS = frozenset({"/ui", "/ui/{proxy+}"})
 
 
 def route_items(doc: dict[str, Any], api: str = "MnemoApi") -> dict[str, dict[str, Any]]:
-    """Path -> its path item in the API's body, a conditional one (the experimental tools') taken from its !If."""
+    """Path -> its path item in the API's body, a conditional one (the experimental tools', the console's) taken
+    from its !If."""
     found = {}
     for path, item in doc["Resources"][api]["Properties"]["DefinitionBody"]["paths"].items():
         if set(item) == {"If"}:
@@ -72,8 +75,9 @@ def route_items(doc: dict[str, Any], api: str = "MnemoApi") -> dict[str, dict[st
 
 
 def integrated_function(item: dict[str, Any]) -> str:
-    """The logical id of the function a path item's Lambda proxy integration invokes."""
-    uri = item["post"]["x-amazon-apigateway-integration"]["uri"]["Sub"]
+    """The logical id of the function a path item's Lambda proxy integration invokes (its one method's)."""
+    (operation,) = item.values()
+    uri = operation["x-amazon-apigateway-integration"]["uri"]["Sub"]
     (function,) = re.findall(r"\$\{(\w+)\.Arn\}", uri)
     return function
 
@@ -228,11 +232,12 @@ def test_functions_that_serve_no_tool_are_named_for_what_they_do() -> None:
 def test_api_body_routes_are_exactly_the_tool_functions() -> None:
     doc = template()
     paths = doc["Resources"]["MnemoApi"]["Properties"]["DefinitionBody"]["paths"]
-    assert set(paths) == {f"/v1/tools/{name}" for name in load_catalog(experimental=True)} | {"/mcp"}
-    served = parameters(doc, ExperimentalTools="true")
+    tools = {f"/v1/tools/{name}" for name in load_catalog(experimental=True)}
+    assert set(paths) == tools | {"/mcp"} | CONSOLE_PATHS
+    served = parameters(doc, ExperimentalTools="true", Console="Enabled")
     for path, item in paths.items():
-        assert set(choose(doc, item, served)) == {"post"}, path
-    # Deployed without the experimental tools, their paths are absent.
+        assert set(choose(doc, item, served)) == ({"get"} if path in CONSOLE_PATHS else {"post"}), path
+    # Deployed without the experimental tools and the console, their paths are absent.
     default = choose(doc, paths, parameters(doc))
     assert set(default) == {f"/v1/tools/{name}" for name in load_catalog(experimental=False)} | {"/mcp"}
 
@@ -240,9 +245,10 @@ def test_api_body_routes_are_exactly_the_tool_functions() -> None:
 def test_every_route_carries_the_api_security_and_its_integration() -> None:
     """Every path of the REST body has the security AuthMode selects and a Lambda proxy integration with its
     own function; only the experimental tools' paths are conditional (ServeExperimental). No function has
-    an Api event."""
+    an Api event. (The console's GET routes have no authorizer: tests/infra/test_template_console.py.)"""
     doc = template()
-    paths = doc["Resources"]["MnemoApi"]["Properties"]["DefinitionBody"]["paths"]
+    every = doc["Resources"]["MnemoApi"]["Properties"]["DefinitionBody"]["paths"]
+    paths = {path: item for path, item in every.items() if path not in CONSOLE_PATHS}
     security = paths["/v1/tools/file_read"]["post"]["security"]
     assert security["If"][0] == "UseIamAuth"
     conditional = {path.removeprefix("/v1/tools/") for path, item in paths.items() if set(item) == {"If"}}
@@ -266,11 +272,14 @@ def test_every_route_carries_the_api_security_and_its_integration() -> None:
 
 def test_each_routed_function_may_be_invoked_on_its_route_of_the_deployed_api_only() -> None:
     """One permission per routed function: API Gateway may invoke it on its own route of whichever API
-    AuthMode deploys, under the function's own condition."""
+    AuthMode deploys, under the function's own condition. (The console's: tests/infra/test_template_console.py.)"""
     doc = template()
     permissions = resources_of(doc, "AWS::Lambda::Permission")
-    routes = {path: integrated_function(item) for path, item in route_items(doc).items()}
-    assert set(routes.values()) == {integrated_function(item) for item in route_items(doc, "MnemoHttpApi").values()}
+    items = {path: item for path, item in route_items(doc).items() if path not in CONSOLE_PATHS}
+    routes = {path: integrated_function(item) for path, item in items.items()}
+    assert set(routes.values()) | {"ConsoleFunction"} == {
+        integrated_function(item) for item in route_items(doc, "MnemoHttpApi").values()
+    }
     for path, function in routes.items():
         (permission,) = [r for r in permissions.values() if r["Properties"]["FunctionName"] == {"Ref": function}]
         assert permission.get("Condition") == doc["Resources"][function].get("Condition"), function
@@ -686,6 +695,8 @@ def test_least_privilege_per_function() -> None:
         "OutlineProjectFunction": {"RecordsReadWrite": table},
         "OutlineSyncFunction": {"RecordsReadWrite": table},
         "BedrockOutlineFunction": {"RecordsReadWrite": table},
+        # The console serves its own files from the layer: nothing of the stack's data.
+        "ConsoleFunction": {},
     }
     assert {name: _templates(r) for name, r in functions(doc).items()} == expected_templates
     statements = _statements(doc, parameters(doc))
@@ -884,7 +895,7 @@ def test_each_function_gets_exactly_what_its_tools_need() -> None:
     doc = template()
     assert set(TOOL_NEEDS) == set(load_catalog(experimental=True)), "state what each new tool needs in TOOL_NEEDS"
     served = _served_tools(doc)
-    assert set(functions(doc)) - set(served) == {"IndexerFunction"}
+    assert set(functions(doc)) - set(served) == {"IndexerFunction", "ConsoleFunction"}  # neither runs a tool
     statements = _statements(doc, parameters(doc, **EXISTING_DOMAIN))
     for name, tools in served.items():
         needs = [TOOL_NEEDS[tool] for tool in tools]
@@ -1339,7 +1350,8 @@ def test_only_the_experimental_tools_functions_are_conditional() -> None:
         else:
             assert "Condition" not in resource, function
     conditional = {name for name, r in functions(doc).items() if "Condition" in r}
-    assert conditional == OUTLINE_FUNCTIONS
+    assert conditional == OUTLINE_FUNCTIONS | {"ConsoleFunction"}
+    assert doc["Resources"]["ConsoleFunction"]["Condition"] == "ServeConsole"  # tests/infra/test_template_console.py
     for name in OUTLINE_FUNCTIONS:
         assert doc["Resources"][name]["Condition"] == "ServeExperimental", name
 

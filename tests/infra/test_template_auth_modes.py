@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from infra.test_template import (
     APIS,
+    CONSOLE_PATHS,
     IDENTITY_VARIABLES,
     choose,
     condition,
@@ -70,19 +71,23 @@ def test_both_apis_have_the_same_routes_on_the_same_functions() -> None:
     assert http == rest
     rest_paths = doc["Resources"]["MnemoApi"]["Properties"]["DefinitionBody"]["paths"]
     http_paths = doc["Resources"]["MnemoHttpApi"]["Properties"]["DefinitionBody"]["paths"]
-    # The experimental tools' routes exist only with ExperimentalTools, on either API.
-    for params in (parameters(doc), parameters(doc, ExperimentalTools="true")):
+    # The experimental tools' routes exist only with ExperimentalTools, the console's with Console, on either API.
+    for params in (parameters(doc), parameters(doc, ExperimentalTools="true", Console="Enabled")):
         assert set(choose(doc, http_paths, params)) == set(choose(doc, rest_paths, params))
 
 
 def test_the_http_api_sends_payload_format_2_0_to_lambda_proxy_integrations() -> None:
     doc = template()
     for path, item in route_items(doc, "MnemoHttpApi").items():
-        assert set(item) == {"post"}, path
-        integration = item["post"]["x-amazon-apigateway-integration"]
+        assert set(item) == ({"get"} if path in CONSOLE_PATHS else {"post"}), path
+        (operation,) = item.values()
+        integration = operation["x-amazon-apigateway-integration"]
         assert (integration["type"], integration["httpMethod"]) == ("aws_proxy", "POST"), path
         assert integration["payloadFormatVersion"] == "2.0", path
-        assert "security" not in item["post"], f"{path}: the default authorizer covers every route"
+        if path in CONSOLE_PATHS:  # the page's files: no authorizer (tests/infra/test_template_console.py)
+            assert operation["security"] == [{"NONE": []}], path
+        else:
+            assert "security" not in operation, f"{path}: the default authorizer covers every route"
 
 
 def test_jwt_mode_authorizes_every_route_with_the_issuer_and_audiences() -> None:
