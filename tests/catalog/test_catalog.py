@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TOOLS = list(load_catalog().values())
 #: The experimental tools too: their schemas and specs meet the same bar (their examples run in tests/outline).
 EVERY_TOOL = list(load_catalog(experimental=True).values())
-MEMORY_TOOLS = {"memory_add", "memory_search", "memory_delete"}
+MEMORY_TOOLS = {"memory_add", "memory_search", "memory_delete", "memory_list", "memory_history"}
 
 
 def test_catalog_has_the_memory_tools() -> None:

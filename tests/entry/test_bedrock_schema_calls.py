@@ -41,6 +41,7 @@ State = dict[str, dict[str, Any]]
 #: parameter it sends, with the value its description suggests).
 CONTEXT: dict[str, dict[str, Callable[[State], Any]]] = {
     "memory_delete": {"memoryId": lambda s: s["memory_add"]["memoryId"]},
+    "memory_history": {"memoryId": lambda s: s["memory_add"]["memoryId"]},
     "knowledge_check": {"files": lambda s: None},  # None: what the schema's example says
     "knowledge_show": {"id": lambda s: s["knowledge_query"]["items"][0]["id"]},
     "search_memories": {"query": lambda s: None},
@@ -59,7 +60,7 @@ CONTEXT: dict[str, dict[str, Callable[[State], Any]]] = {
 }
 #: The order a conversation would take: what is read or removed was written first.
 ORDER = [
-    "memory_add", "memory_search", "memory_delete",
+    "memory_add", "memory_search", "memory_list", "memory_delete", "memory_history",
     "sync_status", "sync_now", "knowledge_query", "knowledge_check", "knowledge_show",
     "add_conversation", "add_execution", "retrieve_conversation", "retrieve_execution",
     "memorize_general_info", "memorize_new_topic", "list_memories", "recall_memory", "search_memories",

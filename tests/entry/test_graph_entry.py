@@ -56,7 +56,7 @@ def ok(tool: str, body: Any) -> dict[str, Any]:
 
 
 def test_every_graph_tool_has_its_own_function() -> None:
-    assert len(GRAPH_TOOLS) == 7 and len(load_catalog()) == 37
+    assert len(GRAPH_TOOLS) == 7 and len(load_catalog()) == 39
     for name in GRAPH_TOOLS:
         assert f'tool_handler("{name}")' in (ROOT / "functions" / name / "app.py").read_text()
     assert 'action_group_handler("graph")' in (ROOT / "functions" / "bedrock_graph" / "app.py").read_text()

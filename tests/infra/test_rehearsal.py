@@ -52,7 +52,8 @@ CALLER = f"arn:aws:iam::{ACCOUNT}:user/rehearsal-agent"
 TENANT = ACCOUNT  # under IAM auth the caller's account is the tenant (mnemo.entry.identity)
 #: The functions the families call; the others are imported, checked and stopped.
 CALLED = {
-    "MemoryAddFunction", "MemorySearchFunction", "MemoryDeleteFunction", "KnowledgeQueryFunction",
+    "MemoryAddFunction", "MemorySearchFunction", "MemoryDeleteFunction", "MemoryListFunction", "MemoryHistoryFunction",
+    "KnowledgeQueryFunction",
     "KnowledgeShowFunction", "KnowledgeCheckFunction", "SyncNowFunction", "SyncStatusFunction",
     "AddConversationFunction", "RetrieveConversationFunction", "AddExecutionFunction", "RetrieveExecutionFunction",
     "MemorizeNewTopicFunction", "RecallMemoryFunction", "SearchMemoriesFunction", "ListMemoriesFunction",
@@ -260,6 +261,12 @@ def test_memory_family(stage: Stage) -> None:
     assert stage.tool("MemoryDeleteFunction", {"memoryId": gone["memoryId"]}, "memory")["memoryId"] == gone["memoryId"]
     again = stage.tool("MemorySearchFunction", {"query": "note deleted at once", "threshold": 0}, "memory")
     assert gone["memoryId"] not in [result["memoryId"] for result in again["results"]]
+    listed = stage.tool("MemoryListFunction", {"layer": "user"}, "memory")
+    listed_ids = [memory["memoryId"] for memory in listed["memories"]]
+    assert listed_ids.index(other["memoryId"]) < listed_ids.index(added["memoryId"])  # newest first
+    assert gone["memoryId"] not in listed_ids
+    history = stage.tool("MemoryHistoryFunction", {"memoryId": gone["memoryId"]}, "memory")
+    assert [change["event"] for change in history["changes"]] == ["ADD", "DELETE"]
 
 
 def test_the_tool_functions_answer_http_api_events(stage: Stage) -> None:

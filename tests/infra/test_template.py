@@ -494,6 +494,8 @@ def test_vector_collection_and_its_policies() -> None:
         assert {"aoss:WriteDocument", "aoss:CreateIndex"} <= rights[role(writer)], writer
     # Functions whose tools never touch the index are no principal of the collection.
     for outsider in (
+        "MemoryListFunction",
+        "MemoryHistoryFunction",
         "KnowledgeCheckFunction",
         "KnowledgeShowFunction",
         "SyncStatusFunction",
@@ -633,6 +635,8 @@ def test_least_privilege_per_function() -> None:
         "MemoryAddFunction": {"RecordsReadWrite": table},
         "MemorySearchFunction": {"RecordsRead": table},
         "MemoryDeleteFunction": {"RecordsReadWrite": table},
+        "MemoryListFunction": {"RecordsRead": table},
+        "MemoryHistoryFunction": {"RecordsRead": table},
         "IndexerFunction": {  # CRUD: draining the index outbox deletes its markers
             "RecordsReadWrite": table,
             "SQSSendMessagePolicy": {"QueueName": {"GetAtt": "IndexerDeadLetterQueue.QueueName"}},
@@ -754,7 +758,8 @@ def test_least_privilege_per_function() -> None:
     }
     # Only what runs build_memory_from_text may call the extraction model.
     assert extracts == {"BuildMemoryFromTextFunction", "BedrockGraphFunction", "McpFunction"}
-    # knowledge_check, knowledge_show, sync_status, list_memories, recall_memory, recall_general_memory,
+    # memory_list, memory_history, knowledge_check, knowledge_show, sync_status, list_memories, recall_memory,
+    # recall_general_memory,
     # memorize_general_info, file_read, file_list, block_pin, block_unpin, pinned_context, expand_prompt,
     # get_memory_object and invalidate_memory_link never reach the index.
     assert reaches_index == embeds | {
@@ -789,6 +794,8 @@ TOOL_NEEDS: dict[str, tuple[str, bool, frozenset[str], frozenset[tuple[str, str]
     "memory_add": ("crud", True, INDEX_WRITE, NONE),
     "memory_search": ("read", True, INDEX_READ, NONE),
     "memory_delete": ("crud", False, INDEX_DELETE, NONE),
+    "memory_list": ("read", False, NONE, NONE),
+    "memory_history": ("read", False, NONE, NONE),
     "knowledge_query": ("read", True, INDEX_READ, NONE),
     "knowledge_check": ("read", False, NONE, NONE),
     "knowledge_show": ("read", False, NONE, S3_HISTORY),

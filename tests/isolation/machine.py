@@ -442,6 +442,7 @@ class IsolationMachine(RuleBasedStateMachine):
         self.topic_names: list[str] = []
         self.general: dict[str, str] = {}  # topic scope -> general section content
         self.cursors: list[tuple[Actor, dict[str, Any], str]] = []  # (who, its memory_search, nextCursor)
+        self.memory_list_cursors: list[tuple[Actor, str, str]] = []  # (who, the layer listed, nextCursor)
         #: Scopes that stored an entry of their own under another scope's generated message_id: theirs to see too.
         self.granted: dict[str, set[str]] = {}
         self.files: dict[tuple[str, str, str], StoredFile] = {}  # (store, scope, name)
@@ -681,6 +682,70 @@ class IsolationMachine(RuleBasedStateMachine):
             )
         else:
             assert not found, f"deleted memory {memory} is still found by {owner.label}"
+
+    @rule(actor=actors, layer=st.sampled_from(MEMORY_LAYERS), paged=st.booleans())
+    def memory_list(self, actor: Actor, layer: str, paged: bool) -> None:
+        """A layer's listing holds the caller's own live memories of that layer and nobody else's."""
+        outcome = self.call(actor, "memory_list", {"layer": layer, "limit": 1 if paged else 100})
+        if actor.context.missing_ids(layer):
+            self.expect(outcome, "INVALID_INPUT", f"memory_list {layer} without its ids")
+            return
+        self.expect(outcome, None, "memory_list")
+        self._check_listing(actor, layer, outcome)
+        if outcome.body["hasMore"]:
+            self.memory_list_cursors.append((actor, layer, outcome.body["nextCursor"]))
+
+    def _check_listing(self, actor: Actor, layer: str, outcome: Outcome) -> None:
+        scope = actor.context.scope_key(layer)
+        listed = {result["memoryId"] for result in outcome.body["memories"]}
+        for result in outcome.body["memories"]:
+            memory = self.memories.get(result["memoryId"])
+            assert memory is not None, f"memory_list as {actor.label} returned an unknown memory: {result}"
+            assert memory.scope == scope, f"memory_list as {actor.label} returned {memory} outside {scope}"
+            assert memory.alive, f"memory_list as {actor.label} returned a deleted memory: {result}"
+            assert memory.secret in result["content"], f"memory_list: content is not the model's: {result}"
+        if not outcome.body["hasMore"]:  # the whole layer: every live memory of the model is there
+            own = {m.memory_id for m in self.memories.values() if m.scope == scope and m.alive and not m.pointer}
+            assert own <= listed, f"memory_list as {actor.label} misses {own - listed}"
+
+    @rule(actor=actors, data=st.data())
+    def memory_list_with_a_stolen_cursor(self, actor: Actor, data: st.DataObject) -> None:
+        """Another caller's nextCursor of the same layer: refused unless it is the same scope."""
+        if not self.memory_list_cursors:
+            return
+        owner, layer, cursor = data.draw(st.sampled_from(self.memory_list_cursors), label="stolen list cursor")
+        outcome = self.call(actor, "memory_list", {"layer": layer, "limit": 1, "cursor": cursor}, cross=True)
+        if actor.context.missing_ids(layer):
+            self.expect(outcome, "INVALID_INPUT", f"memory_list {layer} without its ids")
+        elif actor.context.scope_key(layer) != owner.context.scope_key(layer):
+            self.expect(outcome, "INVALID_INPUT", f"memory_list with the cursor of {owner.label}")
+        else:
+            self.expect(outcome, None, "memory_list with a cursor of the same scope")
+            for result in outcome.body["memories"]:
+                memory = self.memories.get(result["memoryId"])
+                assert memory is not None and memory.scope == owner.context.scope_key(layer), result
+
+    @rule(actor=actors, data=st.data())
+    def memory_history(self, actor: Actor, data: st.DataObject) -> None:
+        """A memory's history is there for callers who may read its layer, deleted or not; NOT_FOUND for others,
+        worded as for an id that never existed."""
+        target = self._pick(data, list(self.memories))
+        if target is None:
+            return
+        memory = self.memories[target]
+        readable = memory.scope in actor.scopes
+        outcome = self.call(actor, "memory_history", {"memoryId": target}, cross=not readable)
+        if not readable:
+            self.expect(outcome, "NOT_FOUND", f"memory_history of {memory}")
+            fake = f"mem_{'0' * 23}{self.counter % 10}"
+            self.same_as_unknown(actor, "memory_history", outcome, target, fake, {"memoryId": fake})
+            return
+        self.expect(outcome, None, "memory_history")
+        events = [change["event"] for change in outcome.body["changes"]]
+        assert outcome.body["memoryId"] == target and outcome.body["layer"] == memory.layer, outcome.body
+        assert events and events[0] in ("ADD", "SYNC_ADD"), f"memory_history of {memory}: {events}"
+        if not memory.alive and not memory.pointer:
+            assert "DELETE" in events, f"memory_history of deleted {memory}: {events}"
 
     # ---------------------------------------------------- conversations
     def _message_id(self, data: st.DataObject, actor: Actor) -> tuple[str, bool]:
@@ -1833,6 +1898,7 @@ class IsolationMachine(RuleBasedStateMachine):
         choices: list[tuple[str, dict[str, Any], Callable[[], None]]] = [
             ("memory_add", {"content": f"{secret} claimed", "layer": "user"}, _noop),
             ("memory_search", {"query": "note", "threshold": 0.0}, _noop),
+            ("memory_list", {"layer": "user"}, _noop),
             ("add_conversation", {"explanation": "x", "user_input": secret, "agent_response": "y"}, _noop),
             ("retrieve_execution", {"query": "q", "explanation": "x"}, _noop),
             ("memorize_general_info", {"content": f"General {secret}"}, _noop),
@@ -1863,6 +1929,7 @@ class IsolationMachine(RuleBasedStateMachine):
         if own_memories:
             memory = own_memories[0]
             choices.append(("memory_delete", {"memoryId": memory.memory_id}, lambda: self.verify_memory(memory)))
+            choices.append(("memory_history", {"memoryId": memory.memory_id}, _noop))
         if own_topics:
             topic = own_topics[0]
             refine = {"topic": topic.name, "newContent": secret}

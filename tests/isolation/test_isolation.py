@@ -26,7 +26,7 @@ CATALOG = load_catalog()
 
 #: Every tool that reads or writes a tenant's data (the whole catalog).
 TOOLS = {
-    *("memory_add", "memory_search", "memory_delete"),
+    *("memory_add", "memory_search", "memory_delete", "memory_list", "memory_history"),
     *("add_conversation", "add_execution", "retrieve_conversation", "retrieve_execution"),
     *("memorize_new_topic", "refine_memory", "recall_memory", "list_memories", "search_memories"),
     *("forget_memory", "memorize_general_info", "recall_general_memory"),

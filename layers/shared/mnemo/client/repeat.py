@@ -26,6 +26,8 @@ from typing import Any
 READ_ONLY = frozenset(
     {
         "memory_search",
+        "memory_list",
+        "memory_history",
         "knowledge_query",
         "knowledge_check",
         "knowledge_show",

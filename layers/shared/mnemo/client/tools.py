@@ -120,6 +120,49 @@ class SyncTools(ABC):
             ),
         )
 
+    def memory_list(
+        self,
+        *,
+        layer: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """List the memories of one layer, newest first, without a query."""
+        return self.call(
+            "memory_list",
+            _given(
+                {
+                    "layer": layer,
+                    "limit": limit,
+                    "cursor": cursor,
+                }
+            ),
+        )
+
+    def memory_history(
+        self,
+        *,
+        memory_id: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        memoryId: str | None = None,
+    ) -> dict[str, Any]:
+        """Show the history of one memory: when it was added, deduplicated and deleted."""
+        return self.call(
+            "memory_history",
+            _given(
+                {
+                    "memoryId": memory_id,
+                    "limit": limit,
+                    "cursor": cursor,
+                },
+                {
+                    "memoryId": memoryId,
+                },
+                required=("memoryId",),
+            ),
+        )
+
     def knowledge_query(
         self,
         *,
@@ -1122,6 +1165,49 @@ class AsyncTools(ABC):
             ),
         )
 
+    async def memory_list(
+        self,
+        *,
+        layer: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """List the memories of one layer, newest first, without a query."""
+        return await self.call(
+            "memory_list",
+            _given(
+                {
+                    "layer": layer,
+                    "limit": limit,
+                    "cursor": cursor,
+                }
+            ),
+        )
+
+    async def memory_history(
+        self,
+        *,
+        memory_id: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        memoryId: str | None = None,
+    ) -> dict[str, Any]:
+        """Show the history of one memory: when it was added, deduplicated and deleted."""
+        return await self.call(
+            "memory_history",
+            _given(
+                {
+                    "memoryId": memory_id,
+                    "limit": limit,
+                    "cursor": cursor,
+                },
+                {
+                    "memoryId": memoryId,
+                },
+                required=("memoryId",),
+            ),
+        )
+
     async def knowledge_query(
         self,
         *,
@@ -2037,6 +2123,8 @@ TOOL_NAMES = (
     "memory_add",
     "memory_search",
     "memory_delete",
+    "memory_list",
+    "memory_history",
     "knowledge_query",
     "knowledge_check",
     "knowledge_show",

@@ -106,6 +106,16 @@ class MemoryResult(WireModel):
     content: str
     layer: Layer
     score: float = Field(description="Relevance, 0.0 - 1.0 (see docs/scoring.md).")
+    vector_score: float | None = Field(
+        None,
+        description="The vector side of the score: cosine similarity put on the model's 0-1 scale (docs/scoring.md); "
+        "null when the vector search did not find the memory (or ranking was lexical).",
+    )
+    lexical_score: float | None = Field(
+        None,
+        description="The lexical side of the score: BM25 on its absolute 0-1 scale (docs/scoring.md); null when the "
+        "keyword search did not find the memory.",
+    )
     memory_id: str
     tags: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -132,3 +142,54 @@ class MemoryDeleteInput(ToolRequest):
 class MemoryDeleteOutput(ToolResponse):
     message: str
     memory_id: str
+
+
+class MemoryHistoryInput(ToolRequest):
+    memory_id: str = Field(min_length=1, max_length=128, description="ID of the memory whose history to read.")
+    limit: Integer = Field(50, ge=1, le=200, description="Maximum number of changes per page.")
+    cursor: str | None = Field(
+        None, max_length=512, description="The nextCursor of a previous answer, to get the following page."
+    )
+
+
+class MemoryChange(WireModel):
+    event: str = Field(
+        description="What happened: ADD, DEDUPE (the same content was added again and kept once), DELETE, "
+        "SYNC_ADD or SYNC_UPDATE (knowledge sync wrote it), ORPHAN (its knowledge item is gone)."
+    )
+    at: datetime = Field(description="When it happened (UTC).")
+    actor: str | None = Field(None, description="The user whose call made the change.")
+    content_hash: str | None = Field(None, description="SHA-256 of the content the change carried.")
+
+
+class MemoryHistoryOutput(ToolResponse):
+    memory_id: str
+    layer: Layer = Field(description="The layer the memory is (or was) in.")
+    changes: list[MemoryChange] = Field(description="The memory's changes, oldest first.")
+    has_more: bool = Field(False, description="True when more changes follow; pass nextCursor to get them.")
+    next_cursor: str | None = Field(None, description="Cursor of the next page, when hasMore.")
+
+
+class MemoryListInput(ToolRequest):
+    layer: Layer = Field("user", description="The layer to list: agent, user, session, project, team, org or company.")
+    limit: Integer = Field(20, ge=1, le=100, description="Maximum number of memories per page.")
+    cursor: str | None = Field(
+        None, max_length=512, description="The nextCursor of a previous answer, to get the following page."
+    )
+
+
+class ListedMemory(WireModel):
+    content: str
+    layer: Layer
+    memory_id: str
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    occurred_at: datetime | None = None
+
+
+class MemoryListOutput(ToolResponse):
+    memories: list[ListedMemory] = Field(description="The layer's memories, newest first.")
+    layer: Layer
+    has_more: bool = Field(False, description="True when more memories follow; pass nextCursor to get them.")
+    next_cursor: str | None = Field(None, description="Cursor of the next page, when hasMore.")

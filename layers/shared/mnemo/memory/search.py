@@ -49,15 +49,17 @@ class MemorySearch:
         ranking = hybrid_rank(self._index, self._embedder, NAMESPACE, request.query, flt, context=True)
         precedence = {layer: position for position, layer in enumerate(MEMORY_LAYERS)}
         ranked: list[tuple[int, float, str, str]] = []
+        parts: dict[str, tuple[float | None, float | None]] = {}
         for candidate in ranking.candidates:
             scope = (candidate.hit.keywords.get("scope") or [""])[0]
             if scope in scopes and candidate.score >= request.threshold:
                 ranked.append((precedence[scopes[scope]], -candidate.score, candidate.id, scope))
+                parts[candidate.id] = candidate.parts(ranking.calibration)
         ranked.sort()
 
         owner = fingerprint(request.model_dump(mode="json", exclude={"cursor", "limit"}) | {"scopes": sorted(scopes)})
         offset = decode_cursor(request.cursor, owner)
-        results, dropped = self._hydrate(ranked, offset + request.limit)
+        results, dropped = self._hydrate(ranked, parts, offset + request.limit)
         page = results[offset:]
         output = MemorySearchOutput(
             results=page,
@@ -72,8 +74,13 @@ class MemorySearch:
         output.next_cursor = encode_cursor(offset + len(page), owner) if has_more else None
         return output
 
-    def _hydrate(self, ranked: list[tuple[int, float, str, str]], limit: int) -> tuple[list[MemoryResult], int]:
-        """Read the best hits back from the records until ``limit`` results stand.
+    def _hydrate(
+        self,
+        ranked: list[tuple[int, float, str, str]],
+        parts: dict[str, tuple[float | None, float | None]],
+        limit: int,
+    ) -> tuple[list[MemoryResult], int]:
+        """Read the best hits back from the records until ``limit`` results stand, each with its score's parts.
 
         Hits arrive in layer-precedence-then-score order. A hit with no record
         (a stale index entry) or repeating content already taken from a more
@@ -103,6 +110,8 @@ class MemorySearch:
                             content=data["content"],
                             layer=data["layer"],
                             score=round(-negative_score, 4),
+                            vector_score=parts[memory_id][0],
+                            lexical_score=parts[memory_id][1],
                             memory_id=memory_id,
                             tags=data["tags"],
                             metadata=data["metadata"],

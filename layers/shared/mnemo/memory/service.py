@@ -8,6 +8,7 @@ foreign index entry can never leak.
 
 * ``mnemo.memory.writes``: ``add`` and ``delete`` (layer checks, near-duplicates, idempotency, history);
 * ``mnemo.memory.search``: ``search`` and ``history``;
+* ``mnemo.memory.browse``: ``list_layer`` and ``history_page`` (the reads that take no query);
 * ``mnemo.memory.pointers``: the knowledge pointers sync writes and orphans;
 * ``mnemo.memory.outbox_sync``: the index outbox family, the stream indexer's entry and ``reindex``.
 
@@ -17,6 +18,7 @@ documents in ``mnemo.memory.indexing``.
 
 from __future__ import annotations
 
+from mnemo.memory.browse import MemoryBrowse
 from mnemo.memory.pointers import KnowledgePointers
 from mnemo.memory.search import MemorySearch
 from mnemo.memory.writes import MemoryWrites
@@ -24,7 +26,7 @@ from mnemo.outbox import IndexOutbox
 from mnemo.ports import Embedder, RecordStore, VectorIndex
 
 
-class MemoryService(MemoryWrites, KnowledgePointers, MemorySearch):
+class MemoryService(MemoryWrites, KnowledgePointers, MemorySearch, MemoryBrowse):
     """The memory tools' service over one set of ports (records, vector index, embedder, index outbox)."""
 
     def __init__(

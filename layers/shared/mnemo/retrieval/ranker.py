@@ -51,10 +51,19 @@ class Candidate:
     cosine: float | None
     #: BM25 on the absolute 0-1 scale; 0 when only k-NN found it.
     lexical: float
+    #: Which searches found it: the k-NN (else ``cosine`` is the floor stand-in), BM25.
+    by_vector: bool = False
+    by_lexical: bool = False
 
     @property
     def id(self) -> str:
         return self.hit.id
+
+    def parts(self, calibration: Calibration) -> tuple[float | None, float | None]:
+        """What the score came from: the dense signal on its 0-1 scale and the lexical one, each None when
+        that search did not find the document; four decimals."""
+        vector = round(calibration.dense(self.cosine), 4) if self.by_vector and self.cosine is not None else None
+        return vector, round(self.lexical, 4) if self.by_lexical else None
 
     def related(self, calibration: Calibration) -> bool:
         """Shares a word with the query, or is semantically closer than the model's unrelated floor."""
@@ -99,7 +108,14 @@ def hybrid_rank(
     found = [(hit, dense.get(doc_id, floor), lexical.get(doc_id, 0.0)) for doc_id, hit in hits.items()]
     contexts = _contexts(calibration, found, query) if context else {}
     candidates = [
-        Candidate(hit, round(calibration.score(cosine, lexical_score, contexts.get(hit.id)), 4), cosine, lexical_score)
+        Candidate(
+            hit,
+            round(calibration.score(cosine, lexical_score, contexts.get(hit.id)), 4),
+            cosine,
+            lexical_score,
+            by_vector=hit.id in dense,
+            by_lexical=hit.id in lexical,
+        )
         for hit, cosine, lexical_score in found
     ]
     candidates.sort(key=lambda found: (-found.score, found.hit.id))

@@ -1,4 +1,4 @@
-"""Memory tools: store, search and delete memories across layers (seed 000)."""
+"""Memory tools: store, search, browse and delete memories across layers, and read a memory's history (seed 000)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,10 @@ from mnemo.memory.models import (
     MemoryAddOutput,
     MemoryDeleteInput,
     MemoryDeleteOutput,
+    MemoryHistoryInput,
+    MemoryHistoryOutput,
+    MemoryListInput,
+    MemoryListOutput,
     MemorySearchInput,
     MemorySearchOutput,
 )
@@ -69,6 +73,9 @@ def memory_search(services: Services, context: RequestContext, request: MemorySe
     0-1 score; results below `threshold` are dropped. Results are ordered by layer
     precedence (agent > user > session > project > team > org > company), then score.
     Only layers whose ids the caller has are searched; `searchedLayers` says which.
+    Each result also says what its score came from: `vectorScore` (the vector search's
+    similarity on its 0-1 scale) and `lexicalScore` (BM25 on its 0-1 scale), each null
+    when that search did not find the memory.
     With `includeGraph`, the answer also carries `graph`: the memory graph's
     entities the query finds, with their current facts, and the facts it finds
     itself (at most 20), so one call gives the memories and their context.
@@ -83,7 +90,7 @@ def memory_search(services: Services, context: RequestContext, request: MemorySe
 
     **Returns:**
     ```json
-    {"success": true, "results": [{"content": "User prefers functional programming patterns over OOP", "layer": "user", "score": 0.92, "memoryId": "mem_3f9a1c0d2b7e4a6f8c1d2e3f", "tags": ["preferences", "coding-style"], "metadata": {"source": "manual"}, "createdAt": "2026-01-07T10:00:00Z", "occurredAt": null}], "totalCount": 1, "searchedLayers": ["user", "project"], "retrieval": "hybrid"}
+    {"success": true, "results": [{"content": "User prefers functional programming patterns over OOP", "layer": "user", "score": 0.92, "vectorScore": 0.88, "lexicalScore": 0.75, "memoryId": "mem_3f9a1c0d2b7e4a6f8c1d2e3f", "tags": ["preferences", "coding-style"], "metadata": {"source": "manual"}, "createdAt": "2026-01-07T10:00:00Z", "occurredAt": null}], "totalCount": 1, "searchedLayers": ["user", "project"], "retrieval": "hybrid"}
     ```
 
     **Errors:**
@@ -132,3 +139,70 @@ def memory_delete(services: Services, context: RequestContext, request: MemoryDe
     @see mnemo.memory.service.MemoryService.delete
     """
     return services.memory.delete(context, request)
+
+
+@tool("memory")
+def memory_list(services: Services, context: RequestContext, request: MemoryListInput) -> MemoryListOutput:
+    """[SPECIFICATION] List the memories of one layer, newest first, without a query.
+
+    Tool exposure: `memory_list`
+
+    Use this to browse what is remembered in a layer (Mem0's `get_all`): each memory
+    with its id, tags, metadata and dates, newest first, a page at a time. The layer
+    defaults to `user`; only a layer whose ids are in the caller's request context can
+    be listed. Memories whose knowledge item is gone are not listed (as in search).
+
+    **When to use:** reviewing or cleaning up a layer; for recalling by meaning, use
+    memory_search.
+
+    **Usage:**
+    ```json
+    {"layer": "user", "limit": 20}
+    ```
+
+    **Returns:**
+    ```json
+    {"success": true, "memories": [{"content": "User prefers functional programming patterns over OOP", "layer": "user", "memoryId": "mem_3f9a1c0d2b7e4a6f8c1d2e3f", "tags": ["preferences", "coding-style"], "metadata": {"source": "manual"}, "createdAt": "2026-01-07T10:00:00Z", "occurredAt": null}], "layer": "user", "hasMore": false, "nextCursor": null}
+    ```
+
+    **Errors:**
+    - INVALID_INPUT: unknown layer; the layer's ids are not in the request context
+      (details name the missing id); limit outside 1-100; a cursor from another listing.
+
+    @see mnemo.memory.service.MemoryService.list_layer
+    """
+    return services.memory.list_layer(context, request)
+
+
+@tool("memory")
+def memory_history(services: Services, context: RequestContext, request: MemoryHistoryInput) -> MemoryHistoryOutput:
+    """[SPECIFICATION] Show the history of one memory: when it was added, deduplicated and deleted.
+
+    Tool exposure: `memory_history`
+
+    Every change to a memory is kept (Mem0's `history`): ADD, DEDUPE (the same content
+    was added again and kept once), DELETE, and for knowledge pointers SYNC_ADD,
+    SYNC_UPDATE and ORPHAN; each with its time, the user who made it and the hash of
+    the content. A deleted memory keeps its history. Only memories in layers the caller
+    may read have a history to show; any other id answers NOT_FOUND, whether or not it
+    exists elsewhere. Oldest first, a page at a time.
+
+    **When to use:** to see where a memory came from, or whether and when it was deleted.
+
+    **Usage:**
+    ```json
+    {"memoryId": "mem_3f9a1c0d2b7e4a6f8c1d2e3f"}
+    ```
+
+    **Returns:**
+    ```json
+    {"success": true, "memoryId": "mem_3f9a1c0d2b7e4a6f8c1d2e3f", "layer": "user", "changes": [{"event": "ADD", "at": "2026-01-07T10:00:00Z", "actor": "alice", "contentHash": "9b1c0f4e2d6a8b3c5e7f9a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d"}, {"event": "DELETE", "at": "2026-01-09T16:30:00Z", "actor": "alice", "contentHash": "9b1c0f4e2d6a8b3c5e7f9a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d"}], "hasMore": false, "nextCursor": null}
+    ```
+
+    **Errors:**
+    - NOT_FOUND: no such memory in the caller's readable layers.
+    - INVALID_INPUT: memoryId missing; limit outside 1-200; a cursor from another history.
+
+    @see mnemo.memory.service.MemoryService.history_page
+    """
+    return services.memory.history_page(context, request)

@@ -1,0 +1,116 @@
+"""Browsing memories without a query: one layer's memories newest first, and one memory's history, paged.
+
+Both read only the partitions of layers the caller may read (``RequestContext.scope_key``): a memory of
+another user, team or tenant answers NOT_FOUND exactly as an id that never existed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mnemo.budget import fit_head
+from mnemo.context import Layer, RequestContext
+from mnemo.errors import InvalidInput, NotFound
+from mnemo.memory.models import (
+    ListedMemory,
+    MemoryChange,
+    MemoryHistoryInput,
+    MemoryHistoryOutput,
+    MemoryListInput,
+    MemoryListOutput,
+)
+from mnemo.memory.records import RECORD, history_prefix, partition_of
+from mnemo.paging import decode_after, encode_after, fingerprint
+from mnemo.ports import RecordStore
+
+#: The most records one listing reads from a layer. Records are keyed by random id, so newest first means
+#: reading the layer and sorting it; a layer holding more lists the newest of the records read.
+LISTED_RECORDS = 5000
+#: Past the last sort key of any item under a prefix (the files listing bounds its ranges alike).
+_TOP = "\U0010ffff"
+
+
+class MemoryBrowse:
+    """``list_layer`` and ``history_page``: the memory tools' reads that take no query."""
+
+    _records: RecordStore
+
+    # --------------------------------------------------------------- list
+    def list_layer(self, context: RequestContext, request: MemoryListInput) -> MemoryListOutput:
+        scope = readable_scope(context, request.layer)
+        owner = fingerprint({"list": scope})
+        after = decode_after(request.cursor, owner)
+        items = self._records.query(partition_of(scope), RECORD, limit=LISTED_RECORDS, consistent=False)
+        # An orphaned knowledge pointer is hidden from search; a listing hides it too.
+        records = sorted((item.data for item in items if not item.data.get("orphaned")), key=_position, reverse=True)
+        if after is not None:
+            records = [data for data in records if _position(data) < after]
+        page = [_listed(data) for data in records[: request.limit]]
+        output = MemoryListOutput(memories=page, layer=request.layer)
+        page = fit_head(output, page, context.response_budget)
+        has_more = len(page) < len(records)
+        output.memories = page
+        output.has_more = has_more
+        output.next_cursor = encode_after(_position(records[len(page) - 1]), owner) if has_more and page else None
+        return output
+
+    # ------------------------------------------------------------ history
+    def history_page(self, context: RequestContext, request: MemoryHistoryInput) -> MemoryHistoryOutput:
+        """One page of a memory's changes, oldest first, from the readable layer that holds it."""
+        prefix = history_prefix(request.memory_id)
+        for layer in context.readable_layers():
+            scope = context.scope_key(layer)
+            owner = fingerprint({"history": request.memory_id, "scope": scope})
+            try:
+                after = decode_after(request.cursor, owner)
+            except InvalidInput:
+                continue  # the cursor was issued for this memory in another layer (or is not ours)
+            low = prefix if after is None else after + "\x00"
+            items = self._records.query(partition_of(scope), between=(low, prefix + _TOP), limit=request.limit + 1)
+            if not items and after is None:
+                continue
+            page = [_change(item.data) for item in items[: request.limit]]
+            output = MemoryHistoryOutput(memory_id=request.memory_id, layer=layer, changes=page)
+            page = fit_head(output, page, context.response_budget)
+            has_more = len(page) < len(items)
+            output.changes = page
+            output.has_more = has_more
+            output.next_cursor = encode_after(items[len(page) - 1].sk, owner) if has_more and page else None
+            return output
+        if request.cursor:
+            decode_after(request.cursor, "")  # INVALID_INPUT naming the cursor, as for any foreign cursor
+        raise NotFound(f"Memory '{request.memory_id}' not found", {"field": "memoryId", "memoryId": request.memory_id})
+
+
+def readable_scope(context: RequestContext, layer: Layer) -> str:
+    """The scope key a read of ``layer`` goes to; INVALID_INPUT naming the ids the request context lacks."""
+    missing = context.missing_ids(layer)
+    if missing:
+        raise InvalidInput(
+            f"layer: the {layer} layer needs a {missing[0]} id in the request context",
+            {"field": "layer", "layer": layer, "missingIds": missing},
+        )
+    return context.scope_key(layer)
+
+
+def _position(data: dict[str, Any]) -> str:
+    """A record's place in the listing, as a cursor keeps it: its creation time, then its id."""
+    return f"{data['createdAt']}|{data['memoryId']}"
+
+
+def _listed(data: dict[str, Any]) -> ListedMemory:
+    return ListedMemory(
+        content=data["content"],
+        layer=data["layer"],
+        memory_id=data["memoryId"],
+        tags=data["tags"],
+        metadata=data["metadata"],
+        created_at=data["createdAt"],
+        occurred_at=data.get("occurredAt"),
+    )
+
+
+def _change(data: dict[str, Any]) -> MemoryChange:
+    return MemoryChange(
+        event=data["event"], at=data["at"], actor=data.get("actor"), content_hash=data.get("contentHash")
+    )
