@@ -51,6 +51,10 @@ def shoot(folder: Path) -> list[Path]:
 
                 console.open("memories?q=PostgreSQL", "#memory-results .card")
                 page.locator("#memory-results .card summary").first.click()
+                page.locator("#memory-results .card").first.get_by_role("button", name="History").click()
+                page.wait_for_selector("#memory-results .card .changes li")
+                page.get_by_role("button", name="Show memories").click()
+                page.wait_for_selector("#memory-list .card")
                 save("memories")
                 page.locator("#memory-results .card").first.get_by_role("button", name="Delete").click()
                 save("memories-delete", whole=False)  # the dialog covers what the window shows

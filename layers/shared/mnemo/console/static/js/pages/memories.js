@@ -1,4 +1,5 @@
-// Memories: search by layer with each result's calibrated score and where it came from, open one, add, delete.
+// Memories: browse a layer, search with each result's calibrated score and its lexical and vector parts, open one
+// to see its history (added, deduplicated, deleted), add, delete.
 
 import { callTool } from "../api.js";
 import { clear, h } from "../dom.js";
@@ -51,12 +52,26 @@ export async function render(view, params) {
     add(addForm, added, searchForm, results);
   });
 
+  const listed = h("div", { class: "results", id: "memory-list" });
+  const browseForm = h(
+    "form",
+    { class: "row", id: "memory-browse", "aria-label": "Browse memories" },
+    field("Browse", select("layer", LAYERS.map((layer) => [layer, layer]), params.get("browse") || "user"), "newest first"),
+    h("div", {}, h("button", { type: "submit" }, "Show memories")),
+  );
+  browseForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    browse(browseForm.layer.value, listed);
+  });
+
   view.append(
     heading("Memories"),
-    h("p", { class: "lead" }, "What agents remember, in the layers your identity can read. Search, open a memory, add one, or delete one that is wrong."),
+    h("p", { class: "lead" }, "What agents remember, in the layers your identity can read. Browse a layer, search, open a memory's history, add one, or delete one that is wrong."),
     section("Search", searchForm, results),
+    section("Browse", browseForm, listed),
     section("Add a memory", addForm, added),
   );
+  if (params.get("browse")) await browse(browseForm.layer.value, listed);
   if (searchForm.query.value) await search(searchForm, results);
 }
 
@@ -83,16 +98,38 @@ async function search(form, place) {
   );
 }
 
+/** Which searches found a result, from the parts of its score (each null when that search missed it). */
+function foundBy(memory, retrieval) {
+  if (memory.vectorScore === undefined && memory.lexicalScore === undefined) {
+    return retrieval === "lexical" ? "lexical" : "lexical + vector";
+  }
+  const sides = [];
+  if (memory.lexicalScore !== null) sides.push("lexical");
+  if (memory.vectorScore !== null) sides.push("vector");
+  return sides.join(" + ") || "neither";
+}
+
+function part(name, value) {
+  return h("span", { class: "part", "data-part": name },
+    `${name} `, value === null || value === undefined ? h("span", { class: "value", title: `the ${name} search did not find it` }, "—") : h("span", { class: "value" }, value.toFixed(2)));
+}
+
+/** One memory as a card: a search result (with its score and the score's parts) or a browsed one (without). */
 function card(memory, retrieval) {
   const item = h("li", { class: "card", "data-memory-id": memory.memoryId });
   const source = (memory.metadata && memory.metadata.source) || "manual";
   const remove = button("Delete", () => removeMemory(memory, item), { class: "danger", "aria-label": `Delete memory: ${memory.content.slice(0, 60)}` });
+  const history = h("div", { class: "history", "aria-live": "polite" });
+  const showHistory = button("History", () => showChanges(memory.memoryId, history), { "aria-label": `History of memory: ${memory.content.slice(0, 60)}` });
+  const scored = typeof memory.score === "number";
   item.append(
     h("p", { class: "content" }, memory.content),
     h("p", { class: "meta" },
       h("span", { class: "badge" }, memory.layer),
-      score(memory.score),
-      h("span", {}, `from ${retrieval === "lexical" ? "lexical" : "lexical + vector"}`),
+      scored ? score(memory.score) : null,
+      scored ? h("span", {}, `from ${foundBy(memory, retrieval)}`) : null,
+      scored ? h("span", { class: "parts", "aria-label": "Parts of the score" }, part("lexical", memory.lexicalScore), " · ", part("vector", memory.vectorScore)) : null,
+      scored ? null : h("span", {}, "added ", timeElement(memory.createdAt)),
       h("span", {}, `source: ${source}`)),
     tags(memory.tags),
     h("details", {},
@@ -102,8 +139,9 @@ function card(memory, retrieval) {
         h("dt", {}, "Added"), h("dd", {}, timeElement(memory.createdAt)),
         h("dt", {}, "Happened"), h("dd", {}, timeElement(memory.occurredAt)),
         h("dt", {}, "Metadata"), h("dd", {}, h("pre", {}, JSON.stringify(memory.metadata || {}, null, 2))))),
+    history,
     // Knowledge sync owns the memories that mirror knowledge items: the API refuses to delete them.
-    h("div", { class: "actions" }, source === "knowledge_sync"
+    h("div", { class: "actions" }, showHistory, source === "knowledge_sync"
       ? h("small", {}, "Mirrors a knowledge item: change the item's file, and sync updates this memory.")
       : remove),
   );
@@ -140,4 +178,58 @@ async function add(form, place, searchForm, results) {
   announce(text);
   form.content.value = "";
   if (searchForm.query.value) await search(searchForm, results);
+}
+
+const EVENTS = {
+  ADD: "added",
+  DEDUPE: "added again, kept once (deduplicated)",
+  DELETE: "deleted",
+  SYNC_ADD: "added by knowledge sync",
+  SYNC_UPDATE: "updated by knowledge sync",
+  ORPHAN: "its knowledge item was removed",
+};
+
+/** A memory's history (memory_history), oldest first, every page of it. */
+async function showChanges(memoryId, place) {
+  const changes = [];
+  let cursor = null;
+  do {
+    const body = cursor ? { memoryId, cursor } : { memoryId };
+    const answer = await guarded(place, () => callTool("memory_history", body));
+    if (!answer) return;
+    changes.push(...answer.changes);
+    cursor = answer.hasMore ? answer.nextCursor : null;
+  } while (cursor);
+  clear(place,
+    h("h3", {}, "History"),
+    h("ol", { class: "changes", "aria-label": `History of memory ${memoryId}` },
+      changes.map((change) => h("li", { "data-event": change.event },
+        timeElement(change.at), " ", h("strong", {}, EVENTS[change.event] || change.event),
+        change.actor ? ` by ${change.actor}` : null))));
+  announce(`History of memory ${memoryId}: ${changes.length} ${changes.length === 1 ? "change" : "changes"}.`);
+}
+
+/** One layer's memories, newest first (memory_list), a page at a time: More appends the next page. */
+async function browse(layer, place, cursor = null) {
+  const body = { layer, limit: 20 };
+  if (cursor) body.cursor = cursor;
+  const status = h("div");
+  if (!cursor) clear(place);
+  place.append(status);
+  const answer = await guarded(status, () => callTool("memory_list", body));
+  if (!answer) return;
+  status.remove();
+  let list = place.querySelector("ol.cards");
+  if (!list) {
+    place.append(h("p", { class: "summary" }, `Memories of the ${answer.layer} layer, newest first.`));
+    list = h("ol", { class: "cards", "aria-label": "Browsed memories" });
+    place.append(list);
+  }
+  list.append(...answer.memories.map((memory) => card(memory)));
+  const more = place.querySelector("#memory-list-more");
+  if (more) more.remove();
+  if (!list.children.length) place.append(h("p", {}, `No memory in the ${answer.layer} layer.`));
+  if (answer.hasMore) {
+    place.append(button("More", () => browse(layer, place, answer.nextCursor), { id: "memory-list-more" }));
+  }
 }
