@@ -29,7 +29,7 @@ IDENTITY = {"user": "alice", "project": "shop", "roles": "writer"}
 def test_the_catalog_holds_the_outline_tools_only_when_the_setting_is_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MNEMO_EXPERIMENTAL", raising=False)
     off = load_catalog()
-    assert not OUTLINE & set(off) and len(off) == 37
+    assert not OUTLINE & set(off) and len(off) == 39
     assert "outline" not in action_groups(off.values())
     with pytest.raises(NotFound):
         get_tool("outline_symbol")
@@ -37,7 +37,7 @@ def test_the_catalog_holds_the_outline_tools_only_when_the_setting_is_on(monkeyp
     assert not OUTLINE & set(load_catalog())
     monkeypatch.setenv("MNEMO_EXPERIMENTAL", "1")
     on = load_catalog()
-    assert set(on) >= OUTLINE and len(on) == 40 and list(on)[-3:] == sorted(OUTLINE, key=list(on).index)
+    assert set(on) >= OUTLINE and len(on) == 42 and list(on)[-3:] == sorted(OUTLINE, key=list(on).index)
     assert {tool.name for tool in action_groups(on.values())["outline"]} == OUTLINE
     assert get_tool("outline_file").family == "outline"
 
@@ -65,10 +65,10 @@ def test_http_listing_and_routes_follow_the_flag(server: tuple[str, bool]) -> No
     _, openapi = http_request(url, "GET", "/v1/openapi.json", None, {})
     status, answer = http_call(url, "outline_symbol", {"symbol": "Reserve", "language": "go", "depth": 1}, **IDENTITY)
     if experimental:
-        assert names >= OUTLINE and health["tools"] == 40 and "/v1/tools/outline_project" in openapi["paths"]
+        assert names >= OUTLINE and health["tools"] == 42 and "/v1/tools/outline_project" in openapi["paths"]
         assert status == 200 and answer["text"].startswith("inventory.(*Manager).Reserve [method] inventory/stock.go")
     else:
-        assert not OUTLINE & names and health["tools"] == 37 and "/v1/tools/outline_project" not in openapi["paths"]
+        assert not OUTLINE & names and health["tools"] == 39 and "/v1/tools/outline_project" not in openapi["paths"]
         assert status == 404 and answer["success"] is False and answer["errorCode"] == "NOT_FOUND"
 
 
