@@ -1,6 +1,6 @@
 """Deployment rehearsal: the `sam build` output, run as Lambda would run it, on moto and osmem-server.
 
-Built for this machine's architecture (tests/rehearsal_build.py): template.yaml's
+Built for this machine's architecture (tests/support/rehearsal_build.py): template.yaml's
 arm64 wheels cannot load on x86_64, so a copy of the template built for x86_64 stands in.
 Every function of the template (ExperimentalTools on, so the outline functions too) is
 imported from its build directory by a plain python3.12 that sees only that directory,
@@ -11,7 +11,7 @@ functions HTTP API (payload format 2.0) events too; knowledge sync
 answers EventBridge's scheduled and S3 events; a Bedrock Agents event reaches a bedrock_*
 function; the indexer takes a DynamoDB Streams event built from moto's own stream records.
 No Bedrock model runs: a Titan stand-in checks each request body against the documented
-format (tests/rehearsal_stage.py).
+format (tests/support/rehearsal_stage.py).
 """
 
 from __future__ import annotations
