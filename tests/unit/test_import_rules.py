@@ -51,7 +51,15 @@ ADAPTERS = {"mnemo.adapters", "mnemo.adapters.aws", "mnemo.adapters.local"}
 WIRING = {"mnemo.runtime"}
 CATALOG = {"mnemo.tools"}
 DOORS = {"mnemo.entry", "mnemo.observability"}
-CLI = {"mnemo.cli", "mnemo.cli_help", "mnemo.cli_import", "mnemo.cli_knowledge", "mnemo.cli_portability", "mnemo.cli_workspace", "mnemo.progress"}
+CLI = {
+    "mnemo.cli",
+    "mnemo.cli_help",
+    "mnemo.cli_import",
+    "mnemo.cli_knowledge",
+    "mnemo.cli_portability",
+    "mnemo.cli_workspace",
+    "mnemo.progress",
+}
 CLIENT = {"mnemo.client"}
 EVERY = KERNEL | DOMAIN | ADAPTERS | WIRING | CATALOG | DOORS | CLI | CLIENT
 
