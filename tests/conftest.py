@@ -15,8 +15,9 @@ import pytest
 from helpers import make_services
 from mnemo.runtime import Services, set_services
 
-# The run's plugin (tests/support): summary lines that reach the terminal from pytest-xdist workers too.
-pytest_plugins = ["run_summary"]
+# The run's plugins (tests/support): summary lines that reach the terminal from pytest-xdist workers too,
+# and how the suite is shared between those workers.
+pytest_plugins = ["run_summary", "xdist_scopes"]
 
 
 @pytest.fixture
