@@ -10,7 +10,8 @@ PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) \
 	$(shell command -v python3.12 >/dev/null 2>&1 && python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null) \
 	$(shell command -v python3))
 
-.PHONY: install serve-install run test lint typecheck unit bench docs clean sam-install lint-template sam-build mcp-clients browser console-a11y console-screenshots
+.PHONY: install serve-install run test lint typecheck unit bench docs clean sam-install lint-template sam-build mcp-clients browser \
+	cfn-lint sam-validate sam-transform console-a11y console-screenshots
 
 # aws-sam-cli pins its own boto3 and pydantic, so it and cfn-lint get a virtual environment of
 # their own, inside .venv (git-ignored, outside ruff's reach). The stamp names the pins: changing
@@ -25,6 +26,12 @@ SAM_REGION ?= eu-west-1
 SAM_ENV := AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_SESSION_TOKEN= \
 	AWS_DEFAULT_REGION=$(SAM_REGION) SAM_CLI_TELEMETRY=0
 
+# `make test` runs its checks before the suite side by side, CHECK_JOBS at a time (each is one process, or an
+# install waiting on the network), then the suite on TEST_WORKERS pytest-xdist workers, a test file to a worker
+# at a time (tests/support/xdist_scopes.py). On the 2-core machine, two workers were the fastest.
+CHECK_JOBS ?= 4
+TEST_WORKERS ?= 2
+
 # Two installs, each once (a stamp file marks it done; editing pyproject.toml redoes both):
 # serve-install is what `mnemo serve` needs (`make run`), install adds the AWS adapters and the
 # test tool chain (`make test` and the rest). pip prints what it fetches as it goes.
@@ -32,9 +39,13 @@ install: $(VENV)/.installed
 
 serve-install: $(VENV)/.installed-serve
 
-$(VENV)/.installed-serve: pyproject.toml
+# The environment itself first, alone: the SAM CLI's environment lives inside it, and `make test` runs the
+# two installs side by side.
+$(VENV)/pyvenv.cfg:
 	@echo "==> Creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed-serve: pyproject.toml | $(VENV)/pyvenv.cfg
 	$(BIN)/pip install --quiet --upgrade pip
 	@echo "==> Installing mnemo for serving: SQLite stores, ONNX runtime, numpy, faiss, tree-sitter (about 55 MB to download the first time: under a minute on a fast connection)"
 	$(BIN)/pip install -e ".[local,outline]"
@@ -63,8 +74,11 @@ typecheck: install
 # builds with; mcp-clients installs the MCP clients tests/e2e/test_mcp_clients.py drives; --durations
 # shows what they and the slowest suites cost; browser installs the chromium tests/e2e/test_swagger_browser.py
 # and tests/e2e/test_console_*.py drive; console-a11y installs the accessibility checker those inject.
-test: lint typecheck lint-template mcp-clients browser console-a11y
-	$(BIN)/python -m pytest --durations=15
+# A step that fails stops the run before the suite; pytest's own exit status (5 when it collected nothing)
+# is the target's.
+test:
+	$(MAKE) --no-print-directory --jobs=$(CHECK_JOBS) --output-sync=line lint-template lint typecheck mcp-clients browser console-a11y
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 unit: install
 	$(BIN)/python -m pytest -m "not model"
@@ -86,7 +100,7 @@ docs: install
 
 sam-install: $(SAM_STAMP)
 
-$(SAM_STAMP):
+$(SAM_STAMP): | $(VENV)/pyvenv.cfg
 	$(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_BIN)/pip install --quiet --upgrade pip
 	$(SAM_BIN)/pip install --quiet aws-sam-cli==$(SAM_CLI_VERSION) cfn-lint==$(CFN_LINT_VERSION)
@@ -120,11 +134,19 @@ console-screenshots: install browser
 	$(BIN)/python tests/e2e/console_screenshots.py docs/console
 
 # cfn-lint and `sam validate --lint` check the SAM source; sam_transform.py runs the SAM transform
-# offline for each AuthMode and OpenSearch choice and cfn-lints what CloudFormation would receive.
-lint-template: sam-install
-	$(SAM_BIN)/cfn-lint template.yaml
-	$(SAM_ENV) $(SAM_BIN)/sam validate --lint --region $(SAM_REGION)
+# offline for each AuthMode and OpenSearch choice and cfn-lints what CloudFormation would receive
+# (its cases side by side, one process per core). Three targets, so that `make -j` (as `make test`
+# runs them) checks them side by side; the longest first.
+lint-template: sam-transform cfn-lint sam-validate
+
+sam-transform: sam-install
 	$(SAM_ENV) $(SAM_BIN)/python tests/infra/sam_transform.py --region $(SAM_REGION)
+
+cfn-lint: sam-install
+	$(SAM_BIN)/cfn-lint template.yaml
+
+sam-validate: sam-install
+	$(SAM_ENV) $(SAM_BIN)/sam validate --lint --region $(SAM_REGION)
 
 # sam build needs a python3.12 on PATH: the directory of $(PYTHON) goes first.
 sam-build: sam-install

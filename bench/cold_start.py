@@ -57,7 +57,10 @@ def main() -> None:
         for _ in range(args.runs):
             with tempfile.TemporaryDirectory() as data_dir:
                 code = PROBE.format(
-                    app=str(ROOT / "functions" / tool / "app.py"), tests=str(ROOT / "tests"), tool=tool, body=body
+                    app=str(ROOT / "functions" / tool / "app.py"),
+                    tests=str(ROOT / "tests" / "support"),
+                    tool=tool,
+                    body=body,
                 )
                 env = {"MNEMO_DATA_DIR": data_dir, "MNEMO_EMBEDDER": embedder, "PATH": "/usr/bin:/bin"}
                 done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)

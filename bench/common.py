@@ -27,7 +27,7 @@ def moto_services(name: str, embedder: str, *, bucket: bool = False) -> Services
         os.environ.setdefault(variable, value)
     import sys
 
-    tests = str(Path(__file__).resolve().parents[1] / "tests")
+    tests = str(Path(__file__).resolve().parents[1] / "tests" / "support")
     if tests not in sys.path:  # the tests' moto server and table helpers
         sys.path.insert(0, tests)
     from aws_fixtures import REGION, create_records_table, dynamodb_settings, shared_moto_server

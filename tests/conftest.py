@@ -1,4 +1,9 @@
-"""Shared fixtures: embedded stacks on temporary directories, and a real local server."""
+"""Shared fixtures: embedded stacks on temporary directories, used by more than one kind of test.
+
+Each kind's folder (unit, contract, e2e, entry, fuzz, infra, isolation, catalog, outline, service) has a
+conftest.py that says what it tests and what it may start, and holds the fixtures only it uses; the
+helpers the tests import are in tests/support (on pytest's pythonpath).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,10 @@ import pytest
 
 from helpers import make_services
 from mnemo.runtime import Services, set_services
+
+# The run's plugins (tests/support): summary lines that reach the terminal from pytest-xdist workers too,
+# and how the suite is shared between those workers.
+pytest_plugins = ["run_summary", "xdist_scopes"]
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 X-Mnemo-* headers on every request, SigV4 signs them (botocore's real signing, checked by signing again
 from what the server received), malformed ids fail before anything is sent, with the service's own rule,
 and LocalIdentity or an API key cannot be combined with it. Against the scripted server
-(tests/client_support.py), which records each request's headers, and against a real local server, which
+(tests/support/client_support.py), which records each request's headers, and against a real local server, which
 reads the same headers."""
 
 from __future__ import annotations

@@ -10,11 +10,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from client_wheel import build_client_wheel
 
 from helpers import local_server
 from mnemo.runtime import Services
-
-ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = """
 import json, sys
@@ -34,14 +33,7 @@ print(json.dumps({"added": added["memoryId"], "found": found[0]["memoryId"], "mi
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT / "clients" / "python")],
-        check=True,
-        capture_output=True,
-    )
-    (built,) = out.glob("mnemo_client-*.whl")
-    return built
+    return build_client_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 def test_the_wheel_holds_the_client_and_nothing_else(wheel: Path) -> None:

@@ -10,16 +10,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import venv
 from pathlib import Path
 
 import pytest
+from client_wheel import build_client_wheel
 
 from helpers import local_server
 from mnemo.runtime import Services
 
-ROOT = Path(__file__).resolve().parents[2]
 STRANDS = "strands-agents==1.62.0"
 
 SCRIPT = """
@@ -43,12 +42,7 @@ print(json.dumps({"names": [tool.tool_name for tool in tools], "specs": [tool.to
 def strands_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A virtual environment with Strands Agents and the client wheel (and nothing of the service)."""
     root = tmp_path_factory.mktemp("strands")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(root), str(ROOT / "clients" / "python")],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = root.glob("mnemo_client-*.whl")
+    wheel = build_client_wheel(root)
     venv.EnvBuilder(with_pip=True).create(root / "venv")
     python = root / "venv" / "bin" / "python"
     subprocess.run([python, "-m", "pip", "install", "-q", STRANDS, str(wheel)], check=True, capture_output=True)

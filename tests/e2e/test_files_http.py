@@ -9,18 +9,13 @@ budget is small (MNEMO_BLOCK_BUDGET_TOKENS), and every expected number is comput
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_fixtures import SerialMotoServer
+from adapter_servers import Server, ServerOptions
 from jsonschema import Draft202012Validator
 
-from helpers import http_request, serve_process
+from helpers import http_request
 from mnemo.tools.registry import get_tool
 from mnemo.tools.schema import output_schema
 
@@ -45,41 +40,10 @@ LARGE_BIG = "# Large doc\n\n" + " ".join(f"word{n % 10}" for n in range(170)) + 
 
 
 # ------------------------------------------------------------------ servers ---
-def _serve(data_dir: Path, extra_env: dict[str, str], extra_args: list[str]) -> tuple[subprocess.Popen[str], str]:
-    env = {"MNEMO_EMBEDDER": "hashing", "MNEMO_BLOCK_BUDGET_TOKENS": str(BUDGET), **extra_env}
-    return serve_process(data_dir, env, extra_args)
-
-
-@dataclass
-class Server:
-    kind: str
-    url: str
-    moto: SerialMotoServer | None = None
-
-
-@pytest.fixture(scope="module", params=["embedded", "moto"])
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    data_dir = tmp_path_factory.mktemp(f"files-{request.param}")
-    moto = None
-    if request.param == "moto":
-        moto = SerialMotoServer()
-        env = {"MNEMO_RECORDS_TABLE": TABLE, "MNEMO_BLOB_BUCKET": BUCKET, "AWS_REGION": "eu-west-1"}
-        process, url = _serve(data_dir, env, ["--aws-endpoint", moto.url])
-    else:
-        process, url = _serve(data_dir, {}, [])
-    try:
-        yield Server(request.param, url, moto)
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        if moto is not None:
-            moto.close()
-
-
-@pytest.fixture
-def tenant(request: pytest.FixtureRequest) -> str:
-    """A tenant of this test's own: the servers are shared by the whole module."""
-    return "t-" + re.sub(r"[^A-Za-z0-9.-]", "-", request.node.name)[:120]
+@pytest.fixture(scope="module")
+def server_options() -> ServerOptions:
+    """The servers of tests/e2e/conftest.py's ``server`` fixture, with this module's small block budget."""
+    return ServerOptions(TABLE, BUCKET, {"MNEMO_BLOCK_BUDGET_TOKENS": str(BUDGET)})
 
 
 # -------------------------------------------------------------------- calls ---

@@ -139,7 +139,7 @@ def test_a_handler_that_needs_no_model_never_loads_one(tmp_path: Path) -> None:
     """memory_delete runs in a fresh interpreter with the bge embedder configured: no onnxruntime import."""
     script = f"""
 import json, sys
-sys.path.insert(0, {str(ROOT / "tests")!r})
+sys.path.insert(0, {str(ROOT / "tests" / "support")!r})
 from aws_events import FakeLambdaContext, rest_event
 import importlib.util
 spec = importlib.util.spec_from_file_location("fn", {str(ROOT / "functions" / "memory_delete" / "app.py")!r})

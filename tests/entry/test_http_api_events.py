@@ -1,6 +1,6 @@
 """The tool and MCP Lambdas on HTTP API events (payload format 2.0), as AuthMode JWT deploys them.
 
-Events are Powertools' documented fixtures (tests/http_api_events.py): a JWT authorizer's claims or an
+Events are Powertools' documented fixtures (tests/support/http_api_events.py): a JWT authorizer's claims or an
 IAM caller, routed to a tool's path under a named stage as the template deploys it. Every tool function must
 answer a 2.0 event exactly as it answers the same body in a REST event (payload format 1.0) from a
 Cognito authorizer with the same claims, in the response format an HTTP API expects.

@@ -437,7 +437,7 @@ def test_the_tracer_lives_only_inside_lambda(monkeypatch: pytest.MonkeyPatch) ->
 
 SCRIPT = """
 import json, sys, tempfile, pathlib, importlib.util
-sys.path.insert(0, "tests")
+sys.path.insert(0, "tests/support")
 from aws_events import FakeLambdaContext, rest_event
 from helpers import make_services
 from mnemo.runtime import set_services

@@ -1,4 +1,12 @@
-"""Fixtures of the fuzz suite: the real local HTTP server over a temporary data dir, per module."""
+"""Fuzz: every tool through the real local HTTP server, from its own schemas (schemathesis and Hypothesis,
+derandomized) and from hand-written hostile requests; and the JSON screening behind every door, without HTTP.
+Each module starts `mnemo serve` in a thread on a free port over a temporary data dir of its own (hashing
+embedder, a stand-in model); nothing else is started.
+
+Fixtures of the fuzz suite: the real local HTTP server over a temporary data dir, per module. The run's
+request counts and digest are printed in the terminal summary (through tests/support/run_summary.py, so
+that a run on pytest-xdist workers prints them too; the folder runs on one worker, see
+tests/support/xdist_scopes.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +17,7 @@ from typing import Any
 
 import pytest
 from fuzz.fuzz_support import FUZZ_KINDS, REQUESTS, SENT, Client
+from run_summary import add_summary_line
 
 from helpers import local_server, make_services
 
@@ -66,12 +75,14 @@ def catalog(client: Client) -> dict[str, dict[str, Any]]:
     return {tool["name"]: tool for tool in reply.json()["tools"]}
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
+def pytest_sessionfinish(session: pytest.Session) -> None:
     if not REQUESTS:
         return
     fuzzed = sum(REQUESTS[kind] for kind in FUZZ_KINDS)
     kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(REQUESTS.items()))
-    terminalreporter.write_sep("-", "fuzz")
-    terminalreporter.write_line(
-        f"fuzz: {fuzzed} generated requests to the local server ({kinds}); digest {SENT.hexdigest()[:16]}"
+    add_summary_line(
+        session.config,
+        "fuzz",
+        f"fuzz: {fuzzed} generated requests to the local server ({kinds}); digest {SENT.hexdigest()[:16]}",
+        sep="-",
     )

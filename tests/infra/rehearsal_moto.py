@@ -2,7 +2,7 @@
 
 Run as ``python rehearsal_moto.py``: prints ``{"url": ...}`` once serving, and exits
 when its stdin closes (the test ended). Requests are served one at a time, as
-tests/aws_fixtures.SerialMotoServer does. IAM is enforced once the test posts ``0``
+tests/support/aws_fixtures.SerialMotoServer does. IAM is enforced once the test posts ``0``
 to ``/moto-api/reset-auth`` (moto's INITIAL_NO_AUTH_ACTION_COUNT mechanism): from
 then on every request is signed by an IAM user or an assumed role whose policies
 must allow it. Enforcement is process-wide in moto, hence a process of its own.

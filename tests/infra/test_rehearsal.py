@@ -1,6 +1,6 @@
 """Deployment rehearsal: the `sam build` output, run as Lambda would run it, on moto and osmem-server.
 
-Built for this machine's architecture (tests/rehearsal_build.py): template.yaml's
+Built for this machine's architecture (tests/support/rehearsal_build.py): template.yaml's
 arm64 wheels cannot load on x86_64, so a copy of the template built for x86_64 stands in.
 Every function of the template (ExperimentalTools and Console on, so the outline and console
 functions too) is imported from its build directory by a plain python3.12 that sees only that
@@ -12,7 +12,7 @@ answers EventBridge's scheduled and S3 events; a Bedrock Agents event reaches a 
 function; the console function serves the files `sam build` put in the layer; the indexer takes
 a DynamoDB Streams event built from moto's own stream records.
 No Bedrock model runs: a Titan stand-in checks each request body against the documented
-format (tests/rehearsal_stage.py).
+format (tests/support/rehearsal_stage.py).
 """
 
 from __future__ import annotations

@@ -1,12 +1,17 @@
-"""The isolation suite's figures, printed in pytest's terminal summary."""
+"""Isolation: no tenant or user ever sees or changes another's data. Model-based, property-based machines
+(Hypothesis, derandomized) drive every tool family with many callers in process, over real HTTP through
+`mnemo serve` in a thread (a free port, a temporary data dir), and through API Gateway events; nothing else
+is started. Slow by design (minutes): each test file runs whole on one pytest-xdist worker.
+
+The isolation suite's figures, printed in pytest's terminal summary (through tests/support/run_summary.py,
+so that a run on pytest-xdist workers prints them too)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import pytest
-
-SUMMARY = pytest.StashKey[list[str]]()
+from run_summary import add_summary_line
 
 
 @pytest.fixture
@@ -16,14 +21,6 @@ def isolation_report(request: pytest.FixtureRequest, record_property: Callable[[
     def report(line: str) -> None:
         print(line)
         record_property("isolation", line)
-        request.config.stash.setdefault(SUMMARY, []).append(line)
+        add_summary_line(request.config, "isolation", line)
 
     return report
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
-    lines = config.stash.get(SUMMARY, [])
-    if lines:
-        terminalreporter.section("isolation")
-        for line in lines:
-            terminalreporter.write_line(line)

@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "apigw"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "apigw"
 _SIGNED = re.compile(r"SignedHeaders=[^,\s]*")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from mnemo.cli.knowledge import knowledge_files, push_files
 from mnemo.runtime import Services
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "knowledge"
 EXAMPLE_COUNT = sum(1 for _ in knowledge_files(EXAMPLES))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -30,28 +31,52 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+#: The line `mnemo serve` prints once its socket is bound.
+_SERVING = re.compile(r"^mnemo serving on (http://\S+) ")
+
+
 def serve_process(
     data_dir: Path, env: Mapping[str, str], args: Sequence[str] = ()
 ) -> tuple[subprocess.Popen[str], str]:
-    """`mnemo serve` as a child process (the real command, on a free port), once it answers /health."""
+    """`mnemo serve` as a child process (the real command, on a free port), once it answers /health.
+
+    The server binds port 0 and the URL is read from the line it prints: a port picked here and bound
+    there could be taken in between by a test running beside it (pytest-xdist workers, other runs).
+    Only the lines up to that one are read; the rest of the output is the caller's.
+    """
     import pytest
 
-    port = free_port()
-    command = [sys.executable, "-m", "mnemo.cli", "serve", "--port", str(port), "--data-dir", str(data_dir), *args]
+    command = [sys.executable, "-m", "mnemo.cli", "serve", "--port", "0", "--data-dir", str(data_dir), *args]
     process = subprocess.Popen(
         command, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(f"{url}/health", timeout=1)
-            return process, url
-        except OSError:
-            if process.poll() is not None:
-                break
-            time.sleep(0.1)
+    printed: list[str] = []
+    announced: list[str] = []
+
+    def read_until_serving() -> None:
+        assert process.stdout is not None
+        for line in iter(process.stdout.readline, ""):
+            printed.append(line)
+            if found := _SERVING.match(line):
+                announced.append(found.group(1))
+                return
+
+    reader = threading.Thread(target=read_until_serving, daemon=True)
+    reader.start()
+    reader.join(timeout=60)
+    if announced:
+        url = announced[0]
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"{url}/health", timeout=1)
+                return process, url
+            except OSError:
+                if process.poll() is not None:
+                    break
+                time.sleep(0.1)
     process.kill()
-    pytest.fail(f"mnemo serve did not start: {process.communicate()[0]}")
+    reader.join(timeout=10)
+    pytest.fail(f"mnemo serve did not start: {''.join(printed)}{process.communicate()[0]}")
 
 
 def ctx(user: str | None = "alice", tenant: str = "acme", roles: tuple[str, ...] = (), **ids: str) -> RequestContext:

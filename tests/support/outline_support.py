@@ -9,7 +9,7 @@ from mnemo.context import RequestContext
 from mnemo.runtime import Services
 from mnemo.tools.registry import load_catalog
 
-SHOP = Path(__file__).resolve().parent / "fixtures" / "outline" / "shop"
+SHOP = Path(__file__).resolve().parents[1] / "fixtures" / "outline" / "shop"
 
 
 def shop_files() -> dict[str, str]:

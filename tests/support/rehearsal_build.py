@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAM_VENV = ROOT / ".venv" / "sam"
 WORK_DIR = ROOT / ".aws-sam" / "rehearsal"
 REGION = "eu-west-1"

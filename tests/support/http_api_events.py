@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "http_api"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "http_api"
 JWT_FIXTURE = "apiGatewayProxyV2Event.json"
 IAM_FIXTURE = "apiGatewayProxyV2IamEvent.json"
 

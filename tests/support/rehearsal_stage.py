@@ -35,7 +35,7 @@ from typing import Any
 from rehearsal_build import REGION, ROOT, Build
 from rehearsal_template import ACCOUNT, Function
 
-HERE = Path(__file__).resolve().parent / "infra"
+HERE = Path(__file__).resolve().parents[1] / "infra"
 
 # ----------------------------------------------------------------- runtime ---
 
