@@ -52,6 +52,7 @@ def test_invalidate_keeps_the_fact_and_delete_asks_first(console: Browser) -> No
 
     page.get_by_role("button", name=f"Delete: {uses['text']}").click()
     dialog = page.locator("dialog#confirm")
+    dialog.wait_for(state="visible")  # the dialog opens once the preview (delete_memory_object without a token) answers
     assert dialog.is_visible() and "erases" in dialog.inner_text()
     dialog.get_by_role("button", name="Delete").click()
     page.locator(f"tr[data-fact-id={uses['factId']}]").wait_for(state="detached")

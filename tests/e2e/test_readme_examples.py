@@ -168,8 +168,17 @@ def wait_for_health(url: str, process: subprocess.Popen[str], seconds: float) ->
             if process.poll() is not None:
                 break
             time.sleep(0.2)
-    process.kill()
-    pytest.fail(f"the server at {url} did not answer /health: {process.communicate()[0]}")
+    # A server block runs in a process group of its own: stop all of it, or a background child (moto_server) keeps
+    # the output pipe open and reading it would wait forever.
+    if os.getpgid(process.pid) == process.pid:
+        os.killpg(process.pid, signal.SIGKILL)
+    else:
+        process.kill()
+    try:
+        output = process.communicate(timeout=30)[0]
+    except subprocess.TimeoutExpired:
+        output = "(its output was still held open after it was stopped)"
+    pytest.fail(f"the server at {url} did not answer /health: {output}")
 
 
 @dataclass

@@ -27,7 +27,7 @@ CHROMIUM_FLAGS = [
 ]
 PAGES = ("memories", "graph", "blocks", "knowledge", "conversations", "identity")
 #: axe-core as `make console-a11y` installs it (tests/console_a11y/package.json pins the version).
-AXE = Path(__file__).parent / "console_a11y" / "node_modules" / "axe-core" / "axe.min.js"
+AXE = Path(__file__).parents[1] / "console_a11y" / "node_modules" / "axe-core" / "axe.min.js"
 
 
 @dataclass
