@@ -5,7 +5,8 @@ PORT ?= 8765
 WORKERS ?= 2
 VENV := .venv
 BIN := $(VENV)/bin
-# Python 3.12 is the Lambda runtime: pyenv's 3.12 first, then any python3.12, then python3 (3.11+).
+# Python 3.12 is the Lambda runtime and the least Mnemo runs on: pyenv's 3.12 first, then any python3.12,
+# then python3 (3.12 or later).
 PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) \
 	$(shell command -v python3.12 >/dev/null 2>&1 && python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null) \
 	$(shell command -v python3))
@@ -94,9 +95,10 @@ bench: install
 	$(BIN)/python bench/concurrency.py
 	$(BIN)/python bench/outline.py
 
+# Everything generated from the tool catalog: template.yaml's generated blocks, functions/*/app.py,
+# docs/tools.md, the client's methods and catalog.json, the counts in the docs (mnemo/tools/generate.py).
 docs: install
-	$(BIN)/mnemo docs --output docs/tools.md
-	$(BIN)/mnemo client-gen --output layers/shared/mnemo/client/tools.py
+	$(BIN)/mnemo generate
 
 sam-install: $(SAM_STAMP)
 

@@ -4,5 +4,5 @@ imports, and the deployment rehearsal. test_rehearsal.py runs `sam build` (the S
 the checkout's .aws-sam/rehearsal/, then a moto process, osmem-server and one python3.12 process per
 function; that folder is fixed, so the rehearsal runs in one process at a time: it is one file, and
 pytest-xdist runs a file on one worker. The scripts beside the tests (sam_transform.py, rehearsal_moto.py,
-rehearsal_worker.py, regenerate_bedrock_schemas.py) are run by them or by the Makefile. No fixtures of
+rehearsal_worker.py) are run by them or by the Makefile. No fixtures of
 their own."""

@@ -288,7 +288,7 @@ def test_the_agent_action_groups_are_the_generated_function_schemas() -> None:
         expected = cloudformation_function_schema(bedrock_functions(members))
         assert action_group["FunctionSchema"] == expected, (
             f"template.yaml's FunctionSchema of {action_group_name(group)} is stale; regenerate it with "
-            f"`.venv/bin/python tests/infra/regenerate_bedrock_schemas.py`:\n{json.dumps(expected, indent=2)}"
+            f"`make docs` (mnemo generate):\n{json.dumps(expected, indent=2)}"
         )
 
 

@@ -18,12 +18,12 @@ import pytest
 import yaml
 from aws_fixtures import CloudFormationLoader
 
-from mnemo.client.repeat import READ_ONLY as REPEATABLE_READS
 from mnemo.files.scopes import WORKSPACE_ROOT
 from mnemo.knowledge.documents import ROOT as KNOWLEDGE_ROOT
 from mnemo.settings import Settings
 from mnemo.sync.service import LOCK_RENEW_SECONDS, LOCK_SECONDS
-from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, load_catalog
+from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, Tool, load_catalog
+from mnemo.tools.rights import Rights
 
 ROOT = Path(__file__).resolve().parents[2]
 TITAN_V2 = "amazon.titan-embed-text-v2:0"
@@ -608,14 +608,15 @@ READ_ONLY_ACTIONS = {
 }
 
 
-#: Tools that read the records table and never write it: those the client may send again, but the outline
-#: tools, which refresh a derived index of the workspace (they put and delete outline items).
-READ_ONLY_TOOLS = REPEATABLE_READS - {"outline_symbol", "outline_file", "outline_project"}
+#: Tools whose catalog entry declares reads of the records table only.
+READ_ONLY_TOOLS = frozenset(
+    name for name, tool in load_catalog(experimental=True).items() if tool.rights.records == "read"
+)
 
 
-#: The conversation and execution reads share their function with the writes of their family.
-@pytest.mark.parametrize("tool", sorted(READ_ONLY_TOOLS - {"retrieve_conversation", "retrieve_execution"}))
+@pytest.mark.parametrize("tool", sorted(READ_ONLY_TOOLS))
 def test_read_only_tools_get_read_only_policies(tool: str) -> None:
+    """Every tool that declares reads only gets a function that can change nothing."""
     doc = template()
     (function,) = tool_functions(doc)[tool]
     assert list(_templates(doc["Resources"][function])) == ["RecordsRead"]
@@ -631,77 +632,18 @@ def test_read_only_tools_get_read_only_policies(tool: str) -> None:
 def test_least_privilege_per_function() -> None:
     doc = template()
     table = {"Sub": "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/mnemo-records-${Stage}"}
-    expected_templates = {
-        "MemoryAddFunction": {"RecordsReadWrite": table},
-        "MemorySearchFunction": {"RecordsRead": table},
-        "MemoryDeleteFunction": {"RecordsReadWrite": table},
-        "MemoryListFunction": {"RecordsRead": table},
-        "MemoryHistoryFunction": {"RecordsRead": table},
-        "IndexerFunction": {  # CRUD: draining the index outbox deletes its markers
-            "RecordsReadWrite": table,
-            "SQSSendMessagePolicy": {"QueueName": {"GetAtt": "IndexerDeadLetterQueue.QueueName"}},
-        },
-        "KnowledgeQueryFunction": {"RecordsRead": table},
-        "KnowledgeCheckFunction": {"RecordsRead": table},
-        "KnowledgeShowFunction": {"RecordsRead": table},
-        # CRUD: the catalog, the sync state and lock, the pointer memories and their history.
-        "SyncNowFunction": {"RecordsReadWrite": table},
-        "SyncStatusFunction": {"RecordsRead": table},
-        # Its dead-letter queue is an on-failure destination: SAM grants sqs:SendMessage on it alone.
-        "KnowledgeSyncFunction": {"RecordsReadWrite": table},
-        # Serve no /v1/tools route: the action groups of Bedrock agents, one per family.
-        "BedrockMemoryFunction": {"RecordsReadWrite": table},
-        "BedrockKnowledgeFunction": {"RecordsRead": table},
-        "BedrockSyncFunction": {"RecordsReadWrite": table},
-        "McpFunction": {"RecordsReadWrite": table},
-        # Conversations: adds write records with their index outbox markers; retrievals only read.
-        "AddConversationFunction": {"RecordsReadWrite": table},
-        "AddExecutionFunction": {"RecordsReadWrite": table},
-        "RetrieveConversationFunction": {"RecordsRead": table},
-        "RetrieveExecutionFunction": {"RecordsRead": table},
-        "BedrockConversationsFunction": {"RecordsReadWrite": table},
-        # Topics: topic writes carry their index outbox markers; reads and searches only read.
-        "MemorizeGeneralInfoFunction": {"RecordsReadPut": table},
-        "MemorizeNewTopicFunction": {"RecordsReadWrite": table},
-        "ListMemoriesFunction": {"RecordsRead": table},
-        "RecallMemoryFunction": {"RecordsRead": table},
-        "SearchMemoriesFunction": {"RecordsRead": table},
-        "RefineMemoryFunction": {"RecordsReadWrite": table},
-        "RecallGeneralMemoryFunction": {"RecordsRead": table},
-        "ForgetMemoryFunction": {"RecordsReadWrite": table},
-        "BedrockTopicsFunction": {"RecordsReadWrite": table},
-        # Files: writes, deletes and pins change heads, history, content chunks, pins and outbox markers;
-        # reads, lists, searches, the pinned context and expansions only read.
-        "FileWriteFunction": {"RecordsReadWrite": table},
-        "FileEditFunction": {"RecordsReadWrite": table},
-        "FileReadFunction": {"RecordsRead": table},
-        "FileListFunction": {"RecordsRead": table},
-        "FileSearchFunction": {"RecordsRead": table},
-        "BlockPinFunction": {"RecordsReadPut": table},
-        "PinnedContextFunction": {"RecordsRead": table},
-        "ExpandPromptFunction": {"RecordsRead": table},
-        "BlockUnpinFunction": {"RecordsReadPut": table},
-        "FileDeleteFunction": {"RecordsReadWrite": table},
-        "BedrockFilesFunction": {"RecordsReadWrite": table},
-        # Graph: links, updates, invalidations, deletions and extractions change entities, facts, their edges,
-        # name and link records and outbox markers; an entity read and a search only read.
-        "AddMemoryLinkFunction": {"RecordsReadWrite": table},
-        "GetMemoryObjectFunction": {"RecordsRead": table},
-        "UpdateMemoryObjectFunction": {"RecordsReadWrite": table},
-        "GraphSearchFunction": {"RecordsRead": table},
-        "InvalidateMemoryLinkFunction": {"RecordsReadWrite": table},
-        "DeleteMemoryObjectFunction": {"RecordsReadWrite": table},
-        "BuildMemoryFromTextFunction": {"RecordsReadWrite": table},
-        "BedrockGraphFunction": {"RecordsReadWrite": table},
-        # Outline (experimental): the tools, the index sync and their action group write the outline index.
-        "OutlineSymbolFunction": {"RecordsReadWrite": table},
-        "OutlineFileFunction": {"RecordsReadWrite": table},
-        "OutlineProjectFunction": {"RecordsReadWrite": table},
-        "OutlineSyncFunction": {"RecordsReadWrite": table},
-        "BedrockOutlineFunction": {"RecordsReadWrite": table},
-        # The console serves its own files from the layer: nothing of the stack's data.
-        "ConsoleFunction": {},
+    # Each function that runs tools gets the records statement of the most its tools declare; the indexer
+    # deletes the index outbox's markers as it drains it (and sends to its dead-letter queue); the console
+    # serves its own files from the layer: nothing of the stack's data.
+    sids = {"read": "RecordsRead", "read-put": "RecordsReadPut", "read-write": "RecordsReadWrite"}
+    expected_templates: dict[str, dict[str, Any]] = {
+        name: {sids[_rights(tools).records]: table} for name, tools in _served_tools(doc).items()
     }
+    expected_templates["IndexerFunction"] = {
+        "RecordsReadWrite": table,
+        "SQSSendMessagePolicy": {"QueueName": {"GetAtt": "IndexerDeadLetterQueue.QueueName"}},
+    }
+    expected_templates["ConsoleFunction"] = {}
     assert {name: _templates(r) for name, r in functions(doc).items()} == expected_templates
     statements = _statements(doc, parameters(doc))
     titan_arn = f"arn:aws:bedrock:eu-west-1::foundation-model/{TITAN_V2}"
@@ -724,50 +666,16 @@ def test_least_privilege_per_function() -> None:
             if "aoss:APIAccessAll" in actions:
                 assert resource == {"GetAtt": "VectorCollection.Arn"}
                 reaches_index.add(name)
-    # Searches and writes embed; a delete, a check, a show, a status, a topic read by name and the
-    # general section never do.
-    assert embeds == {
-        "MemoryAddFunction",
-        "MemorySearchFunction",
-        "KnowledgeQueryFunction",
-        "SyncNowFunction",
-        "KnowledgeSyncFunction",
-        "IndexerFunction",
-        "BedrockMemoryFunction",
-        "BedrockKnowledgeFunction",
-        "BedrockSyncFunction",
-        "McpFunction",
-        "AddConversationFunction",
-        "AddExecutionFunction",
-        "RetrieveConversationFunction",
-        "RetrieveExecutionFunction",
-        "BedrockConversationsFunction",
-        "MemorizeNewTopicFunction",
-        "SearchMemoriesFunction",
-        "RefineMemoryFunction",
-        "BedrockTopicsFunction",
-        "FileWriteFunction",
-        "FileEditFunction",
-        "FileSearchFunction",
-        "BedrockFilesFunction",
-        "AddMemoryLinkFunction",
-        "UpdateMemoryObjectFunction",
-        "GraphSearchFunction",
-        "BuildMemoryFromTextFunction",
-        "BedrockGraphFunction",
-    }
-    # Only what runs build_memory_from_text may call the extraction model.
-    assert extracts == {"BuildMemoryFromTextFunction", "BedrockGraphFunction", "McpFunction"}
-    # memory_list, memory_history, knowledge_check, knowledge_show, sync_status, list_memories, recall_memory,
-    # recall_general_memory,
-    # memorize_general_info, file_read, file_list, block_pin, block_unpin, pinned_context, expand_prompt,
-    # get_memory_object and invalidate_memory_link never reach the index.
-    assert reaches_index == embeds | {
-        "MemoryDeleteFunction",
-        "ForgetMemoryFunction",
-        "FileDeleteFunction",
-        "DeleteMemoryObjectFunction",
-    }
+    # Exactly the functions running a tool that declares so embed, extract and reach the index (and the indexer).
+    served = _served_tools(doc)
+    assert embeds == {name for name, tools in served.items() if _rights(tools).embeds} | {"IndexerFunction"}
+    assert extracts == {name for name, tools in served.items() if _rights(tools).extracts}
+    assert reaches_index == {name for name, tools in served.items() if _rights(tools).index} | {"IndexerFunction"}
+
+
+def _rights(tools: set[str]) -> Rights:
+    catalog = load_catalog(experimental=True)
+    return Rights.covering(catalog[name].rights for name in tools)
 
 
 # What each catalog tool needs at run time (mnemo/*/service.py and the adapters they use): the
@@ -789,85 +697,22 @@ WS_READ = frozenset({("s3:GetObjectVersion", WORKSPACE)})
 WS_WRITE = frozenset({("s3:PutObject", WORKSPACE)})
 WS_DELETE = frozenset({("s3:DeleteObject", WORKSPACE)})
 NONE: frozenset[Any] = frozenset()
-# tool: (records, embeds, index, s3)
-TOOL_NEEDS: dict[str, tuple[str, bool, frozenset[str], frozenset[tuple[str, str]]]] = {
-    "memory_add": ("crud", True, INDEX_WRITE, NONE),
-    "memory_search": ("read", True, INDEX_READ, NONE),
-    "memory_delete": ("crud", False, INDEX_DELETE, NONE),
-    "memory_list": ("read", False, NONE, NONE),
-    "memory_history": ("read", False, NONE, NONE),
-    "knowledge_query": ("read", True, INDEX_READ, NONE),
-    "knowledge_check": ("read", False, NONE, NONE),
-    "knowledge_show": ("read", False, NONE, S3_HISTORY),
-    "sync_now": ("crud", True, INDEX_WRITE, S3_CURRENT),
-    "sync_status": ("read", False, NONE, NONE),
-    # Adds write the record with its index outbox marker, index it and clear the marker; retrievals only
-    # read (the outbox is drained by the indexer's schedule).
-    "add_conversation": ("crud", True, INDEX_WRITE, NONE),
-    "add_execution": ("crud", True, INDEX_WRITE, NONE),
-    "retrieve_conversation": ("read", True, INDEX_READ, NONE),
-    "retrieve_execution": ("read", True, INDEX_READ, NONE),
-    # mnemo/topics/service.py: the general section and reads by name never reach the index; a forget
-    # deletes the topic's document (a topic memorized again meanwhile is queued, not embedded).
-    "memorize_general_info": ("crud", False, NONE, NONE),
-    "memorize_new_topic": ("crud", True, INDEX_WRITE, NONE),
-    "list_memories": ("read", False, NONE, NONE),
-    "recall_memory": ("read", False, NONE, NONE),
-    "search_memories": ("read", True, INDEX_READ, NONE),
-    "refine_memory": ("crud", True, INDEX_WRITE, NONE),
-    "recall_general_memory": ("read", False, NONE, NONE),
-    "forget_memory": ("crud", False, INDEX_DELETE, NONE),
-    # mnemo/files/service.py routes each path by scheme: a StoredAsset (mnemo://) is records plus the `blocks`
-    # namespace (written and deleted with an outbox marker), a workspace file a head in the records naming an
-    # object version under workspace/, topic:// the topic service (what memorize_new_topic, refine_memory,
-    # recall_memory and forget_memory need), knowledge:// KnowledgeService.show without history (records only).
-    # file_write: a block is embedded and indexed; a workspace file is put; a topic is memorized or refined.
-    "file_write": ("crud", True, INDEX_WRITE, WS_WRITE),
-    # file_edit reads the file (a workspace file's object version) and writes it back as file_write does.
-    "file_edit": ("crud", True, INDEX_WRITE, WS_READ | WS_WRITE),
-    # file_read: a block's chunks, a workspace object version, a topic or a knowledge item; its references are
-    # checked against heads, topics and knowledge items, all in the records.
-    "file_read": ("read", False, NONE, WS_READ),
-    # file_list lists heads (a workspace's too: no bucket listing), topic heads and the knowledge catalog (browsed).
-    "file_list": ("read", False, NONE, NONE),
-    # file_search embeds the query, searches the `blocks` namespace and reads the hits' heads back.
-    "file_search": ("read", True, INDEX_READ, NONE),
-    # block_pin and block_unpin rewrite the caller's pin set and the file's pinner list, in the records only.
-    "block_pin": ("crud", False, NONE, NONE),
-    # pinned_context reads the pin set and the pinned blocks' heads and chunks.
-    "pinned_context": ("read", False, NONE, NONE),
-    # expand_prompt reads each marker's file as file_read does.
-    "expand_prompt": ("read", False, NONE, WS_READ),
-    "block_unpin": ("crud", False, NONE, NONE),
-    # file_delete removes a block's index document and its pins, adds a workspace object's delete marker, or
-    # forgets a topic as forget_memory does (no Titan: a block written again meanwhile is queued, not embedded).
-    "file_delete": ("crud", False, INDEX_DELETE, WS_DELETE),
-    # mnemo/graph/service.py: entities and facts are records of the table, indexed in the `graph` namespace through
-    # the index outbox. add_memory_link writes the fact, its edges, new entities and the ends of contradicted facts,
-    # then embeds and indexes the new fact and entities.
-    "add_memory_link": ("crud", True, INDEX_WRITE, NONE),
-    # get_memory_object reads the entity by id or name, its edges and facts, and walks to its neighbours.
-    "get_memory_object": ("read", False, NONE, NONE),
-    # update_memory_object rewrites the entity and its name records, then embeds and indexes it again.
-    "update_memory_object": ("crud", True, INDEX_WRITE, NONE),
-    # graph_search embeds the query, searches the `graph` namespace and reads the hits back.
-    "graph_search": ("read", True, INDEX_READ, NONE),
-    # invalidate_memory_link changes a fact's times (and releases its link record): its indexed text stays.
-    "invalidate_memory_link": ("crud", False, NONE, NONE),
-    # delete_memory_object removes the records in batches with outbox markers, then their documents (nothing is
-    # embedded: a record that is gone is only deleted from the index).
-    "delete_memory_object": ("crud", False, INDEX_DELETE, NONE),
-    # build_memory_from_text calls the extraction model, then adds each fact as add_memory_link does.
-    "build_memory_from_text": ("crud", True, INDEX_WRITE, NONE),
-    # mnemo/outline (experimental): each call refreshes the outline index first: it reads the workspace heads,
-    # reads each changed file at the object version its head names, then puts the outlines it parsed and deletes
-    # those of files that are gone (OUTLINE| items, in transactions). No embedding, no vector index.
-    "outline_symbol": ("crud", False, NONE, WS_READ),
-    "outline_file": ("crud", False, NONE, WS_READ),
-    "outline_project": ("crud", False, NONE, WS_READ),
-}
-# Tools that call the extraction model (ExtractorModelId through Bedrock Converse).
-EXTRACTS = frozenset({"build_memory_from_text"})
+INDEX_ACTIONS = {None: NONE, "read": INDEX_READ, "delete": INDEX_DELETE, "write": INDEX_WRITE}
+PLACES = {"bucket": BUCKET, "knowledge": OBJECTS, "workspace": WORKSPACE}
+
+
+def tool_needs(tool: Tool) -> tuple[str, bool, frozenset[str], frozenset[tuple[str, str]]]:
+    """(records, embeds, index actions, S3 grants) as the tool's catalog entry declares them, in the terms the
+    template's statements are read in below."""
+    rights = tool.rights
+    return (
+        "read" if rights.records == "read" else "crud",
+        rights.embeds,
+        INDEX_ACTIONS[rights.index],
+        frozenset((grant.action, PLACES[grant.place]) for grant in rights.bucket),
+    )
+
+
 EXISTING_DOMAIN = {"ExistingOpenSearchEndpoint": "https://x.es.amazonaws.com", "ExistingOpenSearchDomainName": "x"}
 
 
@@ -900,12 +745,12 @@ def _s3_grants(statement: dict[str, Any]) -> set[tuple[str, str]]:
 
 def test_each_function_gets_exactly_what_its_tools_need() -> None:
     doc = template()
-    assert set(TOOL_NEEDS) == set(load_catalog(experimental=True)), "state what each new tool needs in TOOL_NEEDS"
+    catalog = load_catalog(experimental=True)
     served = _served_tools(doc)
     assert set(functions(doc)) - set(served) == {"IndexerFunction", "ConsoleFunction"}  # neither runs a tool
     statements = _statements(doc, parameters(doc, **EXISTING_DOMAIN))
     for name, tools in served.items():
-        needs = [TOOL_NEEDS[tool] for tool in tools]
+        needs = [tool_needs(catalog[tool]) for tool in tools]
         templates = _templates(doc["Resources"][name])
         actions = {a for statement in statements.get(name, []) for a in _actions(statement)}
         models = {
@@ -923,7 +768,7 @@ def test_each_function_gets_exactly_what_its_tools_need() -> None:
         expected = (
             "crud" if any(records == "crud" for records, *_ in needs) else "read",
             any(embeds for _, embeds, *_ in needs),
-            bool(tools & EXTRACTS),
+            any(catalog[tool].rights.extracts for tool in tools),
             set().union(*(index for *_, index, _ in needs)),
             set().union(*(s3 for *_, s3 in needs)),
         )
@@ -1208,7 +1053,7 @@ def test_the_block_budget_is_a_parameter_given_to_the_functions_that_check_it() 
     assert parameter["MinValue"] == bounds["Ge"].ge and parameter["MaxValue"] == bounds["Le"].le
     assert Settings.from_env({"MNEMO_BLOCK_BUDGET_TOKENS": "250"}).block_budget_tokens == 250
     assert "MNEMO_BLOCK_BUDGET_TOKENS" not in doc["Globals"]["Function"]["Environment"]["Variables"]
-    budgeted = {"file_write", "file_edit", "block_pin", "block_unpin", "pinned_context"}
+    budgeted = {name for name, tool in load_catalog(experimental=True).items() if tool.runtime.block_budget}
     for name, tools in _served_tools(doc).items():
         env = doc["Resources"][name]["Properties"].get("Environment", {}).get("Variables", {})
         if tools & budgeted:
@@ -1237,7 +1082,7 @@ def test_the_extraction_model_is_a_parameter_given_to_the_functions_that_extract
     for name, tools in _served_tools(doc).items():
         variables = doc["Resources"][name]["Properties"].get("Environment", {}).get("Variables", {})
         extracting = [s for s in statements.get(name, []) if s["Resource"] == model_arn]
-        if tools & EXTRACTS:
+        if _rights(tools).extracts:
             assert variables.get("MNEMO_EXTRACTOR") == "bedrock", name
             assert variables.get("MNEMO_EXTRACTOR_MODEL_ID") == {"Ref": "ExtractorModelId"}, name
             assert [(s["Sid"], _actions(s)) for s in extracting] == [("ExtractWithModel", ["bedrock:InvokeModel"])]
@@ -1374,9 +1219,10 @@ def test_the_default_deployment_creates_nothing_experimental() -> None:
     doc = template()
     default = parameters(doc)
     assert default["ExperimentalTools"] == "false"
-    outline = {name for name in doc["Resources"] if "Outline" in name}
+    # The throttle alarm of the functions under ServeExperimental is named for the condition.
+    outline = {name for name in doc["Resources"] if "Outline" in name} | {"ExperimentalThrottlesAlarm"}
     assert outline >= OUTLINE_FUNCTIONS
-    assert {"OutlineSyncDeadLetterQueue", "OutlineSyncDeadLetterQueuePolicy", "OutlineThrottlesAlarm"} <= outline
+    assert {"OutlineSyncDeadLetterQueue", "OutlineSyncDeadLetterQueuePolicy"} <= outline
     for name in outline:
         resource = doc["Resources"][name]
         assert resource.get("Condition") == "ServeExperimental", name

@@ -1,4 +1,4 @@
-"""`mnemo tools`, `call`, `openapi`, `docs` and `client-gen`: the tool catalog from a shell, and what is
+"""`mnemo tools`, `call`, `openapi`, `docs`, `client-gen` and `generate`: the tool catalog from a shell, and what is
 generated from it."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from mnemo.errors import InvalidInput, MnemoError
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
+    """`mnemo tools`: each tool's name and description, or with ``--json`` the whole listing with its JSON Schemas."""
     from mnemo.tools.registry import load_catalog
     from mnemo.tools.schema import tool_listing
 
@@ -28,6 +29,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def cmd_call(args: argparse.Namespace) -> int:
+    """`mnemo call TOOL [PAYLOAD]`: run one tool in process with the identity from the MNEMO_* variables and print its
+    JSON answer; 1 with the error envelope when the payload or the call fails."""
     from mnemo.entry.identity import context_from_environment
     from mnemo.runtime import get_services
     from mnemo.tools.registry import get_tool
@@ -47,6 +50,8 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def cmd_openapi(args: argparse.Namespace) -> int:
+    """`mnemo openapi`: the OpenAPI 3.0 document to stdout or ``--output``; with ``--bedrock`` the Bedrock Agents
+    definitions per action group instead. 2 when ``--output-dir`` comes without ``--bedrock``."""
     from mnemo.tools.registry import load_catalog
     from mnemo.tools.schema import openapi_document
 
@@ -83,6 +88,8 @@ def _bedrock_definitions(output_dir: str | None) -> int:
 
 
 def cmd_client_gen(args: argparse.Namespace) -> int:
+    """`mnemo client-gen`: write the Python client's typed methods, and catalog.json beside them, from the catalog with
+    the experimental tools."""
     from mnemo.tools.client_gen import render_client_catalog, render_client_module
     from mnemo.tools.registry import load_catalog
 
@@ -95,6 +102,8 @@ def cmd_client_gen(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
+    """`mnemo docs`: write the tool reference (docs/tools.md by default) from the catalog with the experimental
+    tools."""
     from mnemo.tools.docs import render_tools_markdown
     from mnemo.tools.registry import load_catalog
 
@@ -103,7 +112,32 @@ def cmd_docs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Write (or, with --check, name) every file generated from the catalog."""
+    from mnemo.tools.generate import stale, write
+
+    root = Path(args.root).resolve()
+    if args.check:
+        found = stale(root)
+        for path in found:
+            print(f"stale: {path.relative_to(root)}")
+        if found:
+            print("run `make docs` (mnemo generate) and commit the result", file=sys.stderr)
+        return 1 if found else 0
+    for path in write(root):
+        print(f"wrote {path.relative_to(root)}")
+    return 0
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
+    """Add the `tools`, `call`, `openapi`, `docs` and `client-gen` parsers."""
+    generate = commands.add_parser(
+        "generate", help="write what is generated from the catalog: template.yaml's blocks, docs, client, entries"
+    )
+    generate.add_argument("--root", default=".", help="the repository to write into (default: here)")
+    generate.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each stale file")
+    generate.set_defaults(run=cmd_generate)
+
     tools = commands.add_parser("tools", help="list the tool catalog")
     tools.add_argument("--json", action="store_true", help="names, descriptions and JSON Schemas")
     tools.add_argument("--experimental", action="store_true", help=EXPERIMENTAL_HELP)

@@ -22,34 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-#: Tools that write nothing the caller keeps.
-READ_ONLY = frozenset(
-    {
-        "memory_search",
-        "memory_list",
-        "memory_history",
-        "knowledge_query",
-        "knowledge_check",
-        "knowledge_show",
-        "sync_status",
-        "retrieve_conversation",
-        "retrieve_execution",
-        "recall_general_memory",
-        "recall_memory",
-        "search_memories",
-        "list_memories",
-        "file_read",
-        "file_list",
-        "file_search",
-        "pinned_context",
-        "expand_prompt",
-        "get_memory_object",
-        "graph_search",
-        "outline_symbol",
-        "outline_file",
-        "outline_project",
-    }
-)
+from mnemo.client.tools import REPEATABLE
+
+#: Tools that write nothing the caller keeps: generated from the catalog's ``repeatable`` marks.
+READ_ONLY = REPEATABLE
 #: Writes the service stores once per value of this request field.
 KEYED_WRITES = {"memory_add": "idempotencyKey", "add_conversation": "message_id", "add_execution": "message_id"}
 #: Statuses after which the call may have run: the gateway's integration timeout, a function that failed.

@@ -29,6 +29,37 @@ def _given(
     return body
 
 
+#: Tools whose call may be sent again when the first one's outcome is unknown: they write nothing
+#: the caller keeps (the catalog's ``repeatable``; mnemo.client.repeat).
+REPEATABLE = frozenset(
+    {
+        "expand_prompt",
+        "file_list",
+        "file_read",
+        "file_search",
+        "get_memory_object",
+        "graph_search",
+        "knowledge_check",
+        "knowledge_query",
+        "knowledge_show",
+        "list_memories",
+        "memory_history",
+        "memory_list",
+        "memory_search",
+        "outline_file",
+        "outline_project",
+        "outline_symbol",
+        "pinned_context",
+        "recall_general_memory",
+        "recall_memory",
+        "retrieve_conversation",
+        "retrieve_execution",
+        "search_memories",
+        "sync_status",
+    }
+)
+
+
 class SyncTools(ABC):
     @abstractmethod
     def call(self, tool: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -23,12 +23,21 @@ from mnemo.conversations.models import (
     RetrieveExecutionOutput,
 )
 from mnemo.tools.registry import tool
+from mnemo.tools.rights import Rights
 
 if TYPE_CHECKING:
     from mnemo.runtime import Services
 
 
-@tool("conversations")
+#: What this family is for, in a sentence: its Bedrock action group and function descriptions.
+SUMMARY = "Conversation and execution memory of the user, linked by message id"
+
+
+# Writes the record with its index outbox marker, indexes it and clears the marker.
+@tool(
+    "conversations",
+    rights=Rights(records="read-write", embeds=True, index="write"),
+)
 def add_conversation(
     services: Services, context: RequestContext, request: AddConversationInput
 ) -> AddConversationOutput:
@@ -71,7 +80,11 @@ def add_conversation(
     return services.conversations.add_conversation(context, request)
 
 
-@tool("conversations")
+# Writes the record with its index outbox marker, indexes it and clears the marker.
+@tool(
+    "conversations",
+    rights=Rights(records="read-write", embeds=True, index="write"),
+)
 def add_execution(services: Services, context: RequestContext, request: AddExecutionInput) -> AddExecutionOutput:
     """[SPECIFICATION] Store how a task was executed (tools used, errors, observations) in execution memory.
 
@@ -111,7 +124,11 @@ def add_execution(services: Services, context: RequestContext, request: AddExecu
     return services.conversations.add_execution(context, request)
 
 
-@tool("conversations")
+# Only reads: the outbox is drained by the indexer's schedule.
+@tool(
+    "conversations",
+    rights=Rights(records="read", embeds=True, index="read"),
+)
 def retrieve_conversation(
     services: Services, context: RequestContext, request: RetrieveConversationInput
 ) -> RetrieveConversationOutput:
@@ -153,7 +170,11 @@ def retrieve_conversation(
     return services.conversations.retrieve_conversation(context, request)
 
 
-@tool("conversations")
+# Only reads: the outbox is drained by the indexer's schedule.
+@tool(
+    "conversations",
+    rights=Rights(records="read", embeds=True, index="read"),
+)
 def retrieve_execution(
     services: Services, context: RequestContext, request: RetrieveExecutionInput
 ) -> RetrieveExecutionOutput:

@@ -30,12 +30,23 @@ from mnemo.files.models import (
     PinnedContextOutput,
 )
 from mnemo.tools.registry import tool
+from mnemo.tools.rights import WORKSPACE_DELETE, WORKSPACE_READ, WORKSPACE_WRITE, Rights, Runtime
 
 if TYPE_CHECKING:
     from mnemo.runtime import Services
 
 
-@tool("files")
+#: What this family is for, in a sentence: its Bedrock action group and function descriptions.
+SUMMARY = "Pinned blocks, skills, the project workspace, topic notes and knowledge items as files"
+
+
+# mnemo/files/service.py routes each path by scheme: a block is embedded and indexed, a workspace
+# file is put as a new object version, a topic is memorized or refined.
+@tool(
+    "files",
+    rights=Rights(records="read-write", embeds=True, index="write", bucket=WORKSPACE_WRITE),
+    runtime=Runtime(block_budget=True),
+)
 def file_write(services: Services, context: RequestContext, request: FileWriteInput) -> FileWriteOutput:
     """[SPECIFICATION] Writes a whole file: a block, a skill, a workspace file or a topic note.
 
@@ -82,7 +93,13 @@ def file_write(services: Services, context: RequestContext, request: FileWriteIn
     return services.files.write(context, request)
 
 
-@tool("files")
+# Reads the file (a workspace file's object at the version its head names) and writes it back as
+# file_write does.
+@tool(
+    "files",
+    rights=Rights(records="read-write", embeds=True, index="write", bucket=WORKSPACE_READ | WORKSPACE_WRITE),
+    runtime=Runtime(block_budget=True),
+)
 def file_edit(services: Services, context: RequestContext, request: FileEditInput) -> FileWriteOutput:
     """[SPECIFICATION] Replaces text in a file: `old` must occur exactly once, or every time with `replaceAll`.
 
@@ -120,7 +137,12 @@ def file_edit(services: Services, context: RequestContext, request: FileEditInpu
     return services.files.edit(context, request)
 
 
-@tool("files")
+# A block's chunks, a workspace object version, a topic or a knowledge item; its references are
+# checked against heads, topics and knowledge items, all in the records.
+@tool(
+    "files",
+    rights=Rights(records="read", bucket=WORKSPACE_READ),
+)
 def file_read(services: Services, context: RequestContext, request: FileReadInput) -> FileReadOutput:
     """[SPECIFICATION] Reads a file, or part of it in lines, on any path the file tools take.
 
@@ -157,7 +179,11 @@ def file_read(services: Services, context: RequestContext, request: FileReadInpu
     return services.files.read(context, request)
 
 
-@tool("files")
+# Lists heads (a workspace's too: no bucket listing), topic heads and the knowledge catalog.
+@tool(
+    "files",
+    rights=Rights(records="read"),
+)
 def file_list(services: Services, context: RequestContext, request: FileListInput) -> FileListOutput:
     """[SPECIFICATION] Lists the files under a path: workspace folders, blocks, skills, topics, knowledge.
 
@@ -188,7 +214,10 @@ def file_list(services: Services, context: RequestContext, request: FileListInpu
     return services.files.list_files(context, request)
 
 
-@tool("files")
+@tool(
+    "files",
+    rights=Rights(records="read", embeds=True, index="read"),
+)
 def file_search(services: Services, context: RequestContext, request: FileSearchInput) -> FileSearchOutput:
     """[SPECIFICATION] Searches the content of blocks and skills: yours, your user's and your project's.
 
@@ -219,7 +248,12 @@ def file_search(services: Services, context: RequestContext, request: FileSearch
     return services.files.search(context, request)
 
 
-@tool("files")
+# Rewrites the caller's pin set and the file's pinner list, in the records only.
+@tool(
+    "files",
+    rights=Rights(records="read-put"),
+    runtime=Runtime(block_budget=True),
+)
 def block_pin(services: Services, context: RequestContext, request: BlockPinInput) -> BlockPinOutput:
     """[SPECIFICATION] Pins a block or skill into your context, within your token budget.
 
@@ -255,7 +289,11 @@ def block_pin(services: Services, context: RequestContext, request: BlockPinInpu
     return services.pinning.pin(context, request)
 
 
-@tool("files")
+@tool(
+    "files",
+    rights=Rights(records="read"),
+    runtime=Runtime(block_budget=True),
+)
 def pinned_context(services: Services, context: RequestContext, request: PinnedContextInput) -> PinnedContextOutput:
     """[SPECIFICATION] Returns your pinned blocks and skills, in order, ready for a system prompt.
 
@@ -289,7 +327,11 @@ def pinned_context(services: Services, context: RequestContext, request: PinnedC
     return services.pinning.context(context, request)
 
 
-@tool("files")
+# Reads each marker's file as file_read does.
+@tool(
+    "files",
+    rights=Rights(records="read", bucket=WORKSPACE_READ),
+)
 def expand_prompt(services: Services, context: RequestContext, request: ExpandPromptInput) -> ExpandPromptOutput:
     """[SPECIFICATION] Replaces `@path` and `@@name` markers in a prompt with the content they name.
 
@@ -329,7 +371,11 @@ def expand_prompt(services: Services, context: RequestContext, request: ExpandPr
     return services.expander.expand(context, request)
 
 
-@tool("files")
+@tool(
+    "files",
+    rights=Rights(records="read-put"),
+    runtime=Runtime(block_budget=True),
+)
 def block_unpin(services: Services, context: RequestContext, request: BlockUnpinInput) -> BlockPinOutput:
     """[SPECIFICATION] Unpins a block or skill: it leaves your pinned context and budget, and stays stored.
 
@@ -360,7 +406,12 @@ def block_unpin(services: Services, context: RequestContext, request: BlockUnpin
     return services.pinning.unpin(context, request)
 
 
-@tool("files")
+# A block loses its index document and pins; a workspace object gets a delete marker (the bucket
+# keeps its versions); a topic is forgotten as forget_memory does. Nothing is embedded.
+@tool(
+    "files",
+    rights=Rights(records="read-write", index="delete", bucket=WORKSPACE_DELETE),
+)
 def file_delete(services: Services, context: RequestContext, request: FileDeleteInput) -> FileDeleteOutput:
     """[SPECIFICATION] Deletes a file; its history is kept, and it leaves every pinned context.
 

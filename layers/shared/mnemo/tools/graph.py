@@ -30,12 +30,20 @@ from mnemo.graph.models import (
     UpdateMemoryObjectOutput,
 )
 from mnemo.tools.registry import tool
+from mnemo.tools.rights import Rights, Runtime
 
 if TYPE_CHECKING:
     from mnemo.runtime import Services
 
 
-@tool("graph")
+#: What this family is for, in a sentence: its Bedrock action group and function descriptions.
+SUMMARY = "Entities and the facts between them, with when each held"
+
+
+@tool(
+    "graph",
+    rights=Rights(records="read-write", embeds=True, index="write"),
+)
 def add_memory_link(services: Services, context: RequestContext, request: AddMemoryLinkInput) -> AddMemoryLinkOutput:
     """[SPECIFICATION] Add a fact between two entities to the memory graph, directly (no model involved).
 
@@ -83,7 +91,10 @@ def add_memory_link(services: Services, context: RequestContext, request: AddMem
     return services.graph.add_link(context, request)
 
 
-@tool("graph")
+@tool(
+    "graph",
+    rights=Rights(records="read"),
+)
 def get_memory_object(
     services: Services, context: RequestContext, request: GetMemoryObjectInput
 ) -> GetMemoryObjectOutput:
@@ -123,7 +134,10 @@ def get_memory_object(
     return services.graph.get_object(context, request)
 
 
-@tool("graph")
+@tool(
+    "graph",
+    rights=Rights(records="read-write", embeds=True, index="write"),
+)
 def update_memory_object(
     services: Services, context: RequestContext, request: UpdateMemoryObjectInput
 ) -> UpdateMemoryObjectOutput:
@@ -165,7 +179,10 @@ def update_memory_object(
     return services.graph.update_object(context, request)
 
 
-@tool("graph")
+@tool(
+    "graph",
+    rights=Rights(records="read", embeds=True, index="read"),
+)
 def graph_search(services: Services, context: RequestContext, request: GraphSearchInput) -> GraphSearchOutput:
     """[SPECIFICATION] Search the memory graph's entities and facts, as things stand now or stood at a time.
 
@@ -202,7 +219,11 @@ def graph_search(services: Services, context: RequestContext, request: GraphSear
     return services.graph.search(context, request)
 
 
-@tool("graph")
+# Changes a fact's times only: its indexed text stays, so it never reaches the index.
+@tool(
+    "graph",
+    rights=Rights(records="read-write"),
+)
 def invalidate_memory_link(
     services: Services, context: RequestContext, request: InvalidateMemoryLinkInput
 ) -> InvalidateMemoryLinkOutput:
@@ -241,7 +262,11 @@ def invalidate_memory_link(
     return services.graph.invalidate(context, request)
 
 
-@tool("graph")
+# Nothing is embedded: a record that is gone is only deleted from the index.
+@tool(
+    "graph",
+    rights=Rights(records="read-write", index="delete"),
+)
 def delete_memory_object(
     services: Services, context: RequestContext, request: DeleteMemoryObjectInput
 ) -> DeleteMemoryObjectOutput:
@@ -287,7 +312,13 @@ def delete_memory_object(
     return services.graph.delete_object(context, request)
 
 
-@tool("graph")
+# Behind API Gateway's 29 s: the tool refuses, before any model call, a text whose calls cannot end
+# within 26 s (docs/deploy.md).
+@tool(
+    "graph",
+    rights=Rights(records="read-write", embeds=True, extracts=True, index="write"),
+    runtime=Runtime(timeout=29, deadline=26),
+)
 def build_memory_from_text(
     services: Services, context: RequestContext, request: BuildMemoryFromTextInput
 ) -> BuildMemoryFromTextOutput:

@@ -14,12 +14,22 @@ from mnemo.knowledge.models import (
     KnowledgeShowOutput,
 )
 from mnemo.tools.registry import tool
+from mnemo.tools.rights import KNOWLEDGE_HISTORY, Rights
 
 if TYPE_CHECKING:
     from mnemo.runtime import Services
 
 
-@tool("knowledge")
+#: What this family is for, in a sentence: its Bedrock action group and function descriptions.
+SUMMARY = (
+    "Organisational knowledge - decisions, policies, patterns and specifications - and checks against its constraints"
+)
+
+
+@tool(
+    "knowledge",
+    rights=Rights(records="read", embeds=True, index="read"),
+)
 def knowledge_query(services: Services, context: RequestContext, request: KnowledgeQueryInput) -> KnowledgeQueryOutput:
     """[SPECIFICATION] Search organizational knowledge for relevant decisions, policies, patterns, or specifications.
 
@@ -53,7 +63,11 @@ def knowledge_query(services: Services, context: RequestContext, request: Knowle
     return services.knowledge.query(context, request)
 
 
-@tool("knowledge")
+# Reads the synced catalog only: no embedding, no index, no bucket.
+@tool(
+    "knowledge",
+    rights=Rights(records="read"),
+)
 def knowledge_check(services: Services, context: RequestContext, request: KnowledgeCheckInput) -> KnowledgeCheckOutput:
     """[SPECIFICATION] Check if planned changes comply with organizational constraints and policies.
 
@@ -89,7 +103,12 @@ def knowledge_check(services: Services, context: RequestContext, request: Knowle
     return services.knowledge.check(context, request)
 
 
-@tool("knowledge")
+# The item comes from the catalog; its history is the file's object versions (ListObjectVersions,
+# then HeadObject of each version for its author and message).
+@tool(
+    "knowledge",
+    rights=Rights(records="read", bucket=KNOWLEDGE_HISTORY),
+)
 def knowledge_show(services: Services, context: RequestContext, request: KnowledgeShowInput) -> KnowledgeShowOutput:
     """[SPECIFICATION] Retrieve the complete content of a knowledge item including full text, constraints, and metadata.
 

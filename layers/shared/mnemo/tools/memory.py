@@ -19,12 +19,20 @@ from mnemo.memory.models import (
     MemorySearchOutput,
 )
 from mnemo.tools.registry import tool
+from mnemo.tools.rights import Rights
 
 if TYPE_CHECKING:
     from mnemo.runtime import Services
 
 
-@tool("memory")
+#: What this family is for, in a sentence: its Bedrock action group and function descriptions.
+SUMMARY = "Long-term memory of the user and of this agent"
+
+
+@tool(
+    "memory",
+    rights=Rights(records="read-write", embeds=True, index="write"),
+)
 def memory_add(services: Services, context: RequestContext, request: MemoryAddInput) -> MemoryAddOutput:
     """[SPECIFICATION] Store a piece of information in memory for future reference.
 
@@ -62,7 +70,10 @@ def memory_add(services: Services, context: RequestContext, request: MemoryAddIn
     return services.memory.add(context, request)
 
 
-@tool("memory")
+@tool(
+    "memory",
+    rights=Rights(records="read", embeds=True, index="read"),
+)
 def memory_search(services: Services, context: RequestContext, request: MemorySearchInput) -> MemorySearchOutput:
     """[SPECIFICATION] Search your memory for relevant past information.
 
@@ -109,7 +120,10 @@ def memory_search(services: Services, context: RequestContext, request: MemorySe
     return output
 
 
-@tool("memory")
+@tool(
+    "memory",
+    rights=Rights(records="read-write", index="delete"),
+)
 def memory_delete(services: Services, context: RequestContext, request: MemoryDeleteInput) -> MemoryDeleteOutput:
     """[SPECIFICATION] Delete a memory that is no longer relevant or was stored incorrectly.
 
@@ -141,7 +155,10 @@ def memory_delete(services: Services, context: RequestContext, request: MemoryDe
     return services.memory.delete(context, request)
 
 
-@tool("memory")
+@tool(
+    "memory",
+    rights=Rights(records="read"),
+)
 def memory_list(services: Services, context: RequestContext, request: MemoryListInput) -> MemoryListOutput:
     """[SPECIFICATION] List the memories of one layer, newest first, without a query.
 
@@ -174,7 +191,10 @@ def memory_list(services: Services, context: RequestContext, request: MemoryList
     return services.memory.list_layer(context, request)
 
 
-@tool("memory")
+@tool(
+    "memory",
+    rights=Rights(records="read"),
+)
 def memory_history(services: Services, context: RequestContext, request: MemoryHistoryInput) -> MemoryHistoryOutput:
     """[SPECIFICATION] Show the history of one memory: when it was added, deduplicated and deleted.
 

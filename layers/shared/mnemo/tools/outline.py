@@ -15,12 +15,24 @@ from typing import TYPE_CHECKING
 from mnemo.context import RequestContext
 from mnemo.outline.models import OutlineFileInput, OutlineOutput, OutlineProjectInput, OutlineSymbolInput
 from mnemo.tools.registry import tool
+from mnemo.tools.rights import WORKSPACE_READ, Rights, Runtime
 
 if TYPE_CHECKING:
     from mnemo.runtime import Services
 
 
-@tool("outline")
+#: What this family is for, in a sentence: its Bedrock action group and function descriptions.
+SUMMARY = "Relation trees over the code in the project workspace"
+
+
+# Each call first refreshes the outline index (reads changed workspace files, puts and deletes
+# OUTLINE| items), hence read-write and repeatable; parsing is CPU-bound: 1,769 MB is one vCPU.
+@tool(
+    "outline",
+    rights=Rights(records="read-write", bucket=WORKSPACE_READ),
+    runtime=Runtime(timeout=60, memory=1769),
+    repeatable=True,
+)
 def outline_symbol(services: Services, context: RequestContext, request: OutlineSymbolInput) -> OutlineOutput:
     """[SPECIFICATION] Returns the relation tree for a named symbol, showing its connections across the codebase.
 
@@ -62,7 +74,12 @@ def outline_symbol(services: Services, context: RequestContext, request: Outline
     return services.outline.symbol(context, request)
 
 
-@tool("outline")
+@tool(
+    "outline",
+    rights=Rights(records="read-write", bucket=WORKSPACE_READ),
+    runtime=Runtime(timeout=60, memory=1769),
+    repeatable=True,
+)
 def outline_file(services: Services, context: RequestContext, request: OutlineFileInput) -> OutlineOutput:
     """[SPECIFICATION] Returns the relation tree for every symbol declared in a source file.
 
@@ -99,7 +116,12 @@ def outline_file(services: Services, context: RequestContext, request: OutlineFi
     return services.outline.file(context, request)
 
 
-@tool("outline")
+@tool(
+    "outline",
+    rights=Rights(records="read-write", bucket=WORKSPACE_READ),
+    runtime=Runtime(timeout=60, memory=1769),
+    repeatable=True,
+)
 def outline_project(services: Services, context: RequestContext, request: OutlineProjectInput) -> OutlineOutput:
     """[SPECIFICATION] Returns the full relation tree for every symbol across the entire project.
 

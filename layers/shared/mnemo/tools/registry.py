@@ -2,8 +2,10 @@
 
 A family module decorates its functions with ``@tool("family")``; the request
 and response models come from the function's annotations and the description
-from its docstring. Everything else (JSON Schema, OpenAPI, docs, front doors,
-template.yaml's function list) is generated from this registry.
+from its docstring; the decorator declares what the tool may touch on AWS (``Rights``) and
+what its function needs (``Runtime``). Everything else (JSON Schema, OpenAPI, docs, the
+client, front doors, and template.yaml's functions, routes, policies, logs and alarms) is
+generated from this registry by ``mnemo generate`` (``make docs``).
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
 from pydantic import BaseModel, ValidationError
 
 from mnemo.context import RequestContext
 from mnemo.errors import InvalidInput, NotFound, from_validation_errors, invalid_field
+from mnemo.tools.rights import Rights, Runtime
 
 if TYPE_CHECKING:
     from mnemo.runtime import Services
@@ -41,6 +44,10 @@ class Tool:
     response: type[BaseModel]
     function: ToolFunction
     spec: str
+    rights: Rights = field(default_factory=lambda: Rights(records="read"))
+    runtime: Runtime = field(default_factory=Runtime)
+    #: Whether a client may send the call again when it cannot know whether the first ran (mnemo.client.repeat).
+    repeatable: bool = False
 
     @property
     def description(self) -> str:
@@ -192,7 +199,16 @@ def experimental_enabled() -> bool:
     return os.environ.get("MNEMO_EXPERIMENTAL", "").strip().lower() in _TRUE
 
 
-def tool(family: str) -> Callable[[ToolFunction], ToolFunction]:
+def tool(
+    family: str, *, rights: Rights, runtime: Runtime | None = None, repeatable: bool | None = None
+) -> Callable[[ToolFunction], ToolFunction]:
+    """Register the decorated function as a tool of ``family``.
+
+    ``rights`` is everything the tool may do on AWS (its function's policies are generated from it);
+    ``runtime`` what its function needs beyond the defaults; ``repeatable`` whether a client may send it
+    again after an unknown outcome, by default when it only reads the records.
+    """
+
     def register(function: ToolFunction) -> ToolFunction:
         hints = get_type_hints(function, localns={"Services": object})
         name = function.__name__
@@ -205,6 +221,9 @@ def tool(family: str) -> Callable[[ToolFunction], ToolFunction]:
             response=hints["return"],
             function=function,
             spec=function.__doc__ or "",
+            rights=rights,
+            runtime=runtime or Runtime(),
+            repeatable=not rights.writes_records if repeatable is None else repeatable,
         )
         return function
 

@@ -9,12 +9,24 @@ from mnemo.errors import Unauthorized
 from mnemo.sync.models import SyncNowInput, SyncNowOutput, SyncStatusInput, SyncStatusOutput
 from mnemo.sync.visibility import visible_failures
 from mnemo.tools.registry import tool
+from mnemo.tools.rights import KNOWLEDGE_CURRENT, Rights, Runtime
 
 if TYPE_CHECKING:
     from mnemo.runtime import Services
 
 
-@tool("sync")
+#: What this family is for, in a sentence: its Bedrock action group and function descriptions.
+SUMMARY = "Sync of organisational knowledge into memory, and its status"
+
+
+# Sync lists and reads the current files (ListBucket also turns a missing key into NoSuchKey rather
+# than AccessDenied), writes the catalog, its index documents and the pointer memories. Behind API
+# Gateway's 29 s: a run starts no item after 26 s and answers with the rest deferred.
+@tool(
+    "sync",
+    rights=Rights(records="read-write", embeds=True, index="write", bucket=KNOWLEDGE_CURRENT),
+    runtime=Runtime(timeout=29, deadline=26),
+)
 def sync_now(services: Services, context: RequestContext, request: SyncNowInput) -> SyncNowOutput:
     """[SPECIFICATION] Manually trigger synchronization between memory and knowledge systems.
 
@@ -61,7 +73,10 @@ def sync_now(services: Services, context: RequestContext, request: SyncNowInput)
     return output
 
 
-@tool("sync")
+@tool(
+    "sync",
+    rights=Rights(records="read"),
+)
 def sync_status(services: Services, context: RequestContext, request: SyncStatusInput) -> SyncStatusOutput:
     """[SPECIFICATION] Check the status of memory-knowledge synchronization, including last sync time, pending changes, and any sync failures.
 

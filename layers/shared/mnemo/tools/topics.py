@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from mnemo.context import RequestContext
 from mnemo.tools.registry import tool
+from mnemo.tools.rights import Rights
 from mnemo.topics.models import (
     ForgetMemoryInput,
     ForgetMemoryOutput,
@@ -34,7 +35,15 @@ if TYPE_CHECKING:
     from mnemo.runtime import Services
 
 
-@tool("topics")
+#: What this family is for, in a sentence: its Bedrock action group and function descriptions.
+SUMMARY = "Named topic notes and one general section per project or user"
+
+
+# The general section is never indexed.
+@tool(
+    "topics",
+    rights=Rights(records="read-put"),
+)
 def memorize_general_info(
     services: Services, context: RequestContext, request: MemorizeGeneralInfoInput
 ) -> MemorizeGeneralInfoOutput:
@@ -74,7 +83,10 @@ def memorize_general_info(
     return services.topics.memorize_general(context, request)
 
 
-@tool("topics")
+@tool(
+    "topics",
+    rights=Rights(records="read-write", embeds=True, index="write"),
+)
 def memorize_new_topic(services: Services, context: RequestContext, request: MemorizeNewTopicInput) -> TopicWriteOutput:
     """[SPECIFICATION] Memorizes a new topic and updates the index.
 
@@ -112,7 +124,10 @@ def memorize_new_topic(services: Services, context: RequestContext, request: Mem
     return services.topics.memorize(context, request)
 
 
-@tool("topics")
+@tool(
+    "topics",
+    rights=Rights(records="read"),
+)
 def list_memories(services: Services, context: RequestContext, request: ListMemoriesInput) -> ListMemoriesOutput:
     """[SPECIFICATION] Lists all available memory topics.
 
@@ -143,7 +158,11 @@ def list_memories(services: Services, context: RequestContext, request: ListMemo
     return services.topics.list_topics(context, request)
 
 
-@tool("topics")
+# A topic read by name never reaches the index.
+@tool(
+    "topics",
+    rights=Rights(records="read"),
+)
 def recall_memory(services: Services, context: RequestContext, request: RecallMemoryInput) -> RecallMemoryOutput:
     """[SPECIFICATION] Recalls detailed memory for a specific topic.
 
@@ -177,7 +196,10 @@ def recall_memory(services: Services, context: RequestContext, request: RecallMe
     return services.topics.recall(context, request)
 
 
-@tool("topics")
+@tool(
+    "topics",
+    rights=Rights(records="read", embeds=True, index="read"),
+)
 def search_memories(services: Services, context: RequestContext, request: SearchMemoriesInput) -> SearchMemoriesOutput:
     """[SPECIFICATION] Searches memories by tags, and by content.
 
@@ -210,7 +232,10 @@ def search_memories(services: Services, context: RequestContext, request: Search
     return services.topics.search(context, request)
 
 
-@tool("topics")
+@tool(
+    "topics",
+    rights=Rights(records="read-write", embeds=True, index="write"),
+)
 def refine_memory(services: Services, context: RequestContext, request: RefineMemoryInput) -> TopicWriteOutput:
     """[SPECIFICATION] Refines an existing memory and updates the index.
 
@@ -248,7 +273,10 @@ def refine_memory(services: Services, context: RequestContext, request: RefineMe
     return services.topics.refine(context, request)
 
 
-@tool("topics")
+@tool(
+    "topics",
+    rights=Rights(records="read"),
+)
 def recall_general_memory(
     services: Services, context: RequestContext, request: RecallGeneralMemoryInput
 ) -> RecallGeneralMemoryOutput:
@@ -282,7 +310,11 @@ def recall_general_memory(
     return services.topics.recall_general(context)
 
 
-@tool("topics")
+# Deletes the topic's document; a topic memorized again meanwhile is queued, not embedded.
+@tool(
+    "topics",
+    rights=Rights(records="read-write", index="delete"),
+)
 def forget_memory(services: Services, context: RequestContext, request: ForgetMemoryInput) -> ForgetMemoryOutput:
     """[SPECIFICATION] Forgets a memory topic and removes it from the index.
 

@@ -1,0 +1,751 @@
+"""template.yaml's tool-shaped parts, generated from the catalog (``mnemo generate``, ``make docs``).
+
+The template is written by hand except its generated blocks, each between a pair of marker comments::
+
+    # >>> generated: <block> (mnemo generate; do not edit)
+    ...
+    # <<< generated: <block>
+
+For every tool the blocks hold its function (policies from the tool's ``Rights`` and nothing else), its
+log group, its errors alarm, its route on the REST API and on the HTTP API and API Gateway's permission to
+invoke it; for every family, the function of its Bedrock action group (the union of its tools' rights),
+its invoke permission, log group, alarm and output, and the action groups of the stack's agent; for
+functions that run other tools (MCP, knowledge sync, the outline sync), their policies; the vector
+collection's data access policy (each function's role under the access its tools declare), and the
+throttle alarms of every function, ten metrics to an alarm (CloudWatch's limit for metric math).
+
+Why a generator and not ``Fn::ForEach``: tools differ in what their functions are granted, which ForEach
+can only vary through a Mappings table per statement shape (as long to write as the resources), while the
+Bedrock schemas, the client and the docs need a generator anyway; a generated block is reviewed as plain
+YAML and ``mnemo generate --check`` (a test) fails when one is stale.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import yaml
+
+from mnemo.tools.cloudformation_yaml import load_template
+from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, Tool
+from mnemo.tools.rights import S3_ACTIONS, Rights, Runtime
+
+#: Condition of everything the experimental tools deploy (the ExperimentalTools parameter).
+EXPERIMENTAL_CONDITION = "ServeExperimental"
+#: The families the stack's agent always has; the others join with BedrockAgentAllFamilies (an agent has at
+#: most 11 APIs by default), experimental ones also only when deployed.
+AGENT_CORE_FAMILIES = ("memory", "knowledge", "sync")
+#: Action group functions run without API Gateway's 29 s: a whole sync within its lock's 15 minutes,
+#: extraction's several model calls.
+BEDROCK_TIMEOUTS = {"sync": 300, "graph": 120}
+
+
+@dataclass(frozen=True)
+class Runner:
+    """A function hand-written in the template that runs catalog tools but serves none of its own: its
+    policies (the generated block ``block``) are what the tools it runs declare."""
+
+    block: str
+    logical_id: str
+    what: str
+    #: The tools it runs; None means every tool.
+    runs: tuple[str, ...] | None
+
+
+RUNNERS = (
+    Runner("mcp-policies", "McpFunction", "MCP", None),
+    # The same sync, on a schedule and on bucket events.
+    Runner("knowledge-sync-policies", "KnowledgeSyncFunction", "knowledge sync", ("sync_now",)),
+    # Re-outlines one workspace file on its bucket event, as every outline tool's refresh does.
+    Runner("outline-sync-policies", "OutlineSyncFunction", "the outline sync", ("outline_file",)),
+)
+#: What the indexer needs of the vector index (it serves no tool): it writes every family's documents.
+INDEXER = "IndexerFunction"
+MAX_METRICS_PER_ALARM = 10
+MAX_LAMBDA_DESCRIPTION = 256
+MAX_ACTION_GROUP_DESCRIPTION = 200
+WIDTH = 120
+
+TABLE = "!Sub arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/mnemo-records-${Stage}"
+RECORDS_ACTIONS = {
+    "read": ("RecordsRead", "[dynamodb:GetItem, dynamodb:BatchGetItem, dynamodb:Query]"),
+    "read-put": ("RecordsReadPut", "[dynamodb:GetItem, dynamodb:BatchGetItem, dynamodb:Query, dynamodb:PutItem]"),
+    "read-write": (
+        "RecordsReadWrite",
+        "[dynamodb:GetItem, dynamodb:BatchGetItem, dynamodb:Query, dynamodb:PutItem, dynamodb:DeleteItem]",
+    ),
+}
+INDEX_ACTIONS = {
+    "read": ("VectorIndexRead", "[es:ESHttpGet, es:ESHttpHead, es:ESHttpPost]"),
+    "delete": ("VectorIndexDelete", "[es:ESHttpGet, es:ESHttpHead, es:ESHttpPost, es:ESHttpDelete]"),
+    "write": ("VectorIndexReadWrite", "[es:ESHttpGet, es:ESHttpHead, es:ESHttpPost, es:ESHttpPut, es:ESHttpDelete]"),
+}
+BUCKET_STATEMENTS = {
+    "bucket": ("KnowledgeBucketList", "!GetAtt KnowledgeBucket.Arn"),
+    "knowledge": ("KnowledgeObjectRead", "!Sub ${KnowledgeBucket.Arn}/knowledge/*"),
+    "workspace": ("WorkspaceObjects", "!Sub ${KnowledgeBucket.Arn}/workspace/*"),
+}
+ALARM_ACTIONS = [
+    "AlarmActions: !If [HasAlarmTopic, [!Ref AlarmTopicArn], !Ref AWS::NoValue]",
+    "OKActions: !If [HasAlarmTopic, [!Ref AlarmTopicArn], !Ref AWS::NoValue]",
+]
+_MARKER = re.compile(r"^(?P<indent> *)# >>> generated: (?P<name>[a-z-]+)\b")
+
+
+class StaleTemplate(Exception):
+    """A marker pair is missing or malformed: the template cannot be regenerated as it stands."""
+
+
+# ------------------------------------------------------------------ names ---
+def camel(name: str) -> str:
+    """memory_add -> MemoryAdd."""
+    return "".join(part.capitalize() for part in re.split(r"[_-]", name))
+
+
+def function_id(tool: Tool) -> str:
+    """The logical id of the function that serves ``tool``'s route."""
+    return f"{camel(tool.name)}Function"
+
+
+def bedrock_function_id(family: str) -> str:
+    """The logical id of the function that serves ``family``'s Bedrock action groups."""
+    return f"Bedrock{camel(family)}Function"
+
+
+def family_summary(family: str) -> str:
+    """The family module's SUMMARY: what its tools are for."""
+    return str(importlib.import_module(f"mnemo.tools.{family}").SUMMARY)
+
+
+def _condition(family: str) -> str | None:
+    return EXPERIMENTAL_CONDITION if family in EXPERIMENTAL_FAMILIES else None
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _quoted(text: str) -> str:
+    """A YAML double-quoted scalar."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def families(tools: Iterable[Tool]) -> dict[str, list[Tool]]:
+    """Family -> its tools, in catalog order."""
+    found: dict[str, list[Tool]] = {}
+    for tool in tools:
+        found.setdefault(tool.family, []).append(tool)
+    return found
+
+
+# --------------------------------------------------------------- policies ---
+def policies(rights: Rights) -> list[str]:
+    """A function's ``Policies``: the records table, then the bucket, the models and the vector index."""
+    sid, actions = RECORDS_ACTIONS[rights.records]
+    lines = [
+        "Policies:",
+        "  - Statement:",
+        f"      - Sid: {sid}",
+        "        Effect: Allow",
+        f"        Action: {actions}",
+        f"        Resource: {TABLE}",
+    ]
+    others = _bucket_statements(rights) + _model_statements(rights) + _index_statements(rights)
+    if others:
+        lines += ["  - Statement:", *("      " + line for line in others)]
+    return lines
+
+
+def _bucket_statements(rights: Rights) -> list[str]:
+    lines: list[str] = []
+    for place, (sid, resource) in BUCKET_STATEMENTS.items():
+        actions = [
+            action for action in S3_ACTIONS if any(g.action == action and g.place == place for g in rights.bucket)
+        ]
+        if actions:
+            action = actions[0] if len(actions) == 1 else "[" + ", ".join(actions) + "]"
+            lines += [f"- Sid: {sid}", "  Effect: Allow", f"  Action: {action}", f"  Resource: {resource}"]
+    return lines
+
+
+def _model_statements(rights: Rights) -> list[str]:
+    lines: list[str] = []
+    if rights.extracts:
+        lines += [
+            "- Sid: ExtractWithModel",
+            "  Effect: Allow",
+            "  Action: bedrock:InvokeModel",
+            "  Resource: !If",
+            "    - ExtractorIsProfileArn",
+            "    - !Ref ExtractorModelId",
+            "    - !If",
+            "      - ExtractorIsSystemProfile",
+            "      - !Sub arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/${ExtractorModelId}",
+            "      - !Sub arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${ExtractorModelId}",
+            "# A profile runs its model in the regions it routes to (global.: the region-less ARN):",
+            "# any region's foundation model, only through this profile.",
+            "- !If",
+            "  - ExtractorIsProfile",
+            "  - Sid: ExtractThroughProfile",
+            "    Effect: Allow",
+            "    Action: bedrock:InvokeModel",
+            "    Resource: !Sub arn:${AWS::Partition}:bedrock:*::foundation-model/*",
+            "    Condition:",
+            "      StringEquals:",
+            "        bedrock:InferenceProfileArn: !If",
+            "          - ExtractorIsProfileArn",
+            "          - !Ref ExtractorModelId",
+            "          - !Sub arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/${ExtractorModelId}",
+            "  - !Ref AWS::NoValue",
+        ]
+    if rights.embeds:
+        lines += [
+            "- Sid: EmbedWithTitan",
+            "  Effect: Allow",
+            "  Action: bedrock:InvokeModel",
+            "  Resource: !Sub",
+            "    - arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${ModelId}",
+            "    - ModelId: !FindInMap [Titan, Model, Id]",
+        ]
+    return lines
+
+
+def _index_statements(rights: Rights) -> list[str]:
+    if rights.index is None:
+        return []
+    sid, actions = INDEX_ACTIONS[rights.index]
+    return [
+        f"- Sid: {sid}",
+        "  Effect: Allow",
+        "  Action: !If",
+        "    - CreateCollection",
+        "    - aoss:APIAccessAll",
+        f"    - {actions}",
+        "  Resource: !If",
+        "    - CreateCollection",
+        "    - !GetAtt VectorCollection.Arn",
+        "    - !Sub arn:${AWS::Partition}:es:${AWS::Region}:${AWS::AccountId}:domain/${ExistingOpenSearchDomainName}/*",
+    ]
+
+
+# -------------------------------------------------------------- functions ---
+def _environment(rights: Rights, runtime: Runtime, extra: Mapping[str, str] | None = None) -> list[str]:
+    variables = dict(extra or {})
+    if runtime.block_budget:
+        variables["MNEMO_BLOCK_BUDGET_TOKENS"] = "!Ref BlockBudgetTokens"
+    if rights.extracts:
+        variables["MNEMO_EXTRACTOR"] = "bedrock"
+        variables["MNEMO_EXTRACTOR_MODEL_ID"] = "!Ref ExtractorModelId"
+        if runtime.deadline is not None:
+            # Each model call ends well inside the request deadline (docs/deploy.md).
+            variables["MNEMO_EXTRACTOR_TIMEOUT_SECONDS"] = f'"{max(1, runtime.deadline * 7 // 10)}"'
+    if runtime.deadline is not None:
+        variables["MNEMO_REQUEST_DEADLINE_SECONDS"] = f'"{runtime.deadline}"'
+    if not variables:
+        return []
+    return ["Environment:", "  Variables:", *(f"    {name}: {value}" for name, value in variables.items())]
+
+
+def _function(
+    logical_id: str,
+    *,
+    name: str,
+    description: str,
+    code: str,
+    rights: Rights,
+    runtime: Runtime,
+    condition: str | None,
+    environment: Mapping[str, str] | None = None,
+    handler: bool = False,
+) -> list[str]:
+    lines = [f"{logical_id}:", "  Type: AWS::Serverless::Function"]
+    if condition:
+        lines.append(f"  Condition: {condition}")
+    lines += [
+        "  Properties:",
+        f"    FunctionName: !Sub mnemo-${{Stage}}-{name}",
+        f"    Description: {_quoted(_clip(description, MAX_LAMBDA_DESCRIPTION))}",
+        f"    CodeUri: functions/{code}/",
+    ]
+    if handler:  # the Globals' handler, said again where a function is not a tool's
+        lines.append("    Handler: app.handler")
+    if runtime.timeout is not None:
+        lines.append(f"    Timeout: {runtime.timeout}")
+    if runtime.memory is not None:
+        lines.append(f"    MemorySize: {runtime.memory}")
+    lines += [
+        "    LoggingConfig:",
+        f"      LogGroup: !Ref {logical_id.removesuffix('Function')}LogGroup",
+    ]
+    lines += ["    " + line for line in _environment(rights, runtime, environment)]
+    lines += ["    " + line for line in policies(rights)]
+    return lines
+
+
+def tool_functions(tools: Sequence[Tool]) -> list[str]:
+    """One function per tool, granted exactly its declared rights."""
+    lines: list[str] = []
+    for tool in tools:
+        experimental = " (experimental)" if tool.family in EXPERIMENTAL_FAMILIES else ""
+        lines += _function(
+            function_id(tool),
+            name=tool.name,
+            description=f"Tool {tool.name}: {tool.summary}{experimental}",
+            code=tool.name,
+            rights=tool.rights,
+            runtime=tool.runtime,
+            condition=_condition(tool.family),
+        )
+        lines.append("")
+    return lines[:-1]
+
+
+def bedrock_functions(tools: Sequence[Tool]) -> list[str]:
+    """Per family: the function serving its Bedrock action groups, and Bedrock's permission to invoke it."""
+    lines: list[str] = []
+    for family, members in families(tools).items():
+        logical_id = bedrock_function_id(family)
+        runtime = Runtime(
+            timeout=BEDROCK_TIMEOUTS.get(family) or max((t.runtime.timeout or 0 for t in members), default=0) or None,
+            memory=max((t.runtime.memory or 0 for t in members), default=0) or None,
+            block_budget=any(t.runtime.block_budget for t in members),
+        )
+        names = ", ".join(tool.name for tool in members)
+        experimental = "; experimental" if family in EXPERIMENTAL_FAMILIES else ""
+        lines += _function(
+            logical_id,
+            name=f"bedrock-{family}",
+            description=f"Serves the {family} action group of Bedrock agents ({names}{experimental})",
+            code=f"bedrock_{family}",
+            rights=Rights.covering(tool.rights for tool in members),
+            runtime=runtime,
+            condition=_condition(family),
+            # The tenant of callers whose session attributes name none: this account, as for IAM callers.
+            environment={"MNEMO_BEDROCK_TENANT": "!Ref AWS::AccountId"},
+            handler=True,
+        )
+        lines += ["", f"{logical_id.removesuffix('Function')}InvokePermission:", "  Type: AWS::Lambda::Permission"]
+        if _condition(family):
+            lines.append(f"  Condition: {_condition(family)}")
+        lines += [
+            "  Properties:",
+            "    Action: lambda:InvokeFunction",
+            f"    FunctionName: !GetAtt {logical_id}.Arn",
+            "    Principal: bedrock.amazonaws.com",
+            "    SourceAccount: !Ref AWS::AccountId",
+            "    SourceArn: !If",
+            "      - HasBedrockAgent",
+            "      - !GetAtt BedrockAgent.AgentArn",
+            "      - !Sub arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:agent/*",
+            "",
+        ]
+    return lines[:-1]
+
+
+def runner_rights(tools: Sequence[Tool], runner: Runner) -> Rights:
+    """What a function that runs other tools needs: what those tools declare, together."""
+    ran = [tool for tool in tools if runner.runs is None or tool.name in runner.runs]
+    if runner.runs is not None and len(ran) != len(runner.runs):
+        raise StaleTemplate(f"{runner.logical_id} runs tools the catalog does not have: {runner.runs}")
+    return Rights.covering(tool.rights for tool in ran)
+
+
+# ------------------------------------------------------------------- API ---
+def _integration(function: str) -> str:
+    return (
+        "uri: !Sub arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/"
+        f"${{{function}.Arn}}/invocations"
+    )
+
+
+def _route(tool: Tool, body: list[str]) -> list[str]:
+    path = f"/v1/tools/{tool.name}:"
+    condition = _condition(tool.family)
+    if condition is None:
+        return [path, "  post:", *("    " + line for line in body)]
+    return [
+        f"{path} !If",
+        f"  - {condition}",
+        "  - post:",
+        *("      " + line for line in body),
+        "  - !Ref AWS::NoValue",
+    ]
+
+
+def rest_routes(tools: Sequence[Tool]) -> list[str]:
+    """The REST API's tool paths: the security AuthMode selects, the Lambda proxy integration."""
+    lines: list[str] = []
+    for tool in tools:
+        lines += _route(
+            tool,
+            [
+                "security: !If [UseIamAuth, [sigv4: []], !If [UseApiKeyAuth, [api_key: []], [cognito: []]]]",
+                "responses: {}",
+                "x-amazon-apigateway-integration:",
+                "  type: aws_proxy",
+                "  httpMethod: POST",
+                "  " + _integration(function_id(tool)),
+            ],
+        )
+    return lines
+
+
+def http_routes(tools: Sequence[Tool]) -> list[str]:
+    """The HTTP API's tool paths (AuthMode JWT: its default authorizer), payload format 2.0."""
+    lines: list[str] = []
+    for tool in tools:
+        lines += _route(
+            tool,
+            [
+                "responses: {}",
+                "x-amazon-apigateway-integration:",
+                "  type: aws_proxy",
+                "  httpMethod: POST",
+                "  " + _integration(function_id(tool)),
+                '  payloadFormatVersion: "2.0"',
+            ],
+        )
+    return lines
+
+
+def api_permissions(tools: Sequence[Tool]) -> list[str]:
+    """API Gateway may invoke each tool's function on its own route only, of whichever API AuthMode deploys."""
+    lines: list[str] = []
+    for tool in tools:
+        lines += [f"{camel(tool.name)}ApiPermission:", "  Type: AWS::Lambda::Permission"]
+        if _condition(tool.family):
+            lines.append(f"  Condition: {_condition(tool.family)}")
+        lines += [
+            "  Properties:",
+            "    Action: lambda:InvokeFunction",
+            f"    FunctionName: !Ref {function_id(tool)}",
+            "    Principal: apigateway.amazonaws.com",
+            "    SourceArn: !Sub",
+            f"      - arn:${{AWS::Partition}}:execute-api:${{AWS::Region}}:${{AWS::AccountId}}:${{ApiId}}/*/POST/v1/tools/{tool.name}",
+            "      - ApiId: !If [UseJwtAuth, !Ref MnemoHttpApi, !Ref MnemoApi]",
+            "",
+        ]
+    return lines[:-1]
+
+
+# ------------------------------------------------------ vector collection ---
+_INDEX_RULES = {
+    "read": ("Search", '"aoss:ReadDocument", "aoss:DescribeIndex"'),
+    "delete": ("Delete", '"aoss:ReadDocument", "aoss:WriteDocument", "aoss:DescribeIndex"'),
+    "write": ("Write", '"aoss:ReadDocument", "aoss:WriteDocument", "aoss:DescribeIndex", "aoss:CreateIndex"'),
+}
+
+
+def index_principals(tools: Sequence[Tool]) -> dict[str, list[tuple[str, str]]]:
+    """Index access -> (function logical id, what it is) of every function that reaches the index."""
+    found: dict[str, list[tuple[str, str]]] = {"read": [], "delete": [], "write": []}
+    core = [tool for tool in tools if tool.family not in EXPERIMENTAL_FAMILIES]
+    for tool in core:
+        if tool.rights.index:
+            found[tool.rights.index].append((function_id(tool), tool.name))
+    for family, members in families(core).items():
+        index = Rights.covering(tool.rights for tool in members).index
+        if index:
+            found[index].append((bedrock_function_id(family), f"the Bedrock {family} action group"))
+    for runner in RUNNERS:
+        index = runner_rights(tools, runner).index
+        if index:
+            found[index].append((runner.logical_id, runner.what))
+    found["write"].append((INDEXER, "the indexer"))
+    return found
+
+
+def collection_access(tools: Sequence[Tool]) -> list[str]:
+    """The vector collection's data access policy: each function's role, with the access its tools declare.
+
+    Experimental tools never reach the index (a check refuses one that declares it: the collection's
+    policy is not conditional)."""
+    for tool in tools:
+        if tool.family in EXPERIMENTAL_FAMILIES and tool.rights.index:
+            raise StaleTemplate(f"{tool.name}: an experimental tool may not reach the vector index")
+    index = "index/mnemo-${Stage}-vectors/*", "index/mnemo-${Stage}-vectors-standby/*"
+    collection = "collection/mnemo-${Stage}-vectors", "collection/mnemo-${Stage}-vectors-standby"
+    variables: list[str] = []
+    for access, members in index_principals(tools).items():
+        key, permissions = _INDEX_RULES[access]
+        description = ", ".join(what for _, what in members)
+        principals = ", ".join(f'"${{{logical_id}Role.Arn}}"' for logical_id, _ in members)
+        variables += [
+            f"{key}: !Sub >-",
+            f'  {{"Description": "{description}", "Principal": [{principals}], "Rules": [',
+            f'  {{"ResourceType": "index", "Resource": ["{index[0]}", "{index[1]}"], "Permission": [{permissions}]}},',
+            f'  {{"ResourceType": "collection", "Resource": ["{collection[0]}", "{collection[1]}"], '
+            '"Permission": ["aoss:DescribeCollectionItems"]}]}',
+        ]
+    variables += [
+        "Admin: !If",
+        "  - HasOpenSearchAdmin",
+        "  - !Sub >-",
+        '    , {"Description": "index bootstrap and reindex", "Principal": ["${OpenSearchAdminPrincipalArn}"], "Rules": [',
+        f'    {{"ResourceType": "index", "Resource": ["{index[0]}", "{index[1]}"], "Permission": ["aoss:CreateIndex", '
+        '"aoss:UpdateIndex", "aoss:DescribeIndex", "aoss:DeleteIndex", "aoss:ReadDocument", "aoss:WriteDocument"]},',
+        f'    {{"ResourceType": "collection", "Resource": ["{collection[0]}", "{collection[1]}"], "Permission": '
+        '["aoss:CreateCollectionItems", "aoss:UpdateCollectionItems", "aoss:DescribeCollectionItems"]}]}',
+        '  - ""',
+    ]
+    # The !Sub's second item is one mapping of its variables: the first key after the dash, the rest below it.
+    return [
+        "Policy: !Sub",
+        '  - "[${Search}, ${Delete}, ${Write}${Admin}]"',
+        "  - " + variables[0],
+        *("    " + line for line in variables[1:]),
+    ]
+
+
+# ----------------------------------------------------------------- Bedrock ---
+def agent_action_groups(tools: Sequence[Tool]) -> list[str]:
+    """The stack agent's action groups: each family's schema, generated as ``mnemo openapi --bedrock`` does."""
+    from mnemo.tools.bedrock_schema import (
+        action_group_name,
+        action_groups,
+        bedrock_functions,
+        cloudformation_function_schema,
+    )
+
+    lines = ["ActionGroups:"]
+    for group, members in action_groups(tools).items():
+        family = members[0].family
+        schema = cloudformation_function_schema(bedrock_functions(members))
+        suffix = ", experimental" if family in EXPERIMENTAL_FAMILIES else ""
+        description = _clip(f"{family_summary(family)} (Mnemo {family} tools{suffix})", MAX_ACTION_GROUP_DESCRIPTION)
+        body = [
+            f"ActionGroupName: {action_group_name(group)}",
+            f"Description: {_quoted(description)}",
+            "ActionGroupState: ENABLED",
+            "ActionGroupExecutor:",
+            f"  Lambda: !GetAtt {bedrock_function_id(family)}.Arn",
+            "FunctionSchema:",
+        ]
+        dumped = yaml.safe_dump(schema, sort_keys=False, width=WIDTH - 20, allow_unicode=True).rstrip("\n").split("\n")
+        body += ["  " + line for line in dumped]
+        if family in AGENT_CORE_FAMILIES:
+            lines += ["  - " + body[0], *("    " + line for line in body[1:])]
+        else:
+            condition = "AgentHasOutline" if family in EXPERIMENTAL_FAMILIES else "AgentHasAllFamilies"
+            lines += [
+                "  - !If",
+                f"    - {condition}",
+                "    - " + body[0],
+                *("      " + line for line in body[1:]),
+                "    - !Ref AWS::NoValue",
+            ]
+    return lines
+
+
+def bedrock_outputs(tools: Sequence[Tool]) -> list[str]:
+    """One output per family: the ARN of its action group function, to attach to an agent."""
+    lines: list[str] = []
+    for family in families(tools):
+        logical_id = bedrock_function_id(family)
+        lines.append(f"{logical_id}Arn:")
+        if _condition(family):
+            lines.append(f"  Condition: {_condition(family)}")
+        experimental = "experimental; " if family in EXPERIMENTAL_FAMILIES else ""
+        lines += [
+            f"  Description: Lambda of the {family} action group for Bedrock agents ({experimental}see docs/bedrock.md)",
+            f"  Value: !GetAtt {logical_id}.Arn",
+        ]
+    return lines
+
+
+# ------------------------------------------------------- logs and alarms ---
+def _served(tools: Sequence[Tool]) -> list[tuple[str, str, str | None, str]]:
+    """(logical id without Function, log and alarm name, condition, what fails) of each generated function."""
+    found = [(camel(tool.name), tool.name, _condition(tool.family), tool.name) for tool in tools]
+    for family in families(tools):
+        found.append(
+            (
+                bedrock_function_id(family).removesuffix("Function"),
+                f"bedrock-{family}",
+                _condition(family),
+                f"The Bedrock {family} action group",
+            )
+        )
+    return found
+
+
+def log_groups(tools: Sequence[Tool]) -> list[str]:
+    """A log group per generated function, kept LogRetentionDays."""
+    lines: list[str] = []
+    for stem, name, condition, _ in _served(tools):
+        lines += [f"{stem}LogGroup:", "  Type: AWS::Logs::LogGroup"]
+        if condition:
+            lines.append(f"  Condition: {condition}")
+        lines += [
+            "  Properties:",
+            f"    LogGroupName: !Sub /mnemo/${{Stage}}/{name}",
+            "    RetentionInDays: !Ref LogRetentionDays",
+            "",
+        ]
+    return lines[:-1]
+
+
+def _alarm_tail() -> list[str]:
+    return [
+        "    EvaluationPeriods: 1",
+        "    Threshold: 0",
+        "    ComparisonOperator: GreaterThanThreshold",
+        "    TreatMissingData: notBreaching",
+        *("    " + line for line in ALARM_ACTIONS),
+    ]
+
+
+def error_alarms(tools: Sequence[Tool]) -> list[str]:
+    """An alarm per generated function on Lambda's Errors: a crash or a timeout (an error envelope is an answer)."""
+    lines: list[str] = []
+    for stem, name, condition, what in _served(tools):
+        lines += [f"{stem}ErrorsAlarm:", "  Type: AWS::CloudWatch::Alarm"]
+        if condition:
+            lines.append(f"  Condition: {condition}")
+        lines += [
+            "  Properties:",
+            f"    AlarmName: !Sub mnemo-${{Stage}}-{name}-errors",
+            f"    AlarmDescription: {what} failed without an answer (crash or timeout)",
+            "    Namespace: AWS/Lambda",
+            "    MetricName: Errors",
+            "    Dimensions:",
+            "      - Name: FunctionName",
+            f"        Value: !Ref {stem}Function",
+            "    Statistic: Sum",
+            "    Period: 300",
+            *_alarm_tail(),
+            "",
+        ]
+    return lines[:-1]
+
+
+#: The names of the throttle alarms of each condition's functions.
+_THROTTLE_NAMES = {None: "Function", EXPERIMENTAL_CONDITION: "Experimental", "ServeConsole": "Console"}
+
+
+def throttle_alarms(functions: Mapping[str, str | None]) -> list[str]:
+    """Throttles of every function of the stack (``functions``: logical id -> its condition), summed with
+    metric math, at most ten metrics to an alarm (a hard CloudWatch limit), one series per condition."""
+    by_condition: dict[str | None, list[str]] = {}
+    for logical_id, condition in functions.items():
+        by_condition.setdefault(condition, []).append(logical_id)
+    lines: list[str] = []
+    for condition, members in by_condition.items():
+        stem = _THROTTLE_NAMES.get(condition) or str(condition)
+        for start in range(0, len(members), MAX_METRICS_PER_ALARM):
+            chunk = members[start : start + MAX_METRICS_PER_ALARM]
+            number = "" if start == 0 else str(start // MAX_METRICS_PER_ALARM + 1)
+            ids = [re.sub(r"[^a-z0-9]", "", logical_id.removesuffix("Function").lower()) for logical_id in chunk]
+            lines += [f"{stem}Throttles{number}Alarm:", "  Type: AWS::CloudWatch::Alarm"]
+            if condition:
+                lines.append(f"  Condition: {condition}")
+            lines += [
+                "  Properties:",
+                f"    AlarmName: !Sub mnemo-${{Stage}}-{stem.lower()}-throttles{'-' + number if number else ''}",
+                "    AlarmDescription: A Mnemo function was throttled (concurrency limit reached)",
+                "    Metrics:",
+                "      - Id: total",
+                f"        Expression: {' + '.join(ids)}",
+                "        Label: Throttles of the functions",
+                "        ReturnData: true",
+            ]
+            for metric_id, logical_id in zip(ids, chunk, strict=True):
+                lines += [
+                    f"      - Id: {metric_id}",
+                    "        ReturnData: false",
+                    "        MetricStat:",
+                    "          Metric:",
+                    "            Namespace: AWS/Lambda",
+                    "            MetricName: Throttles",
+                    "            Dimensions:",
+                    "              - Name: FunctionName",
+                    f"                Value: !Ref {logical_id}",
+                    "          Period: 300",
+                    "          Stat: Sum",
+                ]
+            lines += [*_alarm_tail(), ""]
+    return lines[:-1]
+
+
+# ----------------------------------------------------------------- blocks ---
+@dataclass(frozen=True)
+class Block:
+    """One generated block of the template: its marker name and what writes it."""
+
+    name: str
+    render: Callable[[Sequence[Tool]], list[str]]
+
+
+def _runner_block(runner: Runner) -> Block:
+    def render(tools: Sequence[Tool]) -> list[str]:
+        return policies(runner_rights(tools, runner))
+
+    return Block(runner.block, render)
+
+
+BLOCKS = (
+    Block("rest-routes", rest_routes),
+    Block("http-routes", http_routes),
+    Block("api-permissions", api_permissions),
+    Block("collection-access", collection_access),
+    Block("tool-functions", tool_functions),
+    *(_runner_block(runner) for runner in RUNNERS),
+    Block("bedrock-functions", bedrock_functions),
+    Block("action-groups", agent_action_groups),
+    Block("log-groups", log_groups),
+    Block("error-alarms", error_alarms),
+    Block("bedrock-outputs", bedrock_outputs),
+)
+THROTTLES = "throttle-alarms"
+
+
+def _regions(lines: list[str]) -> dict[str, tuple[int, int, int]]:
+    """Block name -> (line of its start marker, line of its end marker, indentation)."""
+    found: dict[str, tuple[int, int, int]] = {}
+    for number, line in enumerate(lines):
+        match = _MARKER.match(line)
+        if not match:
+            continue
+        name = match["name"]
+        end = f"{match['indent']}# <<< generated: {name}"
+        try:
+            stop = next(i for i in range(number + 1, len(lines)) if lines[i] == end)
+        except StopIteration:
+            raise StaleTemplate(f"block {name} has no end marker ({end.strip()!r})") from None
+        if name in found:
+            raise StaleTemplate(f"block {name} appears twice")
+        found[name] = (number, stop, len(match["indent"]))
+    return found
+
+
+def _replace(lines: list[str], name: str, body: list[str]) -> list[str]:
+    regions = _regions(lines)
+    if name not in regions:
+        raise StaleTemplate(f"template.yaml has no generated block {name}")
+    start, stop, indent = regions[name]
+    pad = " " * indent
+    return lines[: start + 1] + [pad + line if line else "" for line in body] + lines[stop:]
+
+
+def stack_functions(text: str) -> dict[str, str | None]:
+    """Every function of a template's text: logical id -> its condition (None: always deployed)."""
+    resources = load_template(text).get("Resources", {})
+    return {
+        name: resource.get("Condition")
+        for name, resource in resources.items()
+        if resource.get("Type") == "AWS::Serverless::Function"
+    }
+
+
+def render_template(text: str, tools: Mapping[str, Tool]) -> str:
+    """``text`` with every generated block rewritten from ``tools`` (the catalog, experimental tools too)."""
+    served = list(tools.values())
+    lines = text.split("\n")
+    for block in BLOCKS:
+        lines = _replace(lines, block.name, block.render(served))
+    functions = stack_functions("\n".join(lines))
+    lines = _replace(lines, THROTTLES, throttle_alarms(functions))
+    return "\n".join(lines)

@@ -1,0 +1,108 @@
+"""What is generated from the catalog is current, and the generator keeps its promises.
+
+`mnemo generate --check` must find nothing stale in the repository: template.yaml's generated blocks,
+functions/*/app.py, docs/tools.md, the client and the counts in the docs. The rest checks the generator
+itself: its blocks, its refusals, and that a function is granted only what its tools declare.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mnemo.tools.cloudformation_yaml import load_template
+from mnemo.tools.generate import recount, stale
+from mnemo.tools.registry import load_catalog
+from mnemo.tools.rights import WORKSPACE_READ, Rights
+from mnemo.tools.template_gen import (
+    MAX_METRICS_PER_ALARM,
+    StaleTemplate,
+    function_id,
+    policies,
+    render_template,
+    throttle_alarms,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_generated_file_is_current() -> None:
+    found = stale(ROOT)
+    assert not found, f"stale (run `make docs`): {[str(path.relative_to(ROOT)) for path in found]}"
+
+
+def test_the_template_says_it_is_partly_generated_and_from_what() -> None:
+    head = (ROOT / "template.yaml").read_text().split("\n")[:8]
+    assert head[0].startswith("# Partly generated.")
+    assert any("mnemo generate" in line and "template_gen.py" in line for line in head)
+
+
+def test_a_missing_or_unclosed_block_is_refused() -> None:
+    text = (ROOT / "template.yaml").read_text()
+    catalog = load_catalog(experimental=True)
+    without_end = text.replace("# <<< generated: log-groups", "# (removed)")
+    with pytest.raises(StaleTemplate, match="log-groups"):
+        render_template(without_end, catalog)
+    without_block = text.replace("# >>> generated: error-alarms", "# (removed)")
+    with pytest.raises(StaleTemplate, match="error-alarms"):
+        render_template(without_block, catalog)
+
+
+def test_rendering_twice_changes_nothing() -> None:
+    text = (ROOT / "template.yaml").read_text()
+    catalog = load_catalog(experimental=True)
+    once = render_template(text, catalog)
+    assert render_template(once, catalog) == once
+
+
+def test_every_tool_function_is_granted_exactly_its_declared_rights() -> None:
+    doc = load_template((ROOT / "template.yaml").read_text())
+    for tool in load_catalog(experimental=True).values():
+        granted = doc["Resources"][function_id(tool)]["Properties"]["Policies"]
+        expected = load_template("\n".join(policies(tool.rights)))["Policies"]
+        assert granted == expected, tool.name
+
+
+def test_rights_union_takes_the_larger_of_each() -> None:
+    read = Rights(records="read", embeds=True, index="read")
+    delete = Rights(records="read-put", index="delete", bucket=WORKSPACE_READ)
+    both = read.union(delete)
+    assert both == Rights(records="read-put", embeds=True, index="delete", bucket=WORKSPACE_READ)
+    assert Rights.covering([]) == Rights(records="read")
+
+
+def test_rights_refuse_what_cannot_be_granted() -> None:
+    with pytest.raises(ValueError, match="records"):
+        Rights(records="write")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="index access"):
+        Rights(records="read", embeds=True)
+
+
+def test_throttle_alarms_read_at_most_ten_metrics_each() -> None:
+    functions = {f"Tool{n}Function": None for n in range(23)} | {"OtherFunction": "ServeExperimental"}
+    doc = load_template("\n".join(throttle_alarms(functions)))
+    watched = []
+    for alarm in doc.values():
+        metrics = alarm["Properties"]["Metrics"]
+        assert len(metrics) - 1 <= MAX_METRICS_PER_ALARM
+        watched += [m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Ref"] for m in metrics[1:]]
+    assert sorted(watched) == sorted(functions)
+    assert sum(1 for alarm in doc.values() if alarm.get("Condition") == "ServeExperimental") == 1
+
+
+def test_count_markers_follow_the_figures() -> None:
+    text = "over the <!--count:tools-->1<!--/count--> tools and <!--count:functions-->2<!--/count--> functions"
+    assert recount(text, {"tools": 40, "functions": 56}) == text.replace(">1<", ">40<").replace(">2<", ">56<")
+    with pytest.raises(ValueError, match="unknown count"):
+        recount("<!--count:tool-->1<!--/count-->", {"tools": 40})
+
+
+def test_the_client_repeats_exactly_the_tools_the_catalog_marks_repeatable() -> None:
+    from mnemo.client.repeat import READ_ONLY
+
+    catalog = load_catalog(experimental=True)
+    assert {name for name, tool in catalog.items() if tool.repeatable} == READ_ONLY
+    listing = json.loads((ROOT / "layers/shared/mnemo/client/catalog.json").read_text())
+    assert listing  # generated alongside
