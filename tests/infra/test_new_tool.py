@@ -27,8 +27,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CFN_LINT = ROOT / ".venv" / "sam" / "bin" / "cfn-lint"
-#: What is copied: the package, the entries, the template and the docs, and the tests to run in the copy.
-COPIED = ("layers", "functions", "docs", "tests", "template.yaml", "README.md", "pyproject.toml")
 
 MODELS = '''"""memory_count's request and answer."""
 
@@ -100,6 +98,8 @@ def memory_count(services: Services, context: RequestContext, request: MemoryCou
 
     **Errors:**
     - INVALID_INPUT: an unknown layer, or one whose ids are not in the request context.
+
+    @see mnemo.memory.counting.count_layer
     """
     return count_layer(services.memory, context, request)
 '''
@@ -112,7 +112,7 @@ from mnemo.tools.registry import get_tool
 
 
 def test_memory_count_counts_the_callers_layer(services):
-    alice, bob = ctx(user_id="alice"), ctx(user_id="bob")
+    alice, bob = ctx("alice"), ctx("bob")
     for n in range(3):
         services.memory.add(alice, MemoryAddInput(content=f"Alice fact number {n} about topic {n * 7}"))
     services.memory.add(bob, MemoryAddInput(content="Bob's only fact"))
@@ -130,12 +130,17 @@ WRITTEN = (
 
 
 def _copy(target: Path) -> None:
-    ignore = shutil.ignore_patterns("__pycache__", "node_modules", ".pytest_cache", "*.pyc")
-    for name in COPIED:
+    """The repository's files as a clone would have them (tracked, and new ones not ignored)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
         source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, target / name, ignore=ignore)
-        else:
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)
 
 
@@ -199,7 +204,7 @@ def test_make_docs_writes_everything_else(added: tuple[Path, set[str], set[str]]
     checked = _run(copy, "-m", "mnemo.cli", "generate", "--root", str(copy), "--check")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert 'tool_handler("memory_count")' in (copy / "functions/memory_count/app.py").read_text()
-    assert "## memory_count" in (copy / "docs/tools.md").read_text()
+    assert "### `memory_count`" in (copy / "docs/tools.md").read_text()
     assert "def memory_count(" in (copy / "layers/shared/mnemo/client/tools.py").read_text()
     listing = json.loads((copy / "layers/shared/mnemo/client/catalog.json").read_text())
     assert "memory_count" in json.dumps(listing)
@@ -258,9 +263,10 @@ def test_the_generated_entry_answers_an_api_gateway_event(
     copy, _, _ = added
     script = (
         "import json, runpy\n"
-        "from aws_events import rest_event\n"
+        "from aws_events import FakeLambdaContext, rest_event\n"
         "entry = runpy.run_path('functions/memory_count/app.py')\n"
-        "answer = entry['handler'](rest_event('memory_count', {'layer': 'user'}), None)\n"
+        "event = rest_event('memory_count', {'layer': 'user'}, {'tenant': 'acme', 'user': 'alice'})\n"
+        "answer = entry['handler'](event, FakeLambdaContext())\n"
         "print(json.dumps(answer))\n"
     )
     env_data = {"MNEMO_DATA_DIR": str(tmp_path), "MNEMO_EMBEDDER": "hashing"}

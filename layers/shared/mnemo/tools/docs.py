@@ -43,7 +43,7 @@ def render_tools_markdown(tools: Mapping[str, Tool]) -> str:
     out = [
         "# Tool reference",
         "",
-        "Generated from the catalog by `mnemo docs`; do not edit by hand.",
+        "Generated from the catalog by `make docs` (`mnemo generate`); do not edit by hand.",
         "Every tool is `POST /v1/tools/{name}` with a JSON body; errors use the envelope",
         "`{success: false, errorCode, message, details, retryable}` (see README).",
         "",
