@@ -39,9 +39,9 @@ Each record version is indexed once. A marker's ``state`` says who indexes it:
   searches after a refresh window (``VectorIndex.refresh_window``, OpenSearch
   Serverless), so a delete or replacement made inside the window may have
   missed a copy written just before it. Once ``dueAt`` has passed, a drain
-  removes what was missed (``prune``, or the record's removal again) and clears
-  the marker. A write of a new record id (``new=True``) cannot have missed
-  anything and is cleared at once.
+  removes what was missed (``VectorIndex.prune``, or the record's removal
+  again) and clears the marker. A write of a new record id (``new=True``)
+  cannot have missed anything and is cleared at once.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put, RecordStore, VectorIndex
 
@@ -95,8 +95,24 @@ class IndexedFamily(Protocol):
         ...
 
 
+@runtime_checkable
+class PrunableFamily(IndexedFamily, Protocol):
+    """An optional capability of an indexed family: naming a record's index document.
+
+    A recheck (see the module docstring) of such a family's record asks the index to ``prune`` that
+    document to its latest copy, with no new embedding; any other family's record is indexed again.
+    ``IndexOutbox._recheck`` is the one place that checks for it.
+    """
+
+    def index_entry(self, ref: Reference) -> tuple[str, str]:
+        """The index namespace and document id of the record ``ref`` names."""
+        ...
+
+
 @dataclass
 class DrainReport:
+    """What one drain did: markers indexed (in all and by family), failed, and moved to the dead letters."""
+
     indexed: int = 0
     failed: int = 0
     dead_lettered: int = 0
@@ -149,8 +165,8 @@ class IndexOutbox:
 
     @property
     def refresh_window(self) -> float:
-        """Seconds until the index shows a write to searches (0: at once, or writes are exact by id)."""
-        return float(getattr(self._index, "refresh_window", 0.0) or 0.0)
+        """The index's ``VectorIndex.refresh_window``: 0 when its deletes and replacements are exact at once."""
+        return self._index.refresh_window if self._index is not None else 0.0
 
     # ------------------------------------------------------------ writing
     def marker(self, family: str, ref: Reference, *, queued: bool = False) -> Put:
@@ -322,14 +338,12 @@ class IndexOutbox:
     def _recheck(self, family: IndexedFamily, ref: Reference) -> None:
         """Once every earlier write is visible: remove the copies a delete or replacement missed.
 
-        A family that names its index entry (``index_entry``) is pruned to the latest copy without a new
+        A family that names its index entry (``PrunableFamily``) is pruned to the latest copy without a new
         embedding; any other is indexed again (which finds and replaces every earlier copy now).
         """
-        entry = getattr(family, "index_entry", None)
-        prune = getattr(self._index, "prune", None)
-        if entry is not None and prune is not None and family.version_token(ref) != GONE:
-            namespace, doc_id = entry(ref)
-            prune(namespace, [doc_id])
+        if isinstance(family, PrunableFamily) and self._index is not None and family.version_token(ref) != GONE:
+            namespace, doc_id = family.index_entry(ref)
+            self._index.prune(namespace, [doc_id])
         elif not self._verified(family, ref, family.sync_reference(ref)):
             raise RuntimeError("the record kept changing while it was indexed")
 
@@ -358,6 +372,7 @@ class IndexOutbox:
         return [item.data for pk in shards for item in self._records.query(pk, "", limit=limit)]
 
     def dead_letters(self, limit: int = 1000) -> list[dict[str, Any]]:
+        """Markers that failed ``MAX_ATTEMPTS`` drains, up to ``limit``."""
         return [item.data for item in self._records.query(DEAD_PARTITION, "", limit=limit)]
 
     def retry_dead_letters(self, limit: int = 1000) -> int:

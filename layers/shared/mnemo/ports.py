@@ -1,7 +1,36 @@
-"""The storage and model interfaces that services depend on.
+"""The storage and model interfaces that services depend on: one written contract per port.
 
-Services import only this module; adapters implement it. Every adapter of a
-port passes the same contract suite (tests/contract).
+Services import only this module; adapters implement it. Each Protocol below names every method
+and attribute an adapter implements and a caller may use, and its docstrings say what each
+promises: consistency, idempotency, and which errors it raises.
+
+**Every member is required.** No port has optional methods: an adapter with nothing to do for a
+member implements it as a documented no-op (``LocalVectorIndex.prune``), so callers never probe an
+adapter with ``getattr`` or ``hasattr``, and an adapter has no public method its port does not name.
+
+**Errors.** Unless a method says otherwise, a failure of the backing service reaches the caller as
+one of the envelope classes of ``mnemo.errors``: ``RateLimited`` (throttled after the client's own
+retries), ``Timeout`` (no answer in time), ``ProviderError`` (anything else: refused, unreachable,
+an answer that makes no sense). The embedded adapters' own failures (``sqlite3`` errors, ``OSError``)
+are not wrapped; the doors answer them as PROVIDER_ERROR too. ``ValueError`` is a caller's mistake
+(arguments the port does not accept) and is never worth retrying.
+
+**Adding a backend: implement these Protocols and pass the contract suite.** Register the new
+adapter where each suite lists its backends, and every test must pass unchanged:
+
+- every port: ``tests/contract/test_port_conformance.py`` (add the class to ``ADAPTERS``): each
+  member present with a compatible signature, and no public method outside the port;
+- ``RecordStore``: ``tests/contract/test_record_store.py`` (``BACKENDS``), then the families on it as
+  ``test_graph_contract.py``, ``test_conversations_on_dynamodb.py``, ``test_topics_on_dynamodb.py``,
+  ``test_files_on_dynamodb.py``, ``test_sync_on_aws_adapters.py``, ``test_outline_on_aws_adapters.py``
+  and ``test_portability_on_aws.py`` run them on DynamoDB;
+- ``VectorIndex``: ``tests/contract/test_vector_index.py`` (``BACKENDS``, and ``KNN_BACKENDS`` when the
+  test server answers k-NN), and ``test_ranker_on_opensearch.py`` (the ranker ranks alike on it);
+- ``BlobStore``: ``tests/contract/test_blob_store.py`` (``BACKENDS``);
+- ``Embedder`` and ``EventPublisher``: ``tests/contract/test_embedder_and_events.py``;
+- ``Extractor``: ``tests/contract/test_extractors.py``.
+
+Then wire it in ``mnemo.runtime.Services`` (one adapter per port, chosen by the settings).
 """
 
 from __future__ import annotations
@@ -29,6 +58,8 @@ class Item:
 
 @dataclass
 class Put:
+    """Write ``item`` whole (create or replace), if ``expect`` holds."""
+
     item: Item
     #: "absent": the key must not exist; an int: the stored version must equal it.
     expect: Literal["absent"] | int | None = None
@@ -36,6 +67,8 @@ class Put:
 
 @dataclass
 class Delete:
+    """Remove one key, if ``expect`` holds; removing a missing key without ``expect`` is no error."""
+
     pk: str
     sk: str
     #: "present": the key must exist; an int: the stored version must equal it.
@@ -51,18 +84,30 @@ class ConditionFailed(Exception):
 
 
 class RecordStore(Protocol):
-    """Key-value records with conditional, all-or-nothing writes (DynamoDB-shaped).
+    """Key-value records with conditional, all-or-nothing writes (DynamoDB-shaped): the source of truth.
 
-    Reads are strongly consistent unless the caller passes ``consistent=False``: then a read may miss
-    a write made up to about a second before, or return the item as it was before it (DynamoDB's
-    eventually consistent reads, at half the read units). Only a read whose answer no write depends on
-    may pass False: search read-backs and listings. Versions, conditions, idempotency and dedupe checks,
-    locks and the outbox always read consistently. Adapters that are always consistent ignore it.
+    Every member is required. Reads are strongly consistent (they see every write that returned before
+    them) unless the caller passes ``consistent=False``: then a read may miss a write made up to about a
+    second before, or return the item as it was before it (DynamoDB's eventually consistent reads, at
+    half the read units). Only a read whose answer no write depends on may pass False: search read-backs
+    and listings. Versions, conditions, idempotency and dedupe checks, locks and the outbox always read
+    consistently. Adapters that are always consistent ignore it.
+
+    An item whose ``expires_at`` has passed reads as absent everywhere (and counts as absent for a
+    write's ``expect``), even before the backend removes it. Errors: the provider envelope (see the
+    module docstring); ``write`` also raises ``ConditionFailed``.
     """
 
-    def get(self, pk: str, sk: str, *, consistent: bool = True) -> Item | None: ...
+    def get(self, pk: str, sk: str, *, consistent: bool = True) -> Item | None:
+        """The item at this key, or None. Reads nothing else and changes nothing."""
+        ...
 
-    def batch_get(self, keys: Sequence[tuple[str, str]], *, consistent: bool = True) -> list[Item]: ...
+    def batch_get(self, keys: Sequence[tuple[str, str]], *, consistent: bool = True) -> list[Item]:
+        """The items found at these keys, each once, in no promised order; missing keys are left out.
+
+        Any number of keys (adapters split them into the backend's batch size).
+        """
+        ...
 
     def query(
         self,
@@ -75,19 +120,30 @@ class RecordStore(Protocol):
         consistent: bool = True,
     ) -> list[Item]:
         """Items of one partition in sort key order, up to ``limit``: those whose sort key starts
-        with ``sk_prefix``, or (``between``, with no prefix) lies in [low, high], both inclusive."""
+        with ``sk_prefix``, or (``between``, with no prefix) lies in [low, high], both inclusive.
+
+        ValueError when both ``sk_prefix`` and ``between`` are given.
+        """
         ...
 
     def write(self, operations: Sequence[Put | Delete]) -> None:
         """Apply every operation or none; raise ConditionFailed if any condition fails.
 
         At most ``MAX_WRITE_OPERATIONS`` change together (DynamoDB's transaction limit); every adapter refuses
-        more with ValueError, so a caller that could exceed it fails in every test, not only on AWS.
+        more with ValueError, so a caller that could exceed it fails in every test, not only on AWS. An empty
+        list writes nothing. A write is seen by every consistent read that starts after it returns.
+        Idempotency is the caller's, through ``expect``: a repeated conditional write fails its condition
+        (a repeat the SDK makes of one call is recognised by DynamoDB and not applied twice). Another
+        transaction writing the same item at the same moment also reads as ConditionFailed: re-read and decide.
         """
         ...
 
     def scan(self, pk_prefix: str = "") -> Iterator[Item]:
-        """Every item; for maintenance (reindex), never for a user request."""
+        """Every item whose partition key starts with ``pk_prefix``; for maintenance (reindex, export), never
+        for a user request.
+
+        Not a snapshot: an item written or removed while the scan runs may or may not be seen.
+        """
         ...
 
 
@@ -107,6 +163,8 @@ class IndexDoc:
 
 @dataclass
 class Hit:
+    """One search answer: a document id, its score (higher is better) and its filter fields."""
+
     id: str
     score: float
     #: The document's filter fields, so callers can group hits without a read.
@@ -118,41 +176,117 @@ Filter = dict[str, list[str]]
 
 
 class VectorIndex(Protocol):
-    def upsert(self, namespace: str, docs: Sequence[IndexDoc]) -> None: ...
+    """Documents found by vector (k-NN) and by text (BM25), in namespaces; a derived copy of the records.
 
-    def delete(self, namespace: str, ids: Sequence[str]) -> None: ...
+    Every member is required. Each namespace is separate (its own documents, its own vector dimension,
+    set by its first write) and holds at most one document per id: a write of an id replaces it.
+
+    **Consistency.** Not read-after-write in general. The embedded index shows a write to every handle
+    and every search at once; OpenSearch shows it to searches after its refresh (about a second on a
+    domain, 10 to 60 s on Serverless), so ``knn``, ``lexical``, ``keywords_of`` and ``count`` may miss a
+    write that just returned. ``refresh_window`` says how long the index's *own* deletes and
+    replacements may miss a copy written just before them; the index outbox (``mnemo.outbox``) checks
+    such writes again once it has passed, with ``prune``. Records stay the truth: callers read the
+    records back for whatever they return.
+
+    **Idempotency.** Every write may be repeated with the same effect (the outbox and the stream indexer
+    redeliver). **Errors.** The provider envelope (see the module docstring); ValueError for vectors of
+    the wrong shape or dimension.
+    """
+
+    @property
+    def refresh_window(self) -> float:
+        """Seconds after which every write is visible to the lookups that deletes and replacements use.
+
+        0: those are exact at once (writes by id). Above 0 (OpenSearch Serverless, whose ids the index
+        assigns): a delete or replacement made inside the window may miss a copy written just before it,
+        and ``prune`` after the window removes what it missed.
+        """
+        ...
+
+    def upsert(self, namespace: str, docs: Sequence[IndexDoc]) -> None:
+        """Write each document, replacing any held under its id (the last one given wins within a call).
+
+        The namespace is created by its first write, with the dimension of its first vector; ValueError,
+        before anything is written, when the vectors of one call differ in length or differ from the
+        namespace's. No documents: nothing is written. Idempotent.
+        """
+        ...
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> None:
+        """Remove the documents with these ids; ids (or a namespace) the index does not hold are ignored.
+
+        Idempotent. Never creates a namespace.
+        """
+        ...
+
+    def prune(self, namespace: str, ids: Sequence[str]) -> None:
+        """Keep only the latest written copy of each of these documents; remove nothing else.
+
+        Call it once ``refresh_window`` has passed since the last write of each id, so every copy is seen.
+        Only an index whose ``refresh_window`` is above 0 can hold several copies of an id; the others
+        implement it as a no-op. Idempotent.
+        """
+        ...
 
     def knn(self, namespace: str, vector: Sequence[float], flt: Filter, k: int) -> list[Hit]:
-        """Nearest by cosine similarity (vectors are unit length), best first."""
+        """Up to ``k`` documents passing ``flt``, nearest first, scored by cosine similarity (vectors are
+        unit length), one hit per id.
+
+        Empty for a namespace the index does not hold, ``k <= 0``, or a filter field with no accepted values.
+        ValueError when ``vector``'s length is not the namespace's dimension. Reads only.
+        """
         ...
 
     def lexical(self, namespace: str, text: str, flt: Filter, k: int) -> list[Hit]:
-        """BM25, scaled to [0, 1] against the best score the query could reach."""
+        """Up to ``k`` documents passing ``flt`` that hold a term of ``text``, best first by BM25, scaled
+        to [0, 1] against the best score the query could reach; one hit per id.
+
+        Every adapter analyses text alike (``mnemo.adapters.bm25_text``) and scores with the same numbers,
+        so rankings agree. Empty when no term survives analysis, as for ``knn`` otherwise. Reads only.
+        """
         ...
 
     def keywords_of(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, list[str]]]:
-        """The filter fields of each of these documents the index holds, by id (the others are left out)."""
+        """The filter fields of each of these documents the index holds, by id (the others are left out).
+
+        Reads only.
+        """
         ...
 
-    def count(self, namespace: str) -> int: ...
+    def count(self, namespace: str) -> int:
+        """How many documents the namespace holds (0 when the index does not hold it). Reads only."""
+        ...
 
-    def clear(self, namespace: str) -> None: ...
+    def clear(self, namespace: str) -> None:
+        """Remove the namespace and every document in it (``mnemo reindex`` rebuilds it). Idempotent."""
+        ...
 
 
 # --------------------------------------------------------------- embedder ---
 class Embedder(Protocol):
+    """A text embedding model. Every member is required."""
+
     #: Identifies the model, so vectors of different models are never mixed.
     name: str
+    #: The length of every vector ``embed`` returns.
     dimensions: int
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Unit-length vectors, one per text."""
+        """Unit-length vectors of ``dimensions`` numbers, one per text, in the texts' order.
+
+        Changes no state: the same text gives the same vector (up to the model's floating point), so a
+        call may be repeated. No texts: no vectors. Errors: the provider envelope (``ProviderError`` also
+        when the model's files are missing or altered, or its answer is not a vector of the right size).
+        """
         ...
 
 
 # ------------------------------------------------------------------ blobs ---
 @dataclass
 class Blob:
+    """One version of a blob with its content."""
+
     key: str
     content: bytes
     version: str
@@ -162,6 +296,8 @@ class Blob:
 
 @dataclass
 class BlobVersion:
+    """One entry of a blob's history, without its content (a delete shows as ``deleted``)."""
+
     version: str
     modified_at: str
     metadata: dict[str, str] = field(default_factory=dict)
@@ -169,36 +305,63 @@ class BlobVersion:
 
 
 class BlobStore(Protocol):
-    """Versioned blobs (knowledge markdown): every put keeps the previous versions."""
+    """Versioned blobs (knowledge markdown, workspace files): every put keeps the previous versions.
+
+    Every member is required. Read-after-write: a put or delete that returned is seen by every later
+    call (S3 is strongly consistent, the directory trivially so). Keys are checked by
+    ``mnemo.blob_keys.check_blob_key``: a key that could escape its place (``..``, an absolute path, an
+    empty segment) raises ``InvalidInput``. Errors otherwise: the provider envelope (see the module
+    docstring).
+    """
 
     def put(self, key: str, content: bytes, metadata: dict[str, str] | None = None) -> str:
-        """Store a new version; returns its version id."""
+        """Store a new version; returns its version id.
+
+        Not idempotent: each call adds a version (the same content twice is two versions).
+        """
         ...
 
-    def get(self, key: str, version: str | None = None) -> Blob | None: ...
+    def get(self, key: str, version: str | None = None) -> Blob | None:
+        """The current version, or the one named; None when the key is missing or deleted, or the version
+        is unknown or a delete."""
+        ...
 
     def list_keys(self, prefix: str = "") -> list[str]:
         """Keys of the current (not deleted) blobs under a prefix, sorted."""
         ...
 
     def versions(self, key: str) -> list[BlobVersion]:
-        """Every version of a key, newest first (a delete shows as a deleted version)."""
+        """Every version of a key, newest first (a delete shows as a deleted version); [] for a key never put."""
         ...
 
-    def delete(self, key: str) -> None: ...
+    def delete(self, key: str) -> None:
+        """Hide the key (``get`` and ``list_keys`` no longer see it) and keep its history.
+
+        Idempotent in effect: deleting a deleted or missing key leaves it deleted.
+        """
+        ...
 
 
 # ----------------------------------------------------------------- events ---
 @dataclass
 class Event:
+    """One event on the bus: EventBridge's detail-type, detail and source."""
+
     detail_type: str
     detail: dict[str, Any]
     source: str = "mnemo"
 
 
 class EventPublisher(Protocol):
+    """Sends events to whoever listens (EventBridge rules, or in-process subscribers). Every member is required."""
+
     def publish(self, events: Sequence[Event]) -> None:
-        """Deliver every event or raise ProviderError; never drop silently."""
+        """Deliver every event or raise; never drop silently (in-process subscribers get them in order).
+
+        Not idempotent: after a failure some events may have been delivered, and publishing again
+        delivers them twice, so consumers must tolerate repeats. Errors: the provider envelope
+        (``ProviderError`` also when the bus refuses any event); in process, a subscriber's own exception.
+        """
         ...
 
 
@@ -213,12 +376,19 @@ class ExtractionTool:
 
 
 class Extractor(Protocol):
-    """A language model that reads text and answers by calling one tool (structured output)."""
+    """A language model that reads text and answers by calling one tool (structured output).
+
+    Every member is required.
+    """
 
     #: Names the provider and model, for answers and logs.
     name: str
 
     def extract(self, system: str, prompt: str, tool: ExtractionTool) -> dict[str, Any]:
         """The model's tool input; ProviderError (or RateLimited, Timeout) when the model fails or does not
-        call the tool."""
+        call the tool.
+
+        Changes no stored state, but each call runs (and may bill) the model and may answer differently.
+        A call that timed out is not sent again by the adapter: the model may have run it already.
+        """
         ...

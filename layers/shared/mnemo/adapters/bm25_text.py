@@ -150,10 +150,12 @@ _stemmer = snowballstemmer.stemmer("english")
 
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
+    """A word's Snowball (English) stem, cached."""
     return str(_stemmer.stemWord(word))
 
 
 def analyse(text: str) -> list[str]:
+    """The text's BM25 terms, in order with repeats: lower-cased words, English stop words out, stemmed."""
     return [_stem(word) for word in _TOKEN.findall(text.lower()) if word not in _STOP_WORDS]
 
 

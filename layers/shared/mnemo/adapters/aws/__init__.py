@@ -1,0 +1,1 @@
+"""The AWS adapters: DynamoDB records, S3 blobs, OpenSearch, Bedrock (Titan, Converse) and EventBridge."""

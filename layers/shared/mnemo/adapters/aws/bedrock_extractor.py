@@ -35,6 +35,8 @@ RETRY_FIRST_DELAY = 0.5
 
 
 class BedrockExtractor(LazyClient):
+    """The Extractor port on Bedrock's Converse API, the tool forced (see the module docstring)."""
+
     def __init__(
         self,
         client_factory: Callable[[], Any],
@@ -48,7 +50,8 @@ class BedrockExtractor(LazyClient):
         self.name = f"bedrock:{model_id}"
         self._sleep = sleep
 
-    def request(self, system: str, prompt: str, tool: ExtractionTool) -> dict[str, Any]:
+    def _request(self, system: str, prompt: str, tool: ExtractionTool) -> dict[str, Any]:
+        """The documented Converse request: the prompt, the one tool, forced, at temperature 0."""
         return {
             "modelId": self.model_id,
             "system": [{"text": system}],
@@ -69,7 +72,8 @@ class BedrockExtractor(LazyClient):
         }
 
     def extract(self, system: str, prompt: str, tool: ExtractionTool) -> dict[str, Any]:
-        response = self._converse(self.request(system, prompt, tool))
+        """One Converse call (retried only when Bedrock says it did not run it); the tool's input."""
+        response = self._converse(self._request(system, prompt, tool))
         usage = response.get("usage") or {}
         telemetry.count("ModelInputTokens", int(usage.get("inputTokens") or 0))
         telemetry.count("ModelOutputTokens", int(usage.get("outputTokens") or 0))

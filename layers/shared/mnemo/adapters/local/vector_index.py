@@ -78,6 +78,7 @@ class _Rows:
         self.size = 0
 
     def append(self, row: int) -> None:
+        """Add a row, doubling the array when full."""
         if self.size == self.rows.shape[0]:
             self.rows = np.resize(self.rows, self.size * 2)
         self.rows[self.size] = row
@@ -106,13 +107,16 @@ class _Space:
 
     @property
     def dims(self) -> int:
+        """The namespace's vector dimension (0 before its first vector)."""
         return int(self.matrix.shape[1])
 
     @property
     def dead(self) -> int:
+        """Rows that no longer hold a live document."""
         return self.n - len(self.row_of)
 
     def _reserve(self, dims: int, extra: int) -> None:
+        """Room for ``extra`` more rows of ``dims`` numbers, doubling the matrix when it grows."""
         if self.n == 0 and self.matrix.shape[1] != dims:
             self.matrix = np.zeros((0, dims), dtype=np.float32)
         if self.n + extra > self.matrix.shape[0]:
@@ -124,6 +128,7 @@ class _Space:
             self.matrix, self.alive = matrix, alive
 
     def add(self, doc_id: str, vector: np.ndarray, text: str, keywords: str) -> None:
+        """Hold a document in a new row, marking its previous row (if any) dead."""
         self.remove(doc_id)
         if self.n and vector.shape[0] != self.dims:
             raise ValueError(f"vector has {vector.shape[0]} dimensions, the index holds {self.dims}")
@@ -154,6 +159,7 @@ class _Space:
         self._generation += 1
 
     def _append(self, row: int, doc_id: str, text: str, keywords: str) -> None:
+        """Index a row just written into the matrix: its id, BM25 terms and keyword postings."""
         self.alive[row] = True
         self.ids.append(doc_id)
         self.texts.append(text)
@@ -170,6 +176,7 @@ class _Space:
         self._generation += 1
 
     def remove(self, doc_id: str) -> None:
+        """Mark the document's row dead (nothing if it is not held)."""
         row = self.row_of.pop(doc_id, None)
         if row is None:
             return
@@ -179,6 +186,7 @@ class _Space:
         self._generation += 1
 
     def hit(self, row: int, score: float) -> Hit:
+        """The row as a search hit with this score."""
         return Hit(self.ids[row], score, json.loads(self.keywords[row]))
 
     def select(self, flt: Filter) -> tuple[np.ndarray | None, int]:
@@ -211,10 +219,17 @@ class _Space:
 
 
 class LocalVectorIndex:
-    """``exact_below``: filters allowing at most this many rows are searched exactly; ``persist_graph``: save the
-    HNSW graph beside the SQLite file and read it back on load."""
+    """The VectorIndex port in process, persisted in SQLite (see the module docstring).
+
+    Read-after-write: every write is seen by the next call on any handle of the same file (other
+    processes catch up from the change log). ``exact_below``: filters allowing at most this many rows
+    are searched exactly; ``persist_graph``: save the HNSW graph beside the SQLite file and read it
+    back on load.
+    """
 
     EXACT_BELOW = EXACT_BELOW
+    #: Writes are by id and seen at once: no delete or replacement can miss a copy (``VectorIndex.refresh_window``).
+    refresh_window = 0.0
 
     def __init__(self, path: Path | str, *, exact_below: int = EXACT_BELOW, persist_graph: bool = True) -> None:
         self._path = str(path)
@@ -233,10 +248,12 @@ class LocalVectorIndex:
 
     # -- persistence -----------------------------------------------------
     def _data_version(self) -> int:
+        """SQLite's counter of commits made by other connections to the file."""
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
     @contextmanager
     def _write(self) -> Iterator[None]:
+        """One immediate (write-locked) transaction, rolled back if the block raises."""
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -312,6 +329,7 @@ class LocalVectorIndex:
         return True
 
     def _load(self, namespace: str) -> _Space:
+        """Read a namespace from SQLite into memory, reusing the saved graph's rows that still match."""
         outer = self._conn.in_transaction
         if not outer:
             self._conn.execute("BEGIN")  # one snapshot for the log position and the rows
@@ -395,6 +413,7 @@ class LocalVectorIndex:
         return space
 
     def _saved_graph(self, namespace: str, dims: int, documents: int) -> ann.Saved | None:
+        """The saved graph worth loading for a namespace of this size and dimension, if any."""
         if self._graph_dir is None or documents <= self.exact_below or not ann.faiss_available():
             return None
         saved = ann.load(self._graph_dir, namespace)
@@ -425,6 +444,7 @@ class LocalVectorIndex:
 
     # -- port ------------------------------------------------------------
     def upsert(self, namespace: str, docs: Sequence[IndexDoc]) -> None:
+        """Write the documents in one SQLite transaction; ValueError, before any write, on a wrong dimension."""
         if not docs:
             return
         with self._lock, self._write():
@@ -446,6 +466,7 @@ class LocalVectorIndex:
             space.seq = seq
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
+        """Remove these ids in one SQLite transaction; unknown ids are ignored."""
         if not ids:
             return
         with self._lock, self._write():
@@ -458,7 +479,11 @@ class LocalVectorIndex:
                 space.remove(doc_id)
             space.seq = seq
 
+    def prune(self, namespace: str, ids: Sequence[str]) -> None:
+        """Nothing to do: this index holds one copy per id (``refresh_window`` is 0)."""
+
     def knn(self, namespace: str, vector: Sequence[float], flt: Filter, k: int) -> list[Hit]:
+        """Exact cosine k-NN; above ``exact_below`` allowed rows the HNSW graph's (exact if it finds too few)."""
         with self._lock:
             space = self._space(namespace)
             if not len(space):
@@ -490,6 +515,7 @@ class LocalVectorIndex:
             return [space.hit(int(rows[i]), float(scores[i])) for i in best]
 
     def lexical(self, namespace: str, text: str, flt: Filter, k: int) -> list[Hit]:
+        """BM25 over the namespace's postings, scaled by the query's reference score."""
         with self._lock:
             space = self._space(namespace)
             mask, count = space.select(flt)
@@ -505,16 +531,19 @@ class LocalVectorIndex:
             ]
 
     def keywords_of(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, list[str]]]:
+        """The filter fields of the ids held, read from memory."""
         with self._lock:
             space = self._space(namespace)
             rows = {doc_id: space.row_of.get(doc_id) for doc_id in ids}
             return {doc_id: space.hit(row, 0.0).keywords for doc_id, row in rows.items() if row is not None}
 
     def count(self, namespace: str) -> int:
+        """Live documents in the namespace."""
         with self._lock:
             return len(self._space(namespace))
 
     def clear(self, namespace: str) -> None:
+        """Drop the namespace's documents and its saved graph."""
         with self._lock:
             with self._write():
                 self._conn.execute("DELETE FROM vectors WHERE namespace = ?", (namespace,))

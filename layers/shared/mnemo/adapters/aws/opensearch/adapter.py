@@ -63,7 +63,12 @@ _BAD_PREFIX_CHARS = set('\\/*?"<>| ,#:')
 
 # ---------------------------------------------------------------- adapter ---
 class OpenSearchVectorIndex:
-    """The VectorIndex port on OpenSearch; see the package docstring for the document layout."""
+    """The VectorIndex port on OpenSearch; see the package docstring for the document layout.
+
+    Searches see a write after OpenSearch's own refresh (it is never forced); ``refresh_window`` is
+    ``SERVERLESS_REFRESH`` on Serverless, where deletes and replacements find documents by a search,
+    and 0 on a domain, where they go by ``_id``. Failures leave as envelopes (``errors.translated``).
+    """
 
     def __init__(
         self,
@@ -97,6 +102,7 @@ class OpenSearchVectorIndex:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenSearchVectorIndex:
+        """The index the settings describe (the wiring's constructor); ValueError without an endpoint."""
         from mnemo.adapters.aws.opensearch.client import is_local_endpoint, make_client
 
         endpoint = settings.opensearch_endpoint
@@ -123,10 +129,16 @@ class OpenSearchVectorIndex:
         return client
 
     def index_name(self, namespace: str) -> str:
+        """The OpenSearch index that holds a namespace (``mapping.index_name``)."""
         return index_name(self._prefix, namespace)
 
     # -- port ------------------------------------------------------------
     def upsert(self, namespace: str, docs: Sequence[IndexDoc]) -> None:
+        """Bulk-index the documents, creating the index on first use.
+
+        On Serverless the new copies are written before the old ones (found by ``doc_id``) are deleted, so a
+        search never misses the document; a copy written inside the refresh window may survive (``prune``).
+        """
         if not docs:
             return
         latest = {doc.id: doc for doc in docs}  # one document per id: the last one given wins
@@ -153,6 +165,7 @@ class OpenSearchVectorIndex:
             self._changed(index)  # after the write: a search meanwhile cannot keep the old totals
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
+        """Bulk-delete the documents (by ``_id`` on a domain, found by ``doc_id`` on Serverless)."""
         unique = list(dict.fromkeys(ids))
         if not unique:
             return
@@ -183,6 +196,7 @@ class OpenSearchVectorIndex:
             self._changed(index)  # after the write: a search meanwhile cannot keep the old totals
 
     def knn(self, namespace: str, vector: Sequence[float], flt: Filter, k: int) -> list[Hit]:
+        """One filtered k-NN search; faiss scores turned back into cosines, a second copy of an id dropped."""
         query = _vector(vector, "the query")
         clauses = filter_clauses(flt)
         if k <= 0 or clauses is None:
@@ -210,6 +224,10 @@ class OpenSearchVectorIndex:
         return hits[:k]
 
     def lexical(self, namespace: str, text: str, flt: Filter, k: int) -> list[Hit]:
+        """One msearch for candidates and statistics, scored here exactly as the local index scores.
+
+        The namespace's totals (document count, mean length) are cached for ``STATS_TTL`` seconds per handle.
+        """
         terms = analyse(text)
         clauses = filter_clauses(flt)
         if not terms or k <= 0 or clauses is None:
@@ -264,11 +282,13 @@ class OpenSearchVectorIndex:
         return sorted(best.values(), key=lambda hit: (-hit.score, hit.id))[:k]
 
     def keywords_of(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, list[str]]]:
+        """The filter fields of the ids found by a ``doc_id`` search."""
         with translated():
             hits = self._by_doc_id(self.index_name(namespace), dict.fromkeys(ids), ["doc_id", "filters"])
             return {hit["_source"]["doc_id"]: keywords_from_filters(hit["_source"].get("filters", [])) for hit in hits}
 
     def count(self, namespace: str) -> int:
+        """The index's document count (0 when it does not exist); on Serverless a second copy counts too."""
         index = self.index_name(namespace)
         with translated():
             try:
@@ -280,6 +300,7 @@ class OpenSearchVectorIndex:
                 raise
 
     def clear(self, namespace: str) -> None:
+        """Delete the namespace's index (nothing if it does not exist)."""
         index = self.index_name(namespace)
         with translated():
             try:
@@ -388,6 +409,7 @@ class OpenSearchVectorIndex:
             _log.warning("OpenSearch refused the index template %s: %s", template_name(self._prefix), error.error)
 
     def _forget(self, index: str) -> None:
+        """Drop what this handle knows of an index that no longer exists."""
         with self._lock:
             self._dimensions.pop(index, None)
             self._totals.pop(index, None)
@@ -399,6 +421,7 @@ class OpenSearchVectorIndex:
 
     # -- requests ---------------------------------------------------------
     def _search_or_none(self, index: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The search's response, or None when the index does not exist."""
         try:
             response: dict[str, Any] = self.client.search(index=index, body=body)
         except Exception as error:
@@ -428,6 +451,7 @@ class OpenSearchVectorIndex:
                 yield from response["hits"]["hits"]
 
     def _bulk(self, actions: Sequence[tuple[dict[str, Any], dict[str, Any] | None]]) -> None:
+        """Send (action, source) pairs in bulk requests of at most ``BULK_DOCS`` documents and ``BULK_BYTES``."""
         lines: list[str] = []
         size = docs = 0
         for action, source in actions:
@@ -445,6 +469,7 @@ class OpenSearchVectorIndex:
             self._send_bulk(lines)
 
     def _send_bulk(self, lines: list[str]) -> None:
+        """One bulk request; its failed items raise as one envelope (``errors.bulk_error``)."""
         response = self.client.bulk(body="\n".join(lines) + "\n")
         error = bulk_error(response)
         if error is not None:
@@ -453,6 +478,7 @@ class OpenSearchVectorIndex:
 
 # ---------------------------------------------------------------- helpers ---
 def _vector(values: Sequence[float], owner: str) -> list[float]:
+    """The vector as a list of floats; ValueError if it is empty or not numbers."""
     try:
         vector = [float(value) for value in values]
     except (TypeError, ValueError):
@@ -463,6 +489,7 @@ def _vector(values: Sequence[float], owner: str) -> list[float]:
 
 
 def _source(doc: IndexDoc, vector: list[float], *, stamped: bool = True) -> dict[str, Any]:
+    """The stored document (see the package docstring); ``stamped`` adds ``written``."""
     terms = analyse(doc.text)
     source: dict[str, Any] = {
         "doc_id": doc.id,

@@ -12,17 +12,20 @@ from mnemo.errors import MnemoError, ProviderError, RateLimited, Timeout
 
 
 def error_type(error: Any) -> str:
+    """The ``type`` of an error object in an OpenSearch answer (or the error as text)."""
     if isinstance(error, Mapping):
         return str(error.get("type", "unknown"))
     return str(error or "unknown")
 
 
 def status_of(error: Exception) -> int:
+    """The HTTP status a client exception carries, or 0."""
     status = getattr(error, "status_code", None)
     return status if isinstance(status, int) else 0
 
 
 def error_type_of(error: Exception) -> str:
+    """The OpenSearch error type of a transport error (e.g. ``index_not_found_exception``), else ""."""
     from opensearchpy.exceptions import TransportError
 
     if isinstance(error, TransportError):
@@ -31,12 +34,14 @@ def error_type_of(error: Exception) -> str:
 
 
 def is_missing_index(error: Exception) -> bool:
+    """True when the request failed because its index does not exist."""
     from opensearchpy.exceptions import NotFoundError
 
     return isinstance(error, NotFoundError) and error_type_of(error) in ("index_not_found_exception", "404")
 
 
 def status_error(status: int, kind: str) -> MnemoError:
+    """The envelope for an HTTP status: RateLimited for 429, ProviderError for anything else."""
     details = {"service": "opensearch", "status": status, "type": kind}
     if status == 429:
         telemetry.count("OpenSearchThrottles")

@@ -105,6 +105,7 @@ def index_template(prefix: str, dimension: int, *, serverless: bool = False) -> 
 
 
 def template_name(prefix: str) -> str:
+    """The name of the index template that covers ``prefix*``."""
     return f"{prefix}index-template"
 
 

@@ -21,6 +21,7 @@ def filter_strings(keywords: Mapping[str, Sequence[str]]) -> list[str]:
 
 
 def keywords_from_filters(strings: Sequence[str]) -> dict[str, list[str]]:
+    """The inverse of ``filter_strings``: ``["tags=a", "tags=b"]`` -> ``{"tags": ["a", "b"]}``."""
     keywords: dict[str, list[str]] = {}
     for string in strings:
         name, value = _split_filter(string)
@@ -39,10 +40,12 @@ def filter_clauses(flt: Filter) -> list[dict[str, Any]] | None:
 
 
 def _escape_field(name: str) -> str:
+    """A field name with ``\\`` and ``=`` escaped, so the first unescaped ``=`` ends it."""
     return name.replace("\\", "\\\\").replace("=", "\\=")
 
 
 def _split_filter(string: str) -> tuple[str, str]:
+    """A ``field=value`` string back into its unescaped field name and value."""
     name: list[str] = []
     index = 0
     while index < len(string):

@@ -41,6 +41,7 @@ class CorpusStats:
     df: Mapping[str, int]
 
     def idf(self, term: str) -> float:
+        """BM25's inverse document frequency of a term in this namespace."""
         return idf(self.n, self.df.get(term, 0))
 
     def weights(self, query_terms: Sequence[str]) -> dict[str, float]:
