@@ -69,12 +69,15 @@ class RequestContext(BaseModel):
         return value
 
     def missing_ids(self, layer: str) -> list[str]:
+        """The identity fields ``layer`` needs that this caller lacks (empty: the layer is theirs)."""
         return [name for name in LAYER_IDS[layer] if getattr(self, name) is None]
 
     def can_read(self, layer: str) -> bool:
+        """Whether the caller has every id ``layer`` needs."""
         return not self.missing_ids(layer)
 
     def can_write(self, layer: str) -> bool:
+        """Whether the caller may write ``layer``: its ids, and for a shared layer the writer role."""
         return self.can_read(layer) and (layer not in SHARED_LAYERS or WRITER_ROLE in self.roles)
 
     def scope_key(self, layer: str) -> str:
@@ -91,6 +94,7 @@ class RequestContext(BaseModel):
         return "|".join(parts)
 
     def readable_layers(self, requested: list[str] | None = None) -> list[Layer]:
+        """The layers of ``requested`` (every memory layer when None or empty) the caller can read, in layer order."""
         wanted = set(requested) if requested else set(MEMORY_LAYERS)
         return [layer for layer in MEMORY_LAYERS if layer in wanted and self.can_read(layer)]
 

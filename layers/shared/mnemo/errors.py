@@ -47,9 +47,12 @@ class MnemoError(Exception):
 
     @property
     def status(self) -> int:
+        """The HTTP status a front door answers with for this error's code."""
         return HTTP_STATUS[self.code]
 
     def envelope(self) -> dict[str, Any]:
+        """The error envelope every front door answers: ``success`` false, ``errorCode``, ``message``, ``details`` and
+        ``retryable`` (from the code unless the error says otherwise)."""
         return {
             "success": False,
             "errorCode": self.code,
@@ -68,6 +71,7 @@ class UnsupportedMediaType(InvalidInput):
 
     @property
     def status(self) -> int:
+        """HTTP 415; the error code stays INVALID_INPUT."""
         return 415
 
 
@@ -79,6 +83,7 @@ class RequestTimeout(InvalidInput):
 
     @property
     def status(self) -> int:
+        """HTTP 408; the error code stays INVALID_INPUT."""
         return 408
 
 
@@ -121,6 +126,7 @@ class Timeout(MnemoError):
 
 
 def invalid_field(field: str, message: str, **details: Any) -> InvalidInput:
+    """INVALID_INPUT whose message starts with ``field`` and whose details name it (plus ``details``)."""
     return InvalidInput(f"{field}: {message}", {"field": field, **details})
 
 

@@ -16,6 +16,7 @@ from mnemo.errors import invalid_field
 
 
 def fingerprint(parts: Any) -> str:
+    """A short, stable digest of a query's parts, which a cursor carries so it is refused on another query."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -33,6 +34,7 @@ def _unpack(cursor: str, *keys: str) -> list[Any]:
 
 
 def encode_cursor(offset: int, query_fingerprint: str) -> str:
+    """An opaque cursor for ``offset`` within the query of ``query_fingerprint``."""
     return _pack({"o": offset, "f": query_fingerprint})
 
 

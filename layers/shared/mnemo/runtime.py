@@ -41,6 +41,7 @@ class Services:
 
     @cached_property
     def records(self) -> RecordStore:
+        """The record store: DynamoDB when ``records`` is ``dynamodb``, else SQLite under the data directory."""
         if self.settings.records == "dynamodb":
             from mnemo.adapters.aws.dynamodb_records import DynamoDbRecordStore
 
@@ -51,6 +52,8 @@ class Services:
 
     @cached_property
     def index(self) -> VectorIndex:
+        """The vector index: OpenSearch when ``vector_index`` is ``opensearch``, else the local index under the data
+        directory."""
         if self.settings.vector_index == "opensearch":
             from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
 
@@ -61,6 +64,8 @@ class Services:
 
     @cached_property
     def embedder(self) -> Embedder:
+        """The embedder: Titan on Bedrock, the hashing embedder (tests), or the local bge-small ONNX model (the
+        default)."""
         if self.settings.embedder == "titan":
             from mnemo.adapters.aws.titan import TitanEmbedder
 
@@ -77,6 +82,7 @@ class Services:
 
     @cached_property
     def blobs(self) -> BlobStore:
+        """The blob store: S3 (``blob_bucket`` required) or a directory under the data directory."""
         if self.settings.blobs == "s3":
             from mnemo.adapters.aws.s3_blobs import S3BlobStore
 
@@ -89,6 +95,7 @@ class Services:
 
     @cached_property
     def events(self) -> EventPublisher:
+        """The event publisher: EventBridge, or the in-process bus."""
         if self.settings.events == "eventbridge":
             from mnemo.adapters.aws.eventbridge import EventBridgePublisher
 
@@ -99,6 +106,8 @@ class Services:
 
     @cached_property
     def outbox(self) -> IndexOutbox:
+        """The index outbox, knowing every indexed family (memory, conversations and executions, topics, blocks,
+        graph)."""
         return IndexOutbox(self.records, self._indexed_families, self.index)
 
     def _indexed_families(self) -> dict[str, IndexedFamily]:
@@ -113,24 +122,28 @@ class Services:
 
     @cached_property
     def memory(self) -> MemoryService:
+        """The memory tools' service."""
         return MemoryService(
             self.records, self.index, self.embedder, self.outbox, dedupe_similarity=self.settings.dedupe_similarity
         )
 
     @cached_property
     def repository(self) -> KnowledgeRepository:
+        """The knowledge repository: the markdown files and their versions, in the blob store."""
         from mnemo.knowledge.repository import KnowledgeRepository
 
         return KnowledgeRepository(self.blobs)
 
     @cached_property
     def knowledge(self) -> KnowledgeService:
+        """The knowledge tools' service (query, show, check)."""
         from mnemo.knowledge.service import KnowledgeService
 
         return KnowledgeService(self.records, self.index, self.embedder, self.repository)
 
     @cached_property
     def sync(self) -> SyncService:
+        """The sync service: knowledge mirrored into memory as pointers."""
         from mnemo.sync.service import SyncService
 
         return SyncService(
@@ -144,36 +157,42 @@ class Services:
 
     @cached_property
     def conversations(self) -> ConversationService:
+        """The conversation and execution memory service."""
         from mnemo.conversations.service import ConversationService
 
         return ConversationService(self.records, self.index, self.embedder, self.outbox)
 
     @cached_property
     def topics(self) -> TopicService:
+        """The topic memory service."""
         from mnemo.topics.service import TopicService
 
         return TopicService(self.records, self.index, self.embedder, self.outbox)
 
     @cached_property
     def file_store(self) -> FileStore:
+        """The records and blobs behind blocks, skills and the workspace."""
         from mnemo.files.store import FileStore
 
         return FileStore(self.records, lambda: self.blobs)
 
     @cached_property
     def block_index(self) -> BlockIndex:
+        """The vector index family of blocks and skills."""
         from mnemo.files.index import BlockIndex
 
         return BlockIndex(self.records, self.file_store, self.index, self.embedder)
 
     @cached_property
     def pinning(self) -> Pinning:
+        """Pinned blocks, held to ``block_budget_tokens``."""
         from mnemo.files.pinning import Pinning
 
         return Pinning(self.records, self.file_store, self.settings.block_budget_tokens)
 
     @cached_property
     def files(self) -> FileService:
+        """The file tools' service (read, write, edit, delete, list, search over every path scheme)."""
         from mnemo.files.service import FileService
 
         return FileService(
@@ -188,24 +207,29 @@ class Services:
 
     @cached_property
     def expander(self) -> Expander:
+        """expand_prompt: ``@path`` and ``@@name`` markers replaced by what they name."""
         from mnemo.files.expansion import Expander
 
         return Expander(self.files)
 
     @cached_property
     def outline(self) -> OutlineService:
+        """The code outline service (experimental)."""
         from mnemo.outline.service import OutlineService
 
         return OutlineService(self.records, self.file_store)
 
     @cached_property
     def graph(self) -> GraphService:
+        """The memory graph service."""
         from mnemo.graph.service import GraphService
 
         return GraphService(self.records, self.index, self.embedder, self.outbox)
 
     @cached_property
     def extractor(self) -> Extractor:
+        """The model build_memory_from_text calls: Bedrock, an OpenAI-compatible server, or one that refuses every call
+        with a message saying how to configure a model."""
         kind = self.settings.extractor_kind
         if kind == "bedrock":
             from mnemo.adapters.aws.bedrock_extractor import BedrockExtractor
@@ -235,6 +259,8 @@ class Services:
 
     @cached_property
     def graph_builder(self) -> GraphBuilder:
+        """build_memory_from_text: the extractor's facts saved to the graph, within the settings' call, size and time
+        limits."""
         from mnemo.graph.extraction import GraphBuilder
 
         return GraphBuilder(
@@ -259,5 +285,7 @@ def get_services() -> Services:
 
 
 def set_services(services: Services | None) -> None:
+    """Replace the process-wide services (None: build them again from the environment on next use); for tests and
+    embedders."""
     global _services
     _services = services

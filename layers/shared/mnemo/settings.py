@@ -100,6 +100,8 @@ class Settings(BaseModel):
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Settings from ``MNEMO_{FIELD}`` variables (``environ``, else the process's); empty ones are ignored, and
+        AWS_REGION or AWS_DEFAULT_REGION stand in for MNEMO_AWS_REGION."""
         env = os.environ if environ is None else environ
         values: dict[str, object] = {}
         for name in cls.model_fields:
@@ -116,10 +118,13 @@ class Settings(BaseModel):
 
     @property
     def extractor_kind(self) -> Literal["none", "bedrock", "openai"]:
+        """The extractor to build: the one MNEMO_EXTRACTOR names, else ``openai`` when an OpenAI-compatible URL is set,
+        else ``none``."""
         if self.extractor is not None:
             return self.extractor
         return "openai" if self.openai_base_url else "none"
 
     @property
     def sqlite_path(self) -> Path:
+        """The embedded record store's file: ``mnemo.sqlite3`` in the data directory."""
         return self.data_dir / "mnemo.sqlite3"

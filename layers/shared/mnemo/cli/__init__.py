@@ -34,6 +34,8 @@ def _settings_env(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `mnemo` parser: ``--version`` and every command group's sub-commands, in the order `mnemo --help` lists them;
+    each sub-command sets ``run``."""
     from mnemo import __version__
     from mnemo.cli import knowledge, portability, reindex, serve, tools, workspace
     from mnemo.cli.help import CommandParser
@@ -53,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command ``argv`` names (the process's arguments when None) and return its exit status. ``--experimental``
+    sets MNEMO_EXPERIMENTAL and ``--data-dir`` MNEMO_DATA_DIR before the command runs."""
     args = build_parser().parse_args(argv)
     if getattr(args, "experimental", False):
         # The catalog reads the setting from the environment (front doors consult it before Services exist).

@@ -18,6 +18,8 @@ from mnemo.knowledge.repository import KnowledgeRepository
 
 @dataclass
 class Validation:
+    """What ``validate_tree`` found: the items that parsed, by relative path, and every error."""
+
     items: dict[str, KnowledgeItem] = field(default_factory=dict)
     errors: list[DocumentError] = field(default_factory=list)
 
@@ -81,6 +83,8 @@ def _context() -> object:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """`mnemo knowledge validate DIR`: print each invalid file's error and a count; 0 only when there are valid items
+    and no errors, 2 when DIR is no folder."""
     root = Path(args.directory)
     if not root.is_dir():
         print(f"{root}: not a directory", file=sys.stderr)
@@ -94,6 +98,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_push(args: argparse.Namespace) -> int:
+    """`mnemo knowledge push DIR`: validate the tree, then store each changed file as a new version for the caller's
+    tenant (``--prune`` also removes stored files missing from DIR). While a file is invalid nothing is pushed and the
+    status is 1, unless ``--allow-invalid``; 2 when DIR is no folder."""
     from mnemo.context import RequestContext
     from mnemo.runtime import get_services
 
@@ -144,6 +151,8 @@ def load_knowledge(root: Path, tenant: str) -> str:
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
+    """`mnemo sync`: sync the caller's tenant's knowledge into memory now and print the sync_now answer; 1 on an error
+    envelope or when any item failed."""
     from mnemo.context import RequestContext
     from mnemo.errors import MnemoError
     from mnemo.runtime import get_services
@@ -162,6 +171,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
+    """Add the `knowledge validate|push` and `sync` parsers."""
     knowledge = commands.add_parser("knowledge", help="the organisational knowledge repository (markdown files)")
     actions = knowledge.add_subparsers(dest="action", required=True)
 

@@ -19,6 +19,7 @@ DEFAULT_BATCH = 500
 
 
 def batch_size(text: str) -> int:
+    """The ``--batch`` argument type: an integer from 1 to 10,000, else an argparse error."""
     value = int(text)
     if not 1 <= value <= 10_000:
         raise argparse.ArgumentTypeError("must be between 1 and 10000")

@@ -8,4 +8,5 @@ from typing import Any
 
 
 def print_json(payload: Any) -> None:
+    """Write ``payload`` to stdout as JSON indented by two spaces, with a final newline."""
     sys.stdout.write(json.dumps(payload, indent=2) + "\n")

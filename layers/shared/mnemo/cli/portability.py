@@ -67,6 +67,9 @@ NOTHING_EXPORTED = 3
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    """`mnemo export`: write the selection (tenant, ``--user``, ``--layer``) as JSON Lines to stdout or ``--output``
+    (renamed into place only when whole) and print a summary; ``--schema`` prints a line's JSON Schema instead. Exit
+    status: 0, ``NOTHING_EXPORTED`` when the selection is empty, 1 on an error (its envelope on stderr)."""
     from mnemo.portability.lines import line_schema
 
     if args.schema:
@@ -138,6 +141,8 @@ def _emptiness(selection: Any) -> str:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    """`mnemo import FILE`: a full export (format 2) is imported whole, anything else is added as memories (format 1);
+    the input is read from a private copy. 1 with an envelope when FILE is missing or unreadable."""
     from mnemo.portability.importer import is_full_export
 
     if args.file != "-" and not Path(args.file).is_file():
@@ -222,6 +227,7 @@ def spooled(source: BinaryIO) -> Path:
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
+    """Add the `import` and `export` parsers."""
     _add_import(commands)
     _add_export(commands)
 

@@ -101,6 +101,8 @@ class Progress:
         self._drawn = False
 
     def update(self, done: int, detail: str = "") -> None:
+        """Record ``done`` and ``detail`` and draw the line, unless the look throttles it (quiet at first, then at most
+        every ``REDRAW_SECONDS`` in place or ``LINE_SECONDS`` in a log); nothing is drawn without a stream."""
         self.done, self.detail = done, detail
         if self.stream is None:
             return

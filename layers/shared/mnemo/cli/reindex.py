@@ -30,6 +30,8 @@ def _reindex_pending(outbox: IndexOutbox, *, retry_dead: bool) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
+    """`mnemo reindex`: rebuild the vector index of every indexed family from its records and print the counts; with
+    ``--pending`` only drain the index outbox (non-zero while anything waits or is dead-lettered)."""
     from mnemo.runtime import get_services
 
     services = get_services()
@@ -48,6 +50,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def add_command(commands: argparse._SubParsersAction) -> None:
+    """Add the `reindex` parser."""
     reindex = commands.add_parser(
         "reindex",
         help="rebuild the vector index from the records (memories, topics, conversations, blocks and skills)",

@@ -61,6 +61,9 @@ def _maintain_forever(interval: float, sync_every: int) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """`mnemo serve`: bind the port first (1 when it is taken), optionally switch to the AWS adapters at
+    ``--aws-endpoint`` and load ``--knowledge``, then serve HTTP until interrupted, with outbox draining and knowledge
+    sync in a background thread."""
     from mnemo.entry.local_server import PortInUse, ServeOptions, bind, serve
 
     options = ServeOptions(
@@ -99,6 +102,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    """`mnemo mcp`: serve the tools over MCP on stdio until the client closes it."""
     import anyio
 
     from mnemo.entry.mcp_server import serve_stdio
@@ -108,6 +112,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
+    """Add the `serve` and `mcp` parsers."""
     serve = commands.add_parser("serve", help="serve the tools over HTTP (the local API Gateway)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8765")), help="port (env PORT)")

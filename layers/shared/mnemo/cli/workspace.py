@@ -203,11 +203,16 @@ def _failure(error: Exception) -> str:
 # ----------------------------------------------------------------- push ---
 @dataclass
 class Planned:
+    """A local file to write, with the workspace version it must replace (0: a new file)."""
+
     local: LocalFile
     expected: int  # the version the workspace holds (0: none)
 
 
 def cmd_push(args: argparse.Namespace) -> int:
+    """`mnemo workspace push DIR`: write each text file whose SHA-256 differs from the workspace's copy as its next
+    version, with expectedVersion (a concurrent change is a conflict, never overwritten); ``--dry-run`` only lists. Exit
+    status: 0, 1 when a write failed, 2 when DIR is no folder."""
     from mnemo.files.scopes import workspace_location
 
     root = Path(args.directory)
@@ -282,6 +287,8 @@ def _write_all(services: Services, context: RequestContext, plan: list[Planned])
 
 # ----------------------------------------------------------------- pull ---
 def cmd_pull(args: argparse.Namespace) -> int:
+    """`mnemo workspace pull DIR`: write every workspace file (under ``--prefix``) into DIR, skipping identical ones and
+    never writing outside DIR. Exit status: 0, 1 when a file failed, 2 when DIR exists and is no folder."""
     root = Path(args.directory)
     if root.exists() and not root.is_dir():
         print(f"{root}: not a directory", file=sys.stderr)
@@ -396,6 +403,7 @@ failed (each is listed with its error), 2 when DIR exists and is no folder.
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
+    """Add the `workspace push|pull` parsers."""
     raw = argparse.RawDescriptionHelpFormatter
     workspace = commands.add_parser(
         "workspace",

@@ -26,10 +26,12 @@ logger = logging.getLogger(__name__)
 
 
 def conversation_text(data: dict[str, Any]) -> str:
+    """What a conversation is matched by: the user's input, then the agent's response."""
     return f"{data['user_input']}\n{data['agent_response']}"
 
 
 def execution_text(data: dict[str, Any]) -> str:
+    """What an execution is matched by: its summary, tools, errors, observations and outcome."""
     errors = "; ".join(
         f"{e.get('error_type', '')} {e.get('tool') or ''} {e.get('error_message', '')}" for e in data["errors"]
     )
@@ -48,6 +50,7 @@ def execution_text(data: dict[str, Any]) -> str:
 
 
 def execution_keywords(data: dict[str, Any]) -> dict[str, list[str]]:
+    """The keywords retrieve_execution filters on: tools used, success, error types (lower-cased)."""
     return {
         "tools": sorted({tool.lower() for tool in data["tools_used"]}),
         "success": ["true" if data["success"] else "false"],
@@ -56,6 +59,8 @@ def execution_keywords(data: dict[str, Any]) -> dict[str, list[str]]:
 
 
 def index_doc(doc: str, scope: str, data: dict[str, Any], text: str, vector: Sequence[float]) -> IndexDoc:
+    """The index document of a conversation or execution, with its scope, message id and timestamp as keywords (and an
+    execution's own)."""
     keywords = {"scope": [scope], "message_id": [data["message_id"]], "timestamp": [data["timestamp"]]}
     if "tools_used" in data:
         keywords |= execution_keywords(data)
@@ -75,6 +80,7 @@ class Indexer:
         self._index.upsert(store.kind.namespace, [doc])
 
     def remove(self, store: EntryStore, scope: str, message_id: str) -> None:
+        """Delete one record's document from its kind's namespace."""
         self._index.delete(store.kind.namespace, [doc_id(scope, message_id)])
 
     def reindex(self, stores: Iterable[EntryStore]) -> int:
@@ -102,12 +108,15 @@ class EntryFamily:
 
     @staticmethod
     def reference(scope: str, message_id: str) -> dict[str, str]:
+        """The outbox reference of one record."""
         return {"scope": scope, "message_id": message_id}
 
     def version_token(self, ref: Reference) -> str:
+        """``PRESENT`` while the record exists (it never changes), else ``GONE``."""
         return PRESENT if self.store.get(ref["scope"], ref["message_id"]) is not None else GONE
 
     def sync_reference(self, ref: Reference) -> str:
+        """Make the index agree with one record: index it, or remove it if it is gone."""
         data = self.store.get(ref["scope"], ref["message_id"])
         if data is None:
             self._indexer.remove(self.store, ref["scope"], ref["message_id"])

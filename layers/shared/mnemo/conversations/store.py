@@ -65,14 +65,18 @@ def key_time(moment: datetime) -> str:
 
 
 def parse_time(value: str) -> datetime:
+    """A stored timestamp back as a datetime."""
     return datetime.fromisoformat(value)
 
 
 def record_sk(message_id: str) -> str:
+    """The sort key of a record: ``MSG#{message id}``."""
     return f"{RECORD}{message_id}"
 
 
 def time_sk(timestamp: str, message_id: str) -> str:
+    """The sort key of a record's time entry, ``TS#{timestamp}#{message id}``, so a scope's records read in time
+    order."""
     return f"{TIME}{timestamp}#{message_id}"
 
 
@@ -97,6 +101,7 @@ def doc_id(scope: str, message_id: str) -> str:
 
 
 def new_message_id() -> str:
+    """A fresh ``msg_`` id, for a conversation sent without one."""
     return f"msg_{os.urandom(12).hex()}"
 
 
@@ -108,13 +113,16 @@ class EntryStore:
         self.kind = kind
 
     def partition(self, scope: str) -> str:
+        """The partition of this kind in a scope."""
         return f"{self.kind.partition_prefix}{scope}"
 
     def get(self, scope: str, message_id: str) -> dict[str, Any] | None:
+        """One record's data, or None."""
         item = self._records.get(self.partition(scope), record_sk(message_id))
         return item.data if item is not None else None
 
     def get_many(self, scope: str, message_ids: Iterable[str], *, consistent: bool = True) -> dict[str, dict[str, Any]]:
+        """The records among ``message_ids`` that exist, by message id (duplicates read once)."""
         keys = [(self.partition(scope), record_sk(message_id)) for message_id in dict.fromkeys(message_ids)]
         if not keys:
             return {}

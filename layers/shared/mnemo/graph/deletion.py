@@ -33,6 +33,8 @@ MAX_BATCHES = 50
 
 
 def confirmation_token(scope: str, object_id: str, version: int, fact_ids: list[str]) -> str:
+    """The token a deletion preview answers: a digest of the scope, the object's id and version and its facts' ids, so
+    any change since the preview makes it stale."""
     digest = hashlib.sha256("\n".join([scope, object_id, str(version), *fact_ids]).encode()).hexdigest()
     return "del_" + digest[:32]
 
@@ -46,6 +48,9 @@ class GraphDeletion:
         self._index = index
 
     def delete(self, context: RequestContext, request: DeleteMemoryObjectInput) -> DeleteMemoryObjectOutput:
+        """delete_memory_object: without a token, a preview (what would go, and the token); with the preview's token,
+        the deletion. An entity's erasure that stopped midway is finished by calling again with its id; a stale token is
+        CONFLICT."""
         if request.fact_id is not None:
             return self._delete_fact(context, request)
         selector = ObjectSelector(entity_id=request.entity_id, name=request.name, layer=request.layer)

@@ -134,6 +134,7 @@ class UnconfiguredExtractor:
     name = "none"
 
     def extract(self, system: str, prompt: str, tool: ExtractionTool) -> dict[str, Any]:
+        """Always raise a non-retryable PROVIDER_ERROR naming the settings that configure a model."""
         error = ProviderError(
             "build_memory_from_text needs a language model and none is configured. On AWS set MNEMO_EXTRACTOR=bedrock "
             "and MNEMO_EXTRACTOR_MODEL_ID (the template's ExtractorModelId); locally set MNEMO_OPENAI_BASE_URL "
@@ -166,6 +167,9 @@ class GraphBuilder:
         self._deadline = deadline_seconds
 
     def build(self, context: RequestContext, request: BuildMemoryFromTextInput) -> BuildMemoryFromTextOutput:
+        """build_memory_from_text: the text in pieces, one model call each, then the entities and facts saved (nothing
+        saved with ``dryRun``). A text needing more calls than allowed, or than the deadline leaves room for, is refused
+        before any call."""
         if not request.dry_run:
             writable_scope(context, request.layer)  # refuse before paying for any model call
         pieces = _chunks(request.content, self._chunk_chars)

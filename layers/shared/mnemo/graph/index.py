@@ -44,6 +44,8 @@ def index_text(data: dict[str, Any]) -> str:
 
 
 def index_doc(data: dict[str, Any], vector: Sequence[float]) -> IndexDoc:
+    """The index document of an entity or fact: its text and vector, with the keywords searches filter on (scope, kind,
+    and type or ends and predicate)."""
     scope = data["scope"]
     if "factId" in data:
         keywords = {
@@ -96,6 +98,7 @@ class GraphIndex:
         return write
 
     def version_token(self, ref: Reference) -> str:
+        """The record's version as a token, ``GONE`` when it is missing or being deleted."""
         item = self._records.get(ref["pk"], ref["sk"])
         return GONE if item is None or item.data.get("deleting") else str(item.version)
 

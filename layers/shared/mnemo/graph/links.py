@@ -62,6 +62,8 @@ class LinkWriter:
 
     # ------------------------------------------------------ add_memory_link
     def add(self, context: RequestContext, request: AddMemoryLinkInput) -> AddMemoryLinkOutput:
+        """add_memory_link in the caller's writable scope, tried again from fresh reads when it loses a race; CONFLICT
+        after ``ATTEMPTS``."""
         scope = writable_scope(context, request.layer)
         for _ in range(ATTEMPTS):
             try:
@@ -359,6 +361,8 @@ class LinkWriter:
 
     # ------------------------------------------------ invalidate_memory_link
     def invalidate(self, context: RequestContext, request: InvalidateMemoryLinkInput) -> InvalidateMemoryLinkOutput:
+        """invalidate_memory_link: end the fact at ``invalidAt`` (now by default, after its validAt) and release its
+        open-fact record; a fact already ended by then is answered unchanged."""
         layer, scope, fact = self._lookup.fact(context, request.fact_id)
         writable_scope(context, layer, "factId")
         pk, data = partition(scope), fact.data

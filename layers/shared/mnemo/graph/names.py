@@ -25,8 +25,10 @@ def predicate_key(predicate: str) -> str:
 
 
 def type_key(kind: str) -> str:
+    """An entity type compared as a predicate is: snake_case, so "Person" and "person" are one type."""
     return predicate_key(kind)
 
 
 def fact_sentence(subject: str, predicate: str, obj: str) -> str:
+    """The plain sentence of a triple: "Alice works at Acme" from ("Alice", "works_at", "Acme")."""
     return f"{subject} {predicate.replace('_', ' ')} {obj}"

@@ -45,6 +45,8 @@ class EntityObjects:
 
     # ----------------------------------------------------- get_memory_object
     def get(self, context: RequestContext, request: GetMemoryObjectInput) -> GetMemoryObjectOutput:
+        """get_memory_object: the entity, its facts valid at ``asOf`` (every one with history) newest first, and the
+        neighbours reached within ``depth``, cut to the limit and response budget."""
         _, scope, entity = self._lookup.entity(context, request)
         pk = partition(scope)
         moment_time = request.as_of or now()
@@ -124,6 +126,9 @@ class EntityObjects:
 
     # -------------------------------------------------- update_memory_object
     def update(self, context: RequestContext, request: UpdateMemoryObjectInput) -> UpdateMemoryObjectOutput:
+        """update_memory_object: the entity's new name, type, summary or aliases under its version (``expectedVersion``
+        when given). A rename keeps the old name as an alias and re-indexes the facts naming it; a taken name or alias
+        is CONFLICT."""
         layer, scope, entity = self._lookup.entity(context, request)
         writable_scope(context, layer, "entityId" if request.entity_id else "name")
         if request.expected_version is not None and request.expected_version != entity.version:

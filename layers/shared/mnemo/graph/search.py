@@ -34,6 +34,9 @@ class GraphSearch:
         self._embedder = embedder
 
     def search(self, context: RequestContext, request: GraphSearchInput) -> GraphSearchOutput:
+        """graph_search: entities and facts in the caller's readable layers, each read back from the records; a fact is
+        kept only if it holds at ``asOf`` (as known at ``knownAt``) unless ``includeInvalid``. Cut to the response
+        budget."""
         layers = context.readable_layers(list(request.layers) if request.layers else None)
         moment_time = request.as_of or now()
         output = GraphSearchOutput(entities=[], facts=[], as_of=moment_time, searched_layers=layers)

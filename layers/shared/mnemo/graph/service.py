@@ -59,27 +59,40 @@ class GraphService:
     writable_scope = staticmethod(writable_scope)
 
     def add_link(self, context: RequestContext, request: AddMemoryLinkInput) -> AddMemoryLinkOutput:
+        """add_memory_link: store a fact between two entities (created by name when new), ending what it contradicts in
+        the same write; the same open fact is stored once."""
         return self._links.add(context, request)
 
     def describe(self, context: RequestContext, layer: Layer, name: str, kind: str, summary: str) -> bool:
+        """Make sure an entity exists and give it ``summary`` if it has none yet (build_memory_from_text's entities);
+        True if it was created."""
         return self._links.describe(context, layer, name, kind, summary)
 
     def invalidate(self, context: RequestContext, request: InvalidateMemoryLinkInput) -> InvalidateMemoryLinkOutput:
+        """invalidate_memory_link: end a fact (it stays in the history); an already ended fact is answered as such."""
         return self._links.invalidate(context, request)
 
     def get_object(self, context: RequestContext, request: GetMemoryObjectInput) -> GetMemoryObjectOutput:
+        """get_memory_object: an entity with its facts and neighbours as of a moment, within the response budget."""
         return self._objects.get(context, request)
 
     def update_object(self, context: RequestContext, request: UpdateMemoryObjectInput) -> UpdateMemoryObjectOutput:
+        """update_memory_object: rename, retype, re-describe or re-alias an entity, under its version; CONFLICT when a
+        new name or alias is taken."""
         return self._objects.update(context, request)
 
     def delete_object(self, context: RequestContext, request: DeleteMemoryObjectInput) -> DeleteMemoryObjectOutput:
+        """delete_memory_object: a preview with a confirmation token, then (with the token) erase the entity and its
+        facts, or one fact."""
         return self._deletion.delete(context, request)
 
     def search(self, context: RequestContext, request: GraphSearchInput) -> GraphSearchOutput:
+        """graph_search: entities and facts ranked by the hybrid score within the caller's readable layers."""
         return self._search.search(context, request)
 
     def context_for(self, context: RequestContext, query: str, layers: list[Layer] | None) -> GraphContext:
+        """memory_search's includeGraph: the entities ``query`` finds with their current facts, and the facts it
+        finds."""
         return self._search.context_for(context, query, layers)
 
     def reindex(self, batch: int = 64) -> int:

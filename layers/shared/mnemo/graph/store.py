@@ -41,6 +41,7 @@ MAX_EDGES = 2000
 
 
 def partition(scope: str) -> str:
+    """The partition key of a scope's graph: ``GRAPH|{scope}``."""
     return PARTITION + scope
 
 
@@ -55,14 +56,17 @@ def versioned(item: Item) -> dict[str, Any]:
 
 
 def edge_sk(entity_id: str, predicate: str, fact_id: str) -> str:
+    """The sort key of a fact's edge at one of its ends: ``EDGE#{entityId}#{predicate}#{factId}``."""
     return f"{EDGE}{entity_id}#{predicate}#{fact_id}"
 
 
 def link_sk(subject_id: str, predicate: str, object_id: str) -> str:
+    """The sort key of the record naming the open fact of a triple: ``LINK#{subject}#{predicate}#{object}``."""
     return f"{LINK}{subject_id}#{predicate}#{object_id}"
 
 
 def exclusive_sk(subject_id: str, predicate: str) -> str:
+    """The sort key that serialises exclusive adds of one subject and predicate: ``EXCL#{subject}#{predicate}``."""
     return f"{EXCLUSIVE}{subject_id}#{predicate}"
 
 
@@ -103,10 +107,12 @@ class GraphStore:
         return None if item is None or item.data.get("deleting") else item
 
     def entity_by_name(self, pk: str, name: str) -> Item | None:
+        """The live entity a name or alias points at, or None."""
         pointer = self.records.get(pk, NAME + name_key(name))
         return self.entity(pk, pointer.data["entityId"]) if pointer is not None else None
 
     def entities(self, pk: str, ids: Iterable[str], *, consistent: bool = True) -> dict[str, dict[str, Any]]:
+        """The live entities among ``ids``, by id, each with its version (missing and deleting ones left out)."""
         keys = [(pk, ENTITY + entity_id) for entity_id in dict.fromkeys(ids)]
         return {
             item.data["entityId"]: {**item.data, "version": item.version}
@@ -115,21 +121,26 @@ class GraphStore:
         }
 
     def fact(self, pk: str, fact_id: str) -> Item | None:
+        """One fact record, or None."""
         return self.records.get(pk, FACT + fact_id)
 
     def facts(self, pk: str, ids: Iterable[str], *, consistent: bool = True) -> list[Item]:
+        """The fact records among ``ids`` that exist (duplicates read once)."""
         return self.records.batch_get([(pk, FACT + fact_id) for fact_id in dict.fromkeys(ids)], consistent=consistent)
 
     def edges(
         self, pk: str, entity_id: str, predicate: str = "", limit: int = MAX_EDGES, *, consistent: bool = True
     ) -> list[Item]:
+        """An entity's edges, with one ``predicate`` only when given, at most ``limit`` (one prefix query)."""
         prefix = f"{EDGE}{entity_id}#" + (f"{predicate}#" if predicate else "")
         return self.records.query(pk, prefix, limit=limit, consistent=consistent)
 
     def link(self, pk: str, subject_id: str, predicate: str, object_id: str) -> Item | None:
+        """The record naming the open fact of the triple, or None when no open fact holds it."""
         return self.records.get(pk, link_sk(subject_id, predicate, object_id))
 
     def exclusive_guards(self, pk: str, entity_id: str, limit: int = MAX_EDGES) -> list[Item]:
+        """The ``EXCL`` records of an entity as subject, at most ``limit``."""
         return self.records.query(pk, f"{EXCLUSIVE}{entity_id}#", limit=limit)
 
     # ------------------------------------------------------------- writes
@@ -146,6 +157,7 @@ class GraphStore:
 
     @staticmethod
     def fact_deletes(pk: str, fact: Item) -> list[Put | Delete]:
+        """The deletes of a fact (at its version) and its two edges; a self-loop has one edge."""
         data = fact.data
         deletes: list[Put | Delete] = [Delete(pk, fact.sk, expect=fact.version)]
         for entity_id in dict.fromkeys([data["subjectId"], data["objectId"]]):

@@ -17,6 +17,7 @@ from mnemo.graph.models import FactStatus
 
 
 def now() -> datetime:
+    """The current time in UTC."""
     return datetime.now(UTC)
 
 

@@ -15,6 +15,7 @@ from mnemo.graph.temporal import status_at
 
 
 def entity_view(data: dict[str, Any]) -> EntityView:
+    """An entity record (with its version) as the tools answer it."""
     return EntityView(
         entity_id=data["entityId"],
         name=data["name"],

@@ -25,6 +25,7 @@ MAX_ITEMS_PER_LAYER = 50_000
 
 
 def scope_of(tenant: str, layer: str, layer_id: str | None) -> str:
+    """The scope key of a knowledge layer of a tenant (``layer_id``: the org, team or project id)."""
     ids = {"org": {"org": layer_id}, "team": {"team": layer_id}, "project": {"project": layer_id}}.get(layer, {})
     return RequestContext(tenant=tenant, **ids).scope_key(layer)
 
@@ -34,14 +35,17 @@ PARTITION_PREFIX = "KNOW|"
 
 
 def partition(scope: str) -> str:
+    """The catalog partition of a scope: ``KNOW|{scope}``."""
     return f"{PARTITION_PREFIX}{scope}"
 
 
 def item_key(item_id: str) -> str:
+    """The sort key of a knowledge item: ``ITEM#{id}``."""
     return f"ITEM#{item_id}"
 
 
 def doc_id(scope: str, item_id: str) -> str:
+    """The vector index id of an item in a scope (a digest, so any id makes a safe one)."""
     return "kn_" + hashlib.sha256(f"{scope}#{item_id}".encode()).hexdigest()[:24]
 
 
@@ -51,18 +55,23 @@ def visible_layers(context: RequestContext, wanted: KnowledgeLayer | None = None
 
 
 def stored_item(item: Item) -> KnowledgeItem:
+    """The knowledge item a catalog record holds."""
     return KnowledgeItem.model_validate(item.data["item"])
 
 
 def effective_status(data: dict[str, Any]) -> str:
+    """An item's status as sync derived it (an accepted item another supersedes is ``superseded``), else its own."""
     return str(data.get("effectiveStatus") or data["item"]["status"])
 
 
 def embedding_text(item: KnowledgeItem) -> str:
+    """What is embedded for an item: title, summary, tags and the start of its content."""
     return f"{item.title}. {item.summary} {' '.join(item.tags)}\n{item.content[:_EMBED_BODY_CHARS]}"
 
 
 def index_doc(item: KnowledgeItem, scope: str, status: str, vector: Sequence[float]) -> IndexDoc:
+    """The index document of an item, with the keywords knowledge_query filters on (scope, layer, type, status, tags,
+    id)."""
     return IndexDoc(
         id=doc_id(scope, item.id),
         vector=vector,
@@ -85,6 +94,7 @@ class Catalog:
         self._records = records
 
     def get(self, scope: str, item_id: str) -> Item | None:
+        """One item's record in a scope, or None."""
         return self._records.get(partition(scope), item_key(item_id))
 
     def in_layer(self, scope: str, *, consistent: bool = True) -> list[Item]:

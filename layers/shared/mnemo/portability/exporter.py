@@ -41,6 +41,7 @@ class ExportCounts:
     missing_blobs: int = 0
 
     def add(self, counts: dict[str, int], family: str) -> None:
+        """Count one more of ``family`` in ``counts``."""
         counts[family] = counts.get(family, 0) + 1
 
 
@@ -104,6 +105,7 @@ class WorkspaceVersions:
         self._heads: dict[tuple[str, str], None] = {}
 
     def note(self, item: Item) -> None:
+        """Remember the blob version a workspace record (a file's head or one of its versions) names."""
         where = workspace_location_of(item.pk)
         if where is None or "blobVersion" not in item.data:
             return
@@ -127,6 +129,7 @@ def records_of(records: RecordStore, selection: Selection) -> Iterator[tuple[str
 
 
 def record_line(family: str, item: Item) -> dict[str, Any]:
+    """An export line for one record, exactly as stored (keys, version, expiry, data)."""
     return {
         "type": "record",
         "family": family,

@@ -84,6 +84,8 @@ REWRITTEN = ("blobVersion", "embeddingModel")
 
 
 def origin(key: str, version: str, sha256: str) -> str:
+    """The mark a blob version an import stores carries: a digest of its key, exported version and content, so importing
+    the same file again finds it instead of storing it twice."""
     return hashlib.sha256(f"{key}\n{version}\n{sha256}".encode()).hexdigest()[:40]
 
 
@@ -378,10 +380,12 @@ class ImportSummary:
 
     @staticmethod
     def count(table: dict[str, dict[str, int]], family: str, outcome: str, many: int = 1) -> None:
+        """Add ``many`` to a family's ``outcome`` (added, unchanged or kept) in ``table``."""
         row = table.setdefault(family, {"added": 0, "unchanged": 0, "kept": 0})
         row[outcome] = row.get(outcome, 0) + many
 
     def as_json(self) -> dict[str, Any]:
+        """The summary as the command prints it (camelCase)."""
         return {
             "records": self.records,
             "blobs": self.blobs,

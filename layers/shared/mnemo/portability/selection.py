@@ -62,11 +62,14 @@ class Selection:
 
     @property
     def kind(self) -> str:
+        """``layer`` when narrowed to layers, ``user`` for one user, else ``tenant``."""
         if self.layers:
             return "layer"
         return "user" if self.user else "tenant"
 
     def holds(self, scope: ScopeKey) -> bool:
+        """Whether a scope is in the selection: the tenant, the layers if named, and for a user only their own
+        layers."""
         if scope.tenant != self.tenant or (self.layers and scope.layer not in self.layers):
             return False
         if self.user is not None:
@@ -74,6 +77,7 @@ class Selection:
         return True
 
     def holds_partition(self, pk: str) -> bool:
+        """Whether a record partition belongs to a scope in the selection."""
         found = split_partition(pk)
         return found is not None and self.holds(found[1])
 

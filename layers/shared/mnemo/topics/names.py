@@ -53,6 +53,7 @@ def topic_key(name: str) -> str:
 
 
 def tag_key(tag: str) -> str:
+    """How tags compare: NFC-normalised and case-folded."""
     return unicodedata.normalize("NFC", tag).casefold()
 
 
@@ -68,4 +69,5 @@ def unique_tags(tags: list[str]) -> list[str]:
 
 
 def has_specialized_header(content: str) -> bool:
+    """Whether markdown holds the 'Specialized Knowledge' heading, which the general section may not."""
     return _SPECIALIZED_HEADER.search(content) is not None

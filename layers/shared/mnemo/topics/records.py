@@ -21,6 +21,7 @@ BODY = "BODY#"
 
 
 def partition_of(scope_key: str) -> str:
+    """The topics partition of a scope: ``TOPIC|{scope key}``."""
     return f"{PARTITION}{scope_key}"
 
 

@@ -84,6 +84,7 @@ class Scope:
 
     @property
     def partition(self) -> str:
+        """The topics partition of this scope."""
         return partition_of(self.key)
 
 
@@ -104,6 +105,8 @@ class TopicService:
     # ------------------------------------------------------------- scope
     @staticmethod
     def scope(context: RequestContext) -> Scope:
+        """The caller's topic scope: its project if it names one, else its user layer; INVALID_INPUT when it has
+        neither."""
         if context.project is not None:
             return Scope("project", context.scope_key("project"))
         if context.user is not None:
@@ -142,6 +145,8 @@ class TopicService:
         raise Conflict("The topic changed while it was being read; retry", {"field": "topic"})
 
     def recall_general(self, context: RequestContext) -> RecallGeneralMemoryOutput:
+        """recall_general_memory: the general section and the rendered index of every topic, cut to the response
+        budget."""
         scope = self.scope(context)
         general = self._records.get(scope.partition, GENERAL)
         heads = [item.data for item in self._heads(scope, consistent=False)]
@@ -181,6 +186,8 @@ class TopicService:
         output.content, output.index = final.content, final.index
 
     def list_topics(self, context: RequestContext, request: ListMemoriesInput) -> ListMemoriesOutput:
+        """list_memories: topic names from ``offset``, as a list and as text; cut to the response budget with
+        ``nextOffset``."""
         scope = self.scope(context)
         every = [item.data["name"] for item in self._heads(scope, consistent=False)]
         names = every[request.offset :]
@@ -197,6 +204,8 @@ class TopicService:
         return output
 
     def recall(self, context: RequestContext, request: RecallMemoryInput) -> RecallMemoryOutput:
+        """recall_memory: one topic with its content from ``offset``; content cut to the response budget continues at
+        ``nextOffset``. NOT_FOUND for an unknown topic."""
         found = self._read(self.scope(context), topic_key(request.topic))
         if found is None:
             raise _topic_missing(request.topic)
@@ -231,6 +240,8 @@ class TopicService:
 
     # ------------------------------------------------------------ writes
     def memorize(self, context: RequestContext, request: MemorizeNewTopicInput) -> TopicWriteOutput:
+        """memorize_new_topic: store a new topic at version 1 and index it; CONFLICT (not retryable) when the name is
+        taken, INVALID_INPUT past ``MAX_TOPICS``."""
         scope = self._writable(context)
         key = topic_key(request.topic)
         if len(self._heads(scope)) >= MAX_TOPICS:
@@ -270,6 +281,8 @@ class TopicService:
         )
 
     def refine(self, context: RequestContext, request: RefineMemoryInput) -> TopicWriteOutput:
+        """refine_memory: change a topic's tags, summary or content under its version (``expectedVersion`` when given);
+        lastUpdated always grows."""
         scope = self._writable(context)
         removed = {tag_key(tag) for tag in request.tags_to_remove}
         both = [tag for tag in request.tags_to_add if tag_key(tag) in removed]
@@ -326,6 +339,8 @@ class TopicService:
         )
 
     def memorize_general(self, context: RequestContext, request: MemorizeGeneralInfoInput) -> MemorizeGeneralInfoOutput:
+        """memorize_general_info: replace the general section; refused when it holds the 'Specialized Knowledge'
+        heading, CONFLICT on a stale ``expectedVersion``."""
         scope = self._writable(context)
         if has_specialized_header(request.content):
             raise invalid_field(
@@ -382,6 +397,8 @@ class TopicService:
 
     # ------------------------------------------------------------ search
     def search(self, context: RequestContext, request: SearchMemoriesInput) -> SearchMemoriesOutput:
+        """search_memories: topics matching any of ``tags``, or ranked by ``query`` (hybrid score, at least
+        ``threshold``; with tags too, only topics with one of them)."""
         query = (request.query or "").strip()
         if not request.tags and not query:
             raise invalid_field("tags", "give tags to match, a query, or both")
@@ -495,6 +512,7 @@ class TopicService:
         return write
 
     def version_token(self, ref: Reference) -> str:
+        """A topic's version as a token, ``GONE`` when it does not exist."""
         head = self._records.get(partition_of(ref["scope"]), HEAD + ref["key"])
         return str(head.version) if head is not None else GONE
 
