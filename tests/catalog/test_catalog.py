@@ -15,18 +15,21 @@ from mnemo.errors import MnemoError
 from mnemo.runtime import Services
 from mnemo.sync.models import SyncNowInput
 from mnemo.tools.docs import render_tools_markdown
-from mnemo.tools.registry import CATALOG, load_catalog
+from mnemo.tools.registry import CATALOG, EXPERIMENTAL_FAMILIES, FAMILIES, load_catalog
 from mnemo.tools.schema import ERROR_ENVELOPE_SCHEMA, input_schema, openapi_document, output_schema, tool_listing
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = list(load_catalog().values())
 #: The experimental tools too: their schemas and specs meet the same bar (their examples run in tests/outline).
 EVERY_TOOL = list(load_catalog(experimental=True).values())
-MEMORY_TOOLS = {"memory_add", "memory_search", "memory_delete", "memory_list", "memory_history"}
 
 
-def test_catalog_has_the_memory_tools() -> None:
-    assert set(CATALOG) >= MEMORY_TOOLS
+def test_every_family_serves_tools_and_every_tool_belongs_to_a_family() -> None:
+    """Each declared family registers at least one tool, each tool is registered under its own name in a
+    declared family, and the experimental families' tools are served only with the setting on."""
+    assert {tool.family for tool in EVERY_TOOL} == set(FAMILIES + EXPERIMENTAL_FAMILIES)
+    assert {tool.family for tool in load_catalog(experimental=False).values()} == set(FAMILIES)
+    assert all(CATALOG[tool.name] is tool for tool in EVERY_TOOL)
 
 
 @pytest.mark.parametrize("tool", EVERY_TOOL, ids=lambda t: t.name)
@@ -42,7 +45,8 @@ def test_spec_has_every_required_section(tool: Any) -> None:
     assert tool.spec.lstrip().startswith("[SPECIFICATION]")
     for section in (f"Tool exposure: `{tool.name}`", "**Usage:**", "**Returns:**", "**Errors:**", "@see "):
         assert section in tool.spec, f"{tool.name} lacks {section}"
-    assert tool.description and "[SPECIFICATION]" not in tool.description
+    assert tool.description
+    assert "[SPECIFICATION]" not in tool.description
 
 
 @pytest.mark.parametrize("tool", EVERY_TOOL, ids=lambda t: t.name)
@@ -86,19 +90,25 @@ def test_docstring_usage_examples_run_for_real(services: Services) -> None:
         if tool.name == "knowledge_query":
             assert result["items"][0]["id"] == returns["items"][0]["id"]
         if tool.name == "knowledge_check":
-            assert result["violations"] == returns["violations"] and result["passed"] is False
+            assert result["violations"] == returns["violations"]
+            assert result["passed"] is False
         if tool.name == "knowledge_show":
-            assert result["item"]["title"] == returns["item"]["title"] and result["history"]
+            assert result["item"]["title"] == returns["item"]["title"]
+            assert result["history"]
         if tool.name == "sync_now":
-            assert result["result"]["added"] > 0 and result["result"]["failures"] == 0
+            assert result["result"]["added"] > 0
+            assert result["result"]["failures"] == 0
         if tool.name == "graph_search":
             assert result["facts"][0]["object"] == "Acme", "asOf 2025 should find the fact the link example added"
         if tool.name == "invalidate_memory_link":
-            assert result["fact"]["status"] == "invalid" and result["alreadyInvalid"] is False
+            assert result["fact"]["status"] == "invalid"
+            assert result["alreadyInvalid"] is False
         if tool.name == "delete_memory_object":
-            assert result["deleted"] is False and result["confirmationToken"], "the example is a preview"
+            assert result["deleted"] is False, "the example is a preview"
+            assert result["confirmationToken"], "the example is a preview"
         if tool.name == "sync_status":
-            assert result["healthy"] is True and result["stats"]["totalSyncs"] == 2
+            assert result["healthy"] is True
+            assert result["stats"]["totalSyncs"] == 2
 
 
 def test_openapi_document_is_valid_openapi_30() -> None:
@@ -121,7 +131,8 @@ def test_tool_listing_carries_name_description_and_schemas() -> None:
     listing = tool_listing(load_catalog())
     assert [entry["name"] for entry in listing] == [tool.name for tool in TOOLS]
     for entry in listing:
-        assert entry["description"] and entry["inputSchema"]["type"] == "object"
+        assert entry["description"]
+        assert entry["inputSchema"]["type"] == "object"
         assert entry["outputSchema"]["type"] == "object"
 
 

@@ -69,7 +69,9 @@ def test_delete_hides_the_key_but_keeps_history(blobs: BlobStore) -> None:
     assert blobs.get("teams/t1/pattern.md") is None
     assert "teams/t1/pattern.md" not in blobs.list_keys()
     history = blobs.versions("teams/t1/pattern.md")
-    assert history[0].deleted and not history[-1].deleted and len(history) == 2
+    assert history[0].deleted
+    assert not history[-1].deleted
+    assert len(history) == 2
 
 
 def test_list_by_prefix_is_sorted(blobs: BlobStore) -> None:
@@ -92,10 +94,13 @@ def test_a_segment_longer_than_a_file_name_once_quoted_is_stored_and_listed(blob
     key = f"workspace/acme/project/p/{name}/{name}"
     version = blobs.put(key, b"long names", {"author": "a"})
     found = blobs.get(key)
-    assert found is not None and found.content == b"long names" and found.version == version
+    assert found is not None
+    assert found.content == b"long names"
+    assert found.version == version
     assert key in blobs.list_keys("workspace/acme/")
     other = f"workspace/acme/project/p/{name}/{name[:-3]}"
     blobs.put(other, b"a sibling whose name shares the start")
     sibling = blobs.get(other)
-    assert sibling is not None and sibling.content == b"a sibling whose name shares the start"
+    assert sibling is not None
+    assert sibling.content == b"a sibling whose name shares the start"
     assert sorted(blobs.list_keys("workspace/acme/")) == sorted([key, other])

@@ -158,7 +158,8 @@ def test_idempotent_repeat_and_conflict_on_dynamodb(aws: Stack) -> None:
     assert again["data"]["timestamp"] == first["data"]["timestamp"] == "2024-12-15T10:00:00Z"
     with pytest.raises(Conflict) as raised:
         add_conversation(aws, "m1", 15, "How do I roll back?")
-    assert raised.value.details["field"] == "message_id" and raised.value.details["differs"] == [
+    assert raised.value.details["field"] == "message_id"
+    assert raised.value.details["differs"] == [
         "user_input",
         "agent_response",
     ]
@@ -209,12 +210,14 @@ def test_links_strategies_and_time_range_on_dynamodb(aws: Stack) -> None:
     for message_id, day, text in (("m1", 1, "deploy billing"), ("m2", 2, "deploy checkout"), ("m3", 9, "lunch")):
         add_conversation(aws, message_id, day, text)
     recent = retrieve(aws, "retrieve_conversation", retrieval_strategy="recent")
-    assert ids(recent) == ["m3", "m2", "m1"] and recent["total_found"] == 3
+    assert ids(recent) == ["m3", "m2", "m1"]
+    assert recent["total_found"] == 3
     assert [c["has_execution_memory"] for c in recent["conversations"]] == [False, True, False]
     aws.queries.clear()
     window = {"start": "2024-12-02T00:00:00Z", "end": "2024-12-09T23:00:00Z"}
     ranged = retrieve(aws, "retrieve_conversation", retrieval_strategy="recent", time_range=window)
-    assert ids(ranged) == ["m3", "m2"] and ranged["query_type"] == "time_filtered"
+    assert ids(ranged) == ["m3", "m2"]
+    assert ranged["query_type"] == "time_filtered"
     time_queries = [query for query in aws.queries if query["between"]]
     assert time_queries == [
         {
@@ -228,9 +231,11 @@ def test_links_strategies_and_time_range_on_dynamodb(aws: Stack) -> None:
     assert ids(retrieve(aws, "retrieve_conversation", query="checkout", retrieval_strategy="keyword")) == ["m2"]
     assert ids(retrieve(aws, "retrieve_conversation", query="deploy checkout"))[0] == "m2"
     behind = retrieve(aws, "retrieve_conversation", message_id="m2")["conversations"][0]
-    assert behind["user_input"] == "deploy checkout" and behind["has_execution_memory"] is True
+    assert behind["user_input"] == "deploy checkout"
+    assert behind["has_execution_memory"] is True
     execution = retrieve(aws, "retrieve_execution", message_id="m2", user_id="alice")["executions"][0]
-    assert execution["execution_details"]["tools_used"] == ["kubectl"] and execution["has_conversation_memory"]
+    assert execution["execution_details"]["tools_used"] == ["kubectl"]
+    assert execution["has_conversation_memory"]
 
 
 def test_execution_filters_and_counts_on_dynamodb(aws: Stack) -> None:

@@ -46,7 +46,8 @@ def test_titan_sends_the_documented_request_and_reads_the_embedding(bedrock: bot
         )
         assert embedder.embed(["User prefers tabs"]) == [vector]
         stub.assert_no_pending_responses()
-    assert embedder.name == f"titan-embed-text-v2:{dimensions}" and embedder.tokens_used == 7
+    assert embedder.name == f"titan-embed-text-v2:{dimensions}"
+    assert embedder.tokens_used == 7
 
 
 def test_titan_rejects_a_size_it_does_not_offer(bedrock: boto3.client) -> None:

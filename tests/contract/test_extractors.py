@@ -178,7 +178,8 @@ def test_bedrock_without_the_tool_use_is_a_provider_error(
     with pytest.raises(MnemoError) as error:
         extractor.extract(SYSTEM, "Text:\nx", TOOL)
     assert code_of(error) == ("PROVIDER_ERROR", True)
-    assert error.value.details["stopReason"] == "end_turn" and "tool use" in error.value.message
+    assert error.value.details["stopReason"] == "end_turn"
+    assert "tool use" in error.value.message
 
 
 @pytest.mark.parametrize(
@@ -277,12 +278,14 @@ def test_build_memory_from_text_on_services_with_bedrock(tmp_path: Path) -> None
     )
     services = Services(settings)
     extractor = services.extractor
-    assert isinstance(extractor, BedrockExtractor) and extractor.model_id == MODEL_ID
+    assert isinstance(extractor, BedrockExtractor)
+    assert extractor.model_id == MODEL_ID
     with pytest.MonkeyPatch.context() as env:
         env.setenv("AWS_ACCESS_KEY_ID", "testing")
         env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
         client = extractor.client
-    assert client.meta.service_model.service_name == "bedrock-runtime" and client.meta.config.read_timeout == 42
+    assert client.meta.service_model.service_name == "bedrock-runtime"
+    assert client.meta.config.read_timeout == 42
     prompts: list[str] = []
 
     def capture(params: dict[str, Any], **_: Any) -> None:
@@ -304,11 +307,14 @@ def test_build_memory_from_text_on_services_with_bedrock(tmp_path: Path) -> None
             ("Alice", "works_at", "Acme", True),
             ("Acme", "builds", "payment software", True),
         ]
-        assert len(prompts) == 1 and ACME_TEXT in prompts[0] and "We talked about Alice." in prompts[0]
+        assert len(prompts) == 1
+        assert ACME_TEXT in prompts[0]
+        assert "We talked about Alice." in prompts[0]
         assert prompts[0].startswith("Reference time: 2026-01-07T10:00:00.000000Z")
 
         status, alice = http_call(url, "get_memory_object", {"name": "Alice", "depth": 2}, **ME)
-        assert status == 200 and alice["entity"]["type"] == "person", alice
+        assert status == 200, alice
+        assert alice["entity"]["type"] == "person", alice
         fact = alice["facts"][0]
         assert (fact["object"], fact["validAt"], fact["source"]["kind"]) == (
             "Acme",
@@ -320,12 +326,14 @@ def test_build_memory_from_text_on_services_with_bedrock(tmp_path: Path) -> None
         # A second text: the exclusive fact replaces the first, which stays in the history.
         stubber.add_response("converse", converse_response([tool_use(GLOBEX_EXTRACTION)]), expected_converse(ANY))
         status, moved = http_call(url, "build_memory_from_text", {"content": GLOBEX_TEXT}, **ME)
-        assert status == 200 and moved["invalidated"] == [fact["factId"]], moved
+        assert status == 200, moved
+        assert moved["invalidated"] == [fact["factId"]], moved
         for as_of, employer in (("2025-01-01T00:00:00Z", "Acme"), (None, "Globex")):
             query = {"query": "Where does Alice work?", "kind": "facts", **({"asOf": as_of} if as_of else {})}
             status, found = http_call(url, "graph_search", query, **ME)
             works = [f["object"] for f in found["facts"] if f["predicate"] == "works_at"]
-            assert status == 200 and works == [employer], found
+            assert status == 200, found
+            assert works == [employer], found
         stubber.assert_no_pending_responses()
 
 
@@ -433,18 +441,22 @@ def test_openai_request_is_the_chat_completions_tool_call_and_its_arguments_come
 ) -> None:
     services = openai_services(tmp_path, fake_model, openai_api_key="sk-test-123")
     extractor = services.extractor
-    assert isinstance(extractor, OpenAICompatibleExtractor) and extractor.name == "openai-compatible:qwen2.5:7b"
+    assert isinstance(extractor, OpenAICompatibleExtractor)
+    assert extractor.name == "openai-compatible:qwen2.5:7b"
     prompt = f"Reference time: 2026-01-07T10:00:00.000000Z\n\nText:\n{ACME_TEXT}"
     assert extractor.extract(SYSTEM, prompt, TOOL) == ACME_EXTRACTION
 
     [(path, headers, body)] = fake_model.received
-    assert path == "/v1/chat/completions" and headers["content-type"] == "application/json"
+    assert path == "/v1/chat/completions"
+    assert headers["content-type"] == "application/json"
     assert headers["authorization"] == "Bearer sk-test-123"
-    assert body["model"] == "qwen2.5:7b" and body["temperature"] == 0
+    assert body["model"] == "qwen2.5:7b"
+    assert body["temperature"] == 0
     assert body["messages"] == [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
     [tool] = body["tools"]
     assert tool["type"] == "function"
-    assert tool["function"]["name"] == "record_knowledge_graph" and tool["function"]["description"] == TOOL.description
+    assert tool["function"]["name"] == "record_knowledge_graph"
+    assert tool["function"]["description"] == TOOL.description
     assert tool["function"]["parameters"] == EXTRACTION_SCHEMA
     assert body["tool_choice"] == {"type": "function", "function": {"name": "record_knowledge_graph"}}
 
@@ -510,9 +522,11 @@ def test_openai_failures_are_retryable_envelopes_and_nothing_is_saved(
         assert (got, answer["errorCode"], answer["retryable"]) == (status, code, True), answer
         assert len(fake_model.received) == 1
         _, found = http_call(url, "graph_search", {"query": "Alice Acme", "threshold": 0}, **ME)
-        assert found["entities"] == [] and found["facts"] == [], found
+        assert found["entities"] == [], found
+        assert found["facts"] == [], found
     if code == "PROVIDER_ERROR" and "schema" in answer["message"]:
-        assert answer["details"]["model"] == "openai-compatible:qwen2.5:7b" and answer["details"]["path"]
+        assert answer["details"]["model"] == "openai-compatible:qwen2.5:7b"
+        assert answer["details"]["path"]
 
 
 def test_a_malformed_fact_is_skipped_and_the_others_are_saved(tmp_path: Path, fake_model: FakeModel) -> None:
@@ -552,7 +566,8 @@ SECOND_PARAGRAPH = "Sirius " + "also " * 60 + "Rigel."
 
 def test_a_long_text_is_cut_at_paragraph_ends(tmp_path: Path, fake_model: FakeModel) -> None:
     two_pieces = f"{FIRST_PARAGRAPH}\n\n{SECOND_PARAGRAPH}"
-    assert CHUNK < len(two_pieces) <= CHUNK * MAX_CALLS and len(FIRST_PARAGRAPH) > CHUNK // 2
+    assert CHUNK < len(two_pieces) <= CHUNK * MAX_CALLS
+    assert len(FIRST_PARAGRAPH) > CHUNK // 2
     services = openai_services(tmp_path, fake_model, extractor_chunk_chars=CHUNK, extractor_max_calls=MAX_CALLS)
     with local_server(services) as url:
         built = call_ok(url, "build_memory_from_text", {"content": two_pieces})
@@ -604,13 +619,15 @@ def test_mnemo_serve_with_an_openai_compatible_model(served: str, fake_model: Fa
     ]
     assert "nothing saved" in dry["summary"]
     nothing = call_ok(url, "graph_search", {"query": "Alice Acme payment", "threshold": 0})
-    assert nothing["entities"] == [] and nothing["facts"] == []
+    assert nothing["entities"] == []
+    assert nothing["facts"] == []
     status, _ = http_call(url, "get_memory_object", {"name": "Alice"}, **ME)
     assert status == 404
 
     # The real run: settings from the environment reach the model server.
     built = call_ok(url, "build_memory_from_text", {"content": ACME_TEXT, "referenceTime": "2026-01-07T10:00:00Z"})
-    assert built["dryRun"] is False and built["modelCalls"] == 1
+    assert built["dryRun"] is False
+    assert built["modelCalls"] == 1
     assert [(r["from"], r["relation"], r["to"], r["created"]) for r in built["relationships"]] == [
         ("Alice", "works_at", "Acme", True),
         ("Acme", "builds", "payment software", True),
@@ -618,10 +635,13 @@ def test_mnemo_serve_with_an_openai_compatible_model(served: str, fake_model: Fa
     acme_fact = built["relationships"][0]["factId"]
     assert employers(url) == ["Acme"]
     alice = call_ok(url, "get_memory_object", {"name": "Alice"})
-    assert alice["entity"]["type"] == "person" and alice["facts"][0]["source"]["kind"] == "extraction"
+    assert alice["entity"]["type"] == "person"
+    assert alice["facts"][0]["source"]["kind"] == "extraction"
     for path, headers, body in fake_model.received:
-        assert path == "/v1/chat/completions" and headers["authorization"] == "Bearer sk-local-456"
-        assert body["model"] == "llama3.1:8b" and body["tools"][0]["function"]["parameters"] == EXTRACTION_SCHEMA
+        assert path == "/v1/chat/completions"
+        assert headers["authorization"] == "Bearer sk-local-456"
+        assert body["model"] == "llama3.1:8b"
+        assert body["tools"][0]["function"]["parameters"] == EXTRACTION_SCHEMA
     assert fake_model.prompts()[-1].startswith("Reference time: 2026-01-07T10:00:00.000000Z")
 
     # The same text again stores nothing new.
@@ -632,13 +652,15 @@ def test_mnemo_serve_with_an_openai_compatible_model(served: str, fake_model: Fa
     # A contradicting text: the exclusive fact ends the old one, which asOf still finds.
     moved = call_ok(url, "build_memory_from_text", {"content": GLOBEX_TEXT})
     assert moved["invalidated"] == [acme_fact]
-    assert employers(url) == ["Globex"] and employers(url, asOf="2025-01-01T00:00:00Z") == ["Acme"]
+    assert employers(url) == ["Globex"]
+    assert employers(url, asOf="2025-01-01T00:00:00Z") == ["Acme"]
 
     # A text of two pieces is two model calls, which together carry the whole text.
     two_pieces = f"{FIRST_PARAGRAPH}\n\n{SECOND_PARAGRAPH}"
     calls_before = len(fake_model.received)
     chunked = call_ok(url, "build_memory_from_text", {"content": two_pieces})
-    assert chunked["modelCalls"] == 2 and len(fake_model.received) == calls_before + 2
+    assert chunked["modelCalls"] == 2
+    assert len(fake_model.received) == calls_before + 2
     pieces = [prompt.split("\nText:\n", 1)[1] for prompt in fake_model.prompts()[-2:]]
     assert all(len(piece) <= CHUNK for piece in pieces)
     assert " ".join(pieces).split() == two_pieces.split()
@@ -648,13 +670,15 @@ def test_mnemo_serve_with_an_openai_compatible_model(served: str, fake_model: Fa
     too_long = "word " * (CHUNK * MAX_CALLS // 5 + 50)
     status, refused = http_call(url, "build_memory_from_text", {"content": too_long}, **ME)
     assert (status, refused["errorCode"], refused["retryable"]) == (400, "INVALID_INPUT", False), refused
-    assert refused["details"]["field"] == "content" and refused["details"]["limit"] == CHUNK * MAX_CALLS
+    assert refused["details"]["field"] == "content"
+    assert refused["details"]["limit"] == CHUNK * MAX_CALLS
     assert len(fake_model.received) == calls_before
 
     # Another user's extraction lands in their own layer: neither sees the other's.
     bob = {**ME, "user": "bob"}
     theirs = call_ok(url, "build_memory_from_text", {"content": ACME_TEXT}, bob)
-    assert all(r["created"] for r in theirs["relationships"]) and theirs["invalidated"] == []
+    assert all(r["created"] for r in theirs["relationships"])
+    assert theirs["invalidated"] == []
     assert theirs["relationships"][0]["factId"] != acme_fact
     status, answer = http_call(url, "invalidate_memory_link", {"factId": acme_fact}, **bob)
     assert (status, answer["errorCode"]) == (404, "NOT_FOUND")
@@ -711,7 +735,8 @@ def test_openai_malformed_answers_are_provider_errors(tmp_path: Path, fake_model
     services = openai_services(tmp_path, fake_model)
     with local_server(services) as url:
         status, body = http_call(url, "build_memory_from_text", {"content": "Alice works at Acme."}, **ME)
-    assert status == 502 and body["errorCode"] == "PROVIDER_ERROR", body
+    assert status == 502, body
+    assert body["errorCode"] == "PROVIDER_ERROR", body
 
 
 def test_a_year_from_the_model_is_its_first_day(tmp_path: Path, fake_model: FakeModel) -> None:
@@ -725,6 +750,7 @@ def test_a_year_from_the_model_is_its_first_day(tmp_path: Path, fake_model: Fake
     fake_model.reply = lambda _: Reply(body=tool_calls(json.dumps(extraction)))
     with local_server(openai_services(tmp_path, fake_model)) as url:
         status, built = http_call(url, "build_memory_from_text", {"content": "Alice, Acme, Oslo."}, **ME)
-        assert status == 200 and len(built["relationships"]) == 2, built
+        assert status == 200, built
+        assert len(built["relationships"]) == 2, built
         _, alice = http_call(url, "get_memory_object", {"name": "Alice", "depth": 0}, **ME)
     assert sorted(f["validAt"] for f in alice["facts"]) == ["2021-01-01T00:00:00Z", "2022-05-01T00:00:00Z"]

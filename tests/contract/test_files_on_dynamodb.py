@@ -124,16 +124,17 @@ def test_records_layout_of_a_pinned_block_on_dynamodb(aws: Aws) -> None:
     }
     head = json.loads(items["F#blocks/decisions.md"]["data"]["S"])
     assert items["F#blocks/decisions.md"]["version"]["N"] == "2"
-    assert head["tokens"] == count_tokens("# Decisions\n- PG 16\n[END]\n") and head["chunks"] == 1
-    assert head["kept"] == [[1, 1], [2, 1]] and head["updatedBy"] == "alice"
+    assert head["tokens"] == count_tokens("# Decisions\n- PG 16\n[END]\n")
+    assert head["chunks"] == 1
+    assert head["kept"] == [[1, 1], [2, 1]]
+    assert head["updatedBy"] == "alice"
     assert json.loads(items["V#blocks/decisions.md#0000000002#000"]["data"]["S"]) == {
         "text": "# Decisions\n- PG 16\n[END]\n"
     }
     assert json.loads(items["P#blocks/decisions.md"]["data"]["S"])["pinnedBy"] == ["t=acme|agent|u=alice|a=bot"]
     pins = aws.data("PINS|t=acme|agent|u=alice|a=bot", "SET")
-    assert pins["total"] == head["tokens"] and pins["pins"] == [
-        {"pk": AGENT_PK, "name": "blocks/decisions.md", "tokens": head["tokens"]}
-    ]
+    assert pins["total"] == head["tokens"]
+    assert pins["pins"] == [{"pk": AGENT_PK, "name": "blocks/decisions.md", "tokens": head["tokens"]}]
     call(services, "file_delete", {"path": "mnemo:///blocks/decisions.md"})
     assert aws.data("PINS|t=acme|agent|u=alice|a=bot", "SET")["pins"] == []
     assert "P#blocks/decisions.md" not in aws.items(AGENT_PK)
@@ -150,7 +151,8 @@ def test_a_workspace_file_is_an_s3_object_version_named_by_its_head(aws: Aws) ->
     assert len(versions) == 2
     head = aws.data(WORKSPACE_PK, "F#src/auth.py")
     latest = s3.get_object(Bucket=aws.bucket, Key=key, VersionId=head["blobVersion"])
-    assert latest["Body"].read() == b"v2\n" and latest["Metadata"]["mnemo-version"] == "2"
+    assert latest["Body"].read() == b"v2\n"
+    assert latest["Metadata"]["mnemo-version"] == "2"
     assert latest["Metadata"]["author"] == "alice"
     assert not any(sk.startswith("V#") for sk in aws.items(WORKSPACE_PK))  # content lives in S3 only
     call(services, "file_delete", {"path": "src/auth.py"})
@@ -176,7 +178,8 @@ def test_large_blocks_take_several_chunks_and_read_back_whole(aws: Aws, content:
     path = "mnemo://project/blocks/large.md"
     content += "[END]\n"
     written = call(services, "file_write", {"path": path, "content": content})
-    assert written["tokens"] == count_tokens(content) and written["bytes"] == len(content.encode())
+    assert written["tokens"] == count_tokens(content)
+    assert written["bytes"] == len(content.encode())
     chunks = {sk: item for sk, item in aws.items(PROJECT_PK).items() if sk.startswith("V#blocks/large.md#0000000001#")}
     assert len(chunks) >= least_chunks
     for item in chunks.values():
@@ -193,12 +196,14 @@ def test_large_blocks_take_several_chunks_and_read_back_whole(aws: Aws, content:
         if not page["hasMore"]:
             break
         offset = page["nextOffset"]
-    assert "".join(lines) == content.replace("[END]", "appended\n[END]") and len(lines) >= 3
+    assert "".join(lines) == content.replace("[END]", "appended\n[END]")
+    assert len(lines) >= 3
 
 
 def test_a_block_too_large_to_store_is_refused_before_anything_is_written(aws: Aws) -> None:
     error = failed(aws.services, "file_write", {"path": "mnemo:///blocks/huge.md", "content": "😀" * 200_000})
-    assert error.code == "INVALID_INPUT" and error.details["field"] == "content"
+    assert error.code == "INVALID_INPUT"
+    assert error.details["field"] == "content"
     assert aws.items(AGENT_PK) == {}
 
 
@@ -229,16 +234,19 @@ def test_the_seed_block_workflow_with_the_budget_on_dynamodb(aws: Aws) -> None:
     call(services, "file_write", {"path": block, "content": "# Decisions\n\n- Orders in PostgreSQL 16.\n[END]\n"})
     call(services, "block_pin", {"path": block})
     appended = call(services, "file_edit", {"path": block, "old": "[END]", "new": words(150) + "\n[END]"})
-    assert appended["pinned"] is True and appended["pinnedTokens"] == appended["tokens"]
+    assert appended["pinned"] is True
+    assert appended["pinnedTokens"] == appended["tokens"]
     call(services, "file_write", {"path": large, "content": "# Large doc\n"})
     call(services, "block_pin", {"path": large})
     before = aws.items(AGENT_PK)
     error = failed(services, "file_write", {"path": large, "content": "# Large doc\n" + words(300)})
-    assert error.code == "CONFLICT" and error.details["reason"] == "BLOCK_BUDGET_EXCEEDED"
+    assert error.code == "CONFLICT"
+    assert error.details["reason"] == "BLOCK_BUDGET_EXCEEDED"
     current = appended["tokens"] + count_tokens("# Large doc\n")
     size = count_tokens("# Large doc\n" + words(300))
     assert (error.details["current"], error.details["limit"], error.details["size"]) == (current, 400, size)
-    assert error.details["wouldBe"] == appended["tokens"] + size and error.details["yours"] is True
+    assert error.details["wouldBe"] == appended["tokens"] + size
+    assert error.details["yours"] is True
     assert aws.items(AGENT_PK) == before  # nothing written
     compacted = call(services, "file_write", {"path": block, "content": "# Decisions\n- PG 16.\n[END]\n"})
     assert compacted["tokens"] < appended["tokens"]
@@ -246,7 +254,8 @@ def test_the_seed_block_workflow_with_the_budget_on_dynamodb(aws: Aws) -> None:
     assert retried["pinnedTokens"] == compacted["tokens"] + size <= 400
     call(services, "block_unpin", {"path": block})
     context = call(services, "pinned_context", {})
-    assert [b["path"] for b in context["blocks"]] == [large] and context["totalTokens"] == size
+    assert [b["path"] for b in context["blocks"]] == [large]
+    assert context["totalTokens"] == size
 
 
 # ------------------------------------------------------------- lost race ---
@@ -274,9 +283,11 @@ def test_the_head_decides_the_workspace_version_after_a_lost_race(aws: Aws) -> N
     s3 = aws.server.client("s3")
     assert s3.get_object(Bucket=aws.bucket, Key=key)["Body"].read() == b"loser\n"  # S3's latest is the loser's
     answer = call(services, "file_read", {"path": path})
-    assert answer["content"] == "winner\n" and answer["version"] == 2
+    assert answer["content"] == "winner\n"
+    assert answer["version"] == 2
     assert call(services, "file_read", {"path": path, "version": 1})["content"] == "start\n"
     listed = call(services, "file_list", {"path": "src/"})["entries"]
     assert [(e["path"], e["version"]) for e in listed] == [("src/race.py", 2)]
     third = call(services, "file_write", {"path": path, "content": "third\n", "expectedVersion": 2})
-    assert third["version"] == 3 and call(services, "file_read", {"path": path})["content"] == "third\n"
+    assert third["version"] == 3
+    assert call(services, "file_read", {"path": path})["content"] == "third\n"

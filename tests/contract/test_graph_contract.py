@@ -163,15 +163,18 @@ def assert_no_orphans(stack: Stack, pk: str = PK) -> None:
     for sk, item in raw.items():
         if sk.startswith("EDGE#"):
             entity_id, _, fact_id = sk[5:].split("#")
-            assert entity_id in entities and fact_id in facts, sk
+            assert entity_id in entities, sk
+            assert fact_id in facts, sk
         elif sk.startswith("LINK#"):
-            assert item.data["factId"] in facts and facts[item.data["factId"]]["invalidAt"] is None, sk
+            assert item.data["factId"] in facts, sk
+            assert facts[item.data["factId"]]["invalidAt"] is None, sk
         elif sk.startswith("NAME#"):
             assert item.data["entityId"] in entities, sk
         elif sk.startswith("EXCL#"):
             assert item.data["subjectId"] in entities, sk
     for fact_id, fact in facts.items():
-        assert fact["subjectId"] in entities and fact["objectId"] in entities, fact_id
+        assert fact["subjectId"] in entities, fact_id
+        assert fact["objectId"] in entities, fact_id
         for end in {fact["subjectId"], fact["objectId"]}:
             assert f"EDGE#{end}#{fact['predicate']}#{fact_id}" in raw, fact_id
 
@@ -179,17 +182,22 @@ def assert_no_orphans(stack: Stack, pk: str = PK) -> None:
 # ------------------------------------------------------------------ entities and names
 def test_entities_are_created_and_resolved_by_name_without_case(stack: Stack) -> None:
     first = link(stack, "Alice", "Works At", "Acme", subjectType="Person", objectType="organization")
-    assert first["created"] is True and first["subject"]["created"] and first["object"]["created"]
-    assert first["fact"]["predicate"] == "works_at" and first["fact"]["status"] == "valid"
+    assert first["created"] is True
+    assert first["subject"]["created"]
+    assert first["object"]["created"]
+    assert first["fact"]["predicate"] == "works_at"
+    assert first["fact"]["status"] == "valid"
     assert first["subject"]["type"] == "Person"
     second = link(stack, "  ALICE ", "uses", "acme")
     assert second["created"] is True
-    assert not second["subject"]["created"] and not second["object"]["created"]
+    assert not second["subject"]["created"]
+    assert not second["object"]["created"]
     assert second["subject"]["entityId"] == first["subject"]["entityId"]
     assert second["object"]["entityId"] == first["object"]["entityId"]
     assert second["subject"]["name"] == "Alice"
     entity = get(stack, name="alice", depth=0)["entity"]
-    assert entity["entityId"] == first["subject"]["entityId"] and entity["version"] == 1
+    assert entity["entityId"] == first["subject"]["entityId"]
+    assert entity["version"] == 1
     assert kinds(stack.raw()) == {"ENT": 2, "NAME": 2, "FACT": 2, "EDGE": 4, "LINK": 2}
     stack.assert_index_in_line()
 
@@ -206,7 +214,9 @@ def test_the_same_open_fact_twice_stores_nothing(stack: Stack) -> None:
     first = link(stack, "Alice", "works_at", "Acme", text="Alice works at Acme.")
     before = stack.raw()
     again = link(stack, "alice", "works-at", "ACME", text="Some other sentence", validAt="2020-01-01T00:00:00Z")
-    assert again["created"] is False and again["factId"] == first["factId"] and again["invalidated"] == []
+    assert again["created"] is False
+    assert again["factId"] == first["factId"]
+    assert again["invalidated"] == []
     assert again["fact"]["text"] == "Alice works at Acme."
     assert {sk: item.version for sk, item in stack.raw().items()} == {sk: item.version for sk, item in before.items()}
     stack.assert_index_in_line()
@@ -215,13 +225,16 @@ def test_the_same_open_fact_twice_stores_nothing(stack: Stack) -> None:
 def test_a_historical_fact_is_idempotent_too(stack: Stack) -> None:
     times = {"validAt": "2020-01-01T00:00:00Z", "invalidAt": "2021-01-01T00:00:00Z"}
     first = link(stack, "Alice", "lived_in", "Paris", **times)
-    assert first["created"] is True and first["fact"]["status"] == "invalid"
+    assert first["created"] is True
+    assert first["fact"]["status"] == "invalid"
     assert first["fact"]["expiredAt"] is not None
     assert "LINK" not in kinds(stack.raw())  # history holds no LINK
     again = link(stack, "ALICE", "lived_in", "paris", **times)
-    assert again["created"] is False and again["factId"] == first["factId"]
+    assert again["created"] is False
+    assert again["factId"] == first["factId"]
     other = link(stack, "Alice", "lived_in", "Paris", validAt="2020-01-01T00:00:00Z", invalidAt="2022-01-01T00:00:00Z")
-    assert other["created"] is True and other["factId"] != first["factId"]
+    assert other["created"] is True
+    assert other["factId"] != first["factId"]
     assert kinds(stack.raw())["FACT"] == 2
     stack.assert_index_in_line()
 
@@ -246,23 +259,27 @@ def test_an_end_not_after_the_start_is_refused(stack: Stack) -> None:
 def test_an_exclusive_fact_ends_the_older_one_and_releases_its_link(stack: Stack) -> None:
     old = link(stack, "Alice", "works_at", "Acme", validAt="2024-01-01T00:00:00Z")
     new = link(stack, "Alice", "works_at", "Globex", validAt="2025-06-01T00:00:00Z", exclusive=True)
-    assert new["created"] is True and new["invalidated"] == [old["factId"]]
+    assert new["created"] is True
+    assert new["invalidated"] == [old["factId"]]
     history = {fact["factId"]: fact for fact in get(stack, name="Alice", includeHistory=True)["facts"]}
     ended = history[old["factId"]]
-    assert ended["invalidAt"] == "2025-06-01T00:00:00Z" and ended["status"] == "invalid"
-    assert ended["expiredAt"] is not None and ended["invalidatedBy"] == new["factId"]
+    assert ended["invalidAt"] == "2025-06-01T00:00:00Z"
+    assert ended["status"] == "invalid"
+    assert ended["expiredAt"] is not None
+    assert ended["invalidatedBy"] == new["factId"]
     assert history[new["factId"]]["status"] == "valid"
     raw = stack.raw()
     links = {item.data["factId"] for sk, item in raw.items() if sk.startswith("LINK#")}
     assert links == {new["factId"]}
     assert raw["FACT#" + old["factId"]].version == 2
     edges = [item for sk, item in raw.items() if sk.startswith("EDGE#") and sk.endswith(old["factId"])]
-    assert len(edges) == 2 and all(
-        e.data["invalidAt"] == "2025-06-01T00:00:00.000000Z" and e.version == 2 for e in edges
-    )
+    assert len(edges) == 2
+    assert all(e.data["invalidAt"] == "2025-06-01T00:00:00.000000Z" and e.version == 2 for e in edges)
     # The old triple holds again later: a new fact, not the ended one.
     back = link(stack, "Alice", "works_at", "Acme", validAt="2026-01-01T00:00:00Z", exclusive=True)
-    assert back["created"] is True and back["factId"] != old["factId"] and back["invalidated"] == [new["factId"]]
+    assert back["created"] is True
+    assert back["factId"] != old["factId"]
+    assert back["invalidated"] == [new["factId"]]
     assert kinds(stack.raw())["FACT"] == 3
     assert fact_ids(get(stack, name="Alice", asOf="2026-06-01T00:00:00Z")) == [back["factId"]]
     assert_no_orphans(stack)
@@ -274,7 +291,8 @@ def test_exclusive_leaves_the_same_object_and_other_predicates_alone(stack: Stac
     lives = link(stack, "Alice", "lives_in", "Paris", validAt="2024-01-01T00:00:00Z")
     other = link(stack, "Bob", "works_at", "Acme", validAt="2024-01-01T00:00:00Z")
     same = link(stack, "Alice", "works_at", "Acme", validAt="2025-01-01T00:00:00Z", exclusive=True)
-    assert same["created"] is False and same["factId"] == works["factId"]
+    assert same["created"] is False
+    assert same["factId"] == works["factId"]
     new = link(stack, "Alice", "works_at", "Globex", validAt="2025-01-01T00:00:00Z", exclusive=True)
     assert new["invalidated"] == [works["factId"]]
     current = set(fact_ids(get(stack, name="Alice", depth=0)))
@@ -294,21 +312,25 @@ def test_an_exclusive_fact_at_the_same_instant_is_refused(stack: Stack) -> None:
             "exclusive": True,
         },
     )
-    assert error.code == "INVALID_INPUT" and error.details["field"] == "validAt"
+    assert error.code == "INVALID_INPUT"
+    assert error.details["field"] == "validAt"
 
 
 def test_a_new_fact_older_than_the_current_one_becomes_history(stack: Stack) -> None:
     current = link(stack, "Alice", "works_at", "Globex", validAt="2025-01-01T00:00:00Z")
     older = link(stack, "Alice", "works_at", "Acme", validAt="2023-01-01T00:00:00Z", exclusive=True)
-    assert older["created"] is True and older["invalidated"] == []
-    assert older["fact"]["invalidAt"] == "2025-01-01T00:00:00Z" and older["fact"]["status"] == "invalid"
+    assert older["created"] is True
+    assert older["invalidated"] == []
+    assert older["fact"]["invalidAt"] == "2025-01-01T00:00:00Z"
+    assert older["fact"]["status"] == "invalid"
     assert fact_ids(get(stack, name="Alice", depth=0)) == [current["factId"]]
     assert fact_ids(get(stack, name="Alice", depth=0, asOf="2024-01-01T00:00:00Z")) == [older["factId"]]
     links = {item.data["factId"] for sk, item in stack.raw().items() if sk.startswith("LINK#")}
     assert links == {current["factId"]}
     # Retrying the same request stores nothing new.
     again = link(stack, "Alice", "works_at", "Acme", validAt="2023-01-01T00:00:00Z", exclusive=True)
-    assert again["created"] is False and again["factId"] == older["factId"]
+    assert again["created"] is False
+    assert again["factId"] == older["factId"]
     assert kinds(stack.raw())["FACT"] == 2
     stack.assert_index_in_line()
 
@@ -319,7 +341,8 @@ def test_invalidates_by_id(stack: Stack) -> None:
     assert new["invalidated"] == [old["factId"]]
     ended = get(stack, name="Alice", includeHistory=True)["facts"]
     assert [(f["factId"], f["status"]) for f in ended] == [(new["factId"], "valid"), (old["factId"], "invalid")]
-    assert ended[1]["invalidatedBy"] == new["factId"] and ended[1]["invalidAt"] == "2025-01-01T00:00:00Z"
+    assert ended[1]["invalidatedBy"] == new["factId"]
+    assert ended[1]["invalidAt"] == "2025-01-01T00:00:00Z"
     # Naming an already-ended fact changes nothing more.
     third = link(stack, "Alice", "prefers", "Water", validAt="2026-01-01T00:00:00Z", invalidates=[old["factId"]])
     assert third["invalidated"] == []
@@ -327,7 +350,9 @@ def test_invalidates_by_id(stack: Stack) -> None:
     error = stack.error(
         "add_memory_link", {"subject": "Alice", "predicate": "prefers", "object": "Juice", "invalidates": [unknown]}
     )
-    assert error.code == "NOT_FOUND" and error.details["field"] == "invalidates" and error.details["factId"] == unknown
+    assert error.code == "NOT_FOUND"
+    assert error.details["field"] == "invalidates"
+    assert error.details["factId"] == unknown
     assert stack.error("get_memory_object", {"name": "Juice"}).code == "NOT_FOUND"  # nothing was written
     assert_no_orphans(stack)
     stack.assert_index_in_line()
@@ -348,7 +373,9 @@ def test_exclusive_over_more_open_facts_than_one_write_ends(stack: Stack) -> Non
     before = {sk: item.version for sk, item in stack.raw().items()}
     body = {"subject": "Hub", "predicate": "uses", "object": "One tool", "validAt": "2025-01-01T00:00:00Z"}
     error = stack.error("add_memory_link", {**body, "exclusive": True})
-    assert error.code == "INVALID_INPUT" and error.details["field"] == "exclusive" and error.details["limit"] == 20
+    assert error.code == "INVALID_INPUT"
+    assert error.details["field"] == "exclusive"
+    assert error.details["limit"] == 20
     assert {sk: item.version for sk, item in stack.raw().items()} == before  # nothing written
     one = next(f["factId"] for f in get(stack, name="Tool 20")["facts"])
     # Ended before the new fact begins: no longer contradicted (a fact ended later would still overlap it).
@@ -427,13 +454,16 @@ def test_depth_zero_to_three_and_validation(stack: Stack) -> None:
     assert {n["name"] for n in middle["neighbours"]} == {"B", "D"}
     for depth in (-1, 4, 10**6):
         error = stack.error("get_memory_object", {"name": "A", "depth": depth})
-        assert error.code == "INVALID_INPUT" and error.details["field"] == "depth"
+        assert error.code == "INVALID_INPUT"
+        assert error.details["field"] == "depth"
     for body in ({}, {"name": "A", "entityId": "ent_" + "0" * 24}):
         assert stack.error("get_memory_object", body).code == "INVALID_INPUT"
     missing = stack.error("get_memory_object", {"name": "Nobody"})
-    assert missing.code == "NOT_FOUND" and missing.details["field"] == "name"
+    assert missing.code == "NOT_FOUND"
+    assert missing.details["field"] == "name"
     missing = stack.error("get_memory_object", {"entityId": "ent_" + "0" * 24})
-    assert missing.code == "NOT_FOUND" and missing.details["field"] == "entityId"
+    assert missing.code == "NOT_FOUND"
+    assert missing.details["field"] == "entityId"
 
 
 def test_walks_over_the_facts_valid_at_the_time_asked_about(stack: Stack) -> None:
@@ -453,12 +483,14 @@ def test_include_history_limit_and_has_more(stack: Stack) -> None:
     ended = stack.call("invalidate_memory_link", {"factId": ids[0], "invalidAt": "2020-06-01T00:00:00Z"})
     assert ended["fact"]["status"] == "invalid"
     now = get(stack, name="Alice", depth=0)
-    assert fact_ids(now) == ids[:0:-1] and now["hasMore"] is False  # newest first
+    assert fact_ids(now) == ids[:0:-1]
+    assert now["hasMore"] is False  # newest first
     history = get(stack, name="Alice", depth=0, includeHistory=True)
     assert fact_ids(history) == ids[::-1]
     assert [f["status"] for f in history["facts"]] == ["valid"] * 4 + ["invalid"]
     page = get(stack, name="Alice", depth=0, includeHistory=True, limit=2)
-    assert fact_ids(page) == ids[:-3:-1] and page["hasMore"] is True
+    assert fact_ids(page) == ids[:-3:-1]
+    assert page["hasMore"] is True
     future = get(stack, name="Alice", depth=0, includeHistory=True, asOf="2022-06-01T00:00:00Z")
     assert [f["status"] for f in future["facts"]] == ["future", "future", "valid", "valid", "invalid"]
     assert stack.error("get_memory_object", {"name": "Alice", "limit": 0}).details["field"] == "limit"
@@ -482,13 +514,16 @@ def test_rename_keeps_the_old_name_as_an_alias(stack: Stack) -> None:
     assert names == {"Alice", "Alicia", "Acme"}
     # aliases given replace the list: the old name goes
     replaced = stack.call("update_memory_object", {"entityId": entity_id, "aliases": ["Ali"], "expectedVersion": 2})
-    assert replaced["entity"]["aliases"] == ["Ali"] and replaced["entity"]["version"] == 3
+    assert replaced["entity"]["aliases"] == ["Ali"]
+    assert replaced["entity"]["version"] == 3
     names = {item.data["name"] for sk, item in stack.raw().items() if sk.startswith("NAME#")}
     assert names == {"Ali", "Alicia", "Acme"}
     assert stack.error("get_memory_object", {"name": "Alice"}).code == "NOT_FOUND"
-    assert "Ali" in stack.index_text(entity_id) and "Engineer." in stack.index_text(entity_id)
+    assert "Ali" in stack.index_text(entity_id)
+    assert "Engineer." in stack.index_text(entity_id)
     found = search(stack, "Alicia Ali Engineer", kind="entities")["entities"]
-    assert found and found[0]["entityId"] == entity_id
+    assert found
+    assert found[0]["entityId"] == entity_id
     assert_no_orphans(stack)
     stack.assert_index_in_line()
 
@@ -498,13 +533,16 @@ def test_names_and_aliases_are_unique_in_a_layer(stack: Stack) -> None:
     bob_id, alice_id = alice["object"]["entityId"], alice["subject"]["entityId"]
     stack.call("update_memory_object", {"name": "Alice", "aliases": ["Al"]})
     clash = stack.error("update_memory_object", {"name": "Bob", "newName": "ALICE"})
-    assert clash.code == "CONFLICT" and clash.details == {"field": "newName", "entityId": alice_id}
+    assert clash.code == "CONFLICT"
+    assert clash.details == {"field": "newName", "entityId": alice_id}
     clash = stack.error("update_memory_object", {"name": "Bob", "aliases": ["Robert", "al"]})
-    assert clash.code == "CONFLICT" and clash.details == {"field": "aliases", "entityId": alice_id}
+    assert clash.code == "CONFLICT"
+    assert clash.details == {"field": "aliases", "entityId": alice_id}
     bob = get(stack, entityId=bob_id, depth=0)["entity"]
     assert (bob["name"], bob["aliases"], bob["version"]) == ("Bob", [], 1)
     too_many = stack.error("update_memory_object", {"name": "Bob", "aliases": [f"b{n}" for n in range(21)]})
-    assert too_many.code == "INVALID_INPUT" and too_many.details["field"] == "aliases"
+    assert too_many.code == "INVALID_INPUT"
+    assert too_many.details["field"] == "aliases"
     nothing = stack.error("update_memory_object", {"name": "Bob"})
     assert nothing.code == "INVALID_INPUT"
     # An alias of one's own name is dropped, not a conflict.
@@ -517,7 +555,8 @@ def test_a_stale_expected_version_is_a_conflict(stack: Stack) -> None:
     link(stack, "Alice", "knows", "Bob")
     stack.call("update_memory_object", {"name": "Alice", "summary": "One.", "expectedVersion": 1})
     stale = stack.error("update_memory_object", {"name": "Alice", "summary": "Two.", "expectedVersion": 1})
-    assert stale.code == "CONFLICT" and stale.details["field"] == "expectedVersion"
+    assert stale.code == "CONFLICT"
+    assert stale.details["field"] == "expectedVersion"
     assert stale.details["currentVersion"] == 2
     assert get(stack, name="Alice")["entity"]["summary"] == "One."
 
@@ -528,24 +567,31 @@ def test_invalidate_keeps_the_fact_and_is_safe_to_retry(stack: Stack) -> None:
     ended = stack.call(
         "invalidate_memory_link", {"factId": added["factId"], "invalidAt": "2025-06-30T00:00:00Z", "reason": "Left."}
     )
-    assert ended["alreadyInvalid"] is False and ended["fact"]["status"] == "invalid"
-    assert ended["fact"]["reason"] == "Left." and ended["fact"]["expiredAt"] is not None
+    assert ended["alreadyInvalid"] is False
+    assert ended["fact"]["status"] == "invalid"
+    assert ended["fact"]["reason"] == "Left."
+    assert ended["fact"]["expiredAt"] is not None
     assert "LINK" not in kinds(stack.raw())
     again = stack.call("invalidate_memory_link", {"factId": added["factId"], "invalidAt": "2025-07-01T00:00:00Z"})
-    assert again["alreadyInvalid"] is True and again["fact"]["invalidAt"] == "2025-06-30T00:00:00Z"
+    assert again["alreadyInvalid"] is True
+    assert again["fact"]["invalidAt"] == "2025-06-30T00:00:00Z"
     assert stack.raw()["FACT#" + added["factId"]].version == 2
     # An earlier end than the recorded one moves it back.
     earlier = stack.call("invalidate_memory_link", {"factId": added["factId"], "invalidAt": "2025-01-01T00:00:00Z"})
-    assert earlier["alreadyInvalid"] is False and earlier["fact"]["invalidAt"] == "2025-01-01T00:00:00Z"
+    assert earlier["alreadyInvalid"] is False
+    assert earlier["fact"]["invalidAt"] == "2025-01-01T00:00:00Z"
     for when in ("2024-01-01T00:00:00Z", "2023-01-01T00:00:00Z"):
         error = stack.error("invalidate_memory_link", {"factId": added["factId"], "invalidAt": when})
-        assert error.code == "INVALID_INPUT" and error.details["field"] == "invalidAt"
+        assert error.code == "INVALID_INPUT"
+        assert error.details["field"] == "invalidAt"
     missing = stack.error("invalidate_memory_link", {"factId": "fct_" + "1" * 24})
-    assert missing.code == "NOT_FOUND" and missing.details["field"] == "factId"
+    assert missing.code == "NOT_FOUND"
+    assert missing.details["field"] == "factId"
     assert stack.error("invalidate_memory_link", {"factId": "fct_x"}).details["field"] == "factId"
     # Re-adding the triple now makes a new open fact.
     back = link(stack, "Alice", "works_at", "Acme")
-    assert back["created"] is True and back["factId"] != added["factId"]
+    assert back["created"] is True
+    assert back["factId"] != added["factId"]
     assert_no_orphans(stack)
     stack.assert_index_in_line()
 
@@ -559,16 +605,19 @@ def test_delete_an_entity_after_a_confirmed_preview(stack: Stack) -> None:
     stack.call("update_memory_object", {"name": "Alice", "aliases": ["Ally"]})
     alice_id = a["subject"]["entityId"]
     preview = stack.call("delete_memory_object", {"name": "ally"})
-    assert preview["deleted"] is False and preview["factsAffected"] == 3
+    assert preview["deleted"] is False
+    assert preview["factsAffected"] == 3
     assert set(preview["neighboursAffected"]) == {"Acme", "Bob"}
     token = preview["confirmationToken"]
     assert token.startswith("del_")
     assert stack.call("delete_memory_object", {"name": "Alice"})["confirmationToken"] == token  # stable
     wrong = stack.error("delete_memory_object", {"name": "Alice", "confirmationToken": "del_" + "0" * 32})
-    assert wrong.code == "CONFLICT" and wrong.details["field"] == "confirmationToken"
+    assert wrong.code == "CONFLICT"
+    assert wrong.details["field"] == "confirmationToken"
     assert get(stack, entityId=alice_id)["entity"]["name"] == "Alice"
     done = stack.call("delete_memory_object", {"entityId": alice_id, "confirmationToken": token})
-    assert done["deleted"] is True and done["factsAffected"] == 3
+    assert done["deleted"] is True
+    assert done["factsAffected"] == 3
     for name in ("Alice", "ally"):
         assert stack.error("get_memory_object", {"name": name}).code == "NOT_FOUND"
     assert stack.error("get_memory_object", {"entityId": alice_id}).code == "NOT_FOUND"
@@ -580,7 +629,8 @@ def test_delete_an_entity_after_a_confirmed_preview(stack: Stack) -> None:
     assert all(e["entityId"] != alice_id for e in search(stack, "Alice", kind="entities")["entities"])
     # The name is free again: a new entity, no fact of the old one.
     again = link(stack, "Alice", "works_at", "Acme")
-    assert again["created"] is True and again["subject"]["created"] is True
+    assert again["created"] is True
+    assert again["subject"]["created"] is True
     assert again["subject"]["entityId"] != alice_id
     assert_no_orphans(stack)
     stack.assert_index_in_line()
@@ -591,7 +641,8 @@ def test_a_change_since_the_preview_refuses_the_delete(stack: Stack) -> None:
     token = stack.call("delete_memory_object", {"name": "Alice"})["confirmationToken"]
     link(stack, "Alice", "lives_in", "Paris")
     changed = stack.error("delete_memory_object", {"name": "Alice", "confirmationToken": token})
-    assert changed.code == "CONFLICT" and changed.details["field"] == "confirmationToken"
+    assert changed.code == "CONFLICT"
+    assert changed.details["field"] == "confirmationToken"
     token = stack.call("delete_memory_object", {"name": "Alice"})["confirmationToken"]
     stack.call("update_memory_object", {"name": "Alice", "summary": "Changed."})
     assert stack.error("delete_memory_object", {"name": "Alice", "confirmationToken": token}).code == "CONFLICT"
@@ -605,8 +656,10 @@ def test_delete_one_fact(stack: Stack) -> None:
     gone = link(stack, "Alice", "works_at", "Acme")
     kept = link(stack, "Alice", "lives_in", "Paris")
     preview = stack.call("delete_memory_object", {"factId": gone["factId"]})
-    assert preview["deleted"] is False and preview["factsAffected"] == 1
-    assert preview["fact"]["factId"] == gone["factId"] and preview["neighboursAffected"] == ["Alice", "Acme"]
+    assert preview["deleted"] is False
+    assert preview["factsAffected"] == 1
+    assert preview["fact"]["factId"] == gone["factId"]
+    assert preview["neighboursAffected"] == ["Alice", "Acme"]
     wrong = stack.error("delete_memory_object", {"factId": gone["factId"], "confirmationToken": "del_x"})
     assert wrong.code == "CONFLICT"
     other = stack.call("delete_memory_object", {"factId": kept["factId"]})["confirmationToken"]
@@ -624,7 +677,8 @@ def test_delete_one_fact(stack: Stack) -> None:
     assert fact_ids(get(stack, name="Alice", includeHistory=True)) == [kept["factId"]]
     assert get(stack, name="Acme")["facts"] == []  # the entities stay
     missing = stack.error("delete_memory_object", {"factId": gone["factId"]})
-    assert missing.code == "NOT_FOUND" and missing.details["field"] == "factId"
+    assert missing.code == "NOT_FOUND"
+    assert missing.details["field"] == "factId"
     # With its LINK gone, the triple can be added again.
     assert link(stack, "Alice", "works_at", "Acme")["created"] is True
     assert_no_orphans(stack)
@@ -668,9 +722,11 @@ def test_an_interrupted_delete_is_finished_by_calling_again(stack: Stack, monkey
     remaining = [sk for sk in stack.raw() if sk.startswith("FACT#")]
     assert 1 < len(remaining) < 46
     finished = stack.call("delete_memory_object", {"entityId": hub_id})
-    assert finished["deleted"] is True and finished["factsAffected"] == len(remaining) - 1
+    assert finished["deleted"] is True
+    assert finished["factsAffected"] == len(remaining) - 1
     raw = stack.raw()
-    assert not [sk for sk in raw if hub_id in sk] and kinds(raw)["FACT"] == 1
+    assert not [sk for sk in raw if hub_id in sk]
+    assert kinds(raw)["FACT"] == 1
     assert stack.error("delete_memory_object", {"entityId": hub_id}).code == "NOT_FOUND"
     assert_no_orphans(stack)
     stack.services.outbox.drain()
@@ -694,9 +750,11 @@ def test_a_crash_right_after_the_tombstone(stack: Stack, monkeypatch: pytest.Mon
     assert stack.error("delete_memory_object", {"name": "Alice"}).code == "NOT_FOUND"  # its name is gone
     # The name is free meanwhile: a new Alice is another entity.
     fresh = link(stack, "Alice", "lives_in", "Paris")
-    assert fresh["subject"]["created"] is True and fresh["subject"]["entityId"] != alice_id
+    assert fresh["subject"]["created"] is True
+    assert fresh["subject"]["entityId"] != alice_id
     finished = stack.call("delete_memory_object", {"entityId": alice_id})
-    assert finished["deleted"] is True and finished["factsAffected"] == 1
+    assert finished["deleted"] is True
+    assert finished["factsAffected"] == 1
     assert get(stack, name="Alice")["entity"]["entityId"] == fresh["subject"]["entityId"]
     assert not [sk for sk in stack.raw() if alice_id in sk]
     assert_no_orphans(stack)
@@ -747,7 +805,8 @@ def test_an_embedder_failure_leaves_markers_a_drain_resolves(stack: Stack, monke
     assert added["created"] is True
     stack.call("update_memory_object", {"name": "Alice", "summary": "Data engineer."})
     assert len(stack.pending()) == 3  # the fact, Bob, and Alice's new text
-    assert added["factId"] not in stack.index_ids() and added["subject"]["entityId"] not in stack.index_ids()
+    assert added["factId"] not in stack.index_ids()
+    assert added["subject"]["entityId"] not in stack.index_ids()
     monkeypatch.undo()
     report = stack.services.outbox.drain()
     assert report.by_family[NAMESPACE] == 3
@@ -770,9 +829,11 @@ def test_graph_search_filters_kinds_types_and_layers(stack: Stack) -> None:
     only = stack.call("graph_search", {"query": "PostgreSQL", "threshold": 0.0, "layers": ["project"]}, writer)
     assert {e["layer"] for e in only["entities"] + only["facts"]} == {"project"}
     typed = search(stack, "PostgreSQL Checkout", kind="entities", types=["Database"])
-    assert [e["name"] for e in typed["entities"]] == ["PostgreSQL"] and typed["facts"] == []
+    assert [e["name"] for e in typed["entities"]] == ["PostgreSQL"]
+    assert typed["facts"] == []
     facts = search(stack, "PostgreSQL", kind="facts")
-    assert facts["entities"] == [] and len(facts["facts"]) == 1
+    assert facts["entities"] == []
+    assert len(facts["facts"]) == 1
     for body, field in (
         ({"query": " "}, "query"),
         ({"query": "q", "kind": "x"}, "kind"),
@@ -785,7 +846,8 @@ def test_graph_search_filters_kinds_types_and_layers(stack: Stack) -> None:
     )
     assert refused.code == "UNAUTHORIZED"
     missing = stack.error("add_memory_link", {"subject": "A", "predicate": "p", "object": "B", "layer": "project"})
-    assert missing.code == "INVALID_INPUT" and missing.details["field"] == "layer"
+    assert missing.code == "INVALID_INPUT"
+    assert missing.details["field"] == "layer"
 
 
 def test_memory_search_include_graph(stack: Stack) -> None:
@@ -834,7 +896,8 @@ def test_an_exclusive_fact_inserted_into_the_past_splits_the_history(stack: Stac
     link(stack, "Alice", "works_at", "Acme", validAt="2019-01-01T00:00:00Z", exclusive=True)
     link(stack, "Alice", "works_at", "Globex", validAt="2024-01-01T00:00:00Z", exclusive=True)
     initech = link(stack, "Alice", "works_at", "Initech", validAt="2021-01-01T00:00:00Z", exclusive=True)
-    assert initech["fact"]["invalidAt"] == "2024-01-01T00:00:00Z" and len(initech["invalidated"]) == 1
+    assert initech["fact"]["invalidAt"] == "2024-01-01T00:00:00Z"
+    assert len(initech["invalidated"]) == 1
     assert spans(stack, "Alice", asOf="2022-06-01T00:00:00Z") == [
         ("Acme", "2019", "2021", "invalid"),
         ("Globex", "2024", "", "future"),
@@ -850,7 +913,8 @@ def test_a_fact_ending_later_still_counts_as_the_same_fact(stack: Stack) -> None
     first = link(stack, "Fay", "works_at", "Acme", validAt="2020-01-01T00:00:00Z", exclusive=True)
     link(stack, "Fay", "works_at", "Globex", validAt="2090-01-01T00:00:00Z", exclusive=True)
     again = link(stack, "Fay", "works_at", "Acme")
-    assert again["created"] is False and again["factId"] == first["factId"]
+    assert again["created"] is False
+    assert again["factId"] == first["factId"]
     assert [f["object"] for f in get(stack, name="Fay", depth=0, asOf="2091-01-01T00:00:00Z")["facts"]] == ["Globex"]
 
 
@@ -859,7 +923,8 @@ def test_a_closed_exclusive_fact_does_not_end_one_that_outlives_it(stack: Stack)
     body = {"validAt": "2020-01-01T00:00:00Z", "invalidAt": "2021-01-01T00:00:00Z", "exclusive": True}
     before = {sk: item.version for sk, item in stack.raw().items()}
     error = stack.error("add_memory_link", {"subject": "Gus", "predicate": "works_at", "object": "Globex", **body})
-    assert error.code == "INVALID_INPUT" and error.details["field"] == "exclusive"
+    assert error.code == "INVALID_INPUT"
+    assert error.details["field"] == "exclusive"
     assert {sk: item.version for sk, item in stack.raw().items()} == before
     assert spans(stack, "Gus") == [("Acme", "2019", "", "valid")]
 
@@ -868,7 +933,8 @@ def test_repeating_a_fact_with_exclusive_still_ends_what_it_contradicts(stack: S
     paris = link(stack, "Bob", "lives_in", "Paris", validAt="2020-01-01T00:00:00Z")
     rome = link(stack, "Bob", "lives_in", "Rome", validAt="2023-01-01T00:00:00Z")
     again = link(stack, "Bob", "lives_in", "Rome", exclusive=True)
-    assert again["created"] is False and again["factId"] == rome["factId"]
+    assert again["created"] is False
+    assert again["factId"] == rome["factId"]
     assert again["invalidated"] == [paris["factId"]]
     assert [f["object"] for f in get(stack, name="Bob", depth=0)["facts"]] == ["Rome"]
     assert spans(stack, "Bob")[0] == ("Paris", "2020", "2023", "invalid")
@@ -889,7 +955,8 @@ def test_a_fact_whose_end_is_being_deleted_is_not_found_not_a_crash(
         stack.call("delete_memory_object", {"name": "Acme", "confirmationToken": token})
     monkeypatch.undo()
     error = stack.error("invalidate_memory_link", {"factId": added["factId"]})
-    assert error.code == "NOT_FOUND" and error.details["field"] == "factId"
+    assert error.code == "NOT_FOUND"
+    assert error.details["field"] == "factId"
 
 
 def test_deleting_an_entity_with_many_exclusive_predicates_fits_every_write(stack: Stack) -> None:
@@ -898,7 +965,9 @@ def test_deleting_an_entity_with_many_exclusive_predicates_fits_every_write(stac
         link(stack, "Hub", f"role_{n}", f"Target {n}", exclusive=True)
     token = stack.call("delete_memory_object", {"name": "Hub"})["confirmationToken"]
     done = stack.call("delete_memory_object", {"name": "Hub", "confirmationToken": token})
-    assert done["deleted"] is True and done["factsAffected"] == 105 and done["hasMore"] is False
+    assert done["deleted"] is True
+    assert done["factsAffected"] == 105
+    assert done["hasMore"] is False
     assert not [sk for sk in stack.raw() if sk.startswith(("EXCL#", "LINK#", "FACT#"))]
     assert_no_orphans(stack)
 
@@ -912,10 +981,13 @@ def test_a_large_entity_is_deleted_over_several_calls(stack: Stack, monkeypatch:
     entity_id = get(stack, name="Hub", depth=0)["entity"]["entityId"]
     token = stack.call("delete_memory_object", {"name": "Hub"})["confirmationToken"]
     first = stack.call("delete_memory_object", {"name": "Hub", "confirmationToken": token})
-    assert first["deleted"] is True and first["hasMore"] is True and first["factsAffected"] == 40
+    assert first["deleted"] is True
+    assert first["hasMore"] is True
+    assert first["factsAffected"] == 40
     assert stack.error("get_memory_object", {"entityId": entity_id}).code == "NOT_FOUND"
     rest = stack.call("delete_memory_object", {"entityId": entity_id})
-    assert rest["hasMore"] is False and rest["factsAffected"] == 10
+    assert rest["hasMore"] is False
+    assert rest["factsAffected"] == 10
     assert not [sk for sk in stack.raw() if entity_id in sk]
     assert_no_orphans(stack)
 
@@ -941,7 +1013,8 @@ def test_a_link_racing_the_deletion_of_its_entity_never_links_to_a_deleted_entit
         added = link(stack, "Bob", "works_at", "Acme")
     finally:
         del links._resolve
-    assert deleted and added["object"]["created"] is True
+    assert deleted
+    assert added["object"]["created"] is True
     assert get(stack, name="Acme", depth=0)["entity"]["entityId"] == added["object"]["entityId"]
     assert_no_orphans(stack)
 
@@ -949,13 +1022,15 @@ def test_a_link_racing_the_deletion_of_its_entity_never_links_to_a_deleted_entit
 def test_dates_are_iso_text_not_numbers(stack: Stack) -> None:
     for value in ("2024", 2024, "1700000000"):
         error = stack.error("add_memory_link", {"subject": "A", "predicate": "p", "object": "B", "validAt": value})
-        assert error.code == "INVALID_INPUT" and error.details["field"] == "validAt"
+        assert error.code == "INVALID_INPUT"
+        assert error.details["field"] == "validAt"
 
 
 def test_memory_search_with_the_graph_and_a_blank_query_answers_nothing_from_the_graph(stack: Stack) -> None:
     link(stack, "Alice", "works_at", "Acme")
     answer = stack.call("memory_search", {"query": "   ", "includeGraph": True})
-    assert answer["success"] is True and answer["graph"] is None
+    assert answer["success"] is True
+    assert answer["graph"] is None
 
 
 def test_with_the_history_neighbours_are_reached_over_ended_facts_too(stack: Stack) -> None:

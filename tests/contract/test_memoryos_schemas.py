@@ -1,4 +1,5 @@
-"""The MemoryOS contract: the eight draft-07 schemas vendored in mnemo/conversations/contracts/.
+"""The MemoryOS contract: the draft-07 schemas vendored in mnemo/conversations/contracts/, an input and an
+output schema for each tool of the conversations family.
 
 Inputs: every example valid under an input schema (the required set, the full
 set) is accepted; invalid ones (a required field missing, a wrong type, too long
@@ -25,11 +26,12 @@ from helpers import ctx
 from mnemo.conversations import contracts
 from mnemo.errors import InvalidInput, MnemoError
 from mnemo.runtime import Services
-from mnemo.tools.registry import get_tool
+from mnemo.tools.registry import get_tool, load_catalog
 
 CONTRACTS = contracts.DIRECTORY
 ALICE = ctx()
-TOOLS = ("add_conversation", "add_execution", "retrieve_conversation", "retrieve_execution")
+#: Every tool of the conversations family, from the catalog: each answers to a vendored MemoryOS contract.
+TOOLS = tuple(name for name, tool in load_catalog().items() if tool.family == "conversations")
 
 FULL: dict[str, dict[str, Any]] = {
     "add_conversation": {
@@ -96,14 +98,17 @@ def validate_output(tool: str, answer: dict[str, Any]) -> None:
     assert not errors, errors
 
 
-def test_the_eight_schemas_are_draft_07_and_the_date_time_format_is_checked() -> None:
+def test_every_conversation_tool_has_its_two_draft_07_schemas_and_the_date_time_format_is_checked() -> None:
+    vendored = {path.stem for path in CONTRACTS.glob("*.json")}
+    assert vendored == {f"{tool}_{side}" for tool in TOOLS for side in ("input", "output")}
     for tool in TOOLS:
         for side in ("input", "output"):
             loaded = schema(f"{tool}_{side}")
             assert loaded["$schema"] == "http://json-schema.org/draft-07/schema#"
             Draft7Validator.check_schema(loaded)
     checker = Draft7Validator({"type": "string", "format": "date-time"}, format_checker=Draft7Validator.FORMAT_CHECKER)
-    assert checker.is_valid("2024-12-15T14:30:00Z") and not checker.is_valid("yesterday at noon")
+    assert checker.is_valid("2024-12-15T14:30:00Z")
+    assert not checker.is_valid("yesterday at noon")
 
 
 # ------------------------------------------------------------------- inputs ---
@@ -269,7 +274,8 @@ def test_every_output_validates_against_its_schema(services: Services) -> None:
     for label, answer in answers.items():
         validate_output("retrieve_conversation", answer)
         assert set(answer) == {"success", "message", "data"}, label
-    assert answers["general"]["data"]["conversations"] and answers["empty"]["data"]["conversations"] == []
+    assert answers["general"]["data"]["conversations"]
+    assert answers["empty"]["data"]["conversations"] == []
     assert answers["specific"]["data"]["query_type"] == "specific_message"
     assert answers["time filtered"]["data"]["query_type"] == "time_filtered"
     assert answers["specific"]["data"]["conversations"][0]["has_execution_memory"] is True
@@ -290,7 +296,8 @@ def test_every_output_validates_against_its_schema(services: Services) -> None:
         "severity": "low",
     }
     assert executions["pattern"]["data"]["query_type"] == "pattern_search"
-    assert executions["empty"]["data"]["executions"] == [] and executions["empty"]["data"]["total_found"] == 0
+    assert executions["empty"]["data"]["executions"] == []
+    assert executions["empty"]["data"]["total_found"] == 0
 
 
 def test_output_validation_would_catch_a_broken_answer(services: Services) -> None:

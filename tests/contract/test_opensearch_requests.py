@@ -274,7 +274,8 @@ def test_serverless_writes_never_choose_an_id(recorded: Callable[..., Any]) -> N
     actions = recorder.bulk_actions()
     indexed = [action["index"] for action, source in actions if source is not None]
     deleted = [action["delete"]["_id"] for action, _ in actions if "delete" in action]
-    assert indexed and all("_id" not in meta for meta in indexed)
+    assert indexed
+    assert all("_id" not in meta for meta in indexed)
     assert len(deleted) == 2  # the first "a", then "b"; "never-there" had no document
     assert not {"a", "b", "never-there"} & set(deleted)  # OpenSearch's ids, found through doc_id
     for sent in recorder.sent:
@@ -353,7 +354,8 @@ def test_lexical_statistics_and_candidates_come_in_one_round_trip(recorded: Call
     assert header == header2 == header3 == {"index": index.index_name(NS)}
     assert totals == {"size": 0, "track_total_hits": True, "aggs": {"avgdl": {"avg": {"field": "length"}}}}
     # Document frequencies are counted among the documents that hold a query term, not all of them.
-    assert df["size"] == 0 and df["query"] == {"terms": {"terms": ["coffe", "morn"]}}
+    assert df["size"] == 0
+    assert df["query"] == {"terms": {"terms": ["coffe", "morn"]}}
     assert df["aggs"]["df"]["filters"]["filters"] == {
         "coffe": {"term": {"terms": "coffe"}},
         "morn": {"term": {"terms": "morn"}},
@@ -486,9 +488,11 @@ def test_failures_become_retryable_mnemo_errors_without_traces(
         with pytest.raises(expected) as raised:
             call()
         envelope = raised.value.envelope()
-        assert envelope["errorCode"] == code and envelope["retryable"] is True
+        assert envelope["errorCode"] == code
+        assert envelope["retryable"] is True
         assert "Traceback" not in json.dumps(envelope)
-        assert raised.value.__cause__ is None and raised.value.__suppress_context__
+        assert raised.value.__cause__ is None
+        assert raised.value.__suppress_context__
 
 
 def test_rejected_bulk_items_are_reported(recorded: Callable[..., Any]) -> None:
@@ -543,7 +547,8 @@ def test_make_client_signs_with_sigv4_for_the_service(aws_credentials: None, ser
     assert isinstance(auth, Urllib3AWSV4SignerAuth)
     assert auth.service == service
     assert auth.signer.region == "eu-west-1"
-    assert connection.host.startswith("https://") and connection.host.endswith(":443")
+    assert connection.host.startswith("https://")
+    assert connection.host.endswith(":443")
     host = connection.host.removeprefix("https://").removesuffix(":443")
     headers = auth("POST", f"https://{host}/mnemo-memory/_search", b'{"size": 0}')
     assert f"/eu-west-1/{service}/aws4_request" in headers["Authorization"]
@@ -554,8 +559,10 @@ def test_make_client_for_a_local_url_does_not_sign(aws_credentials: None) -> Non
     client = make_client("http://127.0.0.1:9200", None, "aoss", endpoint_is_local=True)
 
     assert client.transport.get_connection().http_auth is None
-    assert is_local_endpoint("http://localhost:9200") and is_local_endpoint("http://127.0.0.1:1")
-    assert not is_local_endpoint("https://localhost:9200") and not is_local_endpoint("http://example.com")
+    assert is_local_endpoint("http://localhost:9200")
+    assert is_local_endpoint("http://127.0.0.1:1")
+    assert not is_local_endpoint("https://localhost:9200")
+    assert not is_local_endpoint("http://example.com")
 
 
 def test_make_client_refuses_bad_arguments(aws_credentials: None) -> None:
@@ -600,7 +607,8 @@ def test_index_names_are_valid_and_distinct() -> None:
     assert names[1] == "mnemo-t_3dacme_7cuser_7cu_3dalice"
     assert len(set(names)) == len(names)
     for name in names:
-        assert name == name.lower() and len(name.encode()) <= 255
+        assert name == name.lower()
+        assert len(name.encode()) <= 255
         assert not set('\\/*?"<>| ,#:') & set(name)
     for prefix in ("", "Mnemo-", "_mnemo", "mnemo|"):
         with pytest.raises(ValueError):
@@ -625,7 +633,8 @@ def test_vector_mapping_is_the_documented_serverless_compatible_one() -> None:
     """
     for serverless in (False, True):
         vector = index_definition(384, serverless=serverless)["mappings"]["properties"]["vector"]
-        assert vector["type"] == "knn_vector" and vector["dimension"] == 384
+        assert vector["type"] == "knn_vector"
+        assert vector["dimension"] == 384
         assert not {"mode", "compression_level", "data_type", "model_id"} & set(vector)
         method = vector["method"]
         assert (method["name"], method["engine"], method["space_type"]) == ("hnsw", "faiss", "innerproduct")
@@ -639,7 +648,8 @@ def test_vector_mapping_is_the_documented_serverless_compatible_one() -> None:
 
 def _bootstrap_module() -> ModuleType:
     spec = importlib.util.spec_from_file_location("bootstrap_opensearch", ROOT / "infra" / "bootstrap_opensearch.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)

@@ -87,12 +87,14 @@ def test_pushed_files_reach_the_sync_job_which_outlines_each_one(aws: Stack, rou
         answer = outline_events.handler(event, FakeLambdaContext())
         results.update(answer.get("results", {}))
         assert "ignored" in answer or event["detail"]["object"]["key"].endswith(tuple(CODE))
-    assert sorted(results) == sorted(CODE) and set(results.values()) == {"parsed"}
+    assert sorted(results) == sorted(CODE)
+    assert set(results.values()) == {"parsed"}
     assert len(aws.outline_keys()) == len(CODE)
 
     # the index is current: the tool parses nothing and answers from DynamoDB and S3
     answer = call(aws.services, PROJECT, "outline_symbol", {"symbol": "Reserve", "language": "go", "depth": 1})
-    assert answer["parsed"] == 0 and answer["files"] == 3
+    assert answer["parsed"] == 0
+    assert answer["files"] == 3
     assert "calls inventory.Store.Get [method] inventory/store.go:13" in answer["text"]
 
 

@@ -50,12 +50,15 @@ def test_embedded_to_dynamodb_and_s3_and_back_loses_nothing(on_aws: Services, tm
     populate(source)
     exported = export_to(source, tmp_path / "acme.jsonl")
     counts = file_counts(exported)
-    assert counts["memories"] > 30 and counts["workspace"] > 30 and counts["blob:knowledge"] == 13
+    assert counts["memories"] > 30
+    assert counts["workspace"] > 30
+    assert counts["blob:knowledge"] == 13
 
     # embedded -> DynamoDB + S3: every record and file version added, then found by the target's own index
     summary = import_from(on_aws, exported)
     assert outcome(summary, "added") == counts
-    assert summary["indexPending"] == 0 and summary["sync"]["result"] == {
+    assert summary["indexPending"] == 0
+    assert summary["sync"]["result"] == {
         "added": 13,
         "updated": 0,
         "deleted": 0,
@@ -63,7 +66,8 @@ def test_embedded_to_dynamodb_and_s3_and_back_loses_nothing(on_aws: Services, tm
         "failures": 0,
     }
     assert answers(on_aws) == answers(source)
-    assert on_aws.settings.records == "dynamodb" and on_aws.settings.blobs == "s3"
+    assert on_aws.settings.records == "dynamodb"
+    assert on_aws.settings.blobs == "s3"
 
     # S3 gave the file versions ids of its own; the workspace records now name those
     moved = records_by_key(export_to(on_aws, tmp_path / "from-aws.jsonl"))
@@ -81,7 +85,9 @@ def test_embedded_to_dynamodb_and_s3_and_back_loses_nothing(on_aws: Services, tm
 
     # the same file again changes nothing on AWS either
     again = import_from(on_aws, exported)
-    assert outcome(again, "unchanged") == counts and outcome(again, "added") == {} and again["kept"] == []
+    assert outcome(again, "unchanged") == counts
+    assert outcome(again, "added") == {}
+    assert again["kept"] == []
 
     # DynamoDB + S3 -> a new embedded store with the source's settings: the very records the source holds
     back = Services(Settings(data_dir=tmp_path / "back", embedder="hashing"))  # type: ignore[call-arg]
@@ -93,5 +99,6 @@ def test_embedded_to_dynamodb_and_s3_and_back_loses_nothing(on_aws: Services, tm
     # DynamoDB + S3 -> the source itself: S3's copies are known by the origin they carry, so nothing is doubled
     versions = {key: len(source.blobs.versions(key)) for key in source.blobs.list_keys("")}
     home = import_from(source, tmp_path / "from-aws.jsonl")
-    assert outcome(home, "added") == {} and home["kept"] == []
+    assert outcome(home, "added") == {}
+    assert home["kept"] == []
     assert {key: len(source.blobs.versions(key)) for key in source.blobs.list_keys("")} == versions

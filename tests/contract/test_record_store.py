@@ -477,5 +477,6 @@ def test_each_dynamodb_transaction_carries_its_own_request_token(tmp_path: Path)
         client.meta.events.unregister("provide-client-params.dynamodb.TransactWriteItems", record)
         client.delete_table(TableName=name)
     tokens = [params["ClientRequestToken"] for params in sent]
-    assert len(tokens) == 2 and len(set(tokens)) == 2
+    assert len(tokens) == 2
+    assert len(set(tokens)) == 2
     assert all(1 <= len(token) <= 36 for token in tokens)  # the documented length of ClientRequestToken

@@ -109,18 +109,22 @@ def test_sync_writes_to_dynamodb_from_s3_and_a_second_run_is_unchanged(synced: A
     assert listed["KeyCount"] == EXAMPLE_COUNT
     state = table_items(synced, f"SYNC|t={TENANT}")
     assert len([sk for sk in state if sk.startswith("ITEM#")]) == EXAMPLE_COUNT
-    assert "STATE" in state and "LOCK" not in state and not [sk for sk in state if sk.startswith("FAIL#")]
+    assert "STATE" in state
+    assert "LOCK" not in state
+    assert not [sk for sk in state if sk.startswith("FAIL#")]
     entry = json.loads(state[f"ITEM#{ADR_PATH}"]["data"]["S"])
     scope = scope_of(TENANT, "org", "engineering")
     assert (entry["itemId"], entry["layer"], entry["scope"]) == (ADR_042, "org", scope)
     # The catalog record names the S3 object version it was synced from.
     record = json.loads(table_items(synced, f"KNOW|{scope}")[f"ITEM#{ADR_042}"]["data"]["S"])
     current = s3.head_object(Bucket=synced.bucket, Key=f"knowledge/{TENANT}/{ADR_PATH}")
-    assert record["item"]["version"] == current["VersionId"] and record["path"] == ADR_PATH
+    assert record["item"]["version"] == current["VersionId"]
+    assert record["path"] == ADR_PATH
 
     assert synced.sync() == {**NOTHING, "unchanged": EXAMPLE_COUNT}
     status = synced.services.sync.status(TENANT)
-    assert status.healthy is True and status.stats.total_syncs == 2
+    assert status.healthy is True
+    assert status.stats.total_syncs == 2
     assert status.stats.total_items_synced == EXAMPLE_COUNT
 
 
@@ -135,7 +139,8 @@ def test_one_add_one_change_one_delete_are_counted_once_each(synced: AwsStack) -
     assert synced.sync() == {"added": 1, "updated": 1, "deleted": 1, "unchanged": EXAMPLE_COUNT - 2, "failures": 0}
 
     shown = services.knowledge.show(ENGINEER, KnowledgeShowInput(id=ADR_042))
-    assert shown.item is not None and shown.item.content.endswith("Revisited.")
+    assert shown.item is not None
+    assert shown.item.content.endswith("Revisited.")
     assert services.knowledge.show(ENGINEER, KnowledgeShowInput(id="policy-new")).item is not None
     with pytest.raises(NotFound):
         services.knowledge.show(ENGINEER, KnowledgeShowInput(id="spec-checkout-api"))
@@ -146,7 +151,8 @@ def test_one_add_one_change_one_delete_are_counted_once_each(synced: AwsStack) -
     versions = synced.client("s3").list_object_versions(
         Bucket=synced.bucket, Prefix=f"knowledge/{TENANT}/projects/checkout-api/spec-checkout-api.md"
     )
-    assert len(versions["DeleteMarkers"]) == 1 and len(versions["Versions"]) == 1
+    assert len(versions["DeleteMarkers"]) == 1
+    assert len(versions["Versions"]) == 1
 
 
 def test_show_history_is_the_s3_versions_with_author_and_message(synced: AwsStack) -> None:
@@ -169,7 +175,8 @@ def test_show_history_is_the_s3_versions_with_author_and_message(synced: AwsStac
     # They really travelled as S3 object metadata, which is ASCII: percent-encoded.
     head = s3.head_object(Bucket=synced.bucket, Key=key, VersionId=latest)
     assert head["Metadata"]["author"] == "Jos%C3%A9"
-    assert head["Metadata"]["author"].isascii() and head["Metadata"]["message"].isascii()
+    assert head["Metadata"]["author"].isascii()
+    assert head["Metadata"]["message"].isascii()
 
 
 def test_check_blocks_mysql2_for_the_engineering_org(synced: AwsStack) -> None:
@@ -219,7 +226,8 @@ def test_a_put_to_the_bucket_reaches_sync_through_the_templates_rule(synced: Aws
     (event,) = route.receive(1)  # not the draft outside knowledge/, nor the other bucket's object
     key = f"knowledge/{TENANT}/company/policy-new.md"
     assert (event["source"], event["detail-type"]) == ("aws.s3", "Object Created")
-    assert event["detail"]["bucket"]["name"] == synced.bucket and event["detail"]["object"]["key"] == key
+    assert event["detail"]["bucket"]["name"] == synced.bucket
+    assert event["detail"]["object"]["key"] == key
     current = s3.head_object(Bucket=synced.bucket, Key=key)["VersionId"]
     assert event["detail"]["object"]["version-id"] == current
 
@@ -227,7 +235,9 @@ def test_a_put_to_the_bucket_reaches_sync_through_the_templates_rule(synced: Aws
 
     assert result == {"tenant": TENANT, "path": "company/policy-new.md", "result": {**NOTHING, "added": 1}}
     shown = services.knowledge.show(ENGINEER, KnowledgeShowInput(id="policy-new", include_history=True))
-    assert shown.item is not None and shown.history is not None and shown.history[0].author == "ana"
+    assert shown.item is not None
+    assert shown.history is not None
+    assert shown.history[0].author == "ana"
     assert "ITEM#company/policy-new.md" in table_items(synced, f"SYNC|t={TENANT}")
     assert synced.sync()["unchanged"] == EXAMPLE_COUNT + 1  # nothing left for the schedule to do
 

@@ -75,7 +75,9 @@ def test_records_layout_on_dynamodb(aws: tuple[Services, str]) -> None:
     items = table_items(table, "TOPIC|t=acme|project|p=checkout")
     assert set(items) == {"GENERAL", "TOPIC#deployment", "BODY#deployment"}
     head = json.loads(items["TOPIC#deployment"]["data"]["S"])
-    assert head["name"] == "Deployment" and head["tags"] == ["ops"] and "content" not in head
+    assert head["name"] == "Deployment"
+    assert head["tags"] == ["ops"]
+    assert "content" not in head
     assert json.loads(items["BODY#deployment"]["data"]["S"]) == {"content": "Blue green."}
     assert items["TOPIC#deployment"]["version"]["N"] == items["BODY#deployment"]["version"]["N"] == "1"
     assert json.loads(items["GENERAL"]["data"]["S"])["content"] == "Checkout API."
@@ -91,11 +93,13 @@ def test_conflict_refine_and_version_on_dynamodb(aws: tuple[Services, str]) -> N
         "refine_memory",
         {"topic": "t", "tagsToAdd": ["B"], "tagsToRemove": ["DRAFT"], "newSummary": "New.", "newContent": "v2"},
     )
-    assert refined["version"] == 2 and refined["tags"] == ["a", "B"]
+    assert refined["version"] == 2
+    assert refined["tags"] == ["a", "B"]
     stale = error_of(
         lambda: call(services, WRITER, "refine_memory", {"topic": "t", "newContent": "x", "expectedVersion": 1})
     )
-    assert isinstance(stale, Conflict) and stale.details["field"] == "expectedVersion"
+    assert isinstance(stale, Conflict)
+    assert stale.details["field"] == "expectedVersion"
     recalled = call(services, WRITER, "recall_memory", {"topic": "t"})
     assert (recalled["content"], recalled["summary"], recalled["version"]) == ("v2", "New.", 2)
     assert "- **t** [a, B]: New." in call(services, WRITER, "recall_general_memory", {})["index"]
@@ -142,7 +146,8 @@ def test_general_info_and_forget_on_dynamodb(aws: tuple[Services, str]) -> None:
     memorize(services, "deployment", summary="How we deploy.", content="Blue green deployments on Tuesdays.")
     call(services, WRITER, "memorize_general_info", {"content": "General."})
     header = error_of(lambda: call(services, WRITER, "memorize_general_info", {"content": "## Specialized Knowledge"}))
-    assert isinstance(header, InvalidInput) and header.details["field"] == "content"
+    assert isinstance(header, InvalidInput)
+    assert header.details["field"] == "content"
     assert call(services, WRITER, "recall_general_memory", {})["content"] == "General."
     found = call(services, WRITER, "search_memories", {"query": "blue green deployments"})
     assert found["topics"] == ["deployment"]
@@ -157,7 +162,8 @@ def test_names_tags_roles_and_isolation_on_dynamodb(aws: tuple[Services, str]) -
     services, _ = aws
     for name in ("a/b", "..", "a\x00b", "x" * 129):
         error = error_of(lambda name=name: memorize(services, name))
-        assert isinstance(error, InvalidInput) and error.details["field"] == "topic"
+        assert isinstance(error, InvalidInput)
+        assert error.details["field"] == "topic"
     memorize(services, "deployment", tags=["Deploy"])
     assert call(services, WRITER, "search_memories", {"tags": ["DEPLOY"]})["topics"] == ["deployment"]
     reader = ctx(tenant="acme", project="checkout")

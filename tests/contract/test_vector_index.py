@@ -733,4 +733,5 @@ def test_keywords_of_answers_the_held_docs_filter_fields_by_id(index_opener: Ope
         "a": {"scope": ["t=acme|user|u=bob"], "kind": ["memory"]}
     }
     assert index_opener().keywords_of(NS, ["a"])["a"]["scope"] == ["t=acme|user|u=bob"]  # another handle too
-    assert index.keywords_of("empty", ["a"]) == {} and index.keywords_of(NS, []) == {}
+    assert index.keywords_of("empty", ["a"]) == {}
+    assert index.keywords_of(NS, []) == {}

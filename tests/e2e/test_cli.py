@@ -47,7 +47,8 @@ def test_call_round_trip_with_identity_from_the_environment(tmp_path: Path) -> N
     )
     assert json.loads(stranger.stdout)["results"] == []
     reindexed = run("reindex", env=env)
-    assert reindexed.returncode == 0 and "reindexed 1 memories" in reindexed.stdout
+    assert reindexed.returncode == 0
+    assert "reindexed 1 memories" in reindexed.stdout
 
 
 def test_call_with_bad_input_prints_the_envelope_and_fails(tmp_path: Path) -> None:
@@ -55,11 +56,14 @@ def test_call_with_bad_input_prints_the_envelope_and_fails(tmp_path: Path) -> No
     done = run("call", "memory_search", '{"query": "x", "limit": 0}', env=env)
     assert done.returncode == 1
     envelope = json.loads(done.stdout)
-    assert envelope["errorCode"] == "INVALID_INPUT" and envelope["details"]["field"] == "limit"
+    assert envelope["errorCode"] == "INVALID_INPUT"
+    assert envelope["details"]["field"] == "limit"
     done = run("call", "memory_add", "{oops", env=env)
-    assert done.returncode == 1 and json.loads(done.stdout)["details"]["field"] == "body"
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["details"]["field"] == "body"
     done = run("call", "nope", "{}", env=env)
-    assert done.returncode == 1 and json.loads(done.stdout)["errorCode"] == "NOT_FOUND"
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["errorCode"] == "NOT_FOUND"
 
 
 def _drop_blocks_index(data_dir: Path) -> None:

@@ -68,7 +68,9 @@ def test_every_option_with_a_default_says_it_in_its_help() -> None:
 
 def test_every_sub_command_help_renders() -> None:
     names = [words for words, _ in commands(build_parser())]
-    assert ("serve",) in names and ("knowledge", "push") in names and ("workspace", "pull") in names
+    assert ("serve",) in names
+    assert ("knowledge", "push") in names
+    assert ("workspace", "pull") in names
     for words in names:
         shown = mnemo(*words, "--help")
         assert shown.returncode == 0, (words, shown.stderr)

@@ -92,10 +92,13 @@ def test_the_envelope_comes_back_as_typed_exceptions(server: str) -> None:
     client = MnemoClient(server, auth=IDENTITY)
     with pytest.raises(InvalidInputError) as invalid:
         client.memory_add(content="")
-    assert invalid.value.field == "content" and invalid.value.status == 400 and not invalid.value.retryable
+    assert invalid.value.field == "content"
+    assert invalid.value.status == 400
+    assert not invalid.value.retryable
     with pytest.raises(NotFoundError) as missing:
         client.memory_delete(memory_id="mem_nope")
-    assert missing.value.status == 404 and missing.value.field == "memoryId"
+    assert missing.value.status == 404
+    assert missing.value.field == "memoryId"
 
 
 def test_the_async_client_answers_the_same(server: str) -> None:
@@ -148,7 +151,9 @@ def test_retryable_answers_are_retried_with_backoff_and_others_are_not(flaky: st
     waits: list[float] = []
     transport = Transport(flaky, auth=ApiKey("k-123"), sleep=waits.append)
     assert transport.call("memory_add", {"content": "x"}) == {"success": True, "memoryId": "mem_1"}
-    assert len(waits) == 2 and 0.2 <= waits[0] < 0.4 and 0.4 <= waits[1] < 0.8
+    assert len(waits) == 2
+    assert 0.2 <= waits[0] < 0.4
+    assert 0.4 <= waits[1] < 0.8
     assert all(headers.get("x-api-key") == "k-123" for headers in _Flaky.seen)
 
     conflict = {"success": False, "errorCode": "CONFLICT", "message": "no", "details": {}, "retryable": False}
@@ -164,7 +169,8 @@ def test_retryable_answers_are_retried_with_backoff_and_others_are_not(flaky: st
 def test_no_server_is_a_transport_error() -> None:
     with pytest.raises(TransportError) as failed:
         Transport("http://127.0.0.1:9", retries=1, sleep=lambda _: None).call("memory_add", {"content": "x"})
-    assert failed.value.retryable and failed.value.code == "TRANSPORT"
+    assert failed.value.retryable
+    assert failed.value.code == "TRANSPORT"
 
 
 def test_sigv4_signs_each_request_in_the_documented_form(flaky: str) -> None:
@@ -185,6 +191,7 @@ def test_sigv4_signs_each_request_in_the_documented_form(flaky: str) -> None:
         authorization,
     )
     assert match is not None, authorization
-    assert headers["x-amz-date"].startswith(match.group(1)) and re.fullmatch(r"\d{8}T\d{6}Z", headers["x-amz-date"])
+    assert headers["x-amz-date"].startswith(match.group(1))
+    assert re.fullmatch(r"\d{8}T\d{6}Z", headers["x-amz-date"])
     assert {"host", "x-amz-date", "x-amz-security-token"} <= set(match.group(2).split(";"))
     assert headers["x-amz-security-token"] == "session-token"

@@ -100,8 +100,10 @@ def test_a_view_per_user_shares_the_client_and_names_only_its_own_identity(scrip
     alice.memory_search(query="x")
     sent = [mnemo_headers(headers) for *_, headers in script.requests]
     assert sent == [ALICE_HEADERS, {"x-mnemo-user": "bob"}, {}, ALICE_HEADERS]
-    assert alice.transport.auth is bob.transport.auth is auth and alice.transport.retries == 1
-    assert client.delegation is None and bob.delegation == Delegation("bob")
+    assert alice.transport.auth is bob.transport.auth is auth
+    assert alice.transport.retries == 1
+    assert client.delegation is None
+    assert bob.delegation == Delegation("bob")
 
 
 def _signed_headers(authorization: str) -> list[str]:
@@ -164,7 +166,8 @@ def test_a_malformed_id_is_refused_naming_its_field(field: str, value: Any) -> N
     fields: dict[str, Any] = {"user": "alice", field: value}
     with pytest.raises(IdentityValueError) as refused:
         Delegation(**fields)
-    assert refused.value.field == field and field in str(refused.value)
+    assert refused.value.field == field
+    assert field in str(refused.value)
 
 
 @pytest.mark.parametrize("value", BAD_IDS[:-2] + GOOD_IDS)
@@ -233,7 +236,8 @@ def test_views_against_a_real_server_keep_users_and_sessions_apart(services: Ser
         bob_s1 = agent.on_behalf_of(user="bob", session="s1")
         in_session = alice_s1.memory_add(content="The refund for order 1234 is pending", layer="session")
         for_alice = alice_s1.memory_add(content="Alice prefers refunds as store credit", layer="user")
-        assert in_session["layer"] == "session" and for_alice["layer"] == "user"
+        assert in_session["layer"] == "session"
+        assert for_alice["layer"] == "user"
 
         def found(client: MnemoClient) -> set[str]:
             hits = client.memory_search(query="refund order store credit", threshold=0.0)["results"]

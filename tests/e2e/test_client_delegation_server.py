@@ -79,7 +79,8 @@ def test_a_listed_delegate_acts_for_the_user_the_client_names(
         "support-bot",
         "chat-42",
     )
-    assert context.roles == frozenset({"writer"}) and context.project is None
+    assert context.roles == frozenset({"writer"})
+    assert context.project is None
 
 
 @pytest.mark.parametrize("shape", ["rest", "http-api"])

@@ -47,14 +47,16 @@ def test_every_catalog_tool_becomes_a_langchain_tool_with_its_schema(tools: dict
     assert list(tools) == [entry["name"] for entry in catalog()]
     add = tools["memory_add"]
     assert add.description == load_catalog()["memory_add"].description
-    assert add.args["content"]["type"] == "string" and "layer" in add.args
+    assert add.args["content"]["type"] == "string"
+    assert "layer" in add.args
 
 
 def test_an_agent_framework_call_stores_and_finds_a_memory(tools: dict[str, BaseTool]) -> None:
     added = json.loads(
         tools["memory_add"].invoke({"content": "The atlas service deploys on Fridays", "layer": "project"})
     )
-    assert added["success"] and added["layer"] == "project"
+    assert added["success"]
+    assert added["layer"] == "project"
     found = json.loads(tools["memory_search"].invoke({"query": "when does atlas deploy?", "threshold": 0.0}))
     assert found["results"][0]["memoryId"] == added["memoryId"]
     later = json.loads(asyncio.run(tools["memory_search"].ainvoke({"query": "atlas deploys", "threshold": 0.0})))
@@ -64,7 +66,8 @@ def test_an_agent_framework_call_stores_and_finds_a_memory(tools: dict[str, Base
 def test_an_error_goes_back_to_the_model_as_the_envelope(tools: dict[str, BaseTool]) -> None:
     answer = tools["memory_delete"].invoke({"memoryId": "mem_nope"})
     envelope = json.loads(answer)
-    assert envelope["success"] is False and envelope["errorCode"] == "NOT_FOUND"
+    assert envelope["success"] is False
+    assert envelope["errorCode"] == "NOT_FOUND"
     assert envelope["details"]["field"] == "memoryId"
 
 
@@ -108,9 +111,11 @@ def test_a_langchain_agent_runs_its_loop_over_mnemo_tools(services: Services) ->
     results = {message.tool_call_id: message for message in state["messages"] if isinstance(message, ToolMessage)}
     added = json.loads(results["call_1"].content)
     found = json.loads(results["call_2"].content)
-    assert added["success"] and found["results"][0]["memoryId"] == added["memoryId"]
+    assert added["success"]
+    assert found["results"][0]["memoryId"] == added["memoryId"]
     refused = json.loads(results["call_3"].content)
-    assert results["call_3"].status == "error" and refused["errorCode"] == "NOT_FOUND"
+    assert results["call_3"].status == "error"
+    assert refused["errorCode"] == "NOT_FOUND"
     assert state["messages"][-1].content == "Atlas deploys on Fridays."
 
 

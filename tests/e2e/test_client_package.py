@@ -54,7 +54,8 @@ def test_the_wheel_holds_the_client_and_nothing_else(wheel: Path) -> None:
     assert shipped == [f"mnemo/client/{name}" for name in modules]
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist")]
-    assert all("extra ==" in line for line in requires) and len(requires) == 3  # the sigv4, langchain, strands extras
+    assert all("extra ==" in line for line in requires)
+    assert len(requires) == 3  # the sigv4, langchain, strands extras
 
 
 def test_installed_alone_it_calls_a_real_server(wheel: Path, tmp_path: Path, services: Services) -> None:
@@ -70,4 +71,6 @@ def test_installed_alone_it_calls_a_real_server(wheel: Path, tmp_path: Path, ser
             [sys.executable, "-S", "-c", SCRIPT, str(target), url], check=True, capture_output=True, text=True
         )
     answer = json.loads(done.stdout)
-    assert answer["added"] == answer["found"] and answer["missing"] == "NOT_FOUND" and answer["modules"] == []
+    assert answer["added"] == answer["found"]
+    assert answer["missing"] == "NOT_FOUND"
+    assert answer["modules"] == []

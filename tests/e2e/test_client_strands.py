@@ -58,7 +58,8 @@ def test_a_strands_agent_calls_mnemo_tools(strands_python: Path, services: Servi
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     assert answer["names"] == ["memory_add", "memory_search", "memory_delete"]
     spec = answer["specs"][0]
-    assert spec["inputSchema"]["json"]["required"] == ["content"] and spec["description"].startswith("Store")
+    assert spec["inputSchema"]["json"]["required"] == ["content"]
+    assert spec["description"].startswith("Store")
     assert answer["added"]["status"] == "success"
     stored = answer["added"]["content"][0]["json"]
     assert stored["layer"] == "project"
@@ -82,7 +83,8 @@ def test_a_strands_agent_loop_calls_the_tools_its_model_asks_for(strands_python:
     added, found = answer["results"]
     assert [added["toolUseId"], found["toolUseId"]] == ["t1", "t2"]
     stored = added["content"][0]["json"]
-    assert added["status"] == "success" and stored["layer"] == "project"
+    assert added["status"] == "success"
+    assert stored["layer"] == "project"
     assert found["content"][0]["json"]["results"][0]["memoryId"] == stored["memoryId"]
     assert answer["reply"].strip() == "Atlas deploys on Fridays."
 
@@ -113,6 +115,8 @@ def test_strands_tools_act_for_the_user_their_client_names(strands_python: Path,
         )
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     stored = answer["added"]["content"][0]["json"]
-    assert answer["added"]["status"] == "success" and stored["layer"] == "session"
+    assert answer["added"]["status"] == "success"
+    assert stored["layer"] == "session"
     assert [hit["memoryId"] for hit in answer["alice"]["content"][0]["json"]["results"]] == [stored["memoryId"]]
-    assert answer["bob"]["status"] == "success" and answer["bob"]["content"][0]["json"]["results"] == []
+    assert answer["bob"]["status"] == "success"
+    assert answer["bob"]["content"][0]["json"]["results"] == []

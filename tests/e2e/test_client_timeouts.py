@@ -30,6 +30,8 @@ def timed_out_then_ok() -> list[Answer]:
     return [Answer(504, json.dumps(GATEWAY_TIMEOUT).encode()), Answer(200, b'{"success": true, "id": "x"}')]
 
 
+# Samples of writes and reads, not every tool: once the catalog declares each tool's rights (records read or
+# read-write), they can be drawn from it.
 @pytest.mark.parametrize(
     ("tool", "body"),
     [
@@ -48,7 +50,8 @@ def test_a_write_without_a_key_is_not_sent_again_after_a_gateway_timeout(
     with pytest.raises(MnemoTimeoutError) as raised:
         Transport(url, sleep=lambda _: None).call(tool, body)
     assert len(script.requests) == 1
-    assert raised.value.retryable is False and raised.value.details["outcome"] == "unknown"
+    assert raised.value.retryable is False
+    assert raised.value.details["outcome"] == "unknown"
     assert "may have run" in raised.value.message
 
 
@@ -74,8 +77,10 @@ def test_a_bare_gateway_502_or_504_counts_as_may_have_run(scripted: tuple[str, S
         script.answers = [Answer(status, b'{"message": "Internal server error"}'), Answer(200)]
         with pytest.raises(TransportError) as raised:
             Transport(url, sleep=lambda _: None).call("memory_add", {"content": "x"})
-        assert raised.value.status == status and raised.value.retryable is False
-    assert [path for _, path, _ in script.requests] == ["/v1/tools/memory_add"] * 2 and len(script.answers) == 1
+        assert raised.value.status == status
+        assert raised.value.retryable is False
+    assert [path for _, path, _ in script.requests] == ["/v1/tools/memory_add"] * 2
+    assert len(script.answers) == 1
 
 
 def test_an_answer_that_says_not_run_is_retried_for_any_write(scripted: tuple[str, Script]) -> None:
@@ -94,7 +99,8 @@ def test_no_answer_in_time_is_like_a_gateway_timeout(scripted: tuple[str, Script
             Transport(url, timeout=0.3, sleep=lambda _: None).call("build_memory_from_text", {"content": "x"})
     finally:
         release.set()
-    assert raised.value.details["outcome"] == "unknown" and not raised.value.retryable
+    assert raised.value.details["outcome"] == "unknown"
+    assert not raised.value.retryable
     assert len(script.requests) == 1
 
 
@@ -104,4 +110,5 @@ def test_the_lists_name_catalog_tools_and_the_keys_their_requests_carry() -> Non
     for tool, key in KEYED_WRITES.items():
         properties = catalog[tool].request.model_json_schema(by_alias=True)["properties"]
         assert key in properties, (tool, key)
-    assert not safe_to_repeat("memory_add", {"content": "x"}) and not safe_to_repeat("unknown_tool", {})
+    assert not safe_to_repeat("memory_add", {"content": "x"})
+    assert not safe_to_repeat("unknown_tool", {})

@@ -25,7 +25,8 @@ def test_a_redirect_is_refused_not_followed(scripted: tuple[str, Script]) -> Non
     script.answers = [Answer(302, b"", {"Location": f"{url}/elsewhere"}), Answer(200, b'{"success": true}')]
     with pytest.raises(TransportError) as refused:
         Transport(url, auth=ApiKey("secret"), sleep=lambda _: None).call("memory_add", {"content": "x"})
-    assert refused.value.status == 302 and refused.value.retryable is False
+    assert refused.value.status == 302
+    assert refused.value.retryable is False
     assert [(method, path) for method, path, _ in script.requests] == [("POST", "/v1/tools/memory_add")]
 
 
@@ -34,11 +35,13 @@ def test_an_answer_cut_off_is_a_typed_error_and_retried(scripted: tuple[str, Scr
     script.answers = [Answer(200, b'{"succ', length=100), Answer(200, b'{"success": true, "memoryId": "m"}')]
     waits: list[float] = []
     assert Transport(url, sleep=waits.append).call("memory_add", {"content": "x"})["memoryId"] == "m"
-    assert len(waits) == 1 and len(script.requests) == 2
+    assert len(waits) == 1
+    assert len(script.requests) == 2
     script.answers = [Answer(502, b'{"success": false', length=100)] * 2
     with pytest.raises(TransportError) as failed:
         Transport(url, retries=1, sleep=lambda _: None).call("memory_add", {"content": "x"})
-    assert failed.value.retryable and "IncompleteRead" in failed.value.message
+    assert failed.value.retryable
+    assert "IncompleteRead" in failed.value.message
 
 
 def test_a_cancelled_async_call_is_not_sent_again(scripted: tuple[str, Script]) -> None:
@@ -56,7 +59,8 @@ def test_a_cancelled_async_call_is_not_sent_again(scripted: tuple[str, Script]) 
             await call
 
     asyncio.run(scenario())
-    assert len(script.requests) == 1 and len(script.answers) == 3
+    assert len(script.requests) == 1
+    assert len(script.answers) == 3
 
 
 def test_sigv4_looks_its_credentials_up_once(scripted: tuple[str, Script], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,8 +101,10 @@ def test_a_conflict_the_same_call_cannot_get_past_is_sent_once(services: Service
         client.transport.once = counted  # type: ignore[method-assign]
         with pytest.raises(ConflictError) as taken:
             client.call("memorize_new_topic", topic)
-        assert taken.value.retryable is False and sent == ["memorize_new_topic"]
+        assert taken.value.retryable is False
+        assert sent == ["memorize_new_topic"]
         with pytest.raises(ConflictError) as stale:
             client.call("refine_memory", {"topic": "deploys", "newContent": "Canary.", "expectedVersion": 7})
-        assert stale.value.retryable is False and stale.value.field == "expectedVersion"
+        assert stale.value.retryable is False
+        assert stale.value.field == "expectedVersion"
         assert sent == ["memorize_new_topic", "refine_memory"]

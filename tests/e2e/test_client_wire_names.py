@@ -87,7 +87,8 @@ def test_the_langchain_adapter_hands_the_model_retryable(services: Services) -> 
     with local_server(services) as url:
         (delete,) = mnemo_tools(MnemoClient(url, auth=ALICE), names=["memory_delete"])
         refused = json.loads(delete.invoke({"memoryId": "mem_nope"}))
-    assert refused["errorCode"] == "NOT_FOUND" and refused["retryable"] is False
+    assert refused["errorCode"] == "NOT_FOUND"
+    assert refused["retryable"] is False
     throttled = {
         "success": False,
         "errorCode": "RATE_LIMITED",

@@ -29,7 +29,8 @@ def test_the_time_control_changes_which_facts_are_shown(console: Browser) -> Non
     page.keyboard.press("ArrowRight")  # 2025-07-01: Globex replaces Acme
     assert drawn(console) == {ids["new_fact"], uses_id}
     row = page.locator(f"tr[data-fact-id={ids['old_fact']}]")
-    assert row.get_attribute("data-status") == "invalid" and "2025-07-01" in row.inner_text()
+    assert row.get_attribute("data-status") == "invalid"
+    assert "2025-07-01" in row.inner_text()
     page.keyboard.press("End")
     assert page.locator("#as-of-value").inner_text() == "now"
     assert console.problems == []
@@ -48,12 +49,14 @@ def test_invalidate_keeps_the_fact_and_delete_asks_first(console: Browser) -> No
     page.wait_for_selector(f"tr[data-fact-id={uses['factId']}][data-status=invalid]")
     history = call(console.base, "get_memory_object", {"name": "Alice", "includeHistory": True})["facts"]
     ended = next(fact for fact in history if fact["factId"] == uses["factId"])
-    assert ended["invalidAt"].startswith("2026-01-31") and ended["reason"] == "Alice moved to DynamoDB"
+    assert ended["invalidAt"].startswith("2026-01-31")
+    assert ended["reason"] == "Alice moved to DynamoDB"
 
     page.get_by_role("button", name=f"Delete: {uses['text']}").click()
     dialog = page.locator("dialog#confirm")
     dialog.wait_for(state="visible")  # the dialog opens once the preview (delete_memory_object without a token) answers
-    assert dialog.is_visible() and "erases" in dialog.inner_text()
+    assert dialog.is_visible()
+    assert "erases" in dialog.inner_text()
     dialog.get_by_role("button", name="Delete").click()
     page.locator(f"tr[data-fact-id={uses['factId']}]").wait_for(state="detached")
     history = call(console.base, "get_memory_object", {"name": "Alice", "includeHistory": True})["facts"]

@@ -26,7 +26,8 @@ def test_a_memory_added_in_the_console_is_found_through_the_api(console: Browser
     stored = page.locator("#memory-added .ok").inner_text()
     found = call(console.base, "memory_search", SEARCH)["results"]
     assert [hit["content"] for hit in found] == ["Alice keeps the release notes in the wiki"]
-    assert found[0]["memoryId"] in stored and found[0]["tags"] == ["docs", "release"]
+    assert found[0]["memoryId"] in stored
+    assert found[0]["tags"] == ["docs", "release"]
     # The same content again is deduplicated, and the console says so.
     page.get_by_label("Content").fill("Alice keeps the release notes in the wiki")
     page.get_by_role("button", name="Add memory").click()
@@ -42,7 +43,8 @@ def test_a_memory_added_through_the_api_shows_in_the_console(console: Browser) -
     search(console, "deploys friday")
     card = console.page.locator(f"[data-memory-id={memory_id}]")
     assert "Deploys freeze on Fridays" in card.inner_text()
-    assert "lexical + vector" in card.inner_text() and "source: manual" in card.inner_text()
+    assert "lexical + vector" in card.inner_text()
+    assert "source: manual" in card.inner_text()
     assert float(card.locator(".score .value").inner_text()) > 0
     card.locator("summary").click()
     assert memory_id in card.locator("dl").inner_text()
@@ -57,10 +59,12 @@ def test_delete_asks_first_then_deletes(console: Browser) -> None:
     dialog = page.locator("dialog#confirm")
 
     card.get_by_role("button", name="Delete").click()
-    assert dialog.is_visible() and "Alice keeps the release notes" in dialog.inner_text()
+    assert dialog.is_visible()
+    assert "Alice keeps the release notes" in dialog.inner_text()
     assert page.evaluate("document.activeElement.id") == "confirm-cancel"  # the safe choice has the focus
     dialog.get_by_role("button", name="Cancel").click()
-    assert not dialog.is_visible() and card.is_visible()
+    assert not dialog.is_visible()
+    assert card.is_visible()
     assert [hit["memoryId"] for hit in call(console.base, "memory_search", SEARCH)["results"]] == [memory_id]
 
     card.get_by_role("button", name="Delete").click()
@@ -112,7 +116,8 @@ def test_a_layer_is_browsed_newest_first_a_page_at_a_time(console: Browser) -> N
     page.locator("#memory-browse select").select_option("agent")
     page.get_by_role("button", name="Show memories").click()
     alert = page.locator("#memory-list [role=alert]")
-    assert "agent id" in alert.inner_text() and "Field: layer" in alert.inner_text()
+    assert "agent id" in alert.inner_text()
+    assert "Field: layer" in alert.inner_text()
     assert [p for p in console.problems if "status of 400" not in p] == []
 
 
@@ -122,7 +127,8 @@ def test_each_result_shows_the_lexical_and_vector_parts_of_its_score(console: Br
     search(console, "billing webhooks")
     card = page.locator(f"[data-memory-id={memory_id}]")
     (result,) = [r for r in call(console.base, "memory_search", {**SEARCH, "query": "billing webhooks"})["results"]]
-    assert result["lexicalScore"] is not None and result["vectorScore"] is not None
+    assert result["lexicalScore"] is not None
+    assert result["vectorScore"] is not None
     lexical = card.locator("[data-part=lexical] .value").inner_text()
     vector = card.locator("[data-part=vector] .value").inner_text()
     assert (float(lexical), float(vector)) == (round(result["lexicalScore"], 2), round(result["vectorScore"], 2))
@@ -133,7 +139,8 @@ def test_each_result_shows_the_lexical_and_vector_parts_of_its_score(console: Br
 def test_opening_a_memory_shows_its_history(console: Browser) -> None:
     memory_id = call(console.base, "memory_add", {"content": "Standups move to 9:30 on Mondays"})["memoryId"]
     again = call(console.base, "memory_add", {"content": "Standups move to 9:30 on Mondays"})
-    assert again["deduplicated"] and again["memoryId"] == memory_id
+    assert again["deduplicated"]
+    assert again["memoryId"] == memory_id
     page = console.open("memories")
     browse(console, "user")
     card = page.locator(f"#memory-list [data-memory-id={memory_id}]")

@@ -34,7 +34,8 @@ def test_every_page_loads_with_no_console_error(console: Browser, services: Serv
     console.open("graph?name=Alice", "svg.graph .edge")
     console.open("memories?q=PostgreSQL", "#memory-results .card")
     assert console.problems == []
-    assert asked and all(url.startswith(console.base + "/") for url in asked), asked
+    assert asked, asked
+    assert all(url.startswith(console.base + "/") for url in asked), asked
     assert not [url for url in asked if "/v1/" in url and "/v1/tools/" not in url]
 
 
@@ -110,15 +111,19 @@ def test_console_is_static_same_origin_and_closed_to_other_paths(console_server:
 
     with urllib.request.urlopen(console_server + "/ui/") as answer:
         policy = answer.headers["Content-Security-Policy"]
-    assert "default-src 'self'" in policy and "connect-src 'self'" in policy
+    assert "default-src 'self'" in policy
+    assert "connect-src 'self'" in policy
     status, page = http_request(console_server, "GET", "/ui/")
-    assert status == 200 and '<script type="module" src="js/app.js">' in page
+    assert status == 200
+    assert '<script type="module" src="js/app.js">' in page
     assert not re.search(r"(src|href)=\"(https?:)?//", page)  # nothing from another site
     status, script = http_request(console_server, "GET", "/ui/js/api.js")
-    assert status == 200 and "/v1/tools/" in script
+    assert status == 200
+    assert "/v1/tools/" in script
     for path in ("/ui/../pyproject.toml", "/ui/routes.py", "/ui/js/missing.js", "/ui/%2e%2e/routes.py"):
         status, answer = http_request(console_server, "GET", path)
-        assert status == 404 and answer["errorCode"] == "NOT_FOUND", path
+        assert status == 404, path
+        assert answer["errorCode"] == "NOT_FOUND", path
     status, _ = http_request(console_server, "GET", "/ui/", headers={"Origin": "https://evil.example"})
     assert status == 403
 

@@ -34,7 +34,8 @@ def call(base: str, tool: str, body: Any, identity: dict[str, str] = ALICE) -> t
         schema = json.loads((CONTRACTS / f"{tool}_output.json").read_text())
         Draft7Validator(schema, format_checker=Draft7Validator.FORMAT_CHECKER).validate(answer)
     else:
-        assert answer["success"] is False and set(answer) == {"success", "errorCode", "message", "details", "retryable"}
+        assert answer["success"] is False
+        assert set(answer) == {"success", "errorCode", "message", "details", "retryable"}
     return status, answer
 
 
@@ -60,37 +61,49 @@ EXECUTION = {
 
 def test_store_link_and_retrieve_over_http(base: str) -> None:
     status, stored = call(base, "add_conversation", CONVERSATION)
-    assert status == 200 and stored["data"]["message_id"] == "msg_http"
+    assert status == 200
+    assert stored["data"]["message_id"] == "msg_http"
     status, repeat = call(base, "add_conversation", CONVERSATION)
-    assert status == 200 and "already stored" in repeat["data"]["details"]["memory_processing"]
+    assert status == 200
+    assert "already stored" in repeat["data"]["details"]["memory_processing"]
     assert {**repeat["data"], "details": None} == {**stored["data"], "details": None}
     status, executed = call(base, "add_execution", EXECUTION)
-    assert status == 200 and executed["data"]["details"]["tools_count"] == 2
+    assert status == 200
+    assert executed["data"]["details"]["tools_count"] == 2
 
     status, found = call(base, "retrieve_execution", {"query": "certbot", "explanation": "how", "user_id": "alice"})
-    assert status == 200 and found["data"]["executions"][0]["message_id"] == "msg_http"
+    assert status == 200
+    assert found["data"]["executions"][0]["message_id"] == "msg_http"
     message_id = found["data"]["executions"][0]["message_id"]
     status, behind = call(base, "retrieve_conversation", {"query": "q", "explanation": "w", "message_id": message_id})
     conversation = behind["data"]["conversations"][0]
-    assert conversation["user_input"] == CONVERSATION["user_input"] and conversation["has_execution_memory"] is True
+    assert conversation["user_input"] == CONVERSATION["user_input"]
+    assert conversation["has_execution_memory"] is True
     status, recent = call(
         base, "retrieve_conversation", {"query": "q", "explanation": "w", "retrieval_strategy": "recent"}, BOB
     )
-    assert status == 200 and recent["data"]["conversations"] == [] and recent["data"]["total_found"] == 0
+    assert status == 200
+    assert recent["data"]["conversations"] == []
+    assert recent["data"]["total_found"] == 0
 
 
 def test_conflict_is_409_naming_message_id(base: str) -> None:
     assert call(base, "add_conversation", CONVERSATION)[0] == 200
     status, answer = call(base, "add_conversation", {**CONVERSATION, "agent_response": "Something else."})
-    assert status == 409 and answer["errorCode"] == "CONFLICT" and answer["details"]["field"] == "message_id"
+    assert status == 409
+    assert answer["errorCode"] == "CONFLICT"
+    assert answer["details"]["field"] == "message_id"
 
 
 def test_a_body_user_id_claiming_another_user_is_403(base: str) -> None:
     body = {"query": "certbot", "explanation": "how", "user_id": "bob"}
     status, answer = call(base, "retrieve_execution", body)
-    assert status == 403 and answer["errorCode"] == "UNAUTHORIZED" and answer["details"]["field"] == "user_id"
+    assert status == 403
+    assert answer["errorCode"] == "UNAUTHORIZED"
+    assert answer["details"]["field"] == "user_id"
     status, answer = call(base, "add_conversation", {**CONVERSATION, "user_id": "mallory"})
-    assert status == 403 and answer["errorCode"] == "UNAUTHORIZED"
+    assert status == 403
+    assert answer["errorCode"] == "UNAUTHORIZED"
     assert call(base, "retrieve_execution", {**body, "user_id": "alice"})[0] == 200
 
 
@@ -114,10 +127,13 @@ def test_a_body_user_id_claiming_another_user_is_403(base: str) -> None:
 )
 def test_bad_input_is_400_naming_the_field(base: str, tool: str, body: dict[str, Any], field: str) -> None:
     status, answer = call(base, tool, body)
-    assert status == 400 and answer["errorCode"] == "INVALID_INPUT" and answer["details"]["field"] == field
+    assert status == 400
+    assert answer["errorCode"] == "INVALID_INPUT"
+    assert answer["details"]["field"] == field
 
 
 def test_a_body_that_is_not_json_is_400(base: str) -> None:
     headers = {"Content-Type": "application/json", "X-Mnemo-User": "alice"}
     status, answer = http_request(base, "POST", "/v1/tools/add_conversation", b"{not json", headers)
-    assert status == 400 and answer["errorCode"] == "INVALID_INPUT"
+    assert status == 400
+    assert answer["errorCode"] == "INVALID_INPUT"

@@ -138,7 +138,8 @@ def test_a_write_cut_off_between_records_and_index_is_found_once_resent(tmp_path
         server.stop()
     thread.join()
     assert reached, "the write did not reach the records before the kill: the window was not exercised"
-    assert answers and answers[0].transport_error is not None, f"the cut-off write was answered: {answers}"
+    assert answers, f"the cut-off write was answered: {answers}"
+    assert answers[0].transport_error is not None, f"the cut-off write was answered: {answers}"
 
     restarted = ServerProcess(data_dir, "hashing", log=server.log).start()
     try:

@@ -40,7 +40,8 @@ def test_export_then_import_moves_the_tenant(source: Path, tmp_path: Path) -> No
     exported = run("export", "--tenant", "acme", "-o", str(out), data=source)
     assert exported.returncode == 0, exported.stdout + exported.stderr
     summary = json.loads(exported.stdout)
-    assert summary["kind"] == "tenant" and summary["records"] == {
+    assert summary["kind"] == "tenant"
+    assert summary["records"] == {
         family: count for family, count in file_counts(out).items() if not family.startswith("blob:")
     }
     assert not out.with_name("acme.jsonl.partial").exists()
@@ -49,8 +50,10 @@ def test_export_then_import_moves_the_tenant(source: Path, tmp_path: Path) -> No
     imported = run("import", str(out), data=target, MNEMO_HASHING_DIMENSIONS="128")
     assert imported.returncode == 0, imported.stdout + imported.stderr
     answer = json.loads(imported.stdout)
-    assert answer["format"] == 2 and answer["lines"] == len(lines(out)) - 1
-    assert _added(answer) == file_counts(out) and answer["indexPending"] == 0
+    assert answer["format"] == 2
+    assert answer["lines"] == len(lines(out)) - 1
+    assert _added(answer) == file_counts(out)
+    assert answer["indexPending"] == 0
 
     found = run(
         "call",
@@ -88,14 +91,16 @@ def test_a_cut_off_file_is_refused_with_the_envelope_and_nothing_is_written(sour
     refused = run("import", str(cut), data=target)
     assert refused.returncode == 1
     envelope = json.loads(refused.stdout)
-    assert envelope["errorCode"] == "INVALID_INPUT" and envelope["details"]["field"] == "file"
+    assert envelope["errorCode"] == "INVALID_INPUT"
+    assert envelope["details"]["field"] == "file"
     assert "Traceback" not in refused.stdout + refused.stderr
     assert not (target / "blobs").exists() or not any((target / "blobs").rglob("*.versions"))
 
 
 def test_a_users_export_of_shared_layers_is_refused(source: Path) -> None:
     refused = run("export", "--tenant", "acme", "--user", "bob", "--layer", "project", data=source)
-    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.returncode == 1
+    assert refused.stdout == ""
     assert json.loads(refused.stderr)["details"] == {"field": "layer", "layer": "project"}
 
 

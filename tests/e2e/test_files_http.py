@@ -16,7 +16,7 @@ from adapter_servers import Server, ServerOptions
 from jsonschema import Draft202012Validator
 
 from helpers import http_request
-from mnemo.tools.registry import get_tool
+from mnemo.tools.registry import get_tool, load_catalog
 from mnemo.tools.schema import output_schema
 
 BUDGET = 400
@@ -61,7 +61,8 @@ def call(url: str, tool: str, body: dict[str, Any], identity: dict[str, str]) ->
         Draft202012Validator(output_schema(get_tool(tool))).validate(answer)
         assert answer["success"] is True
     else:
-        assert set(answer) == ENVELOPE and answer["success"] is False, answer
+        assert set(answer) == ENVELOPE, answer
+        assert answer["success"] is False, answer
     return status, answer
 
 
@@ -73,15 +74,19 @@ def ok(url: str, tool: str, body: dict[str, Any], identity: dict[str, str]) -> d
 
 def budget_error(answer: dict[str, Any], *, field: str, path: str, current: int, size: int) -> None:
     """The seed's back-pressure error, exactly: 409 CONFLICT, not retryable, with the numbers to act on."""
-    assert answer["errorCode"] == "CONFLICT" and answer["retryable"] is False, answer
+    assert answer["errorCode"] == "CONFLICT", answer
+    assert answer["retryable"] is False, answer
     details = answer["details"]
     assert details["reason"] == "BLOCK_BUDGET_EXCEEDED", details
-    assert details["field"] == field and details["path"] == path, details
+    assert details["field"] == field, details
+    assert details["path"] == path, details
     assert (details["current"], details["limit"], details["size"]) == (current, BUDGET, size), details
     assert details["wouldBe"] > BUDGET, details
-    assert details["unit"] == "tokens" and details["yours"] is True, details
+    assert details["unit"] == "tokens", details
+    assert details["yours"] is True, details
     advice = details["advice"].lower()
-    assert "compact" in advice and "unpin" in advice, details
+    assert "compact" in advice, details
+    assert "unpin" in advice, details
     assert "budget exceeded" in answer["message"].lower(), answer["message"]
 
 
@@ -93,8 +98,11 @@ def test_seed_workflow_create_append_compact_exceed_unpin_retry(server: Server, 
     # Create a block: not pinned yet.
     created = ok(url, "file_write", {"path": DECISIONS, "content": FIRST, "expectedVersion": 0}, me)
     assert (created["version"], created["created"], created["kind"]) == (1, True, "block")
-    assert created["pinned"] is False and created["pinnedTokens"] == 0 and created["budgetTokens"] == BUDGET
-    assert created["bytes"] == len(FIRST.encode()) and created["tokens"] > 0
+    assert created["pinned"] is False
+    assert created["pinnedTokens"] == 0
+    assert created["budgetTokens"] == BUDGET
+    assert created["bytes"] == len(FIRST.encode())
+    assert created["tokens"] > 0
 
     # Append via file_edit: the end marker replaced by new lines and the marker.
     appended = ok(url, "file_edit", {"path": DECISIONS, "old": "[END]", "new": APPENDED + "[END]"}, me)
@@ -104,7 +112,8 @@ def test_seed_workflow_create_append_compact_exceed_unpin_retry(server: Server, 
     read = ok(url, "file_read", {"path": DECISIONS}, me)
     assert read["content"] == FIRST.replace("[END]", APPENDED + "[END]")
     assert (read["version"], read["tokens"], read["pinned"], read["totalLines"]) == (2, grown, False, 11)
-    assert read["hasMore"] is False and read["nextOffset"] is None
+    assert read["hasMore"] is False
+    assert read["nextOffset"] is None
 
     # Pin it, then a second block in front of it.
     pinned = ok(url, "block_pin", {"path": DECISIONS}, me)
@@ -118,8 +127,10 @@ def test_seed_workflow_create_append_compact_exceed_unpin_retry(server: Server, 
     # Compact via file_write: a shorter version, and the pinned total follows it.
     compacted = ok(url, "file_write", {"path": DECISIONS, "content": COMPACTED, "expectedVersion": 2}, me)
     compact = compacted["tokens"]
-    assert compact < grown and compacted["version"] == 3
-    assert compacted["pinned"] is True and compacted["pinnedTokens"] == compact + small
+    assert compact < grown
+    assert compacted["version"] == 3
+    assert compacted["pinned"] is True
+    assert compacted["pinnedTokens"] == compact + small
 
     # Budget exceeded: growing a pinned block past the budget is refused, and nothing is written.
     status, refused = call(url, "file_write", {"path": LARGE, "content": LARGE_BIG}, me)
@@ -131,7 +142,8 @@ def test_seed_workflow_create_append_compact_exceed_unpin_retry(server: Server, 
     unchanged = ok(url, "file_read", {"path": LARGE}, me)
     assert (unchanged["version"], unchanged["content"], unchanged["tokens"]) == (1, LARGE_SMALL, small)
     context = ok(url, "pinned_context", {}, me)
-    assert context["totalTokens"] == compact + small and [b["version"] for b in context["blocks"]] == [1, 3]
+    assert context["totalTokens"] == compact + small
+    assert [b["version"] for b in context["blocks"]] == [1, 3]
     listed = ok(url, "file_list", {"path": "mnemo:///blocks/"}, me)
     assert {e["path"]: e["version"] for e in listed["entries"]} == {DECISIONS: 3, LARGE: 1}
 
@@ -153,11 +165,13 @@ def test_seed_workflow_create_append_compact_exceed_unpin_retry(server: Server, 
     assert status == 409
     budget_error(refused_pin, field="path", path=DECISIONS, current=big, size=compact)
     context = ok(url, "pinned_context", {}, me)
-    assert [b["path"] for b in context["blocks"]] == [LARGE] and context["totalTokens"] == big
+    assert [b["path"] for b in context["blocks"]] == [LARGE]
+    assert context["totalTokens"] == big
 
     # The history is kept: the first version reads back.
     first = ok(url, "file_read", {"path": DECISIONS, "version": 1}, me)
-    assert first["content"] == FIRST and first["version"] == 1
+    assert first["content"] == FIRST
+    assert first["version"] == 1
 
 
 def test_a_growing_edit_of_a_pinned_block_is_refused_before_anything_is_written(server: Server, tenant: str) -> None:
@@ -169,12 +183,15 @@ def test_a_growing_edit_of_a_pinned_block_is_refused_before_anything_is_written(
     assert status == 409
     size = refused["details"]["size"]
     assert size > BUDGET, refused
-    assert refused["details"]["reason"] == "BLOCK_BUDGET_EXCEEDED" and refused["retryable"] is False
+    assert refused["details"]["reason"] == "BLOCK_BUDGET_EXCEEDED"
+    assert refused["retryable"] is False
     after = ok(url, "file_read", {"path": LARGE}, me)
     assert (after["version"], after["content"]) == (1, LARGE_SMALL)
     # A write that does not grow the file passes whatever the budget says.
     shrunk = ok(url, "file_edit", {"path": LARGE, "old": "To be written.", "new": "Done."}, me)
-    assert shrunk["version"] == 2 and shrunk["pinned"] is True and shrunk["pinnedTokens"] == shrunk["tokens"]
+    assert shrunk["version"] == 2
+    assert shrunk["pinned"] is True
+    assert shrunk["pinnedTokens"] == shrunk["tokens"]
 
 
 def test_a_budget_refused_edit_names_a_field_of_file_edit(server: Server, tenant: str) -> None:
@@ -183,7 +200,8 @@ def test_a_budget_refused_edit_names_a_field_of_file_edit(server: Server, tenant
     ok(server.url, "block_pin", {"path": LARGE}, me)
     edit = {"path": LARGE, "old": "To be written.", "new": LARGE_BIG * 2}
     status, refused = call(server.url, "file_edit", edit, me)
-    assert status == 409 and refused["details"]["field"] in {"new", "old", "path"}, refused
+    assert status == 409, refused
+    assert refused["details"]["field"] in {"new", "old", "path"}, refused
 
 
 def test_expected_version_and_edit_conflicts(server: Server, tenant: str) -> None:
@@ -191,14 +209,20 @@ def test_expected_version_and_edit_conflicts(server: Server, tenant: str) -> Non
     url = server.url
     ok(url, "file_write", {"path": DECISIONS, "content": "a [END] b [END]\n"}, me)
     status, stale = call(url, "file_write", {"path": DECISIONS, "content": "x", "expectedVersion": 0}, me)
-    assert status == 409 and stale["retryable"] is False  # the same call fails again: read, then write
-    assert stale["details"]["field"] == "expectedVersion" and stale["details"]["currentVersion"] == 1
+    assert status == 409
+    assert stale["retryable"] is False  # the same call fails again: read, then write
+    assert stale["details"]["field"] == "expectedVersion"
+    assert stale["details"]["currentVersion"] == 1
     status, twice = call(url, "file_edit", {"path": DECISIONS, "old": "[END]", "new": "."}, me)
-    assert status == 409 and twice["details"]["field"] == "old" and twice["details"]["occurrences"] == 2
+    assert status == 409
+    assert twice["details"]["field"] == "old"
+    assert twice["details"]["occurrences"] == 2
     status, absent = call(url, "file_edit", {"path": DECISIONS, "old": "nowhere", "new": "."}, me)
-    assert status == 404 and absent["details"]["field"] == "old"
+    assert status == 404
+    assert absent["details"]["field"] == "old"
     every = ok(url, "file_edit", {"path": DECISIONS, "old": "[END]", "new": "<E>", "replaceAll": True}, me)
-    assert every["replacements"] == 2 and every["version"] == 2
+    assert every["replacements"] == 2
+    assert every["version"] == 2
     assert ok(url, "file_read", {"path": DECISIONS}, me)["content"] == "a <E> b <E>\n"
 
 
@@ -213,19 +237,24 @@ def test_workspace_topic_expand_and_pinned_context(server: Server, tenant: str) 
     # A workspace file: written, edited, read in pages of lines.
     written = ok(url, "file_write", {"path": "docs/api.md", "content": API_DOC}, me)
     assert (written["kind"], written["version"], written["created"]) == ("workspace", 1, True)
-    assert written["pinned"] is None and written["budgetTokens"] is None
+    assert written["pinned"] is None
+    assert written["budgetTokens"] is None
     edited = ok(url, "file_edit", {"path": "docs/api.md", "old": "line 4 of", "new": "line FOUR of"}, me)
-    assert edited["version"] == 2 and edited["replacements"] == 1
+    assert edited["version"] == 2
+    assert edited["replacements"] == 1
     whole = API_DOC.replace("line 4 of", "line FOUR of")
     page = ok(url, "file_read", {"path": "docs/api.md", "offset": 2, "limit": 3}, me)
     assert page["content"] == "".join(whole.splitlines(keepends=True)[2:5])
     assert (page["totalLines"], page["offset"], page["returnedLines"]) == (7, 2, 3)
     assert (page["hasMore"], page["nextOffset"], page["version"]) == (True, 5, 2)
     rest = ok(url, "file_read", {"path": "docs/api.md", "offset": page["nextOffset"], "limit": 3}, me)
-    assert rest["content"] == "".join(whole.splitlines(keepends=True)[5:]) and rest["hasMore"] is False
-    assert rest["nextOffset"] is None and rest["returnedLines"] == 2
+    assert rest["content"] == "".join(whole.splitlines(keepends=True)[5:])
+    assert rest["hasMore"] is False
+    assert rest["nextOffset"] is None
+    assert rest["returnedLines"] == 2
     status, past = call(url, "file_read", {"path": "docs/api.md", "offset": 8}, me)
-    assert status == 400 and past["details"]["field"] == "offset"
+    assert status == 400
+    assert past["details"]["field"] == "offset"
     assert ok(url, "file_read", {"path": "docs/api.md", "version": 1}, me)["content"] == API_DOC
     listed = ok(url, "file_list", {"path": "docs/"}, me)
     assert [(e["path"], e["kind"], e["version"]) for e in listed["entries"]] == [("docs/api.md", "workspace", 2)]
@@ -260,8 +289,10 @@ def test_workspace_topic_expand_and_pinned_context(server: Server, tenant: str) 
         for path in (prefs, DECISIONS)
     )
     assert context["context"] == expected
-    assert context["totalTokens"] == sum(b["tokens"] for b in context["blocks"]) and context["count"] == 2
-    assert context["totalChars"] == len(expected) and context["hasMore"] is False
+    assert context["totalTokens"] == sum(b["tokens"] for b in context["blocks"])
+    assert context["count"] == 2
+    assert context["totalChars"] == len(expected)
+    assert context["hasMore"] is False
 
     # expand_prompt: @path and @@name, each wrapped with its path and version.
     text = "Implement auth following @@decisions and update @docs/api.md, see @topic://deployment."
@@ -277,37 +308,48 @@ def test_workspace_topic_expand_and_pinned_context(server: Server, tenant: str) 
         ("@docs/api.md", "docs/api.md", "workspace"),
         ("@topic://deployment", "topic://deployment", "topic"),
     ]
-    assert expanded["totalChars"] == len(expanded["text"]) and expanded["missing"] == []
+    assert expanded["totalChars"] == len(expanded["text"])
+    assert expanded["missing"] == []
     untouched = "mail alice@example.com about @here and `@@decisions` in code"
     assert ok(url, "expand_prompt", {"text": untouched}, me)["text"] == untouched
 
     # A missing reference: 404 naming text and the marker; or kept, with onMissing "keep".
     status, missing = call(url, "expand_prompt", {"text": "Follow @@nope and @docs/missing.md"}, me)
-    assert status == 404 and missing["errorCode"] == "NOT_FOUND"
-    assert missing["details"]["field"] == "text" and missing["details"]["marker"] == "@@nope"
+    assert status == 404
+    assert missing["errorCode"] == "NOT_FOUND"
+    assert missing["details"]["field"] == "text"
+    assert missing["details"]["marker"] == "@@nope"
     assert "@@nope" in missing["message"]
     kept = ok(url, "expand_prompt", {"text": "Follow @@nope and @@prefs", "onMissing": "keep"}, me)
-    assert kept["missing"] == ["@@nope"] and kept["text"].startswith("Follow @@nope and <file path=")
+    assert kept["missing"] == ["@@nope"]
+    assert kept["text"].startswith("Follow @@nope and <file path=")
     status, capped = call(url, "expand_prompt", {"text": "@docs/api.md", "maxChars": 20}, me)
-    assert status == 400 and capped["details"]["field"] == "maxChars"
+    assert status == 400
+    assert capped["details"]["field"] == "maxChars"
 
     # Search finds the block by its content; a workspace file is not a block.
     found = ok(url, "file_search", {"query": "short answers preferences", "threshold": 0}, me)
-    assert found["results"] and found["results"][0]["path"] == prefs and found["results"][0]["pinned"] is True
+    assert found["results"]
+    assert found["results"][0]["path"] == prefs
+    assert found["results"][0]["pinned"] is True
 
     # Delete: the block leaves the pinned context, and its history is kept.
     deleted = ok(url, "file_delete", {"path": prefs}, me)
-    assert deleted["unpinnedFor"] == 1 and deleted["version"] == 2
+    assert deleted["unpinnedFor"] == 1
+    assert deleted["version"] == 2
     assert [b["path"] for b in ok(url, "pinned_context", {}, me)["blocks"]] == [DECISIONS]
     status, gone = call(url, "file_read", {"path": prefs}, me)
-    assert status == 404 and gone["details"]["field"] == "path"
+    assert status == 404
+    assert gone["details"]["field"] == "path"
     rewritten = ok(url, "file_write", {"path": prefs, "content": "Back.\n"}, me)
-    assert rewritten["version"] == 3 and rewritten["created"] is True
+    assert rewritten["version"] == 3
+    assert rewritten["created"] is True
     ws_deleted = ok(url, "file_delete", {"path": "docs/api.md"}, me)
     assert ws_deleted["kind"] == "workspace"
     assert ok(url, "file_list", {"path": ""}, me)["entries"] == []
     status, read_only = call(url, "file_write", {"path": "knowledge://ADR-042", "content": "x"}, me)
-    assert status == 400 and read_only["details"]["field"] == "path"
+    assert status == 400
+    assert read_only["details"]["field"] == "path"
 
 
 def test_a_topic_note_reads_back_through_file_read(server: Server, tenant: str) -> None:
@@ -378,27 +420,29 @@ ESCAPES = [
 
 @pytest.mark.parametrize("path", ESCAPES, ids=repr)
 def test_path_escapes_are_400_naming_path_on_every_tool(server: Server, tenant: str, path: str) -> None:
+    """Every tool whose request names a path (from the catalog) refuses the escape; expand_prompt's markers too."""
     me = who(tenant, agent="coder", project="checkout")
-    bodies: list[tuple[str, dict[str, Any]]] = [
-        ("file_read", {"path": path}),
-        ("file_write", {"path": path, "content": "escaped"}),
-        ("file_edit", {"path": path, "old": "a", "new": "b"}),
-        ("file_delete", {"path": path}),
-        ("block_pin", {"path": path}),
-        ("block_unpin", {"path": path}),
-        ("file_list", {"path": path}),
-    ]
+    besides_path: dict[str, dict[str, Any]] = {
+        "file_write": {"content": "escaped"},
+        "file_edit": {"old": "a", "new": "b"},
+    }
+    path_tools = [name for name, tool in load_catalog().items() if "path" in tool.request.model_fields]
+    bodies = [(tool, {"path": path, **besides_path.get(tool, {})}) for tool in path_tools]
     for tool, body in bodies:
         status, answer = call(server.url, tool, body, me)
-        assert status == 400 and answer["errorCode"] == "INVALID_INPUT", f"{tool} {path!r}: {status} {answer}"
-        assert answer["details"]["field"] == "path" and "path" in answer["message"], f"{tool} {path!r}: {answer}"
+        assert status == 400, f"{tool} {path!r}: {status} {answer}"
+        assert answer["errorCode"] == "INVALID_INPUT", f"{tool} {path!r}: {status} {answer}"
+        assert answer["details"]["field"] == "path", f"{tool} {path!r}: {answer}"
+        assert "path" in answer["message"], f"{tool} {path!r}: {answer}"
     for marker in (f"@{path}", f"@@{path}"):
         text = f"see {marker} now"
         status, answer = call(server.url, "expand_prompt", {"text": text}, me)
         if status == 200:  # not a marker at all (no '/' or '.' in it): left as text
-            assert answer["text"] == text and answer["expansions"] == [], f"expand_prompt {marker!r}: {answer}"
+            assert answer["text"] == text, f"expand_prompt {marker!r}: {answer}"
+            assert answer["expansions"] == [], f"expand_prompt {marker!r}: {answer}"
         else:
-            assert status in (400, 404) and answer["details"]["field"] == "text", f"expand_prompt {marker!r}: {answer}"
+            assert status in (400, 404), f"expand_prompt {marker!r}: {answer}"
+            assert answer["details"]["field"] == "text", f"expand_prompt {marker!r}: {answer}"
     assert ok(server.url, "file_list", {"path": ""}, me)["entries"] == []
 
 
@@ -421,14 +465,16 @@ def test_lookalike_dots_and_slashes_stay_literal_names_inside_the_scope(server: 
     assert ok(server.url, "file_list", {"path": ""}, other)["entries"] == []
     for name in ("x", "../x"):
         status, answer = call(server.url, "file_read", {"path": name}, other)
-        assert status in (400, 404) and "lookalike" not in json.dumps(answer)
+        assert status in (400, 404)
+        assert "lookalike" not in json.dumps(answer)
 
 
 def test_over_long_paths_and_segments(server: Server, tenant: str) -> None:
     me = who(tenant, project="checkout")
     for path in ("a/" * 600 + "x", "d/" + "x" * 256):
         status, answer = call(server.url, "file_write", {"path": path, "content": "x"}, me)
-        assert status == 400 and answer["details"]["field"] == "path", answer
+        assert status == 400, answer
+        assert answer["details"]["field"] == "path", answer
 
 
 # --------------------------------------------------------------- isolation ---
@@ -495,7 +541,8 @@ def test_other_callers_and_spliced_identity_headers_cannot_reach_alices_files(se
             if tool == "file_list" and status == 200 and (body["path"] != "mnemo://user/" or USER_SECRET in hidden):
                 assert answer["entries"] == [], f"{tool} as {identity}: {answer}"
             if tool == "pinned_context" and status == 200:
-                assert answer["blocks"] == [] and answer["context"] == "", answer
+                assert answer["blocks"] == [], answer
+                assert answer["context"] == "", answer
 
     # Alice still has everything, unchanged.
     assert ok(url, "file_read", {"path": DECISIONS}, alice)["version"] == 1
@@ -507,7 +554,8 @@ def test_other_callers_and_spliced_identity_headers_cannot_reach_alices_files(se
     assert call(url, "file_read", {"path": DECISIONS}, teammate)[0] == 404
     reader = {**teammate, "roles": "reader"}
     status, denied = call(url, "file_write", {"path": "docs/api.md", "content": "overwritten"}, reader)
-    assert status == 403 and denied["errorCode"] == "UNAUTHORIZED"
+    assert status == 403
+    assert denied["errorCode"] == "UNAUTHORIZED"
 
 
 def test_a_project_block_is_shared_and_its_pins_show_only_inside_the_project(server: Server, tenant: str) -> None:
@@ -520,9 +568,12 @@ def test_a_project_block_is_shared_and_its_pins_show_only_inside_the_project(ser
     ok(url, "block_pin", {"path": shared}, bob)
     assert [b["path"] for b in ok(url, "pinned_context", {}, bob)["blocks"]] == [shared]
     elsewhere = ok(url, "pinned_context", {}, {**bob, "project": "billing"})
-    assert elsewhere["blocks"] == [] and elsewhere["inactive"] == 1 and "Snake" not in elsewhere["context"]
+    assert elsewhere["blocks"] == []
+    assert elsewhere["inactive"] == 1
+    assert "Snake" not in elsewhere["context"]
     status, denied = call(url, "file_write", {"path": shared, "content": "x"}, {**bob, "roles": "reader"})
-    assert status == 403 and denied["errorCode"] == "UNAUTHORIZED"
+    assert status == 403
+    assert denied["errorCode"] == "UNAUTHORIZED"
 
 
 def test_growing_a_shared_block_is_checked_against_every_pinners_budget(server: Server, tenant: str) -> None:
@@ -533,7 +584,8 @@ def test_growing_a_shared_block_is_checked_against_every_pinners_budget(server: 
     small = ok(url, "file_write", {"path": shared, "content": LARGE_SMALL}, alice)["tokens"]
     assert ok(url, "block_pin", {"path": shared}, bob)["pinnedTokens"] == small
     status, refused = call(url, "file_write", {"path": shared, "content": LARGE_BIG * 2}, alice)
-    assert status == 409 and refused["retryable"] is False, refused
+    assert status == 409, refused
+    assert refused["retryable"] is False, refused
     details = refused["details"]
     assert (details["reason"], details["yours"], details["current"], details["limit"]) == (
         "BLOCK_BUDGET_EXCEEDED",
@@ -541,7 +593,8 @@ def test_growing_a_shared_block_is_checked_against_every_pinners_budget(server: 
         small,
         BUDGET,
     )
-    assert details["wouldBe"] == details["size"] > BUDGET and "unpin" in details["advice"]
+    assert details["wouldBe"] == details["size"] > BUDGET
+    assert "unpin" in details["advice"]
     assert ok(url, "file_read", {"path": shared}, bob)["version"] == 1
     ok(url, "block_unpin", {"path": shared}, bob)
     assert ok(url, "file_write", {"path": shared, "content": LARGE_BIG * 2}, alice)["version"] == 2

@@ -23,7 +23,10 @@ from mcp_support import Caller, http_session
 from helpers import local_server
 from mnemo.runtime import Services
 from mnemo.settings import Settings
+from mnemo.tools.registry import load_catalog
 
+#: Every tool of the files family (file tools, pinned blocks), from the catalog.
+FILE_TOOLS = {name for name, tool in load_catalog().items() if tool.family == "files"}
 BUDGET = 400
 TABLE = "records-files-mcp"
 BUCKET = "mnemo-files-mcp"
@@ -54,18 +57,21 @@ def moto_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
 
 async def caller(session: ClientSession) -> Caller:
     mcp = await mcp_support.caller(session)
-    files = {"file_read", "file_write", "file_edit", "file_list", "file_delete", "file_search"}
-    assert files | {"block_pin", "block_unpin", "pinned_context", "expand_prompt"} <= set(mcp.schemas)
+    assert set(mcp.schemas) >= FILE_TOOLS, "every tool of the files family is listed"
     return mcp
 
 
 def budget_error(answer: dict[str, Any], *, field: str, path: str, current: int, size: int) -> None:
     assert answer["retryable"] is False, answer
     details = answer["details"]
-    assert details["reason"] == "BLOCK_BUDGET_EXCEEDED" and details["field"] == field and details["path"] == path
+    assert details["reason"] == "BLOCK_BUDGET_EXCEEDED"
+    assert details["field"] == field
+    assert details["path"] == path
     assert (details["current"], details["limit"], details["size"]) == (current, BUDGET, size), details
     advice = details["advice"].lower()
-    assert details["wouldBe"] > BUDGET and "compact" in advice and "unpin" in advice
+    assert details["wouldBe"] > BUDGET
+    assert "compact" in advice
+    assert "unpin" in advice
 
 
 # ---------------------------------------------------------------- workflow ---
@@ -82,9 +88,11 @@ async def seed_workflow(open_session: Opener, tenant: str) -> None:
         )
         appended = await mcp.ok("file_edit", {"path": DECISIONS, "old": "[END]", "new": APPENDED + "[END]"})
         grown = appended["tokens"]
-        assert (appended["version"], appended["replacements"]) == (2, 1) and grown > created["tokens"]
+        assert (appended["version"], appended["replacements"]) == (2, 1)
+        assert grown > created["tokens"]
         read = await mcp.ok("file_read", {"path": DECISIONS})
-        assert read["content"] == FIRST.replace("[END]", APPENDED + "[END]") and read["tokens"] == grown
+        assert read["content"] == FIRST.replace("[END]", APPENDED + "[END]")
+        assert read["tokens"] == grown
 
         assert (await mcp.ok("block_pin", {"path": DECISIONS}))["pinnedTokens"] == grown
         small = (await mcp.ok("file_write", {"path": LARGE, "content": LARGE_SMALL}))["tokens"]
@@ -93,7 +101,9 @@ async def seed_workflow(open_session: Opener, tenant: str) -> None:
 
         compacted = await mcp.ok("file_write", {"path": DECISIONS, "content": COMPACTED, "expectedVersion": 2})
         compact = compacted["tokens"]
-        assert compact < grown and compacted["pinnedTokens"] == compact + small and compacted["version"] == 3
+        assert compact < grown
+        assert compacted["pinnedTokens"] == compact + small
+        assert compacted["version"] == 3
 
         refused = await mcp.error("file_write", {"path": LARGE, "content": LARGE_BIG}, "CONFLICT")
         big = refused["details"]["size"]
@@ -104,7 +114,8 @@ async def seed_workflow(open_session: Opener, tenant: str) -> None:
         assert (unchanged["version"], unchanged["content"]) == (1, LARGE_SMALL)
         context = await mcp.ok("pinned_context", {})
         assert [b["path"] for b in context["blocks"]] == [LARGE, DECISIONS]
-        assert context["totalTokens"] == compact + small and COMPACTED.rstrip("\n") in context["context"]
+        assert context["totalTokens"] == compact + small
+        assert COMPACTED.rstrip("\n") in context["context"]
 
         unpinned = await mcp.ok("block_unpin", {"path": DECISIONS})
         assert (unpinned["changed"], unpinned["pinnedTokens"]) == (True, small)
@@ -123,7 +134,8 @@ async def seed_workflow(open_session: Opener, tenant: str) -> None:
             '<file path="docs/api.md" version="1">\none\ntwo\nthree\n</file>'
         )
         missing = await mcp.error("expand_prompt", {"text": "Use @@nowhere"}, "NOT_FOUND")
-        assert missing["details"]["field"] == "text" and missing["details"]["marker"] == "@@nowhere"
+        assert missing["details"]["field"] == "text"
+        assert missing["details"]["marker"] == "@@nowhere"
         for escape in ("../x", "/etc/passwd", "mnemo:///blocks/../../x", "s3://bucket/x", "mnemo://other/blocks/x"):
             bad = await mcp.error("file_read", {"path": escape}, "INVALID_INPUT")
             assert bad["details"]["field"] == "path", bad
@@ -137,7 +149,8 @@ async def seed_workflow(open_session: Opener, tenant: str) -> None:
         await mcp.error("file_read", {"path": DECISIONS}, "NOT_FOUND")
         assert (await mcp.ok("file_read", {"path": "docs/api.md"}))["content"] == "one\ntwo\nthree\n"
         context = await mcp.ok("pinned_context", {})
-        assert context["blocks"] == [] and context["context"] == ""
+        assert context["blocks"] == []
+        assert context["context"] == ""
         found = await mcp.ok("file_search", {"query": "orders PostgreSQL decisions", "threshold": 0})
         assert found["results"] == []
         assert (await mcp.ok("file_list", {"path": "mnemo:///"}))["entries"] == []

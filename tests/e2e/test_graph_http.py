@@ -22,21 +22,14 @@ from adapter_servers import Server, ServerOptions
 from jsonschema import Draft202012Validator
 
 from helpers import http_request
-from mnemo.tools.registry import get_tool
+from mnemo.tools.registry import get_tool, load_catalog
 from mnemo.tools.schema import output_schema
 
 ENVELOPE = {"success", "errorCode", "message", "details", "retryable"}
 TABLE = "records-graph-e2e"
 BUCKET = "mnemo-graph-e2e"
-GRAPH_TOOLS = (
-    "add_memory_link",
-    "get_memory_object",
-    "update_memory_object",
-    "graph_search",
-    "invalidate_memory_link",
-    "delete_memory_object",
-    "build_memory_from_text",
-)
+#: Every tool of the graph family, from the catalog.
+GRAPH_TOOLS = tuple(name for name, tool in load_catalog().items() if tool.family == "graph")
 MISSING_FACT = "fct_" + "0" * 24
 MISSING_ENTITY = "ent_" + "0" * 24
 
@@ -84,7 +77,8 @@ def call(url: str, tool: str, body: dict[str, Any], identity: dict[str, str]) ->
         Draft202012Validator(output_schema(get_tool(tool))).validate(answer)
         assert answer["success"] is True
     else:
-        assert set(answer) == ENVELOPE and answer["success"] is False, answer
+        assert set(answer) == ENVELOPE, answer
+        assert answer["success"] is False, answer
     return status, answer
 
 
@@ -119,7 +113,8 @@ def test_a_link_read_with_neighbours_contradicted_and_searched_before_and_after(
     assert (added["created"], added["subject"]["created"], added["object"]["created"]) == (True, True, True)
     acme_fact = added["fact"]
     f1, alice_id, acme_id = added["factId"], added["subject"]["entityId"], added["object"]["entityId"]
-    assert acme_fact["factId"] == f1 and added["invalidated"] == []
+    assert acme_fact["factId"] == f1
+    assert added["invalidated"] == []
     assert (acme_fact["subject"], acme_fact["predicate"], acme_fact["object"]) == ("Alice", "works_at", "Acme")
     assert (acme_fact["validAt"], acme_fact["invalidAt"], acme_fact["expiredAt"]) == (ACME["validAt"], None, None)
     assert (acme_fact["status"], acme_fact["layer"], acme_fact["text"]) == ("valid", "user", ACME["text"])
@@ -134,17 +129,21 @@ def test_a_link_read_with_neighbours_contradicted_and_searched_before_and_after(
     berlin = ok(url, "add_memory_link", BERLIN, me)
     f2, berlin_id = berlin["factId"], berlin["object"]["entityId"]
     assert berlin["subject"] == {"entityId": acme_id, "name": "Acme", "type": "organization", "created": False}
-    assert berlin["fact"]["predicate"] == "located_in" and berlin["fact"]["text"] == "Acme located in Berlin"
+    assert berlin["fact"]["predicate"] == "located_in"
+    assert berlin["fact"]["text"] == "Acme located in Berlin"
 
     # Read back: depth 0, 1 and 2, by name (any case) and by id.
     alone = ok(url, "get_memory_object", {"name": "alice", "depth": 0}, me)
-    assert alone["entity"]["entityId"] == alice_id and alone["entity"]["version"] == 1
-    assert alone["neighbours"] == [] and [f["factId"] for f in alone["facts"]] == [f1]
+    assert alone["entity"]["entityId"] == alice_id
+    assert alone["entity"]["version"] == 1
+    assert alone["neighbours"] == []
+    assert [f["factId"] for f in alone["facts"]] == [f1]
     one = ok(url, "get_memory_object", {"name": "Alice"}, me)
     assert one["neighbours"] == [
         {"entityId": acme_id, "name": "Acme", "type": "organization", "summary": "", "depth": 1, "via": [f1]}
     ]
-    assert [f["factId"] for f in one["facts"]] == [f1] and one["hasMore"] is False
+    assert [f["factId"] for f in one["facts"]] == [f1]
+    assert one["hasMore"] is False
     two = ok(url, "get_memory_object", {"entityId": alice_id, "depth": 2}, me)
     assert [(n["name"], n["depth"], n["via"]) for n in two["neighbours"]] == [("Acme", 1, [f1]), ("Berlin", 2, [f2])]
     assert ids_of(two["facts"]) == {f1, f2}
@@ -154,12 +153,17 @@ def test_a_link_read_with_neighbours_contradicted_and_searched_before_and_after(
     # A contradicting fact: exclusive ends the old one as of its validAt, and keeps it.
     moved = ok(url, "add_memory_link", GLOBEX, me)
     f3, globex_id = moved["factId"], moved["object"]["entityId"]
-    assert moved["created"] is True and moved["invalidated"] == [f1]
-    assert moved["subject"]["entityId"] == alice_id and moved["fact"]["status"] == "valid"
+    assert moved["created"] is True
+    assert moved["invalidated"] == [f1]
+    assert moved["subject"]["entityId"] == alice_id
+    assert moved["fact"]["status"] == "valid"
     history = ok(url, "get_memory_object", {"name": "Alice", "includeHistory": True, "depth": 0}, me)
     old = {f["factId"]: f for f in history["facts"]}[f1]
-    assert old["invalidAt"] == GLOBEX["validAt"] and old["invalidatedBy"] == f3 and old["status"] == "invalid"
-    assert old["expiredAt"] == moved["fact"]["createdAt"] and old["validAt"] == ACME["validAt"]
+    assert old["invalidAt"] == GLOBEX["validAt"]
+    assert old["invalidatedBy"] == f3
+    assert old["status"] == "invalid"
+    assert old["expiredAt"] == moved["fact"]["createdAt"]
+    assert old["validAt"] == ACME["validAt"]
     assert [f["factId"] for f in history["facts"]] == [f3, f1], "newest first"
     now = ok(url, "get_memory_object", {"name": "Alice"}, me)
     assert [f["factId"] for f in now["facts"]] == [f3]
@@ -176,7 +180,8 @@ def test_a_link_read_with_neighbours_contradicted_and_searched_before_and_after(
     current = search(url, me, kind="facts")
     works = [f for f in current["facts"] if f["predicate"] == "works_at"]
     assert [(f["factId"], f["object"], f["status"]) for f in works] == [(f3, "Globex", "valid")]
-    assert current["entities"] == [] and current["retrieval"] in ("hybrid", "lexical")
+    assert current["entities"] == []
+    assert current["retrieval"] in ("hybrid", "lexical")
     everything_now = search(url, me, includeInvalid=True, threshold=0)
     assert {f["factId"]: f["status"] for f in everything_now["facts"]} == {f1: "invalid", f2: "valid", f3: "valid"}
     assert {e["entityId"] for e in everything_now["entities"]} == {alice_id, acme_id, berlin_id, globex_id}
@@ -189,7 +194,8 @@ def test_a_link_read_with_neighbours_contradicted_and_searched_before_and_after(
     only_valid_before = search(url, me, threshold=0, asOf=BEFORE)
     assert ids_of(only_valid_before["facts"]) == {f1}
     people = search(url, me, kind="entities", types=["person"], threshold=0)
-    assert [e["entityId"] for e in people["entities"]] == [alice_id] and people["facts"] == []
+    assert [e["entityId"] for e in people["entities"]] == [alice_id]
+    assert people["facts"] == []
 
     # knownAt: as Mnemo knew things when it learned of Acme, Alice still worked there and Globex was unknown.
     learned_acme, learned_globex = acme_fact["createdAt"], moved["fact"]["createdAt"]
@@ -203,13 +209,15 @@ def test_a_link_read_with_neighbours_contradicted_and_searched_before_and_after(
     # memory_search with includeGraph carries the graph context beside the memories.
     ok(url, "memory_add", {"content": "Alice prefers Python for data pipelines."}, me)
     plain = ok(url, "memory_search", {"query": "Alice", "threshold": 0}, me)
-    assert plain.get("graph") is None and plain["results"]
+    assert plain.get("graph") is None
+    assert plain["results"]
     with_graph = ok(url, "memory_search", {"query": "Alice", "threshold": 0, "includeGraph": True}, me)
     assert [r["content"] for r in with_graph["results"]] == [r["content"] for r in plain["results"]]
     graph = with_graph["graph"]
     assert "Alice" in graph["entities"]
     shown = {f["factId"]: f for f in graph["facts"]}
-    assert f3 in shown and f1 not in shown, graph  # current facts only
+    assert f3 in shown, graph
+    assert f1 not in shown, graph  # current facts only
     assert (shown[f3]["object"], shown[f3]["status"]) == ("Globex", "valid")
 
 
@@ -227,7 +235,8 @@ def test_update_with_a_stale_version_is_a_409_naming_the_field(server: Server, t
         me,
     )["entity"]
     assert (updated["version"], updated["summary"], updated["aliases"]) == (2, "Data engineer.", ["Alice Smith"])
-    assert updated["entityId"] == alice["entityId"] and updated["createdAt"] == alice["createdAt"]
+    assert updated["entityId"] == alice["entityId"]
+    assert updated["createdAt"] == alice["createdAt"]
 
     stale = fails(
         url,
@@ -237,21 +246,25 @@ def test_update_with_a_stale_version_is_a_409_naming_the_field(server: Server, t
         409,
         "CONFLICT",
     )
-    assert stale["details"]["field"] == "expectedVersion" and stale["details"]["currentVersion"] == 2
+    assert stale["details"]["field"] == "expectedVersion"
+    assert stale["details"]["currentVersion"] == 2
     by_alias = ok(url, "get_memory_object", {"name": "alice smith", "depth": 0}, me)["entity"]
     assert (by_alias["entityId"], by_alias["summary"], by_alias["version"]) == (alice["entityId"], "Data engineer.", 2)
 
     # A rename keeps the old name as an alias; facts show the new name; the old name still finds it.
     renamed = ok(url, "update_memory_object", {"name": "Globex", "newName": "Globex Corp"}, me)["entity"]
-    assert renamed["name"] == "Globex Corp" and renamed["aliases"] == ["Globex"]
+    assert renamed["name"] == "Globex Corp"
+    assert renamed["aliases"] == ["Globex"]
     assert ok(url, "get_memory_object", {"name": "globex", "depth": 0}, me)["entity"]["name"] == "Globex Corp"
     fact = ok(url, "get_memory_object", {"name": "Alice", "depth": 0}, me)["facts"][0]
     assert (fact["factId"], fact["object"]) == (moved["factId"], "Globex Corp")
     # A name that belongs to another entity is a CONFLICT naming newName and that entity.
     taken = fails(url, "update_memory_object", {"name": "Acme", "newName": "Globex"}, me, 409, "CONFLICT")
-    assert taken["details"]["field"] == "newName" and taken["details"]["entityId"] == renamed["entityId"]
+    assert taken["details"]["field"] == "newName"
+    assert taken["details"]["entityId"] == renamed["entityId"]
     taken = fails(url, "update_memory_object", {"name": "Acme", "aliases": ["Alice Smith"]}, me, 409, "CONFLICT")
-    assert taken["details"]["field"] == "aliases" and taken["details"]["entityId"] == alice["entityId"]
+    assert taken["details"]["field"] == "aliases"
+    assert taken["details"]["entityId"] == alice["entityId"]
     assert ok(url, "get_memory_object", {"name": "Acme", "depth": 0}, me)["entity"]["version"] == 1
     fails(url, "update_memory_object", {"name": "Nobody", "summary": "x"}, me, 404, "NOT_FOUND")
 
@@ -267,10 +280,14 @@ def test_invalidate_keeps_the_fact_in_the_history(server: Server, tenant: str) -
     assert early["details"]["field"] == "invalidAt"
     ended = ok(url, "invalidate_memory_link", {"factId": f1, "reason": "Alice left Acme."}, me)
     fact = ended["fact"]
-    assert ended["alreadyInvalid"] is False and fact["status"] == "invalid" and fact["reason"] == "Alice left Acme."
-    assert fact["invalidAt"] is not None and fact["invalidAt"] == fact["expiredAt"]
+    assert ended["alreadyInvalid"] is False
+    assert fact["status"] == "invalid"
+    assert fact["reason"] == "Alice left Acme."
+    assert fact["invalidAt"] is not None
+    assert fact["invalidAt"] == fact["expiredAt"]
     again = ok(url, "invalidate_memory_link", {"factId": f1}, me)
-    assert again["alreadyInvalid"] is True and again["fact"]["invalidAt"] == fact["invalidAt"]
+    assert again["alreadyInvalid"] is True
+    assert again["fact"]["invalidAt"] == fact["invalidAt"]
 
     assert ok(url, "get_memory_object", {"name": "Alice"}, me)["facts"] == []
     kept = ok(url, "get_memory_object", {"name": "Alice", "includeHistory": True}, me)["facts"]
@@ -279,7 +296,8 @@ def test_invalidate_keeps_the_fact_in_the_history(server: Server, tenant: str) -
     assert ids_of(search(url, me, threshold=0, asOf=BEFORE)["facts"]) == {f1}
     # The link is open again: adding the fact anew creates a new one.
     anew = ok(url, "add_memory_link", {**ACME, "validAt": "2026-01-01T00:00:00Z"}, me)
-    assert anew["created"] is True and anew["factId"] != f1
+    assert anew["created"] is True
+    assert anew["factId"] != f1
     fails(url, "invalidate_memory_link", {"factId": MISSING_FACT}, me, 404, "NOT_FOUND")
 
 
@@ -317,7 +335,8 @@ def test_invalidates_by_id_and_history_that_ended_before_a_later_fact(server: Se
         },
         me,
     )
-    assert late["created"] is True and late["fact"]["invalidAt"] is not None
+    assert late["created"] is True
+    assert late["fact"]["invalidAt"] is not None
     facts = ok(url, "get_memory_object", {"name": "checkout", "includeHistory": True, "depth": 0}, me)["facts"]
     status = {f["object"]: f["status"] for f in facts}
     assert status == {"PostgreSQL": "valid", "MySQL": "invalid", "SQLite": "invalid"}
@@ -350,7 +369,8 @@ def test_delete_previews_then_needs_the_token_and_a_wrong_token_is_a_conflict(se
     assert (preview["deleted"], preview["factsAffected"], preview["entity"]["name"]) == (False, 2, "Acme")
     assert sorted(preview["neighboursAffected"]) == ["Alice", "Berlin"]
     token = preview["confirmationToken"]
-    assert token and "confirmationToken" in preview["message"]
+    assert token
+    assert "confirmationToken" in preview["message"]
     # Nothing went: the preview deletes nothing.
     assert ok(url, "get_memory_object", {"name": "Acme", "includeHistory": True}, me)["entity"]["version"] == 1
 
@@ -372,11 +392,14 @@ def test_delete_previews_then_needs_the_token_and_a_wrong_token_is_a_conflict(se
     assert (gone["deleted"], gone["factsAffected"]) == (True, 2)
     fails(url, "get_memory_object", {"name": "Acme"}, me, 404, "NOT_FOUND")
     history = ok(url, "get_memory_object", {"name": "Alice", "includeHistory": True}, me)
-    assert ids_of(history["facts"]) == {f3} and [n["name"] for n in history["neighbours"]] == ["Globex"]
+    assert ids_of(history["facts"]) == {f3}
+    assert [n["name"] for n in history["neighbours"]] == ["Globex"]
     berlin = ok(url, "get_memory_object", {"name": "Berlin", "includeHistory": True}, me)
-    assert berlin["facts"] == [] and berlin["neighbours"] == []
+    assert berlin["facts"] == []
+    assert berlin["neighbours"] == []
     found = search(url, me, threshold=0, includeInvalid=True)
-    assert ids_of(found["facts"]) == {f3} and "Acme" not in {e["name"] for e in found["entities"]}
+    assert ids_of(found["facts"]) == {f3}
+    assert "Acme" not in {e["name"] for e in found["entities"]}
     fails(url, "invalidate_memory_link", {"factId": f1}, me, 404, "NOT_FOUND")
     fails(url, "delete_memory_object", {"factId": f2}, me, 404, "NOT_FOUND")
     # The name is free again: a new Acme is a new entity.
@@ -445,7 +468,8 @@ def test_bad_input_is_a_400_envelope_naming_the_field(
     server: Server, tenant: str, tool: str, body: dict[str, Any], field: str
 ) -> None:
     answer = fails(server.url, tool, body, who(tenant), 400, "INVALID_INPUT")
-    assert answer["details"]["field"] == field and answer["retryable"] is False, answer
+    assert answer["details"]["field"] == field, answer
+    assert answer["retryable"] is False, answer
     assert answer["message"].startswith(field.split(".")[0]), answer["message"]
 
 
@@ -505,7 +529,8 @@ def test_build_memory_from_text_without_a_model_says_how_to_configure_one(server
     me = who(tenant)
     answer = fails(server.url, "build_memory_from_text", {"content": "Alice works at Acme."}, me, 502, "PROVIDER_ERROR")
     assert answer["retryable"] is False, answer
-    assert "MNEMO_OPENAI_BASE_URL" in answer["message"] and "MNEMO_EXTRACTOR" in answer["message"], answer
+    assert "MNEMO_OPENAI_BASE_URL" in answer["message"], answer
+    assert "MNEMO_EXTRACTOR" in answer["message"], answer
     assert answer["details"]["configured"] is False
     assert search(server.url, me, threshold=0)["entities"] == []
 
@@ -554,15 +579,18 @@ def test_other_users_and_tenants_cannot_reach_alices_graph(server: Server, tenan
             {"query": "Alice", "threshold": 0, "knownAt": first["fact"]["createdAt"]},
         ):
             found = ok(url, "graph_search", body, identity)
-            assert found["entities"] == [] and found["facts"] == [], f"LEAK: graph_search as {identity}: {found}"
+            assert found["entities"] == [], f"LEAK: graph_search as {identity}: {found}"
+            assert found["facts"] == [], f"LEAK: graph_search as {identity}: {found}"
         context = ok(url, "memory_search", {"query": "Alice Acme", "threshold": 0, "includeGraph": True}, identity)
         assert context["graph"] == {"entities": [], "facts": []}, f"LEAK: memory_search as {identity}: {context}"
 
     # Their own Alice is a different entity; it neither sees nor changes hers.
     bob = intruders[0]
     own = ok(url, "add_memory_link", {**ACME, "exclusive": True}, bob)
-    assert own["created"] is True and own["subject"]["created"] is True
-    assert own["subject"]["entityId"] != alice_id and own["factId"] != fact_id
+    assert own["created"] is True
+    assert own["subject"]["created"] is True
+    assert own["subject"]["entityId"] != alice_id
+    assert own["factId"] != fact_id
     theirs = ok(url, "add_memory_link", {**GLOBEX}, bob)
     assert theirs["invalidated"] == [own["factId"]]
     assert ids_of(
@@ -605,7 +633,7 @@ def test_identity_headers_cannot_splice_into_another_scope(
         "delete_memory_object": {"factId": fact_id},
         "build_memory_from_text": {"content": "Alice works at Globex."},
     }
-    assert set(bodies) == set(GRAPH_TOOLS)
+    assert set(bodies) == set(GRAPH_TOOLS), "a spliced identity is tried on every graph tool"
     for tool, body in bodies.items():
         status, answer = call(url, tool, body, identity)
         assert status in (400, 401, 403), f"{tool} as {identity}: HTTP {status} {answer}"
@@ -624,7 +652,8 @@ def test_on_aws_the_graph_is_dynamodb_items_of_the_callers_scope(server: Server,
     sks = {i["sk"]["S"] for i in mine}
     fact_id, subject, obj = added["factId"], added["subject"]["entityId"], added["object"]["entityId"]
     assert {f"FACT#{fact_id}", f"ENT#{subject}", f"ENT#{obj}", f"LINK#{subject}#works_at#{obj}"} <= sks, sks
-    assert sum(sk.startswith("EDGE#") for sk in sks) == 2 and sum(sk.startswith("NAME#") for sk in sks) == 2
+    assert sum(sk.startswith("EDGE#") for sk in sks) == 2
+    assert sum(sk.startswith("NAME#") for sk in sks) == 2
     assert not [
         i
         for i in items

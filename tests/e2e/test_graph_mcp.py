@@ -22,18 +22,12 @@ from mcp_support import Caller, http_session, stdio_session
 from helpers import local_server
 from mnemo.runtime import Services
 from mnemo.settings import Settings
+from mnemo.tools.registry import load_catalog
 
 TABLE = "records-graph-mcp"
 BUCKET = "mnemo-graph-mcp"
-GRAPH_TOOLS = {
-    "add_memory_link",
-    "get_memory_object",
-    "update_memory_object",
-    "graph_search",
-    "invalidate_memory_link",
-    "delete_memory_object",
-    "build_memory_from_text",
-}
+#: Every tool of the graph family, from the catalog.
+GRAPH_TOOLS = {name for name, tool in load_catalog().items() if tool.family == "graph"}
 ACME = {
     "subject": "Alice",
     "predicate": "works_at",
@@ -79,7 +73,8 @@ async def graph_scenario(open_session: Opener, tenant: str) -> None:
         mcp = await caller(session)
         added = await mcp.ok("add_memory_link", ACME)
         f1, alice_id, acme_id = added["factId"], added["subject"]["entityId"], added["object"]["entityId"]
-        assert added["created"] is True and added["fact"]["validAt"] == ACME["validAt"]
+        assert added["created"] is True
+        assert added["fact"]["validAt"] == ACME["validAt"]
         again = await mcp.ok("add_memory_link", {**ACME, "subject": "ALICE", "predicate": "works at"})
         assert (again["created"], again["factId"], again["subject"]["entityId"]) == (False, f1, alice_id)
         f2 = (await mcp.ok("add_memory_link", {"subject": "Acme", "predicate": "located_in", "object": "Berlin"}))[
@@ -87,7 +82,8 @@ async def graph_scenario(open_session: Opener, tenant: str) -> None:
         ]
 
         one = await mcp.ok("get_memory_object", {"name": "Alice", "depth": 1})
-        assert one["entity"]["entityId"] == alice_id and ids_of(one["facts"]) == {f1}
+        assert one["entity"]["entityId"] == alice_id
+        assert ids_of(one["facts"]) == {f1}
         assert [(n["entityId"], n["depth"], n["via"]) for n in one["neighbours"]] == [(acme_id, 1, [f1])]
         two = await mcp.ok("get_memory_object", {"entityId": alice_id, "depth": 2})
         assert [(n["name"], n["depth"]) for n in two["neighbours"]] == [("Acme", 1), ("Berlin", 2)]
@@ -116,14 +112,17 @@ async def graph_scenario(open_session: Opener, tenant: str) -> None:
         stale = await mcp.error(
             "update_memory_object", {"name": "Alice", "summary": "x", "expectedVersion": 1}, "CONFLICT"
         )
-        assert stale["details"]["field"] == "expectedVersion" and stale["details"]["currentVersion"] == 2
+        assert stale["details"]["field"] == "expectedVersion"
+        assert stale["details"]["currentVersion"] == 2
 
         ended = await mcp.ok("invalidate_memory_link", {"factId": f2, "reason": "Acme moved."})
-        assert ended["fact"]["status"] == "invalid" and ended["alreadyInvalid"] is False
+        assert ended["fact"]["status"] == "invalid"
+        assert ended["alreadyInvalid"] is False
         assert (await mcp.ok("invalidate_memory_link", {"factId": f2}))["alreadyInvalid"] is True
 
         context = await mcp.ok("memory_search", {"query": "Alice", "threshold": 0, "includeGraph": True})
-        assert "Alice" in context["graph"]["entities"] and f3 in ids_of(context["graph"]["facts"])
+        assert "Alice" in context["graph"]["entities"]
+        assert f3 in ids_of(context["graph"]["facts"])
 
         preview = await mcp.ok("delete_memory_object", {"name": "Acme"})
         assert (preview["deleted"], preview["factsAffected"]) == (False, 2)
@@ -136,7 +135,8 @@ async def graph_scenario(open_session: Opener, tenant: str) -> None:
         assert ids_of(after["facts"]) == {f3}
 
         unconfigured = await mcp.error("build_memory_from_text", {"content": "Bob works at Initech."}, "PROVIDER_ERROR")
-        assert unconfigured["retryable"] is False and "MNEMO_OPENAI_BASE_URL" in unconfigured["message"]
+        assert unconfigured["retryable"] is False
+        assert "MNEMO_OPENAI_BASE_URL" in unconfigured["message"]
 
     # Another user, and the same user in another tenant, see none of it.
     for other in ({**me, "user": "bob"}, {**me, "tenant": tenant + "-other"}):
@@ -148,7 +148,8 @@ async def graph_scenario(open_session: Opener, tenant: str) -> None:
             await mcp.error("update_memory_object", {"name": "Alice", "summary": "x"}, "NOT_FOUND")
             await mcp.error("delete_memory_object", {"factId": f3}, "NOT_FOUND")
             found = await mcp.ok("graph_search", {"query": "Alice Globex", "threshold": 0, "includeInvalid": True})
-            assert found["entities"] == [] and found["facts"] == []
+            assert found["entities"] == []
+            assert found["facts"] == []
 
 
 # ------------------------------------------------------------------- tests ---

@@ -65,10 +65,14 @@ def test_a_held_tool_call_does_not_hold_the_others(served: tuple[int, HoldingEmb
         for query in ("first", "second", "third"):
             other.send(_search(port, query, "bob"))
             answer = other.answer()
-            assert answer is not None and answer.status == 200 and answer.json()["success"]
+            assert answer is not None
+            assert answer.status == 200
+            assert answer.json()["success"]
         embedder.release.set()
         answer = held.answer()
-        assert answer is not None and answer.status == 200 and answer.json()["success"]
+        assert answer is not None
+        assert answer.status == 200
+        assert answer.json()["success"]
 
 
 def test_a_body_too_slow_gets_408_and_the_connection_closes(
@@ -80,9 +84,11 @@ def test_a_body_too_slow_gets_408_and_the_connection_closes(
     with Wire(port) as wire:
         wire.send(head + b'{"content": ')  # and never the rest
         answer = wire.answer()
-        assert answer is not None and answer.status == 408
+        assert answer is not None
+        assert answer.status == 408
         envelope = answer.json()
-        assert envelope["errorCode"] == "INVALID_INPUT" and envelope["details"]["field"] == "body"
+        assert envelope["errorCode"] == "INVALID_INPUT"
+        assert envelope["details"]["field"] == "body"
         assert envelope["retryable"] is True
         assert wire.at_eof()
 
@@ -105,6 +111,7 @@ def test_the_head_deadline_starts_again_after_each_answer(
     with Wire(port) as wire:
         wire.send(request("GET", "/health", port))
         answer = wire.answer()
-        assert answer is not None and answer.status == 200
+        assert answer is not None
+        assert answer.status == 200
         wire.send(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a second head, left unfinished
         assert wire.at_eof()

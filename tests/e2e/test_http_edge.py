@@ -117,7 +117,8 @@ def assert_refused(answer: Answer, status: int, code: str, field_names: set[str]
     assert answer.status == status, (answer.status, answer.text)
     assert answer.headers.get("content-type", "").startswith("application/json"), answer.headers
     envelope = answer.json()
-    assert envelope["success"] is False and envelope["errorCode"] == code, envelope
+    assert envelope["success"] is False, envelope
+    assert envelope["errorCode"] == code, envelope
     assert envelope["details"]["field"].lower() in field_names, envelope
 
 
@@ -155,7 +156,8 @@ def test_a_tool_call_that_is_not_json_is_415_and_stores_nothing(
 def test_a_same_origin_json_post_works(server: Server, marker: str, content_type: str) -> None:
     headers = {"Origin": f"http://127.0.0.1:{server.port}", "Content-Type": content_type, "X-Mnemo-User": "edge-so"}
     answer = exchange(server.port, tool_request(server.port, "memory_add", {"content": f"{marker} x"}, headers))
-    assert answer.status == 200 and answer.json()["success"], answer.text
+    assert answer.status == 200, answer.text
+    assert answer.json()["success"], answer.text
     assert stored(server.url, marker, user="edge-so") == [f"{marker} x"]
 
 
@@ -202,7 +204,8 @@ def test_allowed_hosts_and_origins_are_served(tmp_path: Path) -> None:
 
         json_post = {"Origin": EVIL, "Content-Type": "application/json", "X-Mnemo-User": "edge-allowed"}
         added = exchange(port, tool_request(port, "memory_add", {"content": "allowedorigin x"}, json_post, host))
-        assert added.status == 200 and added.json()["success"], added.text
+        assert added.status == 200, added.text
+        assert added.json()["success"], added.text
         assert stored(allowed.url, "allowedorigin", user="edge-allowed") == ["allowedorigin x"]
 
         text_post = {**json_post, "Content-Type": "text/plain"}
@@ -289,7 +292,8 @@ def test_a_client_hang_up_is_not_an_error(tmp_path: Path) -> None:
         assert status == 200, added
         assert stored(hung.url, "hangup", user="edge-hangup") == ["hangup after x"]
         assert hung.stop() == 0
-    assert "Traceback" not in hung.output and "ERROR" not in hung.output, hung.output
+    assert "Traceback" not in hung.output, hung.output
+    assert "ERROR" not in hung.output, hung.output
 
 
 def test_sigterm_lets_an_in_flight_request_finish(tmp_path: Path) -> None:
@@ -307,7 +311,8 @@ def test_sigterm_lets_an_in_flight_request_finish(tmp_path: Path) -> None:
             wire.send(whole[split:])
             answer = wire.answer()
         assert answer is not None, f"no answer to the in-flight request: {stopping.output}"
-        assert answer.status == 200 and answer.json()["success"], answer.text
+        assert answer.status == 200, answer.text
+        assert answer.json()["success"], answer.text
         assert stopping.stop() == 0, stopping.output
     assert "Traceback" not in stopping.output, stopping.output
 
@@ -319,7 +324,8 @@ def test_a_busy_port_is_one_line_and_status_1(server: Server, tmp_path: Path) ->
     )
     assert second.returncode == 1, (second.returncode, second.stdout, second.stderr)
     lines = second.stderr.strip().splitlines()
-    assert len(lines) == 1 and str(server.port) in lines[0], second.stderr
+    assert len(lines) == 1, second.stderr
+    assert str(server.port) in lines[0], second.stderr
 
 
 # ------------------------------------------------------------------------ MCP ---

@@ -82,21 +82,25 @@ def test_a_bad_line_is_refused_with_its_number_and_field_and_nothing_is_written(
     assert done.returncode == 1
     envelope = json.loads(done.stdout)
     assert envelope["errorCode"] == "INVALID_INPUT"
-    assert envelope["details"]["line"] == 4 and envelope["details"]["field"] == "tags"
+    assert envelope["details"]["line"] == 4
+    assert envelope["details"]["field"] == "tags"
     assert envelope["message"].startswith("line 4: tags")
     assert search(env, "printer toner line") == []
 
     jsonl(source, {"content": "fine"}, "{not json")
     broken = json.loads(run("import", str(source), env=env).stdout)
-    assert broken["details"]["line"] == 2 and broken["details"]["field"] == "body"
+    assert broken["details"]["line"] == 2
+    assert broken["details"]["field"] == "body"
 
     jsonl(source, {"mnemoExport": 3, "kind": "memories"}, {"content": "from the future"})
     future = json.loads(run("import", str(source), env=env).stdout)
-    assert future["details"]["line"] == 1 and future["details"]["field"] == "mnemoExport"
+    assert future["details"]["line"] == 1
+    assert future["details"]["field"] == "mnemoExport"
 
     jsonl(source, {"content": "fine"}, {"content": "claims another user", "user": "eve"})
     claimed = json.loads(run("import", str(source), env=env).stdout)
-    assert claimed["errorCode"] == "UNAUTHORIZED" and claimed["details"] == {"field": "user", "line": 2}
+    assert claimed["errorCode"] == "UNAUTHORIZED"
+    assert claimed["details"] == {"field": "user", "line": 2}
     assert search(env, "fine future claims") == []
 
 
@@ -117,7 +121,8 @@ def test_a_layer_the_caller_cannot_write_is_refused_naming_the_line(tmp_path: Pa
     assert done.returncode == 1
     envelope = json.loads(done.stdout)
     assert envelope["errorCode"] == "UNAUTHORIZED"
-    assert envelope["details"]["line"] == 2 and envelope["details"]["field"] == "layer"
+    assert envelope["details"]["line"] == 2
+    assert envelope["details"]["field"] == "layer"
     assert search(env, "on-call pager") == []
     allowed = run("import", str(source), env={**env, "MNEMO_ROLES": "writer"})
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
@@ -147,5 +152,6 @@ def test_a_store_failure_mid_import_answers_an_envelope_not_a_traceback(tmp_path
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     answer = json.loads(done.stdout)
-    assert answer["success"] is False and answer["errorCode"] == "PROVIDER_ERROR"
+    assert answer["success"] is False
+    assert answer["errorCode"] == "PROVIDER_ERROR"
     assert "import again resumes it" in answer["message"]

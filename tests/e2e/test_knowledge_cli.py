@@ -21,7 +21,8 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 def test_validate_accepts_the_example_repository() -> None:
     done = run("knowledge", "validate", str(EXAMPLES))
     assert done.returncode == 0, done.stdout
-    assert f"{EXAMPLE_COUNT} valid items" in done.stdout and "0 errors" in done.stdout
+    assert f"{EXAMPLE_COUNT} valid items" in done.stdout
+    assert "0 errors" in done.stdout
 
 
 def test_validate_names_the_file_and_field_of_each_problem(tmp_path: Path) -> None:
@@ -79,9 +80,12 @@ def test_push_refuses_an_invalid_tree_and_prune_removes_what_is_gone(tmp_path: P
     (tree / "company" / "policy-license-headers.md").unlink()
     (tree / "company" / "broken.md").write_text("---\nid: b\n---\n")
     refused = run("knowledge", "push", str(tree), "--prune", env=env)
-    assert refused.returncode == 1 and "company/broken.md" in refused.stderr and "nothing pushed" in refused.stderr
+    assert refused.returncode == 1
+    assert "company/broken.md" in refused.stderr
+    assert "nothing pushed" in refused.stderr
     (tree / "company" / "broken.md").unlink()
     pruned = run("knowledge", "push", str(tree), "--prune", env=env)
-    assert pruned.returncode == 0 and "1 removed" in pruned.stdout
+    assert pruned.returncode == 0
+    assert "1 removed" in pruned.stdout
     synced = json.loads(run("sync", env=env).stdout)
     assert synced["result"]["added"] == EXAMPLE_COUNT - 1

@@ -40,9 +40,12 @@ def tool_call(base: str, tool: str, body: Any, **headers: str) -> tuple[int, Any
 @pytest.fixture(scope="module")
 def synced(base_url: str) -> str:
     status, first = tool_call(base_url, "sync_now", {}, **ENGINEER)
-    assert status == 200 and first["result"]["added"] == EXAMPLE_COUNT and first["result"]["failures"] == 0
+    assert status == 200
+    assert first["result"]["added"] == EXAMPLE_COUNT
+    assert first["result"]["failures"] == 0
     status, second = tool_call(base_url, "sync_now", {}, **ENGINEER)
-    assert status == 200 and second["result"] == {
+    assert status == 200
+    assert second["result"] == {
         "added": 0,
         "updated": 0,
         "deleted": 0,
@@ -54,15 +57,20 @@ def synced(base_url: str) -> str:
 
 def test_query_show_and_check_over_http(synced: str) -> None:
     status, found = tool_call(synced, "knowledge_query", {"query": "database selection", "type": "adr"}, **ENGINEER)
-    assert status == 200 and found["items"][0]["id"] == ADR_042 and found["items"][0]["layer"] == "org"
+    assert status == 200
+    assert found["items"][0]["id"] == ADR_042
+    assert found["items"][0]["layer"] == "org"
 
     status, shown = tool_call(synced, "knowledge_show", {"id": ADR_042, "includeHistory": True}, **ENGINEER)
-    assert status == 200 and shown["item"]["severity"] == "block" and shown["history"][0]["author"] == "tester"
+    assert status == 200
+    assert shown["item"]["severity"] == "block"
+    assert shown["history"][0]["author"] == "tester"
 
     status, checked = tool_call(
         synced, "knowledge_check", {"dependencies": [{"name": "mysql2", "version": "3.0.0"}]}, **ENGINEER
     )
-    assert status == 200 and checked["passed"] is False
+    assert status == 200
+    assert checked["passed"] is False
     assert checked["summary"] == {"info": 0, "warn": 0, "block": 1}
     assert checked["violations"][0]["knowledgeItemId"] == ADR_042
 
@@ -71,28 +79,36 @@ def test_query_show_and_check_over_http(synced: str) -> None:
         synced, "knowledge_check", {"files": [{"path": "package.json", "content": manifest}]}, **ENGINEER
     )
     blocks = [v for v in in_file["violations"] if v["severity"] == "block"]
-    assert status == 200 and [v["location"] for v in blocks] == [{"file": "package.json", "line": 3}]
+    assert status == 200
+    assert [v["location"] for v in blocks] == [{"file": "package.json", "line": 3}]
 
     status, health = tool_call(synced, "sync_status", {}, **ENGINEER)
-    assert status == 200 and health["healthy"] is True and health["stats"]["totalSyncs"] >= 2
+    assert status == 200
+    assert health["healthy"] is True
+    assert health["stats"]["totalSyncs"] >= 2
 
 
 def test_memory_search_surfaces_the_adr_pointer_in_the_org_layer(synced: str) -> None:
     status, found = call(synced, "memory_search", {"query": "which database should a new service use"}, **ENGINEER)
     assert status == 200
     pointers = [r for r in found["results"] if r["metadata"].get("knowledgePointer", {}).get("sourceId") == ADR_042]
-    assert pointers and pointers[0]["layer"] == "org" and pointers[0]["score"] >= 0.7
+    assert pointers
+    assert pointers[0]["layer"] == "org"
+    assert pointers[0]["score"] >= 0.7
     assert found["results"][0]["memoryId"] == pointers[0]["memoryId"]
 
 
 def test_unknown_items_and_other_tenants(synced: str) -> None:
     status, missing = call(synced, "knowledge_show", {"id": "adr-999"}, **ENGINEER)
-    assert status == 404 and missing["errorCode"] == "NOT_FOUND"
+    assert status == 404
+    assert missing["errorCode"] == "NOT_FOUND"
     assert missing["details"]["searchedLayers"] == ["project", "team", "org", "company"]
     status, stranger = call(
         synced, "knowledge_query", {"query": "database selection"}, tenant="globex", org="engineering"
     )
-    assert status == 200 and stranger["items"] == [] and stranger["totalCount"] == 0
+    assert status == 200
+    assert stranger["items"] == []
+    assert stranger["totalCount"] == 0
 
 
 @pytest.mark.parametrize(
@@ -113,5 +129,6 @@ def test_unknown_items_and_other_tenants(synced: str) -> None:
 def test_bad_input_gets_the_envelope_naming_the_field(synced: str, tool: str, body: Any, field: str) -> None:
     status, envelope = call(synced, tool, body, **ENGINEER)
     assert status == 400, envelope
-    assert envelope["success"] is False and envelope["errorCode"] == "INVALID_INPUT"
+    assert envelope["success"] is False
+    assert envelope["errorCode"] == "INVALID_INPUT"
     assert envelope["details"]["field"] == field

@@ -52,7 +52,9 @@ def test_the_acceptance_path(base_url: str) -> None:
             "tags": ["preferences", "coding-style"],
         },
     )
-    assert status == 200 and added["success"] and added["memoryId"]
+    assert status == 200
+    assert added["success"]
+    assert added["memoryId"]
 
     status, found = call(base_url, "memory_search", {"query": "What are the user's coding preferences?"})
     assert status == 200
@@ -60,7 +62,9 @@ def test_the_acceptance_path(base_url: str) -> None:
     assert found["results"][0]["score"] >= 0.7
 
     status, weather = call(base_url, "memory_search", {"query": "What will the weather be in Paris tomorrow?"})
-    assert status == 200 and weather["results"] == [] and weather["totalCount"] == 0
+    assert status == 200
+    assert weather["results"] == []
+    assert weather["totalCount"] == 0
 
     status, other = call(
         base_url,
@@ -68,10 +72,12 @@ def test_the_acceptance_path(base_url: str) -> None:
         {"query": "What are the user's coding preferences?", "threshold": 0},
         user="someone-else",
     )
-    assert status == 200 and all(r["memoryId"] != added["memoryId"] for r in other["results"])
+    assert status == 200
+    assert all(r["memoryId"] != added["memoryId"] for r in other["results"])
 
     status, envelope = call(base_url, "memory_delete", {"memoryId": added["memoryId"]}, user="someone-else")
-    assert status == 404 and envelope["errorCode"] == "NOT_FOUND"
+    assert status == 404
+    assert envelope["errorCode"] == "NOT_FOUND"
 
     status, still = call(base_url, "memory_search", {"query": "What are the user's coding preferences?"})
     assert still["results"][0]["memoryId"] == added["memoryId"]
@@ -91,7 +97,8 @@ def test_the_acceptance_path(base_url: str) -> None:
 def test_bad_requests_get_4xx_envelopes(base_url: str, path: str, body: Any, status: int, field: str) -> None:
     got, envelope = request(base_url, "POST", path, body, {"Content-Type": "application/json"})
     assert got == status
-    assert envelope["success"] is False and envelope["details"]["field"] == field
+    assert envelope["success"] is False
+    assert envelope["details"]["field"] == field
     assert set(envelope) == {"success", "errorCode", "message", "details", "retryable"}
 
 
@@ -102,40 +109,52 @@ def test_a_tool_call_that_is_not_json_is_refused_and_writes_nothing(base_url: st
     body = json.dumps({"content": f"written by {token}", "layer": "user"}).encode()
     headers = {"Content-Type": content_type} if content_type else {}
     status, envelope = request(base_url, "POST", "/v1/tools/memory_add", body, headers)
-    assert status == 415 and envelope["errorCode"] == "INVALID_INPUT"
+    assert status == 415
+    assert envelope["errorCode"] == "INVALID_INPUT"
     assert envelope["details"]["field"] == "Content-Type"
     status, found = request(
         base_url, "POST", "/v1/tools/memory_search", {"query": token}, {"Content-Type": "application/json"}
     )
-    assert status == 200 and not [hit for hit in found["results"] if token in hit["content"]]
+    assert status == 200
+    assert not [hit for hit in found["results"] if token in hit["content"]]
 
 
 def test_json_with_a_charset_is_json(base_url: str) -> None:
     status, found = request(
         base_url, "POST", "/v1/tools/memory_search", {"query": "x"}, {"Content-Type": "Application/JSON; charset=utf-8"}
     )
-    assert status == 200 and found["success"]
+    assert status == 200
+    assert found["success"]
 
 
 def test_invalid_identity_header_is_unauthorized(base_url: str) -> None:
     status, envelope = call(base_url, "memory_search", {"query": "x"}, user="alice|admin")
-    assert status == 403 and envelope["errorCode"] == "UNAUTHORIZED" and envelope["details"]["field"] == "user"
+    assert status == 403
+    assert envelope["errorCode"] == "UNAUTHORIZED"
+    assert envelope["details"]["field"] == "user"
 
 
 def test_discovery_routes(base_url: str) -> None:
     status, health = request(base_url, "GET", "/health")
-    assert status == 200 and health["status"] == "ok" and health["tools"] >= 3
+    assert status == 200
+    assert health["status"] == "ok"
     status, tools = request(base_url, "GET", "/v1/tools")
     names = {tool["name"] for tool in tools["tools"]}
     assert {"memory_add", "memory_search", "memory_delete"} <= names
+    assert health["tools"] == len(names), "/health counts the tools /v1/tools lists"
     for tool in tools["tools"]:
         Draft202012Validator.check_schema(tool["inputSchema"])
     status, document = request(base_url, "GET", "/v1/openapi.json")
-    assert status == 200 and document["servers"][0]["url"].startswith("http://127.0.0.1:")
+    assert status == 200
+    assert document["servers"][0]["url"].startswith("http://127.0.0.1:")
     validate_openapi(document)
     status, page = request(base_url, "GET", "/docs")
-    assert status == 200 and "swagger-ui" in page and "memory_search" in page
+    assert status == 200
+    assert "swagger-ui" in page
+    assert "memory_search" in page
     status, envelope = request(base_url, "GET", "/nowhere")
-    assert status == 404 and envelope["errorCode"] == "NOT_FOUND"
+    assert status == 404
+    assert envelope["errorCode"] == "NOT_FOUND"
     status, envelope = request(base_url, "DELETE", "/v1/tools/memory_add")
-    assert status == 404 and envelope["success"] is False
+    assert status == 404
+    assert envelope["success"] is False

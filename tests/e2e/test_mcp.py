@@ -58,7 +58,8 @@ async def _round_trip(open_session: Any, first: str, second: str) -> None:
         listed = await session.list_tools()
         assert {tool.name for tool in listed.tools} == CATALOG
         for tool in listed.tools:
-            assert tool.description and tool.input_schema["type"] == "object"
+            assert tool.description
+            assert tool.input_schema["type"] == "object"
         added = await session.call_tool("memory_add", {"content": "The user likes dark roast coffee"})
         assert not added.is_error
         memory_id = _payload(added)["memoryId"]
@@ -66,22 +67,23 @@ async def _round_trip(open_session: Any, first: str, second: str) -> None:
         assert [r["memoryId"] for r in _payload(found)["results"]] == [memory_id]
 
         bad = await session.call_tool("memory_search", {"query": "x", "limit": 0})
-        assert (
-            bad.is_error
-            and _payload(bad)["errorCode"] == "INVALID_INPUT"
-            and _payload(bad)["details"]["field"] == "limit"
-        )
+        assert bad.is_error
+        assert _payload(bad)["errorCode"] == "INVALID_INPUT"
+        assert _payload(bad)["details"]["field"] == "limit"
         claim = await session.call_tool("memory_search", {"query": "coffee", "userId": second})
-        assert claim.is_error and _payload(claim)["errorCode"] == "UNAUTHORIZED"
+        assert claim.is_error
+        assert _payload(claim)["errorCode"] == "UNAUTHORIZED"
         with pytest.raises(MCPError) as unknown:
             await session.call_tool("no_such_tool", {})
-        assert unknown.value.code == INVALID_PARAMS and "no_such_tool" in unknown.value.message
+        assert unknown.value.code == INVALID_PARAMS
+        assert "no_such_tool" in unknown.value.message
 
     async with open_session(second) as session:
         other = await session.call_tool("memory_search", {"query": "dark roast coffee", "threshold": 0})
         assert _payload(other)["results"] == []
         denied = await session.call_tool("memory_delete", {"memoryId": memory_id})
-        assert denied.is_error and _payload(denied)["errorCode"] == "NOT_FOUND"
+        assert denied.is_error
+        assert _payload(denied)["errorCode"] == "NOT_FOUND"
 
 
 def test_stdio(tmp_path: Path) -> None:
@@ -121,14 +123,17 @@ async def _knowledge_round_trip(data_dir: Path) -> None:
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         synced = await session.call_tool("sync_now", {})
-        assert not synced.is_error and _payload(synced)["result"]["added"] == EXAMPLE_COUNT
+        assert not synced.is_error
+        assert _payload(synced)["result"]["added"] == EXAMPLE_COUNT
         found = await session.call_tool("knowledge_query", {"query": "database selection", "type": "adr"})
         assert _payload(found)["items"][0]["id"] == "adr-042-database-selection"
         checked = await session.call_tool("knowledge_check", {"dependencies": [{"name": "mysql2", "version": "3.0.0"}]})
         assert not checked.is_error
-        assert _payload(checked)["passed"] is False and _payload(checked)["summary"]["block"] == 1
+        assert _payload(checked)["passed"] is False
+        assert _payload(checked)["summary"]["block"] == 1
         missing = await session.call_tool("knowledge_show", {"id": "adr-999"})
-        assert missing.is_error and _payload(missing)["errorCode"] == "NOT_FOUND"
+        assert missing.is_error
+        assert _payload(missing)["errorCode"] == "NOT_FOUND"
         status = await session.call_tool("sync_status", {})
         assert _payload(status)["healthy"] is True
 

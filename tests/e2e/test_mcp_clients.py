@@ -69,7 +69,8 @@ def _inspector_target(transport: str, url: str) -> list[str]:
 def _envelope(texts: Sequence[str]) -> dict[str, Any]:
     (text,) = texts
     envelope = json.loads(text)
-    assert set(envelope) == ENVELOPE and envelope["success"] is False, envelope
+    assert set(envelope) == ENVELOPE, envelope
+    assert envelope["success"] is False, envelope
     return dict(envelope)
 
 
@@ -85,18 +86,21 @@ def test_the_inspector_cli(node: str, environment: dict[str, str], mcp_url: str,
     added = _run([*call, "memory_add", "--tool-arg", "content=The Inspector stored this"], environment)
     assert added.returncode == 0, added.stderr
     answer = json.loads(added.stdout)
-    assert answer["isError"] is False and answer["structuredContent"]["memoryId"].startswith("mem_")
+    assert answer["isError"] is False
+    assert answer["structuredContent"]["memoryId"].startswith("mem_")
     assert json.loads(answer["content"][0]["text"]) == answer["structuredContent"]
 
     bad = _run([*call, "memory_search", "--tool-arg", "query=x", "--tool-arg", "limit=0"], environment)
     assert bad.returncode == 0, bad.stderr  # shown as a result, not thrown
     result = json.loads(bad.stdout)
-    assert result["isError"] is True and "structuredContent" not in result
+    assert result["isError"] is True
+    assert "structuredContent" not in result
     envelope = _envelope([block["text"] for block in result["content"]])
     assert (envelope["errorCode"], envelope["details"]["field"]) == ("INVALID_INPUT", "limit")
 
     unknown = _run([*call, "no_such_tool"], environment)
-    assert unknown.returncode != 0 and "MCP error -32602: Unknown tool: no_such_tool" in unknown.stderr
+    assert unknown.returncode != 0
+    assert "MCP error -32602: Unknown tool: no_such_tool" in unknown.stderr
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -108,11 +112,13 @@ def test_the_typescript_sdk_client(node: str, environment: dict[str, str], mcp_u
     assert "failed" not in report, report
 
     assert set(report["tools"]) == set(load_catalog())
-    assert report["ok"]["isError"] is False and report["ok"]["structuredContent"]["memoryId"].startswith("mem_")
+    assert report["ok"]["isError"] is False
+    assert report["ok"]["structuredContent"]["memoryId"].startswith("mem_")
 
     bad = report["bad"]
     assert "thrown" not in bad, bad  # e.g. "Structured content does not match the tool's output schema"
-    assert bad["isError"] is True and bad["structuredContent"] is None
+    assert bad["isError"] is True
+    assert bad["structuredContent"] is None
     envelope = _envelope(bad["texts"])
     assert (envelope["errorCode"], envelope["details"]["field"]) == ("INVALID_INPUT", "limit")
 

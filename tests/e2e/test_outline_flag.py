@@ -19,17 +19,20 @@ from mcp_support import http_session, payload, stdio_session
 from helpers import http_call, http_request, serve_process
 from mnemo.entry.bedrock import action_groups
 from mnemo.errors import NotFound
-from mnemo.tools.registry import get_tool, load_catalog
+from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, get_tool, load_catalog
 from outline_support import shop_files
 
-OUTLINE = {"outline_symbol", "outline_file", "outline_project"}
+#: The tools served with the setting on and off, from the catalog; OUTLINE is every experimental tool.
+SERVED = {True: set(load_catalog(experimental=True)), False: set(load_catalog(experimental=False))}
+OUTLINE = {tool.name for tool in load_catalog(experimental=True).values() if tool.family in EXPERIMENTAL_FAMILIES}
 IDENTITY = {"user": "alice", "project": "shop", "roles": "writer"}
 
 
 def test_the_catalog_holds_the_outline_tools_only_when_the_setting_is_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MNEMO_EXPERIMENTAL", raising=False)
     off = load_catalog()
-    assert not OUTLINE & set(off) and len(off) == 39
+    assert OUTLINE, "the experimental families serve tools"
+    assert set(off) == SERVED[False] == SERVED[True] - OUTLINE
     assert "outline" not in action_groups(off.values())
     with pytest.raises(NotFound):
         get_tool("outline_symbol")
@@ -37,7 +40,8 @@ def test_the_catalog_holds_the_outline_tools_only_when_the_setting_is_on(monkeyp
     assert not OUTLINE & set(load_catalog())
     monkeypatch.setenv("MNEMO_EXPERIMENTAL", "1")
     on = load_catalog()
-    assert set(on) >= OUTLINE and len(on) == 42 and list(on)[-3:] == sorted(OUTLINE, key=list(on).index)
+    assert set(on) == SERVED[True]
+    assert set(list(on)[len(off) :]) == OUTLINE, "the experimental tools are listed after the others"
     assert {tool.name for tool in action_groups(on.values())["outline"]} == OUTLINE
     assert get_tool("outline_file").family == "outline"
 
@@ -65,11 +69,18 @@ def test_http_listing_and_routes_follow_the_flag(server: tuple[str, bool]) -> No
     _, openapi = http_request(url, "GET", "/v1/openapi.json", None, {})
     status, answer = http_call(url, "outline_symbol", {"symbol": "Reserve", "language": "go", "depth": 1}, **IDENTITY)
     if experimental:
-        assert names >= OUTLINE and health["tools"] == 42 and "/v1/tools/outline_project" in openapi["paths"]
-        assert status == 200 and answer["text"].startswith("inventory.(*Manager).Reserve [method] inventory/stock.go")
+        assert names == SERVED[True]
+        assert health["tools"] == len(names)
+        assert "/v1/tools/outline_project" in openapi["paths"]
+        assert status == 200
+        assert answer["text"].startswith("inventory.(*Manager).Reserve [method] inventory/stock.go")
     else:
-        assert not OUTLINE & names and health["tools"] == 39 and "/v1/tools/outline_project" not in openapi["paths"]
-        assert status == 404 and answer["success"] is False and answer["errorCode"] == "NOT_FOUND"
+        assert names == SERVED[False]
+        assert health["tools"] == len(names)
+        assert "/v1/tools/outline_project" not in openapi["paths"]
+        assert status == 404
+        assert answer["success"] is False
+        assert answer["errorCode"] == "NOT_FOUND"
 
 
 def test_mcp_over_http_follows_the_flag(server: tuple[str, bool]) -> None:
@@ -81,7 +92,8 @@ def test_mcp_over_http_follows_the_flag(server: tuple[str, bool]) -> None:
             arguments = {"file": "shop/orders/models.py", "language": "python"}
             if experimental:
                 result = await session.call_tool("outline_file", arguments)
-                assert listed >= OUTLINE and not result.is_error
+                assert listed >= OUTLINE
+                assert not result.is_error
                 assert payload(result)["text"].startswith("shop.orders.models [module] shop/orders/models.py:1")
             else:
                 assert not OUTLINE & listed
@@ -103,7 +115,8 @@ def test_mcp_over_stdio_follows_the_flag(tmp_path: Path, setting: str, args: lis
     async def scenario() -> None:
         async with stdio_session(env, {"user": "alice"}, args) as session:
             listed = {tool.name for tool in (await session.list_tools()).tools}
-            assert (listed >= OUTLINE) is experimental and (not OUTLINE & listed) is (not experimental)
+            assert (listed >= OUTLINE) is experimental
+            assert (not OUTLINE & listed) is (not experimental)
 
     anyio.run(scenario)
 
@@ -115,4 +128,5 @@ def test_the_cli_lists_the_outline_tools_with_the_flag(flag: list[str]) -> None:
         [sys.executable, "-m", "mnemo.cli", "tools", *flag], capture_output=True, text=True, env=env, check=True
     ).stdout
     names = {line.split()[0] for line in listed.splitlines() if line.strip()}
-    assert (names >= OUTLINE) is bool(flag) and (not OUTLINE & names) is (not flag)
+    assert (names >= OUTLINE) is bool(flag)
+    assert (not OUTLINE & names) is (not flag)

@@ -322,7 +322,8 @@ def run_curl(clone: Clone, block: Block) -> None:
 def run_session(clone: Clone, block: Block) -> None:
     done = run_shell(clone, block)
     printed = check_answers(block, done.stdout)
-    assert len(printed) == 5 and printed[3]["results"], done.stdout  # the project's database memory is found
+    assert len(printed) == 5, done.stdout
+    assert printed[3]["results"], done.stdout  # the project's database memory is found
 
 
 def run_cli(clone: Clone, block: Block) -> None:
@@ -345,7 +346,8 @@ def run_python(clone: Clone, block: Block) -> None:
 def run_python_client(clone: Clone, block: Block) -> None:
     run_python(clone, block)
     hits = clone.python["hits"]
-    assert hits and hits[0]["content"] == "The staging DB is Postgres 16"
+    assert hits
+    assert hits[0]["content"] == "The staging DB is Postgres 16"
 
 
 def run_langchain(clone: Clone, block: Block) -> None:
@@ -431,10 +433,12 @@ def run_moto(clone: Clone, block: Block) -> None:
 def run_export(clone: Clone, block: Block) -> None:
     done = run_shell(clone, block)
     summary = json.loads(done.stdout)
-    assert summary["selection"]["tenant"] == "local" and summary["records"]["memories"] > 0
+    assert summary["selection"]["tenant"] == "local"
+    assert summary["records"]["memories"] > 0
     assert summary["blobs"]["knowledge"] >= 13
     header = json.loads((clone.folder / "local.jsonl").read_text().splitlines()[0])
-    assert header["type"] == "header" and header["selection"]["tenant"] == "local"
+    assert header["type"] == "header"
+    assert header["selection"]["tenant"] == "local"
 
 
 RUNNERS = {

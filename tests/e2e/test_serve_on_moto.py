@@ -86,7 +86,8 @@ def test_reindex_rebuilds_from_dynamodb(moto: SerialMotoServer, mnemo_url: str, 
     }
     done = subprocess.run([sys.executable, "-m", "mnemo.cli", "reindex"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "reindexed" in done.stdout and int(done.stdout.split()[1]) >= 1
+    assert "reindexed" in done.stdout
+    assert int(done.stdout.split()[1]) >= 1
     found = subprocess.run(
         [sys.executable, "-m", "mnemo.cli", "call", "memory_search", '{"query": "reindex table", "threshold": 0}'],
         env=env,

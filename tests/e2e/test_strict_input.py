@@ -63,8 +63,10 @@ def _usage(tool: str) -> dict[str, Any]:
 
 
 def test_the_catalog_has_number_and_boolean_fields() -> None:
-    assert len(NUMBER_FIELDS) > 30 and len(BOOLEAN_FIELDS) > 10
-    assert ("file_read", "limit") in NUMBER_FIELDS and ("memory_search", "threshold") in NUMBER_FIELDS
+    assert len(NUMBER_FIELDS) > 30
+    assert len(BOOLEAN_FIELDS) > 10
+    assert ("file_read", "limit") in NUMBER_FIELDS
+    assert ("memory_search", "threshold") in NUMBER_FIELDS
     assert ("add_execution", "success") in BOOLEAN_FIELDS
 
 
@@ -72,7 +74,8 @@ def test_the_catalog_has_number_and_boolean_fields() -> None:
 @pytest.mark.parametrize("value", [True, False, "5"], ids=["true", "false", "text"])
 def test_a_number_field_refuses_booleans_and_text(server: str, tool: str, field: str, value: Any) -> None:
     status, answer = call(server, tool, {**_usage(tool), field: value})
-    assert status == 400 and answer["errorCode"] == "INVALID_INPUT", answer
+    assert status == 400, answer
+    assert answer["errorCode"] == "INVALID_INPUT", answer
     assert answer["details"]["field"] == field, answer
 
 
@@ -80,7 +83,8 @@ def test_a_number_field_refuses_booleans_and_text(server: str, tool: str, field:
 @pytest.mark.parametrize("value", [0, 1, "true"], ids=["0", "1", "text"])
 def test_a_boolean_field_refuses_numbers_and_text(server: str, tool: str, field: str, value: Any) -> None:
     status, answer = call(server, tool, {**_usage(tool), field: value})
-    assert status == 400 and answer["errorCode"] == "INVALID_INPUT", answer
+    assert status == 400, answer
+    assert answer["errorCode"] == "INVALID_INPUT", answer
     assert answer["details"]["field"] == field, answer
 
 
@@ -101,13 +105,16 @@ def test_graph_names_refuse_invisible_characters(server: str, char: str) -> None
         ("object", {**LINK, "subject": "Alice", "object": f"Ac{char}me"}),
     ):
         status, answer = call(server, "add_memory_link", body)
-        assert status == 400 and answer["details"]["field"] == field, answer
+        assert status == 400, answer
+        assert answer["details"]["field"] == field, answer
     status, answer = call(server, "get_memory_object", {"name": f"Ali{char}ce", "layer": "project"})
-    assert status == 400 and answer["details"]["field"] == "name", answer
+    assert status == 400, answer
+    assert answer["details"]["field"] == "name", answer
     status, answer = call(
         server, "update_memory_object", {"name": "Alice", "aliases": [f"A{char}b"], "layer": "project"}
     )
-    assert status == 400 and answer["details"]["field"].startswith("aliases"), answer
+    assert status == 400, answer
+    assert answer["details"]["field"].startswith("aliases"), answer
 
 
 def test_look_alike_names_are_no_longer_other_entities(server: str) -> None:
@@ -116,4 +123,5 @@ def test_look_alike_names_are_no_longer_other_entities(server: str) -> None:
     status, _ = call(server, "add_memory_link", {**LINK, "subject": "Al\u200bice", "object": "Initech"})
     assert status == 400
     status, found = call(server, "get_memory_object", {"name": "Alice", "layer": "project"})
-    assert status == 200 and [fact["object"] for fact in found["facts"]] == ["Acme"], found
+    assert status == 200, found
+    assert [fact["object"] for fact in found["facts"]] == ["Acme"], found

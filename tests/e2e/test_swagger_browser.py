@@ -152,7 +152,8 @@ def test_docs_sends_the_identity_set_in_swagger_ui(browser: DevTools, server: st
     }
     body = json.dumps({"content": "Alice keeps the release notes", "layer": "user"})
     answer = browser.evaluate(TRY_IT_OUT % {"authorized": json.dumps(authorized), "body": json.dumps(body)})
-    assert answer and answer["status"] == 200, answer
+    assert answer, answer
+    assert answer["status"] == 200, answer
     sent = {name.lower(): value for name, value in answer["headers"].items()}
     assert sent.items() >= {"x-mnemo-tenant": "acme", "x-mnemo-user": "alice", "x-mnemo-roles": "writer"}.items()
     memory_id = json.loads(answer["body"])["memoryId"]
@@ -163,4 +164,5 @@ def test_docs_sends_the_identity_set_in_swagger_ui(browser: DevTools, server: st
         if user == "local":
             headers.pop("X-Mnemo-Tenant")
         status, found = http_request(server, "POST", "/v1/tools/memory_search", query, headers)
-        assert status == 200 and [hit["memoryId"] for hit in found["results"]] == expected, (user, found)
+        assert status == 200, (user, found)
+        assert [hit["memoryId"] for hit in found["results"]] == expected, (user, found)

@@ -76,11 +76,13 @@ def test_requests_built_from_the_served_document_carry_the_identity(base_url: st
     status, found = http_request(
         base_url, "POST", "/v1/tools/memory_search", query, json_headers | swagger_headers(document, search, alice)
     )
-    assert status == 200 and [hit["memoryId"] for hit in found["results"]] == [added["memoryId"]]
+    assert status == 200
+    assert [hit["memoryId"] for hit in found["results"]] == [added["memoryId"]]
     status, other = http_request(
         base_url, "POST", "/v1/tools/memory_search", query, json_headers | swagger_headers(document, search, bob)
     )
-    assert status == 200 and other["results"] == [], "the header set in the dialog is the identity the server used"
+    assert status == 200, "the header set in the dialog is the identity the server used"
+    assert other["results"] == [], "the header set in the dialog is the identity the server used"
 
 
 def test_docs_embeds_the_document_with_the_schemes_and_keeps_the_authorisation(base_url: str) -> None:
@@ -100,7 +102,8 @@ def test_the_api_gateway_openapi_does_not_advertise_the_headers(tmp_path: Path) 
     )
     text = output.read_text()
     validate_openapi(json.loads(text))
-    assert "x-mnemo" not in text.lower() and "securitySchemes" not in text
+    assert "x-mnemo" not in text.lower()
+    assert "securitySchemes" not in text
     template = (ROOT / "template.yaml").read_text()
     body = template.split("DefinitionBody:", 1)[1].split("\n  # ---", 1)[0]
     assert "x-mnemo" not in body.lower(), "the deployed API keeps its own auth"

@@ -28,7 +28,8 @@ def call(base: str, tool: str, body: Any, identity: dict[str, str] = WRITER) -> 
     if status == 200:
         Draft202012Validator(output_schema(get_tool(tool))).validate(answer)
     else:
-        assert answer["success"] is False and set(answer) >= {"errorCode", "message", "details", "retryable"}
+        assert answer["success"] is False
+        assert set(answer) >= {"errorCode", "message", "details", "retryable"}
     return status, answer
 
 
@@ -39,23 +40,34 @@ def memorize(base: str, topic: str, identity: dict[str, str] = WRITER, **fields:
 
 def test_memorize_recall_list_and_conflict_over_http(base: str) -> None:
     status, stored = memorize(base, "Deployment", tags=["Deploy", "ops"], content="Blue green on Tuesdays.")
-    assert status == 200 and stored["version"] == 1
+    assert status == 200
+    assert stored["version"] == 1
     status, recalled = call(base, "recall_memory", {"topic": "deployment"})
-    assert status == 200 and recalled["title"] == "Deployment" and recalled["tags"] == ["Deploy", "ops"]
-    assert recalled["content"] == "Blue green on Tuesdays." and recalled["lastUpdated"] == stored["lastUpdated"]
+    assert status == 200
+    assert recalled["title"] == "Deployment"
+    assert recalled["tags"] == ["Deploy", "ops"]
+    assert recalled["content"] == "Blue green on Tuesdays."
+    assert recalled["lastUpdated"] == stored["lastUpdated"]
     assert "**Last updated:**" in recalled["markdown"]
     status, listed = call(base, "list_memories", {})
-    assert status == 200 and listed["topics"] == ["Deployment"] and listed["text"] == "Deployment"
+    assert status == 200
+    assert listed["topics"] == ["Deployment"]
+    assert listed["text"] == "Deployment"
     status, again = memorize(base, "DEPLOYMENT")
-    assert status == 409 and again["errorCode"] == "CONFLICT" and again["details"]["field"] == "topic"
+    assert status == 409
+    assert again["errorCode"] == "CONFLICT"
+    assert again["details"]["field"] == "topic"
 
 
 @pytest.mark.parametrize("name", ["a/b", "a\\b", ".", "..", "a\x00b", "a\x7fb", "x" * 129, ""], ids=repr)
 def test_bad_topic_names_are_400_naming_topic(base: str, name: str) -> None:
     status, answer = memorize(base, name)
-    assert status == 400 and answer["errorCode"] == "INVALID_INPUT" and answer["details"]["field"] == "topic"
+    assert status == 400
+    assert answer["errorCode"] == "INVALID_INPUT"
+    assert answer["details"]["field"] == "topic"
     status, answer = call(base, "recall_memory", {"topic": name})
-    assert status == 400 and answer["details"]["field"] == "topic"
+    assert status == 400
+    assert answer["details"]["field"] == "topic"
 
 
 @pytest.mark.parametrize(
@@ -64,7 +76,8 @@ def test_bad_topic_names_are_400_naming_topic(base: str, name: str) -> None:
 )
 def test_over_long_fields_are_400_naming_them(base: str, fields: dict[str, Any], field: str) -> None:
     status, answer = memorize(base, "t", **fields)
-    assert status == 400 and answer["details"]["field"] == field
+    assert status == 400
+    assert answer["details"]["field"] == field
 
 
 def test_refine_over_http_applies_everything_and_updates_the_index(base: str) -> None:
@@ -74,14 +87,19 @@ def test_refine_over_http_applies_everything_and_updates_the_index(base: str) ->
         "refine_memory",
         {"topic": "t", "tagsToAdd": ["B"], "tagsToRemove": ["DRAFT"], "newSummary": "New summary.", "newContent": "v2"},
     )
-    assert status == 200 and refined["tags"] == ["a", "B"] and refined["version"] == 2
+    assert status == 200
+    assert refined["tags"] == ["a", "B"]
+    assert refined["version"] == 2
     assert refined["lastUpdated"] > before["lastUpdated"]
     _, recalled = call(base, "recall_memory", {"topic": "t"})
-    assert recalled["content"] == "v2" and recalled["summary"] == "New summary."
+    assert recalled["content"] == "v2"
+    assert recalled["summary"] == "New summary."
     _, general = call(base, "recall_general_memory", {})
-    assert "- **t** [a, B]: New summary." in general["index"] and "Old summary." not in general["index"]
+    assert "- **t** [a, B]: New summary." in general["index"]
+    assert "Old summary." not in general["index"]
     status, unknown = call(base, "refine_memory", {"topic": "nope", "newSummary": "x"})
-    assert status == 404 and unknown["errorCode"] == "NOT_FOUND"
+    assert status == 404
+    assert unknown["errorCode"] == "NOT_FOUND"
 
 
 def test_concurrent_refines_over_http_the_second_gets_conflict(base: str) -> None:
@@ -90,11 +108,14 @@ def test_concurrent_refines_over_http_the_second_gets_conflict(base: str) -> Non
     _, second_read = call(base, "recall_memory", {"topic": "t"})
     version = first_read["version"]
     status, first = call(base, "refine_memory", {"topic": "t", "newContent": "first", "expectedVersion": version})
-    assert status == 200 and first["version"] == version + 1
+    assert status == 200
+    assert first["version"] == version + 1
     status, second = call(
         base, "refine_memory", {"topic": "t", "newContent": "second", "expectedVersion": second_read["version"]}
     )
-    assert status == 409 and second["errorCode"] == "CONFLICT" and second["retryable"] is False  # recall, refine
+    assert status == 409
+    assert second["errorCode"] == "CONFLICT"
+    assert second["retryable"] is False  # recall, refine
     assert second["details"] == {"field": "expectedVersion", "currentVersion": version + 1}
     assert call(base, "recall_memory", {"topic": "t"})[1]["content"] == "first"
 
@@ -104,9 +125,11 @@ def test_general_info_over_http_replaces_only_its_section_and_refuses_the_header
     assert call(base, "memorize_general_info", {"content": "First."})[0] == 200
     assert call(base, "memorize_general_info", {"content": "Second."})[0] == 200
     status, answer = call(base, "memorize_general_info", {"content": "x\n## Specialized Knowledge\n- y"})
-    assert status == 400 and answer["details"]["field"] == "content"
+    assert status == 400
+    assert answer["details"]["field"] == "content"
     _, general = call(base, "recall_general_memory", {})
-    assert general["content"] == "Second." and general["version"] == 2
+    assert general["content"] == "Second."
+    assert general["version"] == 2
     assert "How we deploy." in general["index"].split("## Specialized Knowledge")[1]
 
 
@@ -114,31 +137,39 @@ def test_forget_over_http_removes_the_topic_everywhere(base: str) -> None:
     memorize(base, "deployment", summary="How we deploy.", content="Blue green deployments on Tuesdays.")
     assert call(base, "search_memories", {"query": "blue green deployments"})[1]["topics"] == ["deployment"]
     status, forgotten = call(base, "forget_memory", {"topic": "deployment"})
-    assert status == 200 and forgotten["topic"] == "deployment"
+    assert status == 200
+    assert forgotten["topic"] == "deployment"
     assert call(base, "list_memories", {})[1]["topics"] == []
     assert "How we deploy." not in call(base, "recall_general_memory", {})[1]["index"]
     assert call(base, "search_memories", {"query": "blue green deployments"})[1]["topics"] == []
     status, again = call(base, "forget_memory", {"topic": "deployment"})
-    assert status == 404 and again["details"]["field"] == "topic"
+    assert status == 404
+    assert again["details"]["field"] == "topic"
 
 
 def test_search_over_http_by_tag_and_by_content(base: str) -> None:
     memorize(base, "deployment", tags=["Deploy"], content="Blue green deployments roll out on Tuesdays.")
     memorize(base, "database", tags=["db"], content="Orders live in PostgreSQL 16 with nightly backups.")
     status, by_tag = call(base, "search_memories", {"tags": ["DEPLOY"]})
-    assert status == 200 and by_tag["topics"] == ["deployment"] and by_tag["retrieval"] == "tags"
+    assert status == 200
+    assert by_tag["topics"] == ["deployment"]
+    assert by_tag["retrieval"] == "tags"
     status, by_content = call(base, "search_memories", {"query": "postgresql nightly backups"})
-    assert status == 200 and by_content["topics"][0] == "database" and by_content["retrieval"] == "hybrid"
+    assert status == 200
+    assert by_content["topics"][0] == "database"
+    assert by_content["retrieval"] == "hybrid"
     _, nothing = call(base, "search_memories", {"tags": ["none"]})
     assert nothing["message"] == "No topics found"
     status, neither = call(base, "search_memories", {})
-    assert status == 400 and neither["details"]["field"] == "tags"
+    assert status == 400
+    assert neither["details"]["field"] == "tags"
 
 
 def test_roles_scopes_and_isolation_over_http(base: str) -> None:
     memorize(base, "t")
     status, denied = memorize(base, "u", READER)
-    assert status == 403 and denied["errorCode"] == "UNAUTHORIZED"
+    assert status == 403
+    assert denied["errorCode"] == "UNAUTHORIZED"
     assert call(base, "forget_memory", {"topic": "t"}, READER)[0] == 403
     assert call(base, "list_memories", {}, READER)[1]["topics"] == ["t"]
     other_project = WRITER | {"project": "billing"}
@@ -149,5 +180,6 @@ def test_roles_scopes_and_isolation_over_http(base: str) -> None:
         assert call(base, "recall_memory", {"topic": "t"}, identity)[0] == 404
     assert memorize(base, "mine", personal)[0] == 200  # one's own layer needs no writer role
     _, listed = call(base, "list_memories", {}, personal)
-    assert listed["topics"] == ["mine"] and listed["layer"] == "user"
+    assert listed["topics"] == ["mine"]
+    assert listed["layer"] == "user"
     assert call(base, "list_memories", {})[1]["topics"] == ["t"]

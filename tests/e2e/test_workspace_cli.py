@@ -116,9 +116,10 @@ def test_push_pull_round_trip_skips_what_the_workspace_cannot_hold(tmp_path: Pat
     assert tree_of(copy) == TEXT_FILES  # byte for byte; nothing skipped came back, nothing else was written
 
     again = run("workspace", "push", str(source), env=env)
-    assert again.returncode == 0 and again.stdout.splitlines()[-1].startswith(
-        f"pushed 0 files (0 new, 0 changed), {count} unchanged, "
-    ), again.stdout
+    assert again.returncode == 0, again.stdout
+    assert again.stdout.splitlines()[-1].startswith(f"pushed 0 files (0 new, 0 changed), {count} unchanged, "), (
+        again.stdout
+    )
     assert "push " not in again.stderr
     inodes = {relative: (copy / relative).stat().st_ino for relative in TEXT_FILES}
     unchanged = run("workspace", "pull", str(copy), env=env)
@@ -132,7 +133,8 @@ def test_more_files_than_one_listing_page(tmp_path: Path, env: dict[str, str]) -
     source = tmp_path / "source"
     make_tree(source, files)
     first = run("workspace", "push", str(source), env=env)
-    assert first.returncode == 0 and first.stdout.startswith("pushed 1050 files (1050 new, "), first.stdout
+    assert first.returncode == 0, first.stdout
+    assert first.stdout.startswith("pushed 1050 files (1050 new, "), first.stdout
     again = run("workspace", "push", str(source), env=env)
     assert again.stdout.startswith("pushed 0 files (0 new, 0 changed), 1050 unchanged"), again.stdout
     pulled = run("workspace", "pull", str(tmp_path / "copy"), env=env)
@@ -151,7 +153,8 @@ def test_a_changed_file_becomes_a_new_version_and_dry_run_writes_nothing(tmp_pat
 
     dry = run("workspace", "push", str(source), "--dry-run", env=env)
     assert dry.returncode == 0, dry.stdout + dry.stderr
-    assert "would write docs/new.md (new)" in dry.stdout and "would write src/app/main.py (changed)" in dry.stdout
+    assert "would write docs/new.md (new)" in dry.stdout
+    assert "would write src/app/main.py (changed)" in dry.stdout
     assert dry.stdout.splitlines()[-1].startswith(
         f"dry run: would push 2 files (1 new, 1 changed), {len(TEXT_FILES) - 1}"
     )
@@ -188,9 +191,11 @@ def test_prefix_pushes_into_a_folder_and_pulls_it_back_alone(tmp_path: Path, env
     assert tree_of(copy) == tree_of(docs)
 
     refused = run("workspace", "push", str(docs), "--prefix", "/etc", env=env)
-    assert refused.returncode == 1 and "INVALID_INPUT: prefix: " in refused.stderr
+    assert refused.returncode == 1
+    assert "INVALID_INPUT: prefix: " in refused.stderr
     refused = run("workspace", "pull", str(copy), "--prefix", "mnemo:///blocks", env=env)
-    assert refused.returncode == 1 and "INVALID_INPUT: prefix: " in refused.stderr
+    assert refused.returncode == 1
+    assert "INVALID_INPUT: prefix: " in refused.stderr
 
 
 #: Names the path rules accept, however odd they look on a disk: pull must write every one.
@@ -221,7 +226,8 @@ def test_pull_writes_every_legal_name_and_never_escapes_dir(tmp_path: Path, env:
     assert pulled.returncode == 1, pulled.stdout + pulled.stderr
     assert list(outside.iterdir()) == []
     failed = [line for line in pulled.stderr.splitlines() if line.startswith("failed ")]
-    assert len(failed) == 1 and failed[0].startswith("failed escape/stolen.txt: would be written outside"), failed
+    assert len(failed) == 1, failed
+    assert failed[0].startswith("failed escape/stolen.txt: would be written outside"), failed
     assert pulled.stdout.startswith(f"pulled {len(LEGAL_NAMES)} files, 0 unchanged, 1 failed")
     expected = {name: content.encode() for name, content in LEGAL_NAMES.items()}
     assert tree_of(target) == {**expected, "mine.txt": b"a local file the workspace does not have\n"}
@@ -237,7 +243,8 @@ def test_pull_reports_a_file_that_a_local_folder_is_in_the_way_of(tmp_path: Path
     assert "failed notes: a folder of that name is in the way" in pulled.stderr
     assert (target / "other.txt").read_bytes() == b"fine\n"
     blocked = run("workspace", "pull", str(target / "other.txt"), env=env)
-    assert blocked.returncode == 2 and "not a directory" in blocked.stderr
+    assert blocked.returncode == 2
+    assert "not a directory" in blocked.stderr
 
 
 def test_push_without_the_writer_role_fails_cleanly(tmp_path: Path, env: dict[str, str]) -> None:
@@ -246,20 +253,24 @@ def test_push_without_the_writer_role_fails_cleanly(tmp_path: Path, env: dict[st
     reader = {**env, "MNEMO_ROLES": "reader"}
     refused = run("workspace", "push", str(source), env=reader)
     assert refused.returncode == 1
-    assert "UNAUTHORIZED" in refused.stderr and "writer" in refused.stderr
+    assert "UNAUTHORIZED" in refused.stderr
+    assert "writer" in refused.stderr
     assert "Traceback" not in refused.stderr
     assert call("file_list", {"path": ""}, reader)["entries"] == []
     dry = run("workspace", "push", str(source), "--dry-run", env=reader)
-    assert dry.returncode == 1 and "UNAUTHORIZED" in dry.stderr
+    assert dry.returncode == 1
+    assert "UNAUTHORIZED" in dry.stderr
     # The same push with the role goes through, and the reader can pull what it wrote.
     assert run("workspace", "push", str(source), env=env).returncode == 0
     pulled = run("workspace", "pull", str(tmp_path / "copy"), env=reader)
-    assert pulled.returncode == 0 and tree_of(tmp_path / "copy") == tree_of(source)
+    assert pulled.returncode == 0
+    assert tree_of(tmp_path / "copy") == tree_of(source)
 
 
 def test_push_of_a_missing_directory_is_a_usage_error(tmp_path: Path, env: dict[str, str]) -> None:
     done = run("workspace", "push", str(tmp_path / "nope"), env=env)
-    assert done.returncode == 2 and "not a directory" in done.stderr
+    assert done.returncode == 2
+    assert "not a directory" in done.stderr
 
 
 def test_a_failed_write_is_named_with_its_error_and_the_rest_is_written(
@@ -308,8 +319,12 @@ def test_progress_updates_one_line_on_a_terminal_and_prints_lines_otherwise() ->
     progress.update(2, "src/" + "x" * 300 + ".py")
     progress.close()
     text = terminal.getvalue()
-    assert text.count("\r") == 2 and text.endswith("\n") and text.count("\n") == 1
-    assert "] 1/2 src/a.py" in text and "] 2/2 …" in text and "xxx.py" in text
+    assert text.count("\r") == 2
+    assert text.endswith("\n")
+    assert text.count("\n") == 1
+    assert "] 1/2 src/a.py" in text
+    assert "] 2/2 …" in text
+    assert "xxx.py" in text
     assert all(len(line) <= shutil.get_terminal_size((80, 24)).columns for line in text.strip().split("\r"))
 
     plain = io.StringIO()
@@ -365,7 +380,8 @@ def test_push_and_pull_on_dynamodb_and_s3(moto: SerialMotoServer, tmp_path: Path
     assert pushed.stdout.splitlines()[-1].startswith("pushed 4 files (4 new, 0 changed), 0 unchanged, 2 skipped")
 
     keys = [obj["Key"] for obj in moto.client("s3").list_objects_v2(Bucket=BUCKET)["Contents"]]
-    assert len(keys) == len(files) and all(key.startswith("workspace/") for key in keys), keys
+    assert len(keys) == len(files), keys
+    assert all(key.startswith("workspace/") for key in keys), keys
     items = moto.client("dynamodb").scan(TableName=TABLE)["Items"]
     heads = {item["sk"]["S"] for item in items if item["pk"]["S"].startswith("WS|")}
     assert {f"F#{name}" for name in files} <= heads
@@ -397,4 +413,5 @@ def test_a_decomposed_unicode_name_is_stored_composed_and_stays_unchanged(tmp_pa
     assert again.stdout.startswith("pushed 0 files (0 new, 0 changed), 1 unchanged"), again.stdout
     (source / "caf\u00e9.md").write_bytes(b"tea\n")  # the composed spelling too: one of the two is skipped
     both = run("workspace", "push", str(source), env=env)
-    assert "the same workspace path as" in both.stdout and both.returncode == 0
+    assert "the same workspace path as" in both.stdout
+    assert both.returncode == 0

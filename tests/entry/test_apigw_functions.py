@@ -23,7 +23,8 @@ AUTH = {"principalId": "alice", "tenant": "acme", "user": "alice", "project": "p
 
 def load_function(tool: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"fn_{tool}", ROOT / "functions" / tool / "app.py")
-    assert spec and spec.loader
+    assert spec
+    assert spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -47,12 +48,14 @@ def test_the_outline_lambdas_answer_with_the_setting_the_template_passes(
     code = "def greet(name: str) -> str:\n    return name.title()\n\n\ndef main() -> None:\n    greet('x')\n"
     assert invoke("file_write", {"path": "app/main.py", "content": code})[0] == 200
     status, answer = invoke("outline_symbol", {"symbol": "greet", "language": "python", "depth": 1})
-    assert status == 200 and answer["text"].splitlines()[:2] == [
+    assert status == 200
+    assert answer["text"].splitlines()[:2] == [
         "main.greet [function] app/main.py:1",
         "├── calls builtins.str.title (native)",
     ]
     status, envelope = invoke("outline_file", {"file": "../main.py", "language": "python"})
-    assert status == 400 and envelope["details"]["field"] == "file"
+    assert status == 400
+    assert envelope["details"]["field"] == "file"
     monkeypatch.setenv("MNEMO_EXPERIMENTAL", "false")  # never deployed so: the function would not initialise
     with pytest.raises(NotFound):
         load_function("outline_project")
@@ -60,11 +63,15 @@ def test_the_outline_lambdas_answer_with_the_setting_the_template_passes(
 
 def test_add_search_delete_through_the_lambdas(services: Services) -> None:
     status, added = invoke("memory_add", {"content": "Deploys freeze on Dec 20", "layer": "project"})
-    assert status == 200 and added["success"] and added["layer"] == "project"
+    assert status == 200
+    assert added["success"]
+    assert added["layer"] == "project"
     status, found = invoke("memory_search", {"query": "deploys freeze", "threshold": 0})
-    assert status == 200 and found["results"][0]["memoryId"] == added["memoryId"]
+    assert status == 200
+    assert found["results"][0]["memoryId"] == added["memoryId"]
     status, deleted = invoke("memory_delete", {"memoryId": added["memoryId"]})
-    assert status == 200 and deleted["memoryId"] == added["memoryId"]
+    assert status == 200
+    assert deleted["memoryId"] == added["memoryId"]
 
 
 @pytest.mark.parametrize(
@@ -109,30 +116,37 @@ def test_unexpected_failure_is_an_envelope_not_a_trace(services: Services, monke
 
     monkeypatch.setattr(services.memory, "search", explode)
     status, envelope = invoke("memory_search", {"query": "x"})
-    assert status == 502 and envelope["errorCode"] == "PROVIDER_ERROR" and envelope["retryable"] is True
+    assert status == 502
+    assert envelope["errorCode"] == "PROVIDER_ERROR"
+    assert envelope["retryable"] is True
     assert "/secret/path" not in json.dumps(envelope)
 
 
 def test_identity_comes_from_the_authorizer_only(services: Services) -> None:
     status, envelope = invoke("memory_search", {"query": "x"}, authorizer=None)
-    assert status == 403 and envelope["errorCode"] == "UNAUTHORIZED"
+    assert status == 403
+    assert envelope["errorCode"] == "UNAUTHORIZED"
     invoke("memory_add", {"content": "Alice's secret plan"})
     cognito = {"claims": {"sub": "bob", "custom:tenant": "acme"}}
     status, found = invoke("memory_search", {"query": "secret plan", "threshold": 0}, authorizer=cognito)
-    assert status == 200 and found["results"] == []
+    assert status == 200
+    assert found["results"] == []
     iam_identity = {
         "sourceIp": "1.2.3.4",
         "userArn": "arn:aws:iam::123456789012:user/carol",
         "accountId": "123456789012",
     }
     status, found = invoke("memory_search", {"query": "plan", "threshold": 0}, authorizer=None, identity=iam_identity)
-    assert status == 200 and found["results"] == [] and found["searchedLayers"] == ["user", "company"]
+    assert status == 200
+    assert found["results"] == []
+    assert found["searchedLayers"] == ["user", "company"]
 
 
 def test_shared_layer_write_without_writer_role_is_unauthorized(services: Services) -> None:
     reader = {**AUTH, "roles": ""}
     status, envelope = invoke("memory_add", {"content": "x", "layer": "project"}, authorizer=reader)
-    assert status == 403 and envelope["errorCode"] == "UNAUTHORIZED"
+    assert status == 403
+    assert envelope["errorCode"] == "UNAUTHORIZED"
 
 
 def test_a_handler_that_needs_no_model_never_loads_one(tmp_path: Path) -> None:
@@ -162,18 +176,22 @@ def test_api_key_mode_maps_each_key_to_its_own_caller(services: Services) -> Non
     status, mine = invoke("memory_search", {"query": "private note", "threshold": 0}, authorizer=None, identity=key_a)
     assert [r["memoryId"] for r in mine["results"]] == [added["memoryId"]]
     status, theirs = invoke("memory_search", {"query": "private note", "threshold": 0}, authorizer=None, identity=key_b)
-    assert status == 200 and theirs["results"] == []
+    assert status == 200
+    assert theirs["results"] == []
 
 
 @pytest.mark.parametrize("claim", ["userId", "user_id", "user", "tenant", "tenantId", "projectId", "roles"])
 def test_a_body_claiming_another_identity_is_unauthorized(services: Services, claim: str) -> None:
     status, envelope = invoke("memory_add", {"content": "x", claim: "mallory"})
-    assert status == 403 and envelope["errorCode"] == "UNAUTHORIZED" and envelope["details"]["field"] == claim
+    assert status == 403
+    assert envelope["errorCode"] == "UNAUTHORIZED"
+    assert envelope["details"]["field"] == claim
 
 
 def test_a_body_repeating_the_callers_own_identity_is_accepted(services: Services) -> None:
     status, added = invoke("memory_add", {"content": "Echoed identity is fine", "userId": "alice", "tenant": "acme"})
-    assert status == 200 and added["success"]
+    assert status == 200
+    assert added["success"]
 
 
 def test_identity_claims_are_refused_on_every_in_process_door(services: Services) -> None:
@@ -192,29 +210,48 @@ def test_the_file_tools_through_their_own_lambdas(services: Services) -> None:
     beside a workspace file; a path that escapes its scope is refused naming `path`."""
     block = "mnemo:///blocks/decisions.md"
     status, written = invoke("file_write", {"path": block, "content": "# Decisions\n[END]\n"})
-    assert status == 200 and written["created"] and written["version"] == 1
+    assert status == 200
+    assert written["created"]
+    assert written["version"] == 1
     status, edited = invoke("file_edit", {"path": block, "old": "[END]", "new": "- Orders live in PostgreSQL.\n[END]"})
-    assert status == 200 and edited["version"] == 2 and edited["replacements"] == 1
+    assert status == 200
+    assert edited["version"] == 2
+    assert edited["replacements"] == 1
     status, source = invoke("file_write", {"path": "src/auth.py", "content": "def login():\n    pass\n"})
-    assert status == 200 and source["kind"] == "workspace"
+    assert status == 200
+    assert source["kind"] == "workspace"
     status, read = invoke("file_read", {"path": "src/auth.py", "offset": 1})
-    assert status == 200 and read["content"] == "    pass\n" and read["totalLines"] == 2
+    assert status == 200
+    assert read["content"] == "    pass\n"
+    assert read["totalLines"] == 2
     status, listed = invoke("file_list", {"path": "mnemo:///blocks/"})
-    assert status == 200 and [entry["path"] for entry in listed["entries"]] == [block]
+    assert status == 200
+    assert [entry["path"] for entry in listed["entries"]] == [block]
     status, pinned = invoke("block_pin", {"path": block})
-    assert status == 200 and pinned["pinned"] and pinned["budgetTokens"] == services.settings.block_budget_tokens
+    assert status == 200
+    assert pinned["pinned"]
+    assert pinned["budgetTokens"] == services.settings.block_budget_tokens
     status, loaded = invoke("pinned_context", {})
-    assert status == 200 and "Orders live in PostgreSQL" in loaded["context"] and loaded["count"] == 1
+    assert status == 200
+    assert "Orders live in PostgreSQL" in loaded["context"]
+    assert loaded["count"] == 1
     status, expanded = invoke("expand_prompt", {"text": "Follow @@decisions in @src/auth.py."})
-    assert status == 200 and [e["path"] for e in expanded["expansions"]] == [block, "src/auth.py"]
+    assert status == 200
+    assert [e["path"] for e in expanded["expansions"]] == [block, "src/auth.py"]
     status, found = invoke("file_search", {"query": "orders PostgreSQL", "threshold": 0})
-    assert status == 200 and found["results"][0]["path"] == block
+    assert status == 200
+    assert found["results"][0]["path"] == block
     status, unpinned = invoke("block_unpin", {"path": block})
-    assert status == 200 and unpinned["changed"] and unpinned["pinnedCount"] == 0
+    assert status == 200
+    assert unpinned["changed"]
+    assert unpinned["pinnedCount"] == 0
     for path in (block, "src/auth.py"):
         status, deleted = invoke("file_delete", {"path": path})
-        assert status == 200 and deleted["path"] == path
+        assert status == 200
+        assert deleted["path"] == path
     status, envelope = invoke("file_read", {"path": block})
-    assert status == 404 and envelope["errorCode"] == "NOT_FOUND"
+    assert status == 404
+    assert envelope["errorCode"] == "NOT_FOUND"
     status, envelope = invoke("file_write", {"path": "../etc/passwd", "content": "x"})
-    assert status == 400 and envelope["details"]["field"] == "path"
+    assert status == 400
+    assert envelope["details"]["field"] == "path"

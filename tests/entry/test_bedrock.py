@@ -39,6 +39,7 @@ from mnemo.tools.bedrock_schema import (
     bedrock_openapi,
 )
 from mnemo.tools.registry import CATALOG, Tool, load_catalog, tool
+from mnemo.tools.rights import Rights
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -84,7 +85,8 @@ def load_function(family: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(
         f"bedrock_{family}", ROOT / "functions" / f"bedrock_{family}" / "app.py"
     )
-    assert spec and spec.loader
+    assert spec
+    assert spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -135,7 +137,8 @@ def function_body(answer: dict[str, Any], event: dict[str, Any], state: str | No
 
 
 def envelope(body: dict[str, Any], code: str, field: str | None = None) -> dict[str, Any]:
-    assert set(body) == ENVELOPE_KEYS and body["success"] is False
+    assert set(body) == ENVELOPE_KEYS
+    assert body["success"] is False
     assert body["errorCode"] == code, body
     if field is not None:
         assert body["details"]["field"] == field, body
@@ -168,7 +171,7 @@ def bedrock_probe(services: Services, context: RequestContext, request: ProbeInp
 
 @pytest.fixture
 def probe(services: Services) -> Iterator[Any]:
-    tool("probe")(bedrock_probe)
+    tool("probe", rights=Rights(records="read"))(bedrock_probe)
     try:
         yield action_group_handler("probe")
     finally:
@@ -201,7 +204,8 @@ def test_openapi_add_then_search(services: Services) -> None:
         ],
     )
     added = api_body(call(add), add, 200)
-    assert added["success"] is True and added["memoryId"].startswith("mem_")
+    assert added["success"] is True
+    assert added["memoryId"].startswith("mem_")
     search = openapi_event(
         "memory_search",
         [
@@ -542,11 +546,14 @@ def test_a_long_search_is_paged_under_the_limit(services: Services) -> None:
     ]
     event = function_event("memory_search", query)
     first = function_body(call(event), event, None)
-    assert first["hasMore"] is True and first["nextCursor"] and 0 < len(first["results"]) < 30
+    assert first["hasMore"] is True
+    assert first["nextCursor"]
+    assert 0 < len(first["results"]) < 30
     follow = openapi_event("memory_search", [*query, prop("cursor", first["nextCursor"])])
     second = api_body(call(follow), follow, 200)
     seen = {r["memoryId"] for r in first["results"]}
-    assert second["results"] and not seen & {r["memoryId"] for r in second["results"]}
+    assert second["results"]
+    assert not seen & {r["memoryId"] for r in second["results"]}
 
 
 def test_non_ascii_results_are_counted_in_bytes_and_still_paged(services: Services) -> None:
@@ -558,7 +565,8 @@ def test_non_ascii_results_are_counted_in_bytes_and_still_paged(services: Servic
     query = [prop("query", "备忘"), prop("limit", "50", "integer"), prop("threshold", "0", "number")]
     event = openapi_event("memory_search", query)
     body = api_body(call(event), event, 200)  # call() checks the UTF-8 size
-    assert body["hasMore"] is True and 0 < len(body["results"]) < 12
+    assert body["hasMore"] is True
+    assert 0 < len(body["results"]) < 12
 
 
 def _oversized(*_: Any) -> MemorySearchOutput:
@@ -647,19 +655,23 @@ def test_generated_openapi_is_valid_and_fits_bedrock(group: str) -> None:
     validate(document)
     assert document["openapi"] == "3.0.0"
     keys = [path.rsplit("/", 1)[-1] for path, _ in _walk(document)]
-    assert "enum" not in keys and "$ref" not in keys and "const" not in keys
+    assert "enum" not in keys
+    assert "$ref" not in keys
+    assert "const" not in keys
     operations = [(path, method, op) for path, item in document["paths"].items() for method, op in item.items()]
     assert len(operations) == len(members) <= 11
     assert sorted(op["operationId"] for _, _, op in operations) == sorted(t.name for t in members)
     for path, method, op in operations:
-        assert method == "post" and path == f"/{op['operationId']}"
+        assert method == "post"
+        assert path == f"/{op['operationId']}"
         assert 0 < len(op["description"]) <= MAX_FUNCTION_DESCRIPTION
         schema = op["requestBody"]["content"]["application/json"]["schema"]
         for name, prop_schema in schema["properties"].items():
             assert 0 < len(prop_schema["description"]) <= MAX_PARAMETER_DESCRIPTION, (path, name)
             assert prop_schema["type"] in ("string", "integer", "number", "boolean", "array"), (path, name)
         for status, response in op["responses"].items():
-            assert response["description"] and "application/json" in response["content"], (path, status)
+            assert response["description"], (path, status)
+            assert "application/json" in response["content"], (path, status)
 
 
 @pytest.mark.parametrize("group", sorted(action_groups(load_catalog().values())))
@@ -737,7 +749,8 @@ def test_knowledge_and_sync_action_groups(services: Services) -> None:
         group="mnemo-knowledge",
     )
     checked = function_body(call(check, knowledge), check, None)
-    assert checked["passed"] is False and checked["summary"] == {"info": 0, "warn": 0, "block": 1}
+    assert checked["passed"] is False
+    assert checked["summary"] == {"info": 0, "warn": 0, "block": 1}
     assert checked["violations"][0]["knowledgeItemId"] == "adr-042-database-selection"
 
     query = openapi_event(
@@ -767,7 +780,8 @@ def test_files_action_group_checks_the_block_budget(tmp_path: Path) -> None:
         assert run("block_pin", prop("path", path))["budgetTokens"] == 40
         grown = prop("content", "A much longer note " * 20)
         over = envelope(run("file_write", prop("path", path), grown, state="REPROMPT"), "CONFLICT")
-        assert over["details"]["reason"] == "BLOCK_BUDGET_EXCEEDED" and over["details"]["limit"] == 40
+        assert over["details"]["reason"] == "BLOCK_BUDGET_EXCEEDED"
+        assert over["details"]["limit"] == 40
         assert run("block_unpin", prop("path", path))["changed"] is True
         assert run("file_write", prop("path", path), grown)["version"] == 2
         event = openapi_event("pinned_context", [], group="mnemo-files")

@@ -104,7 +104,8 @@ def test_pinned_context_pages_by_offset(services: Services) -> None:
     pages = walk("files", "pinned_context", "offset")
     assert len(pages) > 1
     whole = "".join(page["context"] for page in pages)
-    assert BIG[:60_000] in whole and len(whole) == pages[0]["totalChars"]
+    assert BIG[:60_000] in whole
+    assert len(whole) == pages[0]["totalChars"]
 
 
 def test_expand_prompt_pages_by_offset(services: Services) -> None:
@@ -112,7 +113,8 @@ def test_expand_prompt_pages_by_offset(services: Services) -> None:
     pages = walk("files", "expand_prompt", "offset", text="See @mnemo:///blocks/big.md please")
     assert len(pages) > 1
     whole = "".join(page["text"] for page in pages)
-    assert BIG[:60_000] in whole and len(whole) == pages[0]["totalChars"]
+    assert BIG[:60_000] in whole
+    assert len(whole) == pages[0]["totalChars"]
 
 
 def test_recall_memory_pages_by_offset(services: Services) -> None:

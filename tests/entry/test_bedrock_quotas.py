@@ -51,7 +51,8 @@ def test_the_largest_tools_group_their_optional_fields_in_one_json_parameter() -
     (link,) = bedrock_functions([catalog["add_memory_link"]])["functions"]
     assert list(link["parameters"]) == ["subject", "predicate", "object", "text", OPTIONS]
     grouped = link["parameters"][OPTIONS]
-    assert grouped["type"] == "string" and grouped["required"] is False
+    assert grouped["type"] == "string"
+    assert grouped["required"] is False
     for name in ("subjectType", "objectType", "layer", "validAt", "invalidAt", "exclusive", "invalidates", "source"):
         assert f"{name} (" in grouped["description"], name
     (execution,) = bedrock_functions([catalog["add_execution"]])["functions"]

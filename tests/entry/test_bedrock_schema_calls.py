@@ -58,18 +58,24 @@ CONTEXT: dict[str, dict[str, Callable[[State], Any]]] = {
     "invalidate_memory_link": {"factId": lambda s: s["add_memory_link"]["factId"]},
     "delete_memory_object": {"name": lambda s: "Acme"},
 }
-#: The order a conversation would take: what is read or removed was written first.
-ORDER = [
-    "memory_add", "memory_search", "memory_list", "memory_delete", "memory_history",
-    "sync_status", "sync_now", "knowledge_query", "knowledge_check", "knowledge_show",
-    "add_conversation", "add_execution", "retrieve_conversation", "retrieve_execution",
-    "memorize_general_info", "memorize_new_topic", "list_memories", "recall_memory", "search_memories",
-    "refine_memory", "recall_general_memory", "forget_memory",
-    "file_write", "file_edit", "file_read", "file_list", "file_search", "block_pin", "pinned_context",
-    "expand_prompt", "block_unpin", "file_delete",
-    "add_memory_link", "get_memory_object", "update_memory_object", "graph_search", "invalidate_memory_link",
-    "build_memory_from_text", "delete_memory_object",
-]  # fmt: skip
+#: What a tool needs called before it, where the catalog's order would call it first: a conversation reads
+#: or removes only what it wrote (or synced) earlier.
+NEEDS: dict[str, tuple[str, ...]] = {"knowledge_query": ("sync_now",)}
+
+
+def conversation_order(names: list[str]) -> list[str]:
+    """Every tool named, in the catalog's order, each moved after the tools it ``NEEDS``."""
+    ordered: list[str] = []
+
+    def place(name: str) -> None:
+        if name not in ordered:
+            for needed in NEEDS.get(name, ()):
+                place(needed)
+            ordered.append(name)
+
+    for name in names:
+        place(name)
+    return ordered
 
 
 # ------------------------------------------------------------ from the schema ---
@@ -197,9 +203,11 @@ def extracting(tmp_path: Path) -> Iterator[Services]:
 
 @pytest.mark.parametrize("style", ["function", "openapi"])
 def test_every_tool_succeeds_when_called_as_its_schema_says(extracting: Services, style: str) -> None:
-    groups = action_groups(load_catalog().values())
+    catalog = load_catalog()
+    groups = action_groups(catalog.values())
     where = {tool.name: group for group, members in groups.items() for tool in members}
-    assert sorted(ORDER) == sorted(where), "every tool of the catalog is called"
+    order = conversation_order(list(catalog))
+    assert sorted(order) == sorted(where), "every tool of the catalog is called, once"
     declared: dict[str, dict[str, dict[str, Any]]] = {}
     for group, members in groups.items():
         if style == "function":
@@ -213,7 +221,7 @@ def test_every_tool_succeeds_when_called_as_its_schema_says(extracting: Services
                 name: {**spec, "required": name in required} for name, spec in body["properties"].items()
             }
     state: State = {}
-    for tool in ORDER:
+    for tool in order:
         group = where[tool]
         values = arguments(tool, declared[tool], state)
         event = (function_call if style == "function" else openapi_call)(group, tool, values)

@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _handler() -> Any:
     spec = importlib.util.spec_from_file_location("fn_console", ROOT / "functions" / "console" / "app.py")
-    assert spec and spec.loader
+    assert spec
+    assert spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.handler
@@ -99,7 +100,8 @@ def _lower(headers: dict[str, str]) -> dict[str, str]:
 @pytest.mark.parametrize("kind", sorted(EVENTS))
 def test_the_index_is_the_page_with_the_local_headers(kind: str) -> None:
     answer = call(kind, "/ui/")
-    assert answer["statusCode"] == 200 and answer["isBase64Encoded"] is False
+    assert answer["statusCode"] == 200
+    assert answer["isBase64Encoded"] is False
     assert answer["headers"]["Content-Type"] == "text/html; charset=utf-8"
     for name, value in SECURITY_HEADERS.items():
         assert answer["headers"][name] == value, name
@@ -187,7 +189,8 @@ def test_every_static_file_is_served_as_text() -> None:
         assert path.suffix in MEDIA_TYPES, path
         relative = path.relative_to(STATIC).as_posix()
         answer = call("http", f"/ui/{relative}")
-        assert answer["statusCode"] == 200 and answer["isBase64Encoded"] is False, relative
+        assert answer["statusCode"] == 200, relative
+        assert answer["isBase64Encoded"] is False, relative
         assert answer["body"].encode("utf-8") == path.read_bytes(), relative
     assert all(kind.startswith(("text/", "image/svg+xml")) for kind in MEDIA_TYPES.values())
 

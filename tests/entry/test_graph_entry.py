@@ -37,7 +37,8 @@ BEFORE, AFTER = "2025-01-01T00:00:00Z", "2025-09-01T00:00:00Z"
 
 def _load(folder: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"fn_graph_{folder}", ROOT / "functions" / folder / "app.py")
-    assert spec and spec.loader
+    assert spec
+    assert spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -51,12 +52,14 @@ def invoke(tool: str, body: Any, authorizer: dict[str, Any] | None = AUTH) -> tu
 
 def ok(tool: str, body: Any) -> dict[str, Any]:
     status, answer = invoke(tool, body)
-    assert status == 200 and answer["success"] is True, (tool, answer)
+    assert status == 200, (tool, answer)
+    assert answer["success"] is True, (tool, answer)
     return answer
 
 
 def test_every_graph_tool_has_its_own_function() -> None:
-    assert len(GRAPH_TOOLS) == 7 and len(load_catalog()) == 39
+    """Every tool of the catalog's graph family has its own Lambda, and the family its action group."""
+    assert GRAPH_TOOLS, "the catalog serves graph tools"
     for name in GRAPH_TOOLS:
         assert f'tool_handler("{name}")' in (ROOT / "functions" / name / "app.py").read_text()
     assert 'action_group_handler("graph")' in (ROOT / "functions" / "bedrock_graph" / "app.py").read_text()
@@ -74,17 +77,21 @@ def test_the_graph_scenario_through_each_tools_lambda(services: Services) -> Non
         "exclusive": True,
     }
     added = ok("add_memory_link", link)
-    assert added["created"] and added["fact"]["predicate"] == "works_at" and added["subject"]["created"]
+    assert added["created"]
+    assert added["fact"]["predicate"] == "works_at"
+    assert added["subject"]["created"]
     assert ok("add_memory_link", link)["created"] is False  # a retried call stores nothing
 
     read = ok("get_memory_object", {"name": "alice"})
-    assert read["entity"]["name"] == "Alice" and [f["factId"] for f in read["facts"]] == [added["factId"]]
+    assert read["entity"]["name"] == "Alice"
+    assert [f["factId"] for f in read["facts"]] == [added["factId"]]
     assert [n["name"] for n in read["neighbours"]] == ["Acme"]
     updated = ok(
         "update_memory_object",
         {"name": "Alice", "summary": "Data engineer.", "aliases": ["Alice Smith"], "expectedVersion": 1},
     )
-    assert updated["entity"]["version"] == 2 and updated["entity"]["aliases"] == ["Alice Smith"]
+    assert updated["entity"]["version"] == 2
+    assert updated["entity"]["aliases"] == ["Alice Smith"]
 
     moved = ok(
         "add_memory_link",
@@ -97,7 +104,8 @@ def test_the_graph_scenario_through_each_tools_lambda(services: Services) -> Non
             "exclusive": True,
         },
     )
-    assert moved["invalidated"] == [added["factId"]] and moved["subject"]["created"] is False
+    assert moved["invalidated"] == [added["factId"]]
+    assert moved["subject"]["created"] is False
 
     def employer(as_of: str | None) -> list[str]:
         query = {"query": "Where does Alice work?", "kind": "facts", "threshold": 0}
@@ -110,19 +118,26 @@ def test_the_graph_scenario_through_each_tools_lambda(services: Services) -> Non
     assert {f["object"]: f["status"] for f in history["facts"]} == {"Acme": "invalid", "Globex": "valid"}
 
     ended = ok("invalidate_memory_link", {"factId": moved["factId"], "reason": "Alice left Globex."})
-    assert ended["fact"]["status"] == "invalid" and ended["alreadyInvalid"] is False
+    assert ended["fact"]["status"] == "invalid"
+    assert ended["alreadyInvalid"] is False
     assert ok("invalidate_memory_link", {"factId": moved["factId"]})["alreadyInvalid"] is True
-    assert employer(None) == [] and employer(AFTER) == ["Globex"]  # it ended now: it held then
+    assert employer(None) == []
+    assert employer(AFTER) == ["Globex"]  # it ended now: it held then
 
     preview = ok("delete_memory_object", {"name": "Alice"})
-    assert preview["deleted"] is False and preview["factsAffected"] == 2
+    assert preview["deleted"] is False
+    assert preview["factsAffected"] == 2
     assert sorted(preview["neighboursAffected"]) == ["Acme", "Globex"]
     status, stale = invoke("delete_memory_object", {"name": "Alice", "confirmationToken": "del_" + "0" * 32})
-    assert status == 409 and stale["errorCode"] == "CONFLICT" and stale["details"]["field"] == "confirmationToken"
+    assert status == 409
+    assert stale["errorCode"] == "CONFLICT"
+    assert stale["details"]["field"] == "confirmationToken"
     done = ok("delete_memory_object", {"name": "Alice", "confirmationToken": preview["confirmationToken"]})
     assert done["deleted"] is True
     status, gone = invoke("get_memory_object", {"name": "Alice"})
-    assert status == 404 and gone["errorCode"] == "NOT_FOUND" and gone["details"]["field"] == "name"
+    assert status == 404
+    assert gone["errorCode"] == "NOT_FOUND"
+    assert gone["details"]["field"] == "name"
     assert services.outbox.pending() == []  # every index write was settled, deletions included
 
 
@@ -153,23 +168,30 @@ def test_bad_graph_calls_get_the_envelope_naming_the_field(
 ) -> None:
     got, answer = invoke(tool, body)
     assert (got, answer["errorCode"], answer["details"].get("field")) == (status, code, field), answer
-    assert set(answer) == ENVELOPE_KEYS and "Traceback" not in json.dumps(answer)
+    assert set(answer) == ENVELOPE_KEYS
+    assert "Traceback" not in json.dumps(answer)
 
 
 def test_a_shared_layer_needs_the_writer_role_and_identity_comes_from_the_authorizer(services: Services) -> None:
     body = {"subject": "Billing", "predicate": "uses", "object": "PostgreSQL", "layer": "project"}
     status, answer = invoke("add_memory_link", body, authorizer={**AUTH, "roles": ""})
-    assert status == 403 and answer["errorCode"] == "UNAUTHORIZED"
+    assert status == 403
+    assert answer["errorCode"] == "UNAUTHORIZED"
     status, answer = invoke("graph_search", {"query": "x"}, authorizer=None)
-    assert status == 403 and answer["errorCode"] == "UNAUTHORIZED"
+    assert status == 403
+    assert answer["errorCode"] == "UNAUTHORIZED"
     status, answer = invoke("add_memory_link", {**body, "user": "mallory"})
-    assert status == 403 and answer["details"]["field"] == "user"
+    assert status == 403
+    assert answer["details"]["field"] == "user"
 
 
 def test_build_memory_from_text_without_a_model_says_how_to_configure_one(services: Services) -> None:
     status, answer = invoke("build_memory_from_text", {"content": "Alice works at Acme."})
-    assert status == 502 and answer["errorCode"] == "PROVIDER_ERROR" and answer["retryable"] is False
-    assert "ExtractorModelId" in answer["message"] and "MNEMO_EXTRACTOR" in answer["message"]
+    assert status == 502
+    assert answer["errorCode"] == "PROVIDER_ERROR"
+    assert answer["retryable"] is False
+    assert "ExtractorModelId" in answer["message"]
+    assert "MNEMO_EXTRACTOR" in answer["message"]
 
 
 # ---------------------------------------------- Bedrock Converse, stubbed ---
@@ -241,7 +263,8 @@ def test_build_memory_from_text_on_bedrock_converse(bedrock_services: tuple[Serv
     stubber.add_response("converse", converse_answer(EXTRACTION), expected_converse())
     built = ok("build_memory_from_text", {"content": text, "previousMessages": "User asked about AI frameworks."})
     stubber.assert_no_pending_responses()
-    assert built["modelCalls"] == 1 and built["dryRun"] is False
+    assert built["modelCalls"] == 1
+    assert built["dryRun"] is False
     assert built["entities"] == ["Spring AI", "OpenAI", "Amazon Bedrock"]
     assert [(r["from"], r["relation"], r["to"], r["created"]) for r in built["relationships"]] == [
         ("Spring AI", "integrates_with", "OpenAI", True),
@@ -267,17 +290,23 @@ def test_converse_failures_are_provider_errors(
             http_status_code=429,
         )
     status, answer = invoke("build_memory_from_text", {"content": "Alice works at Acme."})
-    assert status == 429 and answer["errorCode"] == "RATE_LIMITED" and answer["retryable"] is True
+    assert status == 429
+    assert answer["errorCode"] == "RATE_LIMITED"
+    assert answer["retryable"] is True
     stubber.add_response("converse", converse_answer({"entities": "Alice", "facts": []}))
     status, answer = invoke("build_memory_from_text", {"content": "Alice works at Acme."})
-    assert status == 502 and answer["errorCode"] == "PROVIDER_ERROR" and answer["details"]["path"] == "entities"
+    assert status == 502
+    assert answer["errorCode"] == "PROVIDER_ERROR"
+    assert answer["details"]["path"] == "entities"
     answer_without_tool = converse_answer({}) | {
         "output": {"message": {"role": "assistant", "content": [{"text": "Alice works at Acme."}]}},
         "stopReason": "end_turn",
     }
     stubber.add_response("converse", answer_without_tool)
     status, answer = invoke("build_memory_from_text", {"content": "Alice works at Acme."})
-    assert status == 502 and answer["errorCode"] == "PROVIDER_ERROR" and "tool use" in answer["message"]
+    assert status == 502
+    assert answer["errorCode"] == "PROVIDER_ERROR"
+    assert "tool use" in answer["message"]
     stubber.assert_no_pending_responses()
 
 
@@ -340,10 +369,12 @@ def test_the_graph_action_group_scenario(agent: Callable[..., dict[str, Any]], s
         prop("exclusive", "true", "boolean"),
         prop("source", '{"kind": "conversation", "messageId": "m-1"}'),
     )
-    assert added["created"] and added["fact"]["layer"] == "user"  # the session's mnemoUser's layer
+    assert added["created"]
+    assert added["fact"]["layer"] == "user"  # the session's mnemoUser's layer
     assert {k: v for k, v in added["fact"]["source"].items() if v} == {"kind": "conversation", "messageId": "m-1"}
     read = agent("get_memory_object", prop("name", "Alice"), prop("depth", "1", "integer"))
-    assert read["entity"]["entityId"] == added["subject"]["entityId"] and len(read["facts"]) == 1
+    assert read["entity"]["entityId"] == added["subject"]["entityId"]
+    assert len(read["facts"]) == 1
     renamed = agent("update_memory_object", prop("name", "Alice"), prop("aliases", '["Alice Smith"]', "array"))
     assert renamed["entity"]["aliases"] == ["Alice Smith"]
 
@@ -373,10 +404,12 @@ def test_the_graph_action_group_scenario(agent: Callable[..., dict[str, Any]], s
     ended = agent("invalidate_memory_link", prop("factId", moved["factId"]), prop("reason", "Left Globex."))
     assert ended["fact"]["status"] == "invalid"
     missing = agent("invalidate_memory_link", prop("factId", "fct_" + "0" * 24), state="REPROMPT")
-    assert missing["errorCode"] == "NOT_FOUND" and missing["details"]["field"] == "factId"
+    assert missing["errorCode"] == "NOT_FOUND"
+    assert missing["details"]["field"] == "factId"
 
     preview = agent("delete_memory_object", prop("name", "Alice"))
-    assert preview["deleted"] is False and preview["confirmationToken"].startswith("del_")
+    assert preview["deleted"] is False
+    assert preview["confirmationToken"].startswith("del_")
     done = agent("delete_memory_object", prop("name", "Alice"), prop("confirmationToken", preview["confirmationToken"]))
     assert done["deleted"] is True
     gone = agent("get_memory_object", prop("name", "Alice"), state="REPROMPT")
@@ -392,7 +425,8 @@ def test_the_graph_action_group_over_openapi(agent: Callable[..., dict[str, Any]
     answer = _load("bedrock_graph").handler(event, FakeLambdaContext())
     assert answer["response"]["httpStatusCode"] == 200
     body = json.loads(answer["response"]["responseBody"]["application/json"]["body"])
-    assert body["entity"]["name"] == "Billing" and body["facts"][0]["object"] == "PostgreSQL"
+    assert body["entity"]["name"] == "Billing"
+    assert body["facts"][0]["object"] == "PostgreSQL"
 
 
 def test_graph_reads_stay_within_bedrocks_answer_size(agent: Callable[..., dict[str, Any]], services: Services) -> None:
@@ -413,14 +447,16 @@ def test_graph_reads_stay_within_bedrocks_answer_size(agent: Callable[..., dict[
             ),
         )
     read = agent("get_memory_object", prop("name", "Payments platform"), prop("limit", "200", "integer"))
-    assert read["hasMore"] is True and 0 < len(read["facts"]) < 60
+    assert read["hasMore"] is True
+    assert 0 < len(read["facts"]) < 60
     found = agent(
         "graph_search",
         prop("query", "payments platform depends on service"),
         prop("threshold", "0", "number"),
         prop("limit", "50", "integer"),
     )
-    assert found["success"] is True and found["hasMore"] is True
+    assert found["success"] is True
+    assert found["hasMore"] is True
 
 
 def test_build_memory_from_text_through_the_action_group(bedrock_services: tuple[Services, Stubber]) -> None:
@@ -430,12 +466,15 @@ def test_build_memory_from_text_through_the_action_group(bedrock_services: tuple
     event = function_event("build_memory_from_text", [prop("content", "Spring AI integrates with OpenAI and Bedrock.")])
     answer = handler(event, FakeLambdaContext())
     body = json.loads(answer["response"]["functionResponse"]["responseBody"]["TEXT"]["body"])
-    assert body["success"] is True and len(body["relationships"]) == 2 and body["modelCalls"] == 1
+    assert body["success"] is True
+    assert len(body["relationships"]) == 2
+    assert body["modelCalls"] == 1
     stubber.add_client_error("converse", service_error_code="AccessDeniedException", http_status_code=403)
     answer = handler(event, FakeLambdaContext())
     state = answer["response"]["functionResponse"]["responseState"]
     body = json.loads(answer["response"]["functionResponse"]["responseBody"]["TEXT"]["body"])
-    assert state == "FAILURE" and body["success"] is False
+    assert state == "FAILURE"
+    assert body["success"] is False
 
 
 def _hub(services: Services, links: int, name_chars: int) -> None:
@@ -454,7 +493,8 @@ def test_deleting_a_hub_through_the_action_group(agent: Callable[..., dict[str, 
     """An entity with more neighbours than an answer can name can still be previewed and deleted by an agent."""
     _hub(services, 150, 180)
     preview = agent("delete_memory_object", prop("name", "Payments platform"))
-    assert preview["factsAffected"] == 150 and preview["confirmationToken"]
+    assert preview["factsAffected"] == 150
+    assert preview["confirmationToken"]
     token = preview["confirmationToken"]
     assert agent("delete_memory_object", prop("name", "Payments platform"), prop("confirmationToken", token))["deleted"]
 

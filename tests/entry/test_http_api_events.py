@@ -53,7 +53,8 @@ def http_event(
 
 def load_function(folder: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"fn_http_{folder}", ROOT / "functions" / folder / "app.py")
-    assert spec and spec.loader
+    assert spec
+    assert spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -70,7 +71,8 @@ def envelope_of(answer: dict[str, Any]) -> dict[str, Any]:
     assert answer["headers"]["Content-Type"] == "application/json"
     assert answer["isBase64Encoded"] is False
     envelope: dict[str, Any] = json.loads(answer["body"])
-    assert set(envelope) == ENVELOPE_KEYS and envelope["success"] is False
+    assert set(envelope) == ENVELOPE_KEYS
+    assert envelope["success"] is False
     assert "Traceback" not in answer["body"]
     return envelope
 
@@ -101,7 +103,8 @@ def test_every_tool_function_answers_a_2_0_event_as_it_answers_rest(
         set_services(stores[1])
         http = handler(http_event(f"/v1/tools/{name}", body), FakeLambdaContext())
         assert http["statusCode"] == rest["statusCode"], (body, rest["body"], http["body"])
-        assert "multiValueHeaders" not in http and http["headers"]["Content-Type"] == "application/json", body
+        assert "multiValueHeaders" not in http, body
+        assert http["headers"]["Content-Type"] == "application/json", body
         assert rest["multiValueHeaders"]["Content-Type"] == ["application/json"], body
         statuses.add(http["statusCode"])
         if rest["statusCode"] == 200:
@@ -137,12 +140,14 @@ def test_a_body_that_is_not_base64_is_the_envelope(services: Services) -> None:
     event = http_event("/v1/tools/memory_add", "%%% not base64")
     event["isBase64Encoded"] = True
     answer = call("memory_add", event)
-    assert answer["statusCode"] == 400 and envelope_of(answer)["details"]["field"] == "body"
+    assert answer["statusCode"] == 400
+    assert envelope_of(answer)["details"]["field"] == "body"
 
 
 def test_a_call_without_an_authorizer_is_unauthorized(services: Services) -> None:
     answer = call("memory_search", http_event("/v1/tools/memory_search", '{"query": "x"}', claims=None))
-    assert answer["statusCode"] == 403 and envelope_of(answer)["errorCode"] == "UNAUTHORIZED"
+    assert answer["statusCode"] == 403
+    assert envelope_of(answer)["errorCode"] == "UNAUTHORIZED"
 
 
 def test_another_route_of_the_api_is_not_found(services: Services) -> None:
@@ -158,7 +163,8 @@ def test_an_unexpected_failure_is_the_envelope_not_a_trace(services: Services, m
     monkeypatch.setattr(services.memory, "search", explode)
     answer = call("memory_search", http_event("/v1/tools/memory_search", '{"query": "x"}'))
     envelope = envelope_of(answer)
-    assert answer["statusCode"] == 502 and envelope["errorCode"] == "PROVIDER_ERROR"
+    assert answer["statusCode"] == 502
+    assert envelope["errorCode"] == "PROVIDER_ERROR"
     assert "/secret/path" not in answer["body"]
 
 
@@ -183,7 +189,8 @@ def test_a_base64_body_is_read_as_the_text_it_carries(services: Services) -> Non
     event = http_event("/v1/tools/memory_add", base64.b64encode(b'{"content": "Encoded on the way in"}').decode())
     event["isBase64Encoded"] = True
     answer = call("memory_add", event)
-    assert answer["statusCode"] == 200 and json.loads(answer["body"])["success"] is True
+    assert answer["statusCode"] == 200
+    assert json.loads(answer["body"])["success"] is True
 
 
 def test_the_default_stage_has_no_prefix(services: Services) -> None:
@@ -267,5 +274,6 @@ def test_a_token_caller_cannot_name_another_user_in_headers(services: Services) 
     headers = {"content-type": "application/json", "x-mnemo-user": "someone-else"}
     answer = call("memory_search", http_event("/v1/tools/memory_search", '{"query": "x"}', headers=headers))
     envelope = envelope_of(answer)
-    assert answer["statusCode"] == 403 and envelope["errorCode"] == "UNAUTHORIZED"
+    assert answer["statusCode"] == 403
+    assert envelope["errorCode"] == "UNAUTHORIZED"
     assert envelope["details"]["field"].lower() == "x-mnemo-user"

@@ -100,7 +100,8 @@ def test_an_unlisted_caller_sending_an_identity_header_is_refused_naming_it(http
     error = refused(iam_event(stranger, http=http, headers={header: "alice"}))
     named = "-".join(part.capitalize() for part in header.split("-"))
     assert error.details == {"field": named}
-    assert "trusted delegate" in error.message and error.code == "UNAUTHORIZED"
+    assert "trusted delegate" in error.message
+    assert error.code == "UNAUTHORIZED"
 
 
 @APIS
@@ -133,7 +134,8 @@ def test_a_listed_role_with_a_path_matches_its_sessions(http: bool) -> None:
 def test_an_unsigned_delegate_header_could_be_spliced_in_and_is_refused(http: bool) -> None:
     event = iam_event(DELEGATE, http=http, headers=ALICE, signed=["X-Mnemo-User", "X-Mnemo-Agent", "X-Mnemo-Roles"])
     error = refused(event)
-    assert error.details == {"field": "X-Mnemo-Session"} and "must be signed" in error.message
+    assert error.details == {"field": "X-Mnemo-Session"}
+    assert "must be signed" in error.message
 
 
 @APIS
@@ -155,7 +157,8 @@ def test_without_an_authorization_header_the_presigned_query_lists_the_signed_he
 @APIS
 def test_a_delegate_cannot_name_the_tenant(http: bool) -> None:
     error = refused(iam_event(DELEGATE, http=http, headers={"X-Mnemo-User": "alice", "X-Mnemo-Tenant": ACCOUNT}))
-    assert error.details == {"field": "X-Mnemo-Tenant"} and ACCOUNT in error.message
+    assert error.details == {"field": "X-Mnemo-Tenant"}
+    assert ACCOUNT in error.message
 
 
 @APIS
@@ -217,7 +220,8 @@ def test_an_invalid_delegate_list_is_the_deployments_error(monkeypatch: pytest.M
     with pytest.raises(MnemoError) as raised:
         context_from_event(iam_event(DELEGATE))
     envelope = raised.value.envelope()
-    assert envelope["errorCode"] == "PROVIDER_ERROR" and envelope["retryable"] is False
+    assert envelope["errorCode"] == "PROVIDER_ERROR"
+    assert envelope["retryable"] is False
     assert envelope["details"] == {"setting": "MNEMO_TRUSTED_DELEGATES"}
 
 

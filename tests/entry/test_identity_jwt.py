@@ -119,7 +119,8 @@ def test_without_the_user_claim_the_token_is_refused_naming_it(monkeypatch: pyte
 )
 def test_claims_that_are_not_ids_are_refused_naming_the_claim(claims: dict[str, Any], field: str, claim: str) -> None:
     error = refused(jwt_event(claims, http=True))
-    assert error.details == {"field": field, "claim": claim} and claim in error.message
+    assert error.details == {"field": field, "claim": claim}
+    assert claim in error.message
 
 
 def test_typed_rest_claims_a_number_is_an_id_a_list_is_not() -> None:
@@ -149,6 +150,7 @@ def test_an_invalid_claim_setting_is_the_deployments_error(monkeypatch: pytest.M
     with pytest.raises(MnemoError) as raised:
         context_from_event(jwt_event(CLAIMS))
     envelope = raised.value.envelope()
-    assert envelope["errorCode"] == "PROVIDER_ERROR" and envelope["retryable"] is False
+    assert envelope["errorCode"] == "PROVIDER_ERROR"
+    assert envelope["retryable"] is False
     assert envelope["details"] == {"setting": "MNEMO_JWT_CLAIMS"}
     assert check_settings({"MNEMO_JWT_CLAIMS": setting}) == [envelope["message"]]

@@ -16,7 +16,8 @@ ACCEPT = "application/json, text/event-stream"
 
 def _handler() -> Any:
     spec = importlib.util.spec_from_file_location("fn_mcp", ROOT / "functions" / "mcp" / "app.py")
-    assert spec and spec.loader
+    assert spec
+    assert spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.handler
@@ -54,7 +55,8 @@ def test_tools_list_and_calls_through_the_lambda(services: Services) -> None:
 def test_tool_errors_are_is_error_results_with_the_envelope(services: Services) -> None:
     """The envelope is the text; no structuredContent, which would not match the tool's output schema."""
     answer = json.loads(rpc("tools/call", {"name": "memory_search", "arguments": {"query": "x", "limit": 0}})["body"])
-    assert answer["result"]["isError"] is True and "structuredContent" not in answer["result"]
+    assert answer["result"]["isError"] is True
+    assert "structuredContent" not in answer["result"]
     (block,) = answer["result"]["content"]
     envelope = json.loads(block["text"])
     assert (envelope["errorCode"], envelope["details"]["field"]) == ("INVALID_INPUT", "limit")
@@ -64,12 +66,14 @@ def test_tool_errors_are_is_error_results_with_the_envelope(services: Services) 
 def test_an_unknown_tool_is_a_protocol_error(services: Services) -> None:
     answer = json.loads(rpc("tools/call", {"name": "no_such_tool", "arguments": {}})["body"])
     assert "result" not in answer
-    assert answer["error"]["code"] == -32602 and "no_such_tool" in answer["error"]["message"]
+    assert answer["error"]["code"] == -32602
+    assert "no_such_tool" in answer["error"]["message"]
 
 
 def test_no_identity_is_refused_before_mcp(services: Services) -> None:
     answer = rpc("tools/list", {}, user=None)
-    assert answer["statusCode"] == 403 and json.loads(answer["body"])["errorCode"] == "UNAUTHORIZED"
+    assert answer["statusCode"] == 403
+    assert json.loads(answer["body"])["errorCode"] == "UNAUTHORIZED"
 
 
 def test_a_malformed_body_is_answered_not_raised(services: Services) -> None:

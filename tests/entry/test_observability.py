@@ -117,11 +117,13 @@ def check_emf(document: dict[str, Any]) -> None:
     for directive in document["_aws"]["CloudWatchMetrics"]:
         for dimension_set in directive["Dimensions"]:
             for name in dimension_set:
-                assert isinstance(document.get(name), str) and document[name], name
+                assert isinstance(document.get(name), str), name
+                assert document[name], name
         for metric in directive["Metrics"]:
             value = document.get(metric["Name"])
             values = value if isinstance(value, list) else [value]
-            assert values and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values), metric
+            assert values, metric
+            assert all(isinstance(v, int | float) and not isinstance(v, bool) for v in values), metric
 
 
 def the_document(printed: str) -> dict[str, Any]:
@@ -161,7 +163,8 @@ def log_lines() -> Iterator[Callable[[], list[dict[str, Any]]]]:
 
 def load(folder: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"fn_{folder}", ROOT / "functions" / folder / "app.py")
-    assert spec and spec.loader
+    assert spec
+    assert spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -181,7 +184,8 @@ def test_a_tool_call_prints_one_emf_document_with_its_latency(services: Services
     assert document["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Mnemo"  # no POWERTOOLS_METRICS_NAMESPACE here
     assert dimension_sets(document) == [["service"], ["service", "tool"]]
     assert (document["service"], document["tool"]) == ("mnemo", "memory_add")
-    assert metric_names(document) == {"Latency"} and value(document, "Latency") > 0
+    assert metric_names(document) == {"Latency"}
+    assert value(document, "Latency") > 0
     assert {"Unit": "Milliseconds", "Name": "Latency"} in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]
 
 
@@ -189,10 +193,12 @@ def test_bad_input_is_counted_as_an_error_by_its_code(services: Services, capsys
     status, envelope = invoke("memory_add", {"content": ""})
     document = the_document(capsys.readouterr().out)
 
-    assert status == 400 and envelope["errorCode"] == "INVALID_INPUT"
+    assert status == 400
+    assert envelope["errorCode"] == "INVALID_INPUT"
     assert dimension_sets(document) == [["service"], ["service", "tool"], ["service", "tool", "errorCode"]]
     assert (document["tool"], document["errorCode"]) == ("memory_add", "INVALID_INPUT")
-    assert value(document, "Errors") == 1 and value(document, "Latency") > 0
+    assert value(document, "Errors") == 1
+    assert value(document, "Latency") > 0
 
 
 def test_an_add_that_finds_its_duplicate_is_counted(services: Services, capsys: Any) -> None:
@@ -230,12 +236,17 @@ def test_every_line_of_a_call_carries_the_request_id_and_the_tool(
     lines = log_lines()
 
     inside = [line for line in lines if line["message"] == "inside the tool"]
-    assert len(inside) == 1 and inside[0]["tool"] == "memory_add" and inside[0]["service"] == "mnemo"
+    assert len(inside) == 1
+    assert inside[0]["tool"] == "memory_add"
+    assert inside[0]["service"] == "mnemo"
     call_lines = [line for line in lines if line["message"] != "after the call"]
-    assert call_lines and {line["correlation_id"] for line in call_lines} == {REQUEST_ID}
+    assert call_lines
+    assert {line["correlation_id"] for line in call_lines} == {REQUEST_ID}
     assert {line["function_request_id"] for line in call_lines} == {FakeLambdaContext.aws_request_id}
     (summary,) = [line for line in lines if line["message"] == "tool call"]
-    assert summary["tool"] == "memory_add" and summary["latencyMs"] > 0 and "errorCode" not in summary
+    assert summary["tool"] == "memory_add"
+    assert summary["latencyMs"] > 0
+    assert "errorCode" not in summary
     (after,) = [line for line in lines if line["message"] == "after the call"]
     assert "tool" not in after
 
@@ -259,7 +270,8 @@ def test_an_mcp_call_is_measured_and_its_lines_carry_the_json_rpc_id(
     assert answer["result"]["isError"] is True
     assert (document["tool"], document["errorCode"], value(document, "Errors")) == ("memory_search", "INVALID_INPUT", 1)
     (summary,) = [line for line in log_lines() if line["message"] == "tool call"]
-    assert summary["tool"] == "memory_search" and summary["errorCode"] == "INVALID_INPUT"
+    assert summary["tool"] == "memory_search"
+    assert summary["errorCode"] == "INVALID_INPUT"
     assert (summary["mcpRequestId"], summary["mcpMethod"], summary["correlation_id"]) == ("7", "tools/call", REQUEST_ID)
 
 
@@ -277,7 +289,8 @@ def test_a_bedrock_action_is_measured_and_correlated_by_session(
     assert answer["response"]["functionResponse"]["responseState"] == "REPROMPT"
     assert (document["tool"], document["errorCode"], value(document, "Errors")) == ("memory_add", "INVALID_INPUT", 1)
     (summary,) = [line for line in log_lines() if line["message"] == "tool call"]
-    assert summary["correlation_id"] == "111122223333-conv-1" and summary["actionGroup"] == "mnemo-memory"
+    assert summary["correlation_id"] == "111122223333-conv-1"
+    assert summary["actionGroup"] == "mnemo-memory"
 
 
 # ----------------------------------------------------------------- indexer ---
@@ -354,7 +367,8 @@ def test_titan_tokens_and_bedrock_throttles_are_recorded(capsys: Any) -> None:
         throttled = the_document(capsys.readouterr().out)
 
     assert embedded["EmbeddingTokens"] == [7, 5]  # one value per call; CloudWatch sums them
-    assert value(throttled, "BedrockThrottles") == 1 and "EmbeddingTokens" not in throttled
+    assert value(throttled, "BedrockThrottles") == 1
+    assert "EmbeddingTokens" not in throttled
 
 
 def test_converse_tokens_are_recorded(capsys: Any) -> None:
@@ -387,7 +401,8 @@ def test_an_opensearch_429_is_counted() -> None:
     finally:
         telemetry.install(previous)
 
-    assert isinstance(error, RateLimited) and counted == [("OpenSearchThrottles", 1, "Count")]
+    assert isinstance(error, RateLimited)
+    assert counted == [("OpenSearchThrottles", 1, "Count")]
 
 
 # ---------------------------------------------------------- one per call ---
@@ -421,13 +436,15 @@ def test_nothing_is_printed_outside_a_lambda_invocation(services: Services, capf
         with urllib.request.urlopen(request) as response:
             assert response.status == 200
     printed = capfd.readouterr()
-    assert "_aws" not in printed.out and "_aws" not in printed.err
+    assert "_aws" not in printed.out
+    assert "_aws" not in printed.err
 
 
 # ------------------------------------------------------------------ tracing ---
 def test_the_tracer_lives_only_inside_lambda(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
-    assert not observability.tracing_enabled() and observability.tracer() is None
+    assert not observability.tracing_enabled()
+    assert observability.tracer() is None
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "mnemo-dev-memory_add")
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
     assert not observability.tracing_enabled()

@@ -144,13 +144,16 @@ def test_the_schedule_syncs_every_tenant_with_knowledge(services: Services) -> N
     assert first == {"acme": everything_added, "globex": everything_added}
     for tenant in ("acme", "globex"):
         status = services.sync.status(tenant)
-        assert status.healthy is True and status.running is False and status.failed_items == 0
+        assert status.healthy is True
+        assert status.running is False
+        assert status.failed_items == 0
         assert status.last_sync_at is not None
         assert (status.stats.total_syncs, status.stats.total_items_synced) == (1, EXAMPLE_COUNT)
     assert services.sync.status("initech").last_sync_at is None  # no knowledge, not synced
     globex = ctx(tenant="globex", org="engineering")
     shown = services.knowledge.show(globex, KnowledgeShowInput(id="adr-042-database-selection"))
-    assert shown.item is not None and shown.item.layer == "org"
+    assert shown.item is not None
+    assert shown.item.layer == "org"
 
     again = invoke(scheduled())
     assert again == {tenant: {**NOTHING, "unchanged": EXAMPLE_COUNT} for tenant in ("acme", "globex")}
@@ -167,7 +170,9 @@ def test_the_schedule_skips_a_tenant_whose_sync_is_running(services: Services) -
     assert result["acme"] == "skipped: a sync is already running"
     assert result["globex"] == {**NOTHING, "added": EXAMPLE_COUNT}
     acme = services.sync.status("acme")
-    assert acme.running is True and acme.last_sync_at is None and acme.stats.total_syncs == 0
+    assert acme.running is True
+    assert acme.last_sync_at is None
+    assert acme.stats.total_syncs == 0
     assert services.records.query("SYNC|t=acme", "ITEM#") == []
     assert services.sync.status("globex").stats.total_items_synced == EXAMPLE_COUNT
 
@@ -208,13 +213,16 @@ def test_a_tenant_failure_raises_after_the_other_tenants_synced(services: Servic
     assert raised.value.details == {"tenants": ["globex"]}
     assert "1 tenant" in raised.value.message
     # globex was retried in its run (3 attempts); the schedule went on to the others (in a random order).
-    assert sorted(failing.listed) == ["acme", "globex", "globex", "globex", "initech"] and slept == [1.0, 2.0]
+    assert sorted(failing.listed) == ["acme", "globex", "globex", "globex", "initech"]
+    assert slept == [1.0, 2.0]
     assert "globex, globex, globex" in ", ".join(failing.listed)
     for tenant in ("acme", "initech"):
         status = services.sync.status(tenant)
-        assert status.last_sync_at is not None and status.stats.total_items_synced == EXAMPLE_COUNT
+        assert status.last_sync_at is not None
+        assert status.stats.total_items_synced == EXAMPLE_COUNT
     globex = services.sync.status("globex")
-    assert globex.last_sync_at is None and globex.running is False  # its lock was released
+    assert globex.last_sync_at is None
+    assert globex.running is False  # its lock was released
 
 
 # ------------------------------------------------------------ S3 objects ---
@@ -232,7 +240,8 @@ def test_an_object_created_event_updates_just_that_item(synced: Services) -> Non
     # The other changed file waits for its own event (or the schedule).
     assert not content_of(synced, "policy-money-representation").endswith("Revisited in 2026.")
     status = synced.sync.status(TENANT)
-    assert status.stats.total_syncs == 2 and status.stats.total_items_synced == EXAMPLE_COUNT + 1
+    assert status.stats.total_syncs == 2
+    assert status.stats.total_items_synced == EXAMPLE_COUNT + 1
     assert synced.sync.sync(TENANT, SyncNowInput()).result.model_dump() == {
         **NOTHING,
         "updated": 1,

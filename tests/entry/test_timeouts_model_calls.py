@@ -145,8 +145,10 @@ def test_an_error_after_the_model_may_have_run_is_not_sent_again(
     state.answers = [(status, {"__type": code, "message": "failed"}, 0.0)] * 5
     install(tmp_path, url)
     answered, envelope = call({"content": "Ana works at Acme."})
-    assert envelope["errorCode"] == "PROVIDER_ERROR" and envelope["details"]["awsCode"] == code, envelope
-    assert answered >= 500 and len(state.paths) == 1
+    assert envelope["errorCode"] == "PROVIDER_ERROR", envelope
+    assert envelope["details"]["awsCode"] == code, envelope
+    assert answered >= 500
+    assert len(state.paths) == 1
 
 
 def test_throttling_means_not_run_and_is_retried(
@@ -157,7 +159,8 @@ def test_throttling_means_not_run_and_is_retried(
     state.answers = [(429, {"__type": "ThrottlingException", "message": "slow down"}, 0.0), (200, TOOL_ANSWER, 0.0)]
     install(tmp_path, url)
     status, answer = call({"content": "Ana works at Acme.", "dryRun": True})
-    assert status == 200 and answer["modelCalls"] == 1, answer
+    assert status == 200, answer
+    assert answer["modelCalls"] == 1, answer
     assert len(state.paths) == 2
 
 
@@ -188,4 +191,6 @@ def test_a_text_whose_calls_cannot_end_before_the_deadline_is_refused_before_any
     assert (details["callTimeoutSeconds"], details["deadlineSeconds"]) == (18, 26)
     assert state.paths == []
     status, answer = call({"content": "Ana works at Acme.", "dryRun": True})
-    assert status == 200 and answer["modelCalls"] == 1 and len(state.paths) == 1
+    assert status == 200
+    assert answer["modelCalls"] == 1
+    assert len(state.paths) == 1

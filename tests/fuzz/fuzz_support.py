@@ -162,7 +162,8 @@ def check_envelope(reply: Reply, *, allowed_fields: set[str] | None = None) -> d
     assert not _TRACE.search(reply.text), f"a stack trace leaked: {reply.text[:2000]}"
     assert reply.content_type.startswith("application/json"), f"not JSON ({reply.content_type}): {reply.text[:500]}"
     body = reply.json()
-    assert isinstance(body, dict) and set(body) == ENVELOPE_KEYS, f"not the envelope: {body!r:.500}"
+    assert isinstance(body, dict), f"not the envelope: {body!r:.500}"
+    assert set(body) == ENVELOPE_KEYS, f"not the envelope: {body!r:.500}"
     assert body["success"] is False
     code = body["errorCode"]
     assert code in HTTP_STATUS, code
@@ -177,11 +178,13 @@ def check_envelope(reply: Reply, *, allowed_fields: set[str] | None = None) -> d
         assert isinstance(body["retryable"], bool), body
     else:
         assert body["retryable"] is (code in RETRYABLE)
-    assert isinstance(body["message"], str) and body["message"], body
+    assert isinstance(body["message"], str), body
+    assert body["message"], body
     assert isinstance(body["details"], dict), body
     if code == "INVALID_INPUT":
         named = body["details"].get("field")
-        assert isinstance(named, str) and named, f"INVALID_INPUT without details.field: {body!r:.500}"
+        assert isinstance(named, str), f"INVALID_INPUT without details.field: {body!r:.500}"
+        assert named, f"INVALID_INPUT without details.field: {body!r:.500}"
         assert named in body["message"], f"the message does not name {named!r}: {body['message']!r:.300}"
         if allowed_fields is not None:
             # A path's first step, or a whole key the request sent (a key may itself hold a dot).
@@ -219,7 +222,8 @@ def output_validator(schema: dict[str, Any]) -> Draft202012Validator:
 
 def healthy(client: Client) -> None:
     reply = client.request("GET", "/health", kind="hostile")
-    assert reply.status == 200 and reply.json()["status"] == "ok", reply.text[:300]
+    assert reply.status == 200, reply.text[:300]
+    assert reply.json()["status"] == "ok", reply.text[:300]
 
 
 # --------------------------------------------------------------- mutation ---

@@ -58,7 +58,8 @@ from mnemo.tools.registry import load_catalog
 TOOLS = sorted(load_catalog(experimental=True))  # the server runs with the setting on (conftest)
 #: MNEMO_FUZZ_SCALE=10 fuzzes ten times deeper (locally; CI runs the default).
 SCALE = float(os.environ.get("MNEMO_FUZZ_SCALE", "1"))
-#: Examples per tool and kind: 42 tools (3 experimental) x (200 + 200 + 120) = 21,840 generated requests.
+#: Examples per tool and kind: every tool of TOOLS (the experimental ones too) gets 200 + 200 + 120 = 520
+#: generated requests.
 BUDGET = {"positive": 200, "negative": 200, "mutated": 120}
 EXAMPLES = {kind: max(1, round(count * SCALE)) for kind, count in BUDGET.items()}
 #: (kind, tool) pairs whose fuzzing ran to the end, so the budget check knows a whole run from a partial one.

@@ -26,6 +26,8 @@ from fuzz.fuzz_support import (
     raw_socket_request,
 )
 
+from mnemo.tools.registry import load_catalog
+
 
 @pytest.fixture(autouse=True)
 def _still_healthy(client: Client) -> Iterator[None]:
@@ -260,7 +262,9 @@ def a_real_cursor(client: Client) -> tuple[str, dict[str, Any]]:
         assert status == 200
     search = {"query": "kiwis", "limit": 1, "threshold": 0}
     status, page = client.call("memory_search", search, tenant="acme", user="alice")
-    assert status == 200 and page["hasMore"] and page["nextCursor"], page
+    assert status == 200, page
+    assert page["hasMore"], page
+    assert page["nextCursor"], page
     return page["nextCursor"], search
 
 
@@ -300,7 +304,8 @@ def test_a_forged_cursor_with_a_non_finite_offset(client: Client, offset: str) -
 def test_the_real_cursor_pages_for_its_owner(client: Client, a_real_cursor: tuple[str, dict[str, Any]]) -> None:
     cursor, search = a_real_cursor
     status, page = client.call("memory_search", {**search, "cursor": cursor}, tenant="acme", user="alice")
-    assert status == 200 and len(page["results"]) == 1, page
+    assert status == 200, page
+    assert len(page["results"]) == 1, page
 
 
 @pytest.mark.parametrize(
@@ -398,9 +403,11 @@ def test_a_method_no_route_answers(client: Client, method: str) -> None:
 
 def test_head_is_answered_without_a_body(client: Client) -> None:
     reply = client.request("HEAD", "/health", None, kind="hostile")
-    assert reply.status == 200 and reply.raw == b""
+    assert reply.status == 200
+    assert reply.raw == b""
     reply = client.request("HEAD", "/v1/tools/memory_add", None, kind="hostile")
-    assert reply.status == 404 and reply.raw == b""
+    assert reply.status == 404
+    assert reply.raw == b""
 
 
 # ------------------------------------------------------------------ names ---
@@ -435,7 +442,8 @@ def test_path_traversal_in_the_tool_name(client: Client, path: str) -> None:
     body = b'{"memoryId": "mem_x", "query": "q"}'
     reply = client.request("POST", path, body, {"Content-Type": "application/json"}, kind="hostile")
     if path.endswith(("?name=memory_delete", "memory_search/")):  # the same route as without: memory_search runs
-        assert reply.status == 400 and check_envelope(reply)["details"]["field"] == "memoryId"
+        assert reply.status == 400
+        assert check_envelope(reply)["details"]["field"] == "memoryId"
     else:
         refused(reply, code="NOT_FOUND")
 
@@ -478,21 +486,15 @@ HOSTILE_FILE_PATHS = [
     "docs/\ud800",
     "a/" * 600 + "x",
 ]
-FILE_TOOLS_BY_PATH = [
-    ("file_read", {}),
-    ("file_write", {"content": "x"}),
-    ("file_edit", {"old": "a", "new": "b"}),
-    ("file_delete", {}),
-    ("block_pin", {}),
-    ("block_unpin", {}),
-    ("file_list", {}),
-]
+#: Every tool whose request names a path, from the catalog, with the other fields each one requires.
+FILE_TOOLS_BY_PATH = [name for name, tool in load_catalog().items() if "path" in tool.request.model_fields]
+BESIDES_PATH: dict[str, dict[str, Any]] = {"file_write": {"content": "x"}, "file_edit": {"old": "a", "new": "b"}}
 
 
 @pytest.mark.parametrize("path", HOSTILE_FILE_PATHS, ids=repr)
-@pytest.mark.parametrize(("tool", "extra"), FILE_TOOLS_BY_PATH, ids=[tool for tool, _ in FILE_TOOLS_BY_PATH])
-def test_hostile_file_paths(client: Client, tool: str, extra: dict[str, Any], path: str) -> None:
-    refused(post(client, tool, json.dumps({"path": path, **extra})), field="path")
+@pytest.mark.parametrize("tool", FILE_TOOLS_BY_PATH)
+def test_hostile_file_paths_on_every_tool_with_a_path(client: Client, tool: str, path: str) -> None:
+    refused(post(client, tool, json.dumps({"path": path, **BESIDES_PATH.get(tool, {})})), field="path")
 
 
 @pytest.mark.parametrize("marker", ["@../x", "@/etc/passwd", "@@../../x", "@mnemo:///blocks/../x", "@s3://b/x"])
@@ -525,13 +527,16 @@ def acme_graph(client: Client) -> dict[str, Any]:
     )
     assert status == 200, added
     status, other = client.call("delete_memory_object", {"name": "Hostile Acme"}, **ACME)
-    assert status == 200 and other["confirmationToken"], other
+    assert status == 200, other
+    assert other["confirmationToken"], other
     return {"entity": added["subject"]["entityId"], "fact": added["factId"], "otherToken": other["confirmationToken"]}
 
 
 def _acme_unchanged(client: Client, acme_graph: dict[str, Any]) -> None:
     status, read = client.call("get_memory_object", {"entityId": acme_graph["entity"]}, **ACME)
-    assert status == 200 and read["entity"]["version"] == 1 and read["entity"]["summary"] == "", read
+    assert status == 200, read
+    assert read["entity"]["version"] == 1, read
+    assert read["entity"]["summary"] == "", read
     assert [fact["factId"] for fact in read["facts"]] == [acme_graph["fact"]], read
     assert read["facts"][0]["invalidAt"] is None
 
@@ -570,7 +575,9 @@ def test_graph_ids_and_names_of_another_scope(
 def test_graph_search_of_another_scope_finds_nothing(client: Client, acme_graph: dict[str, Any]) -> None:
     for identity in (GLOBEX, BOB):
         status, found = client.call("graph_search", {"query": "secret-link Hostile Alice", "threshold": 0}, **identity)
-        assert status == 200 and found["entities"] == [] and found["facts"] == [], found
+        assert status == 200, found
+        assert found["entities"] == [], found
+        assert found["facts"] == [], found
 
 
 def test_a_confirmation_token_of_another_entity(client: Client, acme_graph: dict[str, Any]) -> None:
@@ -633,12 +640,14 @@ def test_graph_names_with_separators_and_control_characters(client: Client, cata
     if reply.status != 200:
         return
     status, read = client.call("get_memory_object", {"name": name, "depth": 3}, **BOB)
-    assert status == 200 and read["entity"]["entityId"] == answer["subject"]["entityId"], read
+    assert status == 200, read
+    assert read["entity"]["entityId"] == answer["subject"]["entityId"], read
     for identity in (ACME, GLOBEX):
         status, other = client.call("get_memory_object", {"name": name}, **identity)
         assert status == 404, other
     status, found = client.call("graph_search", {"query": name, "threshold": 0}, **ACME)
-    assert status == 200 and all(e["entityId"] != answer["subject"]["entityId"] for e in found["entities"])
+    assert status == 200
+    assert all(e["entityId"] != answer["subject"]["entityId"] for e in found["entities"])
 
 
 @pytest.mark.parametrize("depth", [str(10**18), "-1", "4", "1.5", "NaN", "1e999", "null", '"deep"'])

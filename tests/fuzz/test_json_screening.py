@@ -44,7 +44,8 @@ def _invoke(tool: str, event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
 )
 def test_the_lambda_front_door_refuses_what_json_should_not_carry(services: Services, raw: str, field: str) -> None:
     status, envelope = _invoke("memory_add", rest_event("memory_add", raw, authorizer=AUTH))
-    assert status == 400 and envelope["errorCode"] == "INVALID_INPUT", envelope
+    assert status == 400, envelope
+    assert envelope["errorCode"] == "INVALID_INPUT", envelope
     assert envelope["details"]["field"] == field
 
 
@@ -52,13 +53,15 @@ def test_a_base64_body_is_read_as_the_json_it_carries(services: Services) -> Non
     event = rest_event("memory_add", None, authorizer=AUTH)
     event |= {"body": base64.b64encode(b'{"content": "carried as base64"}').decode(), "isBase64Encoded": True}
     status, answer = _invoke("memory_add", event)
-    assert status == 200 and answer["success"], answer
+    assert status == 200, answer
+    assert answer["success"], answer
 
 
 def test_a_base64_body_that_is_not_base64(services: Services) -> None:
     event = rest_event("memory_add", "not base64 at all!", authorizer=AUTH) | {"isBase64Encoded": True}
     status, envelope = _invoke("memory_add", event)
-    assert status == 400 and envelope["details"]["field"] == "body", envelope
+    assert status == 400, envelope
+    assert envelope["details"]["field"] == "body", envelope
 
 
 @pytest.mark.parametrize(

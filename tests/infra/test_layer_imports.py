@@ -164,15 +164,18 @@ def aws_modules() -> list[tuple[str, Path]]:
 
 def test_the_layer_imports_only_what_the_layer_and_runtime_provide() -> None:
     modules = aws_modules()
-    assert len(modules) > 50 and any(name == "mnemo.adapters.aws.opensearch.adapter" for name, _ in modules)
+    assert len(modules) > 50
+    assert any(name == "mnemo.adapters.aws.opensearch.adapter" for name, _ in modules)
     problems = {name: missing for name, path in modules if (missing := unprovided_imports(path.read_text()))}
     assert not problems, f"imports no layer requirement provides: {problems}"
 
 
 def test_the_runtime_and_requirements_are_what_they_provide() -> None:
     names = provided()
-    assert names["boto3"].startswith("runtime") and names["botocore"].startswith("runtime")
-    assert names["opensearchpy"].startswith("layer") and names["pydantic_core"].startswith("layer")
+    assert names["boto3"].startswith("runtime")
+    assert names["botocore"].startswith("runtime")
+    assert names["opensearchpy"].startswith("layer")
+    assert names["pydantic_core"].startswith("layer")
     assert "numpy" not in names
 
 
@@ -190,5 +193,7 @@ def test_a_module_an_aws_module_imports_is_checked() -> None:
     """The S3 adapter checks keys with mnemo.blob_keys, shared with the local blob store: the shared module
     runs on AWS and is checked, the local store is not reached."""
     reached = dict(aws_modules())
-    assert "mnemo.blob_keys" in reached and "mnemo.adapters.local.blobs" not in reached
-    assert "mnemo.adapters.local.vector_index" not in reached and "mnemo.cli" not in reached
+    assert "mnemo.blob_keys" in reached
+    assert "mnemo.adapters.local.blobs" not in reached
+    assert "mnemo.adapters.local.vector_index" not in reached
+    assert "mnemo.cli" not in reached

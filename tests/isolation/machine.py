@@ -190,7 +190,8 @@ class OverHttp:
         if status == 200:
             return Outcome(None, payload)
         code = payload.get("errorCode")
-        assert code in HTTP_STATUS and HTTP_STATUS[code] == status, f"{tool}: HTTP {status} with {payload}"
+        assert code in HTTP_STATUS, f"{tool}: HTTP {status} with {payload}"
+        assert HTTP_STATUS[code] == status, f"{tool}: HTTP {status} with {payload}"
         return Outcome(code, payload)
 
 
@@ -677,7 +678,8 @@ class IsolationMachine(RuleBasedStateMachine):
         self.expect(outcome, None, "memory_search (owner read-back)")
         found = [r for r in outcome.body["results"] if r["memoryId"] == memory.memory_id]
         if memory.alive:
-            assert found and memory.secret in found[0]["content"], (
+            assert found, f"{owner.label} no longer finds its memory {memory}: {outcome.body}"
+            assert memory.secret in found[0]["content"], (
                 f"{owner.label} no longer finds its memory {memory}: {outcome.body}"
             )
         else:
@@ -723,7 +725,8 @@ class IsolationMachine(RuleBasedStateMachine):
             self.expect(outcome, None, "memory_list with a cursor of the same scope")
             for result in outcome.body["memories"]:
                 memory = self.memories.get(result["memoryId"])
-                assert memory is not None and memory.scope == owner.context.scope_key(layer), result
+                assert memory is not None, result
+                assert memory.scope == owner.context.scope_key(layer), result
 
     @rule(actor=actors, data=st.data())
     def memory_history(self, actor: Actor, data: st.DataObject) -> None:
@@ -742,8 +745,10 @@ class IsolationMachine(RuleBasedStateMachine):
             return
         self.expect(outcome, None, "memory_history")
         events = [change["event"] for change in outcome.body["changes"]]
-        assert outcome.body["memoryId"] == target and outcome.body["layer"] == memory.layer, outcome.body
-        assert events and events[0] in ("ADD", "SYNC_ADD"), f"memory_history of {memory}: {events}"
+        assert outcome.body["memoryId"] == target, outcome.body
+        assert outcome.body["layer"] == memory.layer, outcome.body
+        assert events, f"memory_history of {memory}: {events}"
+        assert events[0] in ("ADD", "SYNC_ADD"), f"memory_history of {memory}: {events}"
         if not memory.alive and not memory.pointer:
             assert "DELETE" in events, f"memory_history of deleted {memory}: {events}"
 
@@ -910,9 +915,8 @@ class IsolationMachine(RuleBasedStateMachine):
             else (self.executions, self.conversations, "has_conversation_memory")
         )
         entry = mine.get((scope, message_id))
-        assert entry is not None and entry.secret in json.dumps(found), (
-            f"{kind} as {actor.label}: {found} is not one of the caller's own"
-        )
+        assert entry is not None, f"{kind} as {actor.label}: {found} is not one of the caller's own"
+        assert entry.secret in json.dumps(found), f"{kind} as {actor.label}: {found} is not one of the caller's own"
         linked = (scope, message_id) in other
         assert found[flag] == linked, (
             f"{flag} of {message_id} as {actor.label} says {found[flag]}; the caller's own entries say {linked}"
@@ -974,7 +978,8 @@ class IsolationMachine(RuleBasedStateMachine):
             self.same_as_unknown(actor, "recall_memory", outcome, name, fake, {"topic": fake})
             return
         self.expect(outcome, None, "recall_memory")
-        assert topic.secret in outcome.body["content"] and topic.secret in outcome.body["summary"], outcome.body
+        assert topic.secret in outcome.body["content"], outcome.body
+        assert topic.secret in outcome.body["summary"], outcome.body
 
     @rule(actor=actors, data=st.data())
     def refine_memory(self, actor: Actor, data: st.DataObject) -> None:
@@ -1135,7 +1140,10 @@ class IsolationMachine(RuleBasedStateMachine):
             self.same_as_unknown(actor, "knowledge_show", outcome, item.item_id, fake, {**body, "id": fake})
             return
         self.expect(outcome, None, "knowledge_show")
-        assert outcome.body["item"]["layer"] == shown.layer and shown.secret in outcome.body["item"]["summary"], (
+        assert outcome.body["item"]["layer"] == shown.layer, (
+            f"knowledge_show as {actor.label} of {item.item_id}: {outcome.body['item']}, the model says {shown}"
+        )
+        assert shown.secret in outcome.body["item"]["summary"], (
             f"knowledge_show as {actor.label} of {item.item_id}: {outcome.body['item']}, the model says {shown}"
         )
         if history:
@@ -1317,7 +1325,8 @@ class IsolationMachine(RuleBasedStateMachine):
             assert known is not None
             known.version += 1
             known.secrets.append(secret)
-            assert outcome.body["version"] == known.version and outcome.body["replacements"] == 1, outcome.body
+            assert outcome.body["version"] == known.version, outcome.body
+            assert outcome.body["replacements"] == 1, outcome.body
         for file in others if stolen else ():
             self._verify_file((file.store, file.scope, file.name))
 
@@ -1397,7 +1406,8 @@ class IsolationMachine(RuleBasedStateMachine):
         self.expect(outcome, None, f"file_list {folder!r}")
         expected = self._listing(actor, folder)
         got = [entry["path"] for entry in outcome.body["entries"]]
-        assert got == expected[: len(got)] and (len(got) == len(expected) or outcome.body["hasMore"]), (
+        assert got == expected[: len(got)], f"file_list {folder!r} as {actor.label}: {got}, the model says {expected}"
+        assert len(got) == len(expected) or outcome.body["hasMore"], (
             f"file_list {folder!r} as {actor.label}: {got}, the model says {expected}"
         )
         if outcome.body["hasMore"]:
@@ -1628,7 +1638,8 @@ class IsolationMachine(RuleBasedStateMachine):
         existing = self.open_links.get(triple)
         if existing is not None and not stolen:
             self.expect(outcome, None, "add_memory_link of a fact already open")
-            assert outcome.body["created"] is False and outcome.body["factId"] == existing, outcome.body
+            assert outcome.body["created"] is False, outcome.body
+            assert outcome.body["factId"] == existing, outcome.body
             return
         if stolen:  # a repeat still ends what it names, so another scope's id is not found either way
             self.expect(outcome, "NOT_FOUND", "add_memory_link invalidating another scope's fact")
@@ -1647,9 +1658,11 @@ class IsolationMachine(RuleBasedStateMachine):
                 continue
             known = self.entities.get((scope, name.casefold()))
             if known is not None and known.alive:
-                assert ref["entityId"] == known.entity_id and not ref["created"], (outcome.body, known)
+                assert ref["entityId"] == known.entity_id, (outcome.body, known)
+                assert not ref["created"], (outcome.body, known)
             else:
-                assert ref["created"] and ref["entityId"] not in self.tokens, (outcome.body, known)
+                assert ref["created"], (outcome.body, known)
+                assert ref["entityId"] not in self.tokens, (outcome.body, known)
                 known = GraphEntity(ref["entityId"], scope, layer, name, None, actor)
                 self.entities[(scope, name.casefold())] = known
                 self.graph_entities.append(known)
@@ -1697,7 +1710,9 @@ class IsolationMachine(RuleBasedStateMachine):
             assert expected.secret in entity["summary"], (entity, expected)
         for fact in body["facts"]:
             known = self.graph_facts.get(fact["factId"])
-            assert known is not None and known.alive and known.scope == expected.scope, (fact, known)
+            assert known is not None, (fact, known)
+            assert known.alive, (fact, known)
+            assert known.scope == expected.scope, (fact, known)
             assert known.secret in fact["text"], (fact, known)
         for neighbour in body["neighbours"]:
             assert self.tokens.get(neighbour["entityId"]) == expected.scope, (neighbour, expected)
@@ -1831,10 +1846,14 @@ class IsolationMachine(RuleBasedStateMachine):
         self.expect(outcome, None, "graph_search")
         for hit in outcome.body["entities"]:
             entity = next((e for e in self.graph_entities if e.entity_id == hit["entityId"]), None)
-            assert entity is not None and entity.alive and entity.scope in actor.scopes, (hit, entity)
+            assert entity is not None, (hit, entity)
+            assert entity.alive, (hit, entity)
+            assert entity.scope in actor.scopes, (hit, entity)
         for hit in outcome.body["facts"]:
             fact = self.graph_facts.get(hit["factId"])
-            assert fact is not None and fact.alive and fact.scope in actor.scopes, (hit, fact)
+            assert fact is not None, (hit, fact)
+            assert fact.alive, (hit, fact)
+            assert fact.scope in actor.scopes, (hit, fact)
             assert fact.secret in hit["text"], (hit, fact)
 
     @rule(actor=actors, layer=st.sampled_from(GRAPH_LAYERS), dry=st.booleans())
@@ -1895,6 +1914,9 @@ class IsolationMachine(RuleBasedStateMachine):
         own_memories = [m for m in self.memories.values() if m.owner == victim and m.alive and not m.pointer]
         own_topics = [t for t in self.topics.values() if t.owner == victim]
         own_entries = [e for e in self.conversations.values() if e.owner == victim]
+        # A hand-picked body per tool, not a list of every tool: the rules above call each tool of the catalog
+        # (test_isolation checks it), this attack needs only some of them. Once the catalog declares each
+        # tool's rights (records read or read-write), the writes here could be drawn from it.
         choices: list[tuple[str, dict[str, Any], Callable[[], None]]] = [
             ("memory_add", {"content": f"{secret} claimed", "layer": "user"}, _noop),
             ("memory_search", {"query": "note", "threshold": 0.0}, _noop),

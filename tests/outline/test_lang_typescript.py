@@ -93,7 +93,8 @@ def test_catalog() -> None:
         (f"{CATALOG}.TAX", "constant", CATALOG),
         (f"{CATALOG}.priceOf", "function", CATALOG),
     ]
-    assert outline.imports == [] and outline.exports == {}
+    assert outline.imports == []
+    assert outline.exports == {}
     assert references(outline, f"{CATALOG}.Item.cents", "type_of") == [("number", None)]
     assert references(outline, f"{CATALOG}.priceOf", "type_of") == [("number", None)]
     assert references(outline, f"{CATALOG}.priceOf", "references") == [("Item", None), ("cents", "Item")]

@@ -44,16 +44,20 @@ def outline_items(services: Services, language: str) -> list[str]:
     return [item.sk for item in services.records.query(pk) if item.sk.startswith(f"F#{language}#")]
 
 
-def test_docstring_examples_answer_exactly_what_they_show(shop: Services) -> None:
-    for name in ("outline_symbol", "outline_file", "outline_project"):
-        examples = dict(load_catalog(experimental=True)[name].examples())
-        assert call(shop, PROJECT, name, examples["Usage"]) == examples["Returns"], name
+def test_every_outline_tools_docstring_examples_answer_exactly_what_they_show(shop: Services) -> None:
+    outline_tools = [tool for tool in load_catalog(experimental=True).values() if tool.family == "outline"]
+    assert outline_tools
+    for tool in outline_tools:
+        examples = dict(tool.examples())
+        assert call(shop, PROJECT, tool.name, examples["Usage"]) == examples["Returns"], tool.name
 
 
 def test_the_first_call_parses_every_file_and_later_ones_only_what_changed(shop: Services) -> None:
     first = call(shop, PROJECT, "outline_project", {"language": "python", "limit": 1})
-    assert first["parsed"] == 5 and first["files"] == 5
-    assert len(outline_items(shop, "python")) == 5 and outline_items(shop, "go") == []
+    assert first["parsed"] == 5
+    assert first["files"] == 5
+    assert len(outline_items(shop, "python")) == 5
+    assert outline_items(shop, "go") == []
     assert call(shop, PROJECT, "outline_project", {"language": "python", "limit": 1})["parsed"] == 0
 
     service = "shop/orders/service.py"
@@ -71,7 +75,8 @@ def test_a_deleted_file_leaves_the_outline(shop: Services) -> None:
     load_catalog()["file_delete"].invoke(shop, PROJECT, {"path": "shop/orders/repository.py"})
     answer = call(shop, PROJECT, "outline_symbol", {"symbol": "OrderService._repository", "language": "python"})
     # the import now names a module outside the project
-    assert answer["files"] == 4 and answer["text"].endswith("type_of shop.orders.repository.Repository (external)\n")
+    assert answer["files"] == 4
+    assert answer["text"].endswith("type_of shop.orders.repository.Repository (external)\n")
     assert len(outline_items(shop, "python")) == 4
     with pytest.raises(MnemoError) as gone:
         call(shop, PROJECT, "outline_symbol", {"symbol": "MemoryRepository", "language": "python"})
@@ -95,8 +100,10 @@ def test_a_project_over_the_size_limit_is_refused_before_any_parse(
     with pytest.raises(MnemoError) as refused:
         call(shop, PROJECT, "outline_project", {"language": "python"})
     envelope = refused.value.envelope()
-    assert envelope["errorCode"] == "INVALID_INPUT" and envelope["details"]["field"] == "language"
-    assert envelope["details"]["files"] == 5 and envelope["details"]["limitFiles"] == 4
+    assert envelope["errorCode"] == "INVALID_INPUT"
+    assert envelope["details"]["field"] == "language"
+    assert envelope["details"]["files"] == 5
+    assert envelope["details"]["limitFiles"] == 4
     assert "at most 4 files" in envelope["message"]
     assert outline_items(shop, "python") == []
     monkeypatch.setattr(outline_index, "MAX_PROJECT_FILES", 5_000)
@@ -140,7 +147,9 @@ def test_callers_racing_on_a_fresh_index_agree(shop: Services) -> None:
 
 def test_refresh_path_follows_one_file(shop: Services) -> None:
     where, path = workspace_file(f"workspace/{PROJECT.tenant}/project/shop/inventory/store.go") or (None, "")
-    assert where is not None and where.pk == "WS|" + PROJECT.scope_key("project") and path == "inventory/store.go"
+    assert where is not None
+    assert where.pk == "WS|" + PROJECT.scope_key("project")
+    assert path == "inventory/store.go"
     index, go = shop.outline.index, get_language("go")
     assert index.refresh_path(where, go, path) == "parsed"
     assert index.refresh_path(where, go, path) == "current"
@@ -168,7 +177,8 @@ def test_quoted_key_parts_are_decoded() -> None:
     found = workspace_file("workspace/acme/user/alice%40example.com/src/My%20App/main.py")
     assert found is not None
     where, path = found
-    assert where.pk == "WS|t=acme|user|u=alice@example.com" and path == "src/My App/main.py"
+    assert where.pk == "WS|t=acme|user|u=alice@example.com"
+    assert path == "src/My App/main.py"
 
 
 @pytest.mark.parametrize(
@@ -186,7 +196,8 @@ def test_deeply_nested_code_is_outlined(shop: Services, path: str, source: str) 
     language = {"py": "python", "java": "java", "ts": "typescript"}[path.rsplit(".", 1)[1]]
     limit = sys.getrecursionlimit()
     answer = call(shop, PROJECT, "outline_file", {"file": path, "language": language, "format": "json", "depth": 1})
-    assert len(answer["symbols"]) >= 2 and answer["skipped"] == []
+    assert len(answer["symbols"]) >= 2
+    assert answer["skipped"] == []
     assert sys.getrecursionlimit() == limit
 
 
@@ -203,7 +214,8 @@ def test_a_file_the_extractor_fails_on_is_skipped_not_fatal(shop: Services, monk
     assert answer["skipped"] == [
         {"path": "inventory/store.go", "reason": "the outline could not read this file (logged)"}
     ]
-    assert "inventory.(*Manager).Reserve" in answer["text"] and "MemoryStore" not in answer["text"]
+    assert "inventory.(*Manager).Reserve" in answer["text"]
+    assert "MemoryStore" not in answer["text"]
 
 
 def test_the_sync_job_names_a_python_module_from_its_package_markers(shop: Services) -> None:
@@ -211,7 +223,8 @@ def test_the_sync_job_names_a_python_module_from_its_package_markers(shop: Servi
     assert where is not None
     assert shop.outline.index.refresh_path(where, get_language("python"), path) == "parsed"
     stored = shop.records.get(outline_pk(where), f"F#python#{path}")
-    assert stored is not None and stored.data["moduleKey"] == "shop.orders.models"
+    assert stored is not None
+    assert stored.data["moduleKey"] == "shop.orders.models"
     # the tool agrees on its name: it parses the four other Python files, not this one
     assert call(shop, PROJECT, "outline_file", {"file": path, "language": "python"})["parsed"] == 4
 

@@ -48,7 +48,10 @@ def test_python_method_text_tree_lists_each_relation_by_kind_then_line(shop: Ser
         "├── references shop.orders.service.logger [variable] shop/orders/service.py:8\n"
         "└── type_of shop.orders.models.Order [class] shop/orders/models.py:14\n"
     )
-    assert answer["roots"] == 1 and answer["nodes"] == 10 and answer["files"] == 5 and answer["parsed"] == 5
+    assert answer["roots"] == 1
+    assert answer["nodes"] == 10
+    assert answer["files"] == 5
+    assert answer["parsed"] == 5
 
 
 def test_python_relations_follow_self_fields_parameters_and_locals(shop: Services) -> None:
@@ -119,9 +122,11 @@ def test_omit_native_drops_standard_library_and_builtins(shop: Services) -> None
 def test_depth_two_expands_children_and_marks_cycles(shop: Services) -> None:
     add = tree(shop, "Order.add", "python", depth=2, relations=["calls", "called_by"], omit_native=True)
     (caller,) = add["children"]
-    assert caller["name"] == "shop.orders.service.OrderService.place" and caller["relation"] == "called_by"
+    assert caller["name"] == "shop.orders.service.OrderService.place"
+    assert caller["relation"] == "called_by"
     back = next(child for child in caller["children"] if child["name"] == "shop.orders.models.Order.add")
-    assert back["cycle"] is True and back["children"] == []
+    assert back["cycle"] is True
+    assert back["children"] == []
     assert ("calls", "shop.orders.repository.Repository.save") in relations(caller)
     shallow = tree(shop, "Order.add", "python", depth=1, relations=["calls", "called_by"], omit_native=True)
     assert all(child["children"] == [] for child in shallow["children"])
@@ -216,7 +221,8 @@ def test_project_pages_cover_every_symbol_once(shop: Services, language: str) ->
         cursor = page["nextCursor"]
         if not page["hasMore"]:
             break
-    assert seen == expected and len(seen) == len(set(zip(seen, range(len(seen)), strict=True)))
+    assert seen == expected
+    assert len(seen) == len(set(zip(seen, range(len(seen)), strict=True)))
 
 
 def test_a_cursor_of_another_query_is_refused(shop: Services) -> None:
@@ -230,11 +236,14 @@ def test_the_budget_cuts_a_page_and_the_cursor_goes_on(shop: Services) -> None:
     small = PROJECT.model_copy(update={"response_budget": 2048})
     page = call(shop, small, "outline_project", {"language": "python", "depth": 2, "limit": 5000})
     # measured as it travels: JSON with the tree's box-drawing characters escaped (6 bytes each)
-    assert page["hasMore"] and 1 <= page["roots"] < 40 and len(json.dumps(page)) <= 2048
+    assert page["hasMore"]
+    assert 1 <= page["roots"] < 40
+    assert len(json.dumps(page)) <= 2048
     following = call(
         shop, small, "outline_project", {"language": "python", "limit": 5000, "cursor": page["nextCursor"]}
     )
-    assert following["text"] and not following["text"].startswith(page["text"].split("\n")[0])
+    assert following["text"]
+    assert not following["text"].startswith(page["text"].split("\n")[0])
 
 
 # -------------------------------------------------------------- bad input ---
@@ -259,14 +268,16 @@ def test_bad_input_names_the_field(shop: Services, tool: str, body: dict[str, An
     with pytest.raises(MnemoError) as refused:
         call(shop, PROJECT, tool, body)
     envelope = refused.value.envelope()
-    assert envelope["errorCode"] == "INVALID_INPUT" and envelope["details"]["field"] == field
+    assert envelope["errorCode"] == "INVALID_INPUT"
+    assert envelope["details"]["field"] == field
 
 
 def test_unknown_symbols_and_files_are_not_found_with_suggestions(shop: Services) -> None:
     with pytest.raises(MnemoError) as missing:
         call(shop, PROJECT, "outline_symbol", {"symbol": "OrderServce", "language": "python"})
     envelope = missing.value.envelope()
-    assert envelope["errorCode"] == "NOT_FOUND" and envelope["details"]["field"] == "symbol"
+    assert envelope["errorCode"] == "NOT_FOUND"
+    assert envelope["details"]["field"] == "symbol"
     assert "shop.orders.service.OrderService" in envelope["details"]["didYouMean"]
     with pytest.raises(MnemoError) as absent:
         call(shop, PROJECT, "outline_file", {"file": "shop/orders/missing.py", "language": "python"})
@@ -287,7 +298,9 @@ def test_unknown_symbols_and_files_are_not_found_with_suggestions(shop: Services
 )
 def test_the_identity_picks_the_workspace(shop: Services, other: RequestContext) -> None:
     empty = call(shop, other, "outline_project", {"language": "python"})
-    assert empty["files"] == 0 and empty["roots"] == 0 and empty["text"] == ""
+    assert empty["files"] == 0
+    assert empty["roots"] == 0
+    assert empty["text"] == ""
     with pytest.raises(MnemoError) as missing:
         call(shop, other, "outline_symbol", {"symbol": "OrderService", "language": "python"})
     assert missing.value.envelope()["errorCode"] == "NOT_FOUND"
@@ -331,7 +344,8 @@ def test_typescript_and_javascript_resolve_across_each_other(shop: Services) -> 
         ("references", "node:fs.readFileSync"),
     }
     project = call(shop, PROJECT, "outline_project", {"language": "javascript", "format": "json"})
-    assert project["files"] == 1 and [root["name"] for root in project["symbols"]] == [
+    assert project["files"] == 1
+    assert [root["name"] for root in project["symbols"]] == [
         "web/src/app",
         "web/src/app.main",
     ]
@@ -344,9 +358,11 @@ def test_trees_stop_growing_at_the_node_cap(shop: Services, monkeypatch: pytest.
     with pytest.raises(MnemoError) as refused:
         call(shop, PROJECT, "outline_symbol", {"symbol": "shop.orders.models", "language": "python", "depth": 6})
     envelope = refused.value.envelope()
-    assert envelope["errorCode"] == "INVALID_INPUT" and envelope["details"]["field"] == "depth"
+    assert envelope["errorCode"] == "INVALID_INPUT"
+    assert envelope["details"]["field"] == "depth"
     page = call(shop, PROJECT, "outline_project", {"language": "python", "depth": 1, "limit": 5000})
-    assert page["hasMore"] and 1 <= page["nodes"] <= 12
+    assert page["hasMore"]
+    assert 1 <= page["nodes"] <= 12
 
 
 def test_symbol_matches_come_in_pages_too(shop: Services) -> None:
@@ -354,10 +370,12 @@ def test_symbol_matches_come_in_pages_too(shop: Services) -> None:
     names = [root["name"] for root in every["symbols"]]
     assert names == ["shop.orders.repository.Repository.get", "shop.orders.repository.MemoryRepository.get"]
     first = call(shop, PROJECT, "outline_symbol", {"symbol": "get", "language": "python", "format": "json", "limit": 1})
-    assert first["hasMore"] and [root["name"] for root in first["symbols"]] == names[:1]
+    assert first["hasMore"]
+    assert [root["name"] for root in first["symbols"]] == names[:1]
     body = {"symbol": "get", "language": "python", "format": "json", "limit": 1, "cursor": first["nextCursor"]}
     second = call(shop, PROJECT, "outline_symbol", body)
-    assert not second["hasMore"] and [root["name"] for root in second["symbols"]] == names[1:]
+    assert not second["hasMore"]
+    assert [root["name"] for root in second["symbols"]] == names[1:]
 
 
 def test_a_cursor_from_before_a_change_is_refused(shop: Services) -> None:

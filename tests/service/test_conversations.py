@@ -72,7 +72,8 @@ def at(day: int, hour: int = 12) -> str:
 def test_message_id_is_generated_when_omitted_and_kept_when_given(services: Services) -> None:
     first = add_conversation(services)["data"]["message_id"]
     second = add_conversation(services)["data"]["message_id"]
-    assert re.fullmatch(r"msg_[0-9a-f]{24}", first) and re.fullmatch(r"msg_[0-9a-f]{24}", second)
+    assert re.fullmatch(r"msg_[0-9a-f]{24}", first)
+    assert re.fullmatch(r"msg_[0-9a-f]{24}", second)
     assert first != second
     assert add_conversation(services, message_id="msg_given")["data"]["message_id"] == "msg_given"
     assert ids(conversations(services, message_id=first)) == [first]
@@ -115,14 +116,17 @@ def test_a_different_content_under_a_stored_message_id_is_conflict(services: Ser
     add_conversation(services, message_id="m1")
     error = error_of(lambda: add_conversation(services, message_id="m1", agent_response="Deploy by hand."))
     assert isinstance(error, Conflict)
-    assert error.details["field"] == "message_id" and error.details["differs"] == ["agent_response"]
+    assert error.details["field"] == "message_id"
+    assert error.details["differs"] == ["agent_response"]
     error = error_of(lambda: add_conversation(services, message_id="m1", timestamp=at(1)))
-    assert isinstance(error, Conflict) and error.details["differs"] == ["timestamp"]
+    assert isinstance(error, Conflict)
+    assert error.details["differs"] == ["timestamp"]
     assert conversations(services, message_id="m1")["conversations"][0]["agent_response"] == "Use the pipeline."
 
     add_execution(services, "m1")
     error = error_of(lambda: add_execution(services, "m1", success=False))
-    assert isinstance(error, Conflict) and error.details["differs"] == ["success"]
+    assert isinstance(error, Conflict)
+    assert error.details["differs"] == ["success"]
 
 
 def test_execution_fields_are_kept_in_order(services: Services) -> None:
@@ -140,13 +144,18 @@ def test_execution_fields_are_kept_in_order(services: Services) -> None:
         duration_ms=1234,
         meta_data={"platform": "cli"},
     )["data"]["details"]
-    assert stored["tools_count"] == 4 and stored["errors_count"] == 2 and stored["duration_ms"] == 1234
-    assert stored["success"] is False and stored["has_meta_data"] is True
+    assert stored["tools_count"] == 4
+    assert stored["errors_count"] == 2
+    assert stored["duration_ms"] == 1234
+    assert stored["success"] is False
+    assert stored["has_meta_data"] is True
     found = executions(services, message_id="m1")["executions"][0]
     assert found["execution_details"]["tools_used"] == ["zeta", "alpha", "git", "alpha"]
     assert found["execution_details"]["errors"] == errors
     assert found["execution_details"]["observations"] == "Retry after the timeout."
-    assert found["success"] is False and found["duration_ms"] == 1234 and found["meta_data"] == {"platform": "cli"}
+    assert found["success"] is False
+    assert found["duration_ms"] == 1234
+    assert found["meta_data"] == {"platform": "cli"}
     assert add_execution(services, "m2")["data"]["details"]["duration_ms"] == 0
 
 
@@ -189,12 +198,15 @@ def test_a_query_about_the_tool_finds_the_execution_whose_id_leads_to_the_conver
 
     found = executions(bge_services, "which tool gave us the weather forecast", context)
     top = found["executions"][0]
-    assert top["message_id"] == "msg_weather" and "weather_forecast_api" in top["execution_details"]["tools_used"]
-    assert top["has_conversation_memory"] is True and 0.0 <= top["relevance_score"] <= 1.0
+    assert top["message_id"] == "msg_weather"
+    assert "weather_forecast_api" in top["execution_details"]["tools_used"]
+    assert top["has_conversation_memory"] is True
+    assert 0.0 <= top["relevance_score"] <= 1.0
     behind = conversations(bge_services, "the conversation", context, message_id=top["message_id"])
     assert behind["query_type"] == "specific_message"
     conversation = behind["conversations"][0]
-    assert conversation["user_input"] == "Will it rain in Lyon tomorrow?" and conversation["has_execution_memory"]
+    assert conversation["user_input"] == "Will it rain in Lyon tomorrow?"
+    assert conversation["has_execution_memory"]
     back = executions(bge_services, "its execution", context, message_id=conversation["message_id"])
     assert back["executions"][0]["execution_details"] == top["execution_details"]
     assert ids(conversations(bge_services, "forecast with the weather tool", context))[0] == "msg_weather"
@@ -205,7 +217,8 @@ def test_recent_is_newest_first_without_relevance(services: Services) -> None:
     for day, message_id in ((3, "mid"), (9, "new"), (1, "old")):
         add_conversation(services, message_id=message_id, timestamp=at(day), user_input=f"unrelated {message_id}")
     found = conversations(services, "anything at all", retrieval_strategy="recent")
-    assert ids(found) == ["new", "mid", "old"] and found["total_found"] == 3
+    assert ids(found) == ["new", "mid", "old"]
+    assert found["total_found"] == 3
     assert all("relevance_score" not in entry for entry in found["conversations"])
 
 
@@ -213,10 +226,13 @@ def test_keyword_matches_words_only(services: Services) -> None:
     add_conversation(services, message_id="k8s", user_input="How do I scale the kubernetes cluster?")
     add_conversation(services, message_id="lunch", user_input="Where shall we eat?", agent_response="The noodle bar.")
     found = conversations(services, "kubernetes", retrieval_strategy="keyword")
-    assert ids(found) == ["k8s"] and found["total_found"] == 1
+    assert ids(found) == ["k8s"]
+    assert found["total_found"] == 1
     assert 0.0 < found["conversations"][0]["relevance_score"] <= 1.0
     none = conversations(services, "zeppelin", retrieval_strategy="keyword")
-    assert none["conversations"] == [] and none["total_found"] == 0 and none["max_results_applied"] is False
+    assert none["conversations"] == []
+    assert none["total_found"] == 0
+    assert none["max_results_applied"] is False
 
 
 def test_hybrid_ranks_by_relevance_and_breaks_ties_by_recency(services: Services) -> None:
@@ -230,7 +246,8 @@ def test_hybrid_ranks_by_relevance_and_breaks_ties_by_recency(services: Services
     found = conversations(services, "orders database PostgreSQL")
     assert ids(found)[0] == "db"
     scores = [entry["relevance_score"] for entry in found["conversations"]]
-    assert scores == sorted(scores, reverse=True) and all(0.0 <= score <= 1.0 for score in scores)
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 <= score <= 1.0 for score in scores)
 
     for day, message_id in ((2, "older"), (5, "newer"), (4, "middle")):
         add_conversation(
@@ -263,8 +280,10 @@ def test_time_range_filters_every_strategy(services: Services, strategy: str) ->
         add_conversation(services, message_id=f"d{day}", timestamp=at(day), user_input=f"deploy on day {day}")
     window = {"start": "2024-12-04T00:00:00Z", "end": "2024-12-10T12:00:00Z"}
     found = conversations(services, "deploy", time_range=window, retrieval_strategy=strategy)
-    assert sorted(ids(found)) == ["d10", "d5"] and found["total_found"] == 2
-    assert found["query_type"] == "time_filtered" and found["time_range"] == window
+    assert sorted(ids(found)) == ["d10", "d5"]
+    assert found["total_found"] == 2
+    assert found["query_type"] == "time_filtered"
+    assert found["time_range"] == window
     since = conversations(services, "deploy", time_range={"start": at(10)}, retrieval_strategy=strategy)
     assert sorted(ids(since)) == ["d10", "d20"]
     until = conversations(services, "deploy", time_range={"end": at(4)}, retrieval_strategy=strategy)
@@ -277,10 +296,13 @@ def test_message_id_fetches_one_and_an_unknown_one_finds_nothing(services: Servi
     add_conversation(services, message_id="m1", timestamp=at(3))
     add_conversation(services, message_id="m2")
     found = conversations(services, "unrelated words", message_id="m1")
-    assert ids(found) == ["m1"] and found["query_type"] == "specific_message"
-    assert found["requested_message_id"] == "m1" and found["conversations"][0]["relevance_score"] == 1.0
+    assert ids(found) == ["m1"]
+    assert found["query_type"] == "specific_message"
+    assert found["requested_message_id"] == "m1"
+    assert found["conversations"][0]["relevance_score"] == 1.0
     missing = conversations(services, message_id="nope")
-    assert missing["conversations"] == [] and missing["total_found"] == 0
+    assert missing["conversations"] == []
+    assert missing["total_found"] == 0
     outside = conversations(services, message_id="m1", time_range={"start": at(4)})
     assert outside["conversations"] == []
     assert executions(services, message_id="m1")["executions"] == []
@@ -295,7 +317,8 @@ def test_execution_filters_by_tools_success_and_error_type(services: Services, s
 
     def found(**filters: Any) -> list[str]:
         data = executions(services, "deploy", retrieval_strategy=strategy, **filters)
-        assert data["query_type"] == "pattern_search" and data["total_found"] == len(data["executions"])
+        assert data["query_type"] == "pattern_search"
+        assert data["total_found"] == len(data["executions"])
         return sorted(ids(data, "executions"))
 
     assert found(tools=["DEPLOY_PIPELINE"]) == ["failed", "ok"]
@@ -307,7 +330,8 @@ def test_execution_filters_by_tools_success_and_error_type(services: Services, s
     assert found(tools=["deploy_pipeline"], success=True) == ["ok"]
     assert found(time_range={"start": at(2)}) == ["failed", "other"]
     specific = executions(services, message_id="failed", success=True)
-    assert specific["executions"] == [] and specific["query_type"] == "specific_message"
+    assert specific["executions"] == []
+    assert specific["query_type"] == "specific_message"
     assert executions(services, retrieval_strategy=strategy)["query_type"] == "general"
 
 
@@ -316,16 +340,20 @@ def test_max_results_and_counts(services: Services) -> None:
         add_conversation(services, message_id=f"m{number:02d}", timestamp=at(number + 1), user_input=f"deploy {number}")
     default = conversations(services, retrieval_strategy="recent")
     assert default["returned_count"] == 10 == len(default["conversations"])
-    assert default["total_found"] == 12 and default["max_results_applied"] is True
+    assert default["total_found"] == 12
+    assert default["max_results_applied"] is True
     assert ids(default)[0] == "m11"
     three = conversations(services, "deploy", max_results=3)
-    assert three["returned_count"] == 3 and three["total_found"] == 12 and three["max_results_applied"] is True
+    assert three["returned_count"] == 3
+    assert three["total_found"] == 12
+    assert three["max_results_applied"] is True
     everything = conversations(services, "deploy", max_results=50, retrieval_strategy="keyword")
     assert everything["returned_count"] == 12 == everything["total_found"]
     assert everything["max_results_applied"] is False
     for bad in (0, 51, "ten", 2.5, True):
         error = error_of(lambda bad=bad: conversations(services, max_results=bad))
-        assert isinstance(error, InvalidInput) and error.details["field"] == "max_results"
+        assert isinstance(error, InvalidInput)
+        assert error.details["field"] == "max_results"
 
 
 # ------------------------------------------------------------------ identity ---
@@ -345,7 +373,8 @@ def test_users_and_tenants_are_isolated(services: Services) -> None:
     bob = add_conversation(services, ctx(user="bob"), message_id="m1", user_input="Bob's note")
     assert bob["data"]["message_id"] == "m1"
     bobs = conversations(services, context=ctx(user="bob"), message_id="m1")["conversations"][0]
-    assert bobs["user_input"] == "Bob's note" and bobs["has_execution_memory"] is False
+    assert bobs["user_input"] == "Bob's note"
+    assert bobs["has_execution_memory"] is False
     assert conversations(services, message_id="m1")["conversations"][0]["user_input"] == "Alice's secret deploy plan"
 
 
@@ -358,7 +387,8 @@ def test_without_a_user_it_is_invalid_input_naming_the_id(services: Services) ->
         lambda: executions(services, context=anonymous),
     ):
         error = error_of(run)
-        assert isinstance(error, InvalidInput) and error.details["field"] == "user_id"
+        assert isinstance(error, InvalidInput)
+        assert error.details["field"] == "user_id"
 
 
 def test_a_body_user_id_must_be_the_callers_own(services: Services) -> None:
@@ -366,7 +396,8 @@ def test_a_body_user_id_must_be_the_callers_own(services: Services) -> None:
     mine = executions(services, user_id="alice", message_id="m1")
     assert ids(mine, "executions") == ["m1"]
     error = error_of(lambda: executions(services, user_id="bob", message_id="m1"))
-    assert isinstance(error, Unauthorized) and error.details["field"] == "user_id"
+    assert isinstance(error, Unauthorized)
+    assert error.details["field"] == "user_id"
     error = error_of(lambda: add_conversation(services, user_id="mallory"))
     assert isinstance(error, Unauthorized)
 
@@ -433,7 +464,8 @@ def test_an_embedder_outage_queues_the_add_and_ranks_by_words(
     with monkeypatch.context() as patch:
         patch.setattr(services.embedder, "embed", down)
         found = conversations(services, "kubernetes runbook")  # hybrid, on BM25 alone
-    assert ids(found) == ["m1"] and 0.0 < found["conversations"][0]["relevance_score"] <= 1.0
+    assert ids(found) == ["m1"]
+    assert 0.0 < found["conversations"][0]["relevance_score"] <= 1.0
 
 
 # ---------------------------------------------------------- recent and ranges ---
@@ -446,7 +478,9 @@ def test_recent_with_a_time_range_returns_every_entry_in_it_behind_a_thousand_ne
         )
     march = {"start": "2023-03-01T00:00:00Z", "end": "2024-05-31T23:59:59Z"}  # spans years
     found = conversations(services, retrieval_strategy="recent", time_range=march, max_results=5)
-    assert found["total_found"] == 40 and found["returned_count"] == 5 and found["max_results_applied"] is True
+    assert found["total_found"] == 40
+    assert found["returned_count"] == 5
+    assert found["max_results_applied"] is True
     assert ids(found) == ["old-27", "old-26", "old-25", "old-24", "old-23"]  # newest in the range first
     everything = conversations(services, retrieval_strategy="recent", time_range=march, max_results=50)
     assert sorted(ids(everything)) == [f"old-{n:02d}" for n in range(40)]
@@ -461,7 +495,9 @@ def test_recent_walks_past_pages_of_entries_a_filter_rejects(
     for n in range(30):
         add_execution(services, f"m{n:02d}", success=n % 10 == 0, timestamp=f"2024-01-{n + 1:02d}T08:00:00Z")
     failed = executions(services, retrieval_strategy="recent", success=True, max_results=10)
-    assert ids(failed, "executions") == ["m20", "m10", "m00"] and failed["total_found"] == 3
+    assert ids(failed, "executions") == ["m20", "m10", "m00"]
+    assert failed["total_found"] == 3
     window = {"start": "2024-01-05T00:00:00Z", "end": "2024-01-25T00:00:00Z"}
     ranged = executions(services, retrieval_strategy="recent", time_range=window, max_results=50)
-    assert ids(ranged, "executions") == [f"m{n:02d}" for n in range(23, 3, -1)] and ranged["total_found"] == 20
+    assert ids(ranged, "executions") == [f"m{n:02d}" for n in range(23, 3, -1)]
+    assert ranged["total_found"] == 20

@@ -31,10 +31,14 @@ def test_item_size_follows_dynamodbs_rules() -> None:
 
 
 def test_units_round_as_dynamodb_bills_them() -> None:
-    assert write_units(1) == 1 and write_units(1024) == 1 and write_units(1025) == 2
+    assert write_units(1) == 1
+    assert write_units(1024) == 1
+    assert write_units(1025) == 2
     assert write_units(1025, transactional=True) == 4
-    assert read_units(4096, consistent=True) == 1 and read_units(4097, consistent=True) == 2
-    assert read_units(4097, consistent=False) == 1 and read_units(100, consistent=False) == 0.5
+    assert read_units(4096, consistent=True) == 1
+    assert read_units(4097, consistent=True) == 2
+    assert read_units(4097, consistent=False) == 1
+    assert read_units(100, consistent=False) == 0.5
     assert read_units(100, consistent=True, transactional=True) == 2
     assert read_units(0, consistent=True) == 1  # a read that finds nothing still costs the minimum
 
@@ -59,7 +63,9 @@ def test_the_hook_counts_each_request_in_units_of_its_items(metered: tuple[Meter
     small = {**key, "data": {"S": "y"}}
     with meter.attributed("put") as put:
         client.put_item(TableName=table, Item=big)
-    assert put.requests == {"dynamodb:PutItem": 1} and put.wru == 3 and put.rru == 0
+    assert put.requests == {"dynamodb:PutItem": 1}
+    assert put.wru == 3
+    assert put.rru == 0
     with meter.attributed("overwrite") as overwrite:
         client.put_item(TableName=table, Item=small)  # the larger of before (3 KB) and after counts
     assert overwrite.wru == 3
@@ -67,7 +73,8 @@ def test_the_hook_counts_each_request_in_units_of_its_items(metered: tuple[Meter
         client.get_item(TableName=table, Key=key, ConsistentRead=True)
         client.get_item(TableName=table, Key=key)
         client.get_item(TableName=table, Key={"pk": {"S": "P"}, "sk": {"S": "none"}}, ConsistentRead=True)
-    assert reads.requests == {"dynamodb:GetItem": 3} and reads.rru == 1 + 0.5 + 1
+    assert reads.requests == {"dynamodb:GetItem": 3}
+    assert reads.rru == 1 + 0.5 + 1
     with meter.attributed("transaction") as transaction:
         client.transact_write_items(
             TransactItems=[
@@ -112,7 +119,9 @@ def test_one_memory_add_on_moto_counts_its_write_and_its_titan_call(
         set_services(None)
     assert answer["statusCode"] == 200, answer["body"]
     writes = {name: n for name, n in tally.requests.items() if name.split(":")[1] in ("PutItem", "TransactWriteItems")}
-    assert writes and tally.wru >= 1
-    assert tally.titan_calls >= 1 and tally.requests["bedrock-runtime:InvokeModel"] == tally.titan_calls
+    assert writes
+    assert tally.wru >= 1
+    assert tally.titan_calls >= 1
+    assert tally.requests["bedrock-runtime:InvokeModel"] == tally.titan_calls
     assert tally.titan_tokens == tally.titan_calls * math.ceil(len(content) / TITAN_CHARS_PER_TOKEN)
     assert tally.converse_calls == 0

@@ -159,12 +159,16 @@ def test_read_pages_by_lines_with_total_has_more_and_next_offset(stack: Build) -
     lines = [f"line {n}\n" for n in range(10)]
     write(services, BLOCK, "".join(lines) + "tail without newline")
     whole = read(services, BLOCK)
-    assert whole["totalLines"] == 11 and whole["returnedLines"] == 11 and whole["hasMore"] is False
-    assert whole["nextOffset"] is None and whole["content"] == "".join(lines) + "tail without newline"
+    assert whole["totalLines"] == 11
+    assert whole["returnedLines"] == 11
+    assert whole["hasMore"] is False
+    assert whole["nextOffset"] is None
+    assert whole["content"] == "".join(lines) + "tail without newline"
     page = read(services, BLOCK, offset=2, limit=3)
     assert page["content"] == "line 2\nline 3\nline 4\n"
     assert (page["offset"], page["returnedLines"], page["totalLines"]) == (2, 3, 11)
-    assert page["hasMore"] is True and page["nextOffset"] == 5
+    assert page["hasMore"] is True
+    assert page["nextOffset"] == 5
     assert page["tokens"] == whole["tokens"] == count_tokens(whole["content"])
     parts, offset = [], 0
     while True:
@@ -173,20 +177,28 @@ def test_read_pages_by_lines_with_total_has_more_and_next_offset(stack: Build) -
         if not answer["hasMore"]:
             break
         offset = answer["nextOffset"]
-    assert "".join(parts) == whole["content"] and len(parts) == 3
+    assert "".join(parts) == whole["content"]
+    assert len(parts) == 3
     last = read(services, BLOCK, offset=10, limit=5)
-    assert last["content"] == "tail without newline" and last["hasMore"] is False and last["nextOffset"] is None
+    assert last["content"] == "tail without newline"
+    assert last["hasMore"] is False
+    assert last["nextOffset"] is None
     at_end = read(services, BLOCK, offset=11)
-    assert at_end["content"] == "" and at_end["returnedLines"] == 0 and at_end["hasMore"] is False
+    assert at_end["content"] == ""
+    assert at_end["returnedLines"] == 0
+    assert at_end["hasMore"] is False
     past = failed(services, BOT, "file_read", {"path": BLOCK, "offset": 12})
-    assert past.code == "INVALID_INPUT" and past.details["field"] == "offset" and past.details["totalLines"] == 11
+    assert past.code == "INVALID_INPUT"
+    assert past.details["field"] == "offset"
+    assert past.details["totalLines"] == 11
 
 
 def test_read_of_a_missing_file_is_not_found_naming_path(stack: Build) -> None:
     services = stack()
     for path in (BLOCK, "src/none.py", "mnemo://user/skills/none.md"):
         error = failed(services, WRITER, "file_read", {"path": path})
-        assert error.code == "NOT_FOUND" and error.details["field"] == "path", path
+        assert error.code == "NOT_FOUND", path
+        assert error.details["field"] == "path", path
 
 
 def test_empty_and_crlf_files_read_back_as_written(stack: Build) -> None:
@@ -196,7 +208,8 @@ def test_empty_and_crlf_files_read_back_as_written(stack: Build) -> None:
     assert (empty["content"], empty["totalLines"], empty["hasMore"]) == ("", 0, False)
     write(services, "notes/crlf.txt", "a\r\nb\r\n", WRITER)
     answer = read(services, "notes/crlf.txt", WRITER, offset=1)
-    assert answer["content"] == "b\r\n" and answer["totalLines"] == 2
+    assert answer["content"] == "b\r\n"
+    assert answer["totalLines"] == 2
 
 
 # --------------------------------------------------------------------- edit ---
@@ -204,29 +217,41 @@ def test_edit_needs_old_exactly_once_or_replace_all(stack: Build) -> None:
     services = stack()
     write(services, BLOCK, "# Decisions\n\n- one\n- two\n[END]\n")
     missing = failed(services, BOT, "file_edit", {"path": BLOCK, "old": "- three", "new": "x"})
-    assert missing.code == "NOT_FOUND" and missing.details["field"] == "old" and missing.details["occurrences"] == 0
+    assert missing.code == "NOT_FOUND"
+    assert missing.details["field"] == "old"
+    assert missing.details["occurrences"] == 0
     twice = failed(services, BOT, "file_edit", {"path": BLOCK, "old": "\n- ", "new": "\n* "})
-    assert twice.code == "CONFLICT" and twice.details["field"] == "old" and twice.details["occurrences"] == 2
+    assert twice.code == "CONFLICT"
+    assert twice.details["field"] == "old"
+    assert twice.details["occurrences"] == 2
     unchanged = read(services, BLOCK)
-    assert unchanged["version"] == 1 and unchanged["content"] == "# Decisions\n\n- one\n- two\n[END]\n"
+    assert unchanged["version"] == 1
+    assert unchanged["content"] == "# Decisions\n\n- one\n- two\n[END]\n"
     appended = call(services, BOT, "file_edit", {"path": BLOCK, "old": "[END]", "new": "- three\n[END]"})
-    assert appended["version"] == 2 and appended["replacements"] == 1 and appended["created"] is False
+    assert appended["version"] == 2
+    assert appended["replacements"] == 1
+    assert appended["created"] is False
     assert appended["tokens"] == count_tokens("# Decisions\n\n- one\n- two\n- three\n[END]\n")
     every = call(services, BOT, "file_edit", {"path": BLOCK, "old": "\n- ", "new": "\n* ", "replaceAll": True})
-    assert every["replacements"] == 3 and every["version"] == 3 and "3 replacements" in every["message"]
+    assert every["replacements"] == 3
+    assert every["version"] == 3
+    assert "3 replacements" in every["message"]
     assert read(services, BLOCK)["content"] == "# Decisions\n\n* one\n* two\n* three\n[END]\n"
     gone = failed(services, BOT, "file_edit", {"path": "mnemo:///blocks/none.md", "old": "a", "new": "b"})
-    assert gone.code == "NOT_FOUND" and gone.details["field"] == "path"
+    assert gone.code == "NOT_FOUND"
+    assert gone.details["field"] == "path"
 
 
 def test_edit_works_on_workspace_files_too(stack: Build) -> None:
     services = stack()
     write(services, "src/auth.py", "def login():\n    return False\n", WRITER)
     edited = call(services, WRITER, "file_edit", {"path": "src/auth.py", "old": "False", "new": "True"})
-    assert edited["kind"] == "workspace" and edited["version"] == 2
+    assert edited["kind"] == "workspace"
+    assert edited["version"] == 2
     assert read(services, "src/auth.py", WRITER)["content"] == "def login():\n    return True\n"
     twice = failed(services, WRITER, "file_edit", {"path": "src/auth.py", "old": "e", "new": "E"})
-    assert twice.code == "CONFLICT" and twice.details["occurrences"] == 3  # d-e-f, r-e-turn, Tru-e
+    assert twice.code == "CONFLICT"
+    assert twice.details["occurrences"] == 3  # d-e-f, r-e-turn, Tru-e
 
 
 # ----------------------------------------------------------- expectedVersion ---
@@ -234,9 +259,11 @@ def test_edit_works_on_workspace_files_too(stack: Build) -> None:
 def test_expected_version_refuses_a_stale_write_edit_or_delete(stack: Build, path: str) -> None:
     services = stack()
     created = write(services, path, "v1 [END]", WRITER, expectedVersion=0)
-    assert created["created"] is True and created["version"] == 1
+    assert created["created"] is True
+    assert created["version"] == 1
     again = failed(services, WRITER, "file_write", {"path": path, "content": "other", "expectedVersion": 0})
-    assert again.code == "CONFLICT" and again.details["field"] == "expectedVersion"
+    assert again.code == "CONFLICT"
+    assert again.details["field"] == "expectedVersion"
     assert again.details["currentVersion"] == 1
     assert write(services, path, "v2 [END]", WRITER, expectedVersion=1)["version"] == 2
     for tool, extra in (
@@ -245,9 +272,11 @@ def test_expected_version_refuses_a_stale_write_edit_or_delete(stack: Build, pat
         ("file_delete", {}),
     ):
         stale = failed(services, WRITER, tool, {"path": path, "expectedVersion": 1, **extra})
-        assert stale.code == "CONFLICT" and stale.details["field"] == "expectedVersion", tool
+        assert stale.code == "CONFLICT", tool
+        assert stale.details["field"] == "expectedVersion", tool
         assert stale.details["currentVersion"] == 2
-    assert read(services, path, WRITER)["content"] == "v2 [END]" and read(services, path, WRITER)["version"] == 2
+    assert read(services, path, WRITER)["content"] == "v2 [END]"
+    assert read(services, path, WRITER)["version"] == 2
     edited = call(services, WRITER, "file_edit", {"path": path, "old": "[END]", "new": "x [END]", "expectedVersion": 2})
     assert edited["version"] == 3
     assert call(services, WRITER, "file_delete", {"path": path, "expectedVersion": 3})["version"] == 4
@@ -256,7 +285,8 @@ def test_expected_version_refuses_a_stale_write_edit_or_delete(stack: Build, pat
 def test_expected_version_zero_on_a_never_written_file_creates_it(stack: Build) -> None:
     services = stack()
     stale = failed(services, BOT, "file_write", {"path": BLOCK, "content": "x", "expectedVersion": 3})
-    assert stale.code == "CONFLICT" and stale.details["currentVersion"] == 0
+    assert stale.code == "CONFLICT"
+    assert stale.details["currentVersion"] == 0
     assert services.records.get(asset_pk(BOT, "agent"), HEAD + "blocks/decisions.md") is None
 
 
@@ -267,12 +297,15 @@ def test_version_reads_earlier_versions_and_a_block_keeps_the_last_20(stack: Bui
         assert write(services, BLOCK, f"content {n}\n")["version"] == n
     for n in (3, 10, 21, 22):
         answer = read(services, BLOCK, version=n)
-        assert answer["content"] == f"content {n}\n" and answer["version"] == n
+        assert answer["content"] == f"content {n}\n"
+        assert answer["version"] == n
     for n in (1, 2):
         gone = failed(services, BOT, "file_read", {"path": BLOCK, "version": n})
-        assert gone.code == "NOT_FOUND" and gone.details["field"] == "version", n
+        assert gone.code == "NOT_FOUND", n
+        assert gone.details["field"] == "version", n
     beyond = failed(services, BOT, "file_read", {"path": BLOCK, "version": 23})
-    assert beyond.code == "NOT_FOUND" and beyond.details["field"] == "version"
+    assert beyond.code == "NOT_FOUND"
+    assert beyond.details["field"] == "version"
     kept = services.records.query(asset_pk(BOT, "agent"), CONTENT + "blocks/decisions.md#", limit=100)
     assert sorted({int(item.sk.split("#")[2]) for item in kept}) == list(range(3, 23))
 
@@ -291,14 +324,16 @@ def test_delete_then_recreate_continues_versions(stack: Build, path: str) -> Non
     write(services, path, "first", WRITER)
     write(services, path, "second", WRITER)
     deleted = call(services, WRITER, "file_delete", {"path": path})
-    assert deleted["version"] == 3 and deleted["unpinnedFor"] == 0
+    assert deleted["version"] == 3
+    assert deleted["unpinnedFor"] == 0
     assert failed(services, WRITER, "file_read", {"path": path}).code == "NOT_FOUND"
     assert failed(services, WRITER, "file_delete", {"path": path}).code == "NOT_FOUND"
     edit = failed(services, WRITER, "file_edit", {"path": path, "old": "second", "new": "x"})
     assert edit.code == "NOT_FOUND"
     assert path not in [entry["path"] for entry in call(services, WRITER, "file_list", {"path": ""})["entries"]]
     recreated = write(services, path, "third", WRITER, expectedVersion=0)
-    assert recreated["version"] == 4 and recreated["created"] is True
+    assert recreated["version"] == 4
+    assert recreated["created"] is True
     assert read(services, path, WRITER)["content"] == "third"
     assert read(services, path, WRITER, version=2)["content"] == "second"
     tombstone = failed(services, WRITER, "file_read", {"path": path, "version": 3})
@@ -314,7 +349,8 @@ def test_pin_over_budget_fails_before_anything_is_written(stack: Build) -> None:
     assert pin(services, "mnemo:///blocks/b.md")["pinnedTokens"] == 90
     before = pin_record(services, BOT)
     error = failed(services, BOT, "block_pin", {"path": "mnemo:///blocks/c.md"})
-    assert error.code == "CONFLICT" and error.details["reason"] == "BLOCK_BUDGET_EXCEEDED"
+    assert error.code == "CONFLICT"
+    assert error.details["reason"] == "BLOCK_BUDGET_EXCEEDED"
     assert {key: error.details[key] for key in ("current", "limit", "size", "wouldBe", "yours")} == {
         "current": 90,
         "limit": 100,
@@ -322,13 +358,15 @@ def test_pin_over_budget_fails_before_anything_is_written(stack: Build) -> None:
         "wouldBe": 140,
         "yours": True,
     }
-    assert "unpin" in error.details["advice"] and error.retryable is False
+    assert "unpin" in error.details["advice"]
+    assert error.retryable is False
     after = pin_record(services, BOT)
     assert (after.version, after.data) == (before.version, before.data)
     listed = services.records.get(asset_pk(BOT, "agent"), PINNERS + "blocks/c.md")
     assert listed is None or listed.data["pinnedBy"] == []
     context = pinned(services)
-    assert context["totalTokens"] == 90 and [b["path"] for b in context["blocks"]] == [
+    assert context["totalTokens"] == 90
+    assert [b["path"] for b in context["blocks"]] == [
         "mnemo:///blocks/a.md",
         "mnemo:///blocks/b.md",
     ]
@@ -350,9 +388,12 @@ def test_growing_a_pinned_block_over_budget_fails_before_anything_is_written(sta
         else {"path": "mnemo:///blocks/a.md", "old": "end", "new": words(12)}
     )
     error = failed(services, BOT, tool, payload)
-    assert error.code == "CONFLICT" and error.details["reason"] == "BLOCK_BUDGET_EXCEEDED"
+    assert error.code == "CONFLICT"
+    assert error.details["reason"] == "BLOCK_BUDGET_EXCEEDED"
     assert (error.details["current"], error.details["limit"], error.details["size"]) == (90, 100, 71)
-    assert error.details["wouldBe"] == 101 and error.details["yours"] is True and error.details["advice"]
+    assert error.details["wouldBe"] == 101
+    assert error.details["yours"] is True
+    assert error.details["advice"]
     assert error.details["path"] == "mnemo:///blocks/a.md"
     head_after = services.records.get(asset_pk(BOT, "agent"), HEAD + "blocks/a.md")
     assert head_after is not None
@@ -362,9 +403,12 @@ def test_growing_a_pinned_block_over_budget_fails_before_anything_is_written(sta
     assert pin_record(services, BOT).data == pins_before.data
     # unpin one, and the very same write passes
     unpinned = call(services, BOT, "block_unpin", {"path": "mnemo:///blocks/b.md"})
-    assert unpinned["changed"] is True and unpinned["pinnedTokens"] == 60
+    assert unpinned["changed"] is True
+    assert unpinned["pinnedTokens"] == 60
     retried = call(services, BOT, tool, payload)
-    assert retried["version"] == 2 and retried["pinned"] is True and retried["pinnedTokens"] == 71
+    assert retried["version"] == 2
+    assert retried["pinned"] is True
+    assert retried["pinnedTokens"] == 71
     assert retried["budgetTokens"] == 100
     assert pinned(services)["totalTokens"] == 71 == real_pinned_total(services, BOT)[1]
 
@@ -377,11 +421,15 @@ def test_a_shrinking_write_passes_even_over_budget(stack: Build) -> None:
     pin(roomy, "mnemo:///blocks/b.md")
     tight = stack(50, like=roomy)  # the budget setting lowered: 90 pinned against 50
     shrunk = write(tight, "mnemo:///blocks/a.md", words(59))
-    assert shrunk["pinnedTokens"] == 89 and shrunk["budgetTokens"] == 50 and shrunk["version"] == 2
+    assert shrunk["pinnedTokens"] == 89
+    assert shrunk["budgetTokens"] == 50
+    assert shrunk["version"] == 2
     same = write(tight, "mnemo:///blocks/a.md", words(59, "other"))
-    assert same["tokens"] == 59 and same["version"] == 3  # not growing: passes
+    assert same["tokens"] == 59
+    assert same["version"] == 3  # not growing: passes
     grow = failed(tight, BOT, "file_write", {"path": "mnemo:///blocks/b.md", "content": words(31)})
-    assert grow.details["reason"] == "BLOCK_BUDGET_EXCEEDED" and grow.details["current"] == 89
+    assert grow.details["reason"] == "BLOCK_BUDGET_EXCEEDED"
+    assert grow.details["current"] == 89
     assert (grow.details["limit"], grow.details["wouldBe"]) == (50, 90)
     call(tight, BOT, "block_unpin", {"path": "mnemo:///blocks/a.md"})
     assert write(tight, "mnemo:///blocks/b.md", words(31))["pinnedTokens"] == 31
@@ -404,21 +452,29 @@ def test_a_project_block_pinned_by_two_agents_checks_both_budgets(stack: Build) 
     assert pin(services, SHARED, other)["pinnedTokens"] == 90
     assert pin(services, SHARED, WRITER)["pinnedTokens"] == 20
     error = failed(services, WRITER, "file_write", {"path": SHARED, "content": words(40)})
-    assert error.code == "CONFLICT" and error.details["reason"] == "BLOCK_BUDGET_EXCEEDED"
-    assert error.details["yours"] is False and (error.details["current"], error.details["wouldBe"]) == (90, 110)
-    assert error.details["size"] == 40 and error.details["limit"] == 100
+    assert error.code == "CONFLICT"
+    assert error.details["reason"] == "BLOCK_BUDGET_EXCEEDED"
+    assert error.details["yours"] is False
+    assert (error.details["current"], error.details["wouldBe"]) == (90, 110)
+    assert error.details["size"] == 40
+    assert error.details["limit"] == 100
     assert read(services, SHARED, WRITER)["content"] == words(20)
-    assert pinned(services, other)["totalTokens"] == 90 and pinned(services, WRITER)["totalTokens"] == 20
+    assert pinned(services, other)["totalTokens"] == 90
+    assert pinned(services, WRITER)["totalTokens"] == 20
     grown = write(services, SHARED, words(25), WRITER)
-    assert grown["pinnedTokens"] == 25 and grown["pinned"] is True
+    assert grown["pinnedTokens"] == 25
+    assert grown["pinned"] is True
     assert pinned(services, other)["totalTokens"] == 95
     assert real_pinned_total(services, other) == (95, 95)
     deleted = call(services, WRITER, "file_delete", {"path": SHARED})
     assert deleted["unpinnedFor"] == 2
-    assert pinned(services, WRITER)["count"] == 0 and pinned(services, WRITER)["totalTokens"] == 0
+    assert pinned(services, WRITER)["count"] == 0
+    assert pinned(services, WRITER)["totalTokens"] == 0
     left = pinned(services, other)
-    assert left["count"] == 1 and left["totalTokens"] == 70
-    assert real_pinned_total(services, other) == (70, 70) and real_pinned_total(services, WRITER) == (0, 0)
+    assert left["count"] == 1
+    assert left["totalTokens"] == 70
+    assert real_pinned_total(services, other) == (70, 70)
+    assert real_pinned_total(services, WRITER) == (0, 0)
     assert services.records.get(asset_pk(WRITER, "project"), PINNERS + "blocks/shared.md") is None
 
 
@@ -430,26 +486,34 @@ def test_pinned_context_order_positions_moves_and_totals(stack: Build) -> None:
         write(services, f"mnemo:///blocks/{name}.md", content)
         pin(services, f"mnemo:///blocks/{name}.md")
     moved = pin(services, "mnemo:///blocks/z.md", position=0)
-    assert moved["changed"] is True and moved["position"] == 0 and "moved" in moved["message"]
+    assert moved["changed"] is True
+    assert moved["position"] == 0
+    assert "moved" in moved["message"]
     again = pin(services, "mnemo:///blocks/y.md")
-    assert again["changed"] is False and again["position"] == 2 and again["pinnedCount"] == 3
+    assert again["changed"] is False
+    assert again["position"] == 2
+    assert again["pinnedCount"] == 3
     answer = pinned(services)
     order = ["z", "x", "y"]
     assert [block["path"] for block in answer["blocks"]] == [f"mnemo:///blocks/{n}.md" for n in order]
     assert [block["position"] for block in answer["blocks"]] == [0, 1, 2]
     tokens = {name: count_tokens(content) for name, content in contents.items()}
     assert [block["tokens"] for block in answer["blocks"]] == [tokens[n] for n in order]
-    assert answer["totalTokens"] == sum(tokens.values()) and answer["count"] == 3
+    assert answer["totalTokens"] == sum(tokens.values())
+    assert answer["count"] == 3
     expected = "\n\n".join(
         f'<block path="mnemo:///blocks/{n}.md" tokens="{tokens[n]}" version="1">\n'
         + contents[n].rstrip("\n")
         + "\n</block>"
         for n in order
     )
-    assert answer["context"] == expected and answer["totalChars"] == len(expected) and answer["hasMore"] is False
+    assert answer["context"] == expected
+    assert answer["totalChars"] == len(expected)
+    assert answer["hasMore"] is False
     call(services, BOT, "block_unpin", {"path": "mnemo:///blocks/x.md"})
     again_unpin = call(services, BOT, "block_unpin", {"path": "mnemo:///blocks/x.md"})
-    assert again_unpin["changed"] is False and again_unpin["pinnedCount"] == 2
+    assert again_unpin["changed"] is False
+    assert again_unpin["pinnedCount"] == 2
     after = pinned(services)
     assert [block["path"] for block in after["blocks"]] == ["mnemo:///blocks/z.md", "mnemo:///blocks/y.md"]
     assert after["totalTokens"] == tokens["z"] + tokens["y"]
@@ -464,10 +528,12 @@ def test_pinning_is_for_stored_assets_only_and_needs_the_file(stack: Build) -> N
     services = stack()
     write(services, "src/a.py", "x", WRITER)
     workspace = failed(services, WRITER, "block_pin", {"path": "src/a.py"})
-    assert workspace.code == "INVALID_INPUT" and workspace.details["field"] == "path"
+    assert workspace.code == "INVALID_INPUT"
+    assert workspace.details["field"] == "path"
     assert failed(services, WRITER, "block_pin", {"path": "topic://deploy"}).code == "INVALID_INPUT"
     missing = failed(services, WRITER, "block_pin", {"path": BLOCK})
-    assert missing.code == "NOT_FOUND" and missing.details["field"] == "path"
+    assert missing.code == "NOT_FOUND"
+    assert missing.details["field"] == "path"
     assert pin_record(services, WRITER) is None
 
 
@@ -476,7 +542,9 @@ def test_a_project_pin_shows_only_inside_that_project(stack: Build) -> None:
     write(services, SHARED, words(5), WRITER)
     pin(services, SHARED, WRITER)
     elsewhere = pinned(services, ctx(agent="bot", project="p2"))
-    assert elsewhere["count"] == 0 and elsewhere["inactive"] == 1 and "shared" not in elsewhere["context"]
+    assert elsewhere["count"] == 0
+    assert elsewhere["inactive"] == 1
+    assert "shared" not in elsewhere["context"]
     assert pinned(services, WRITER)["count"] == 1
 
 
@@ -485,40 +553,54 @@ def test_topic_paths_map_onto_the_topic_service(stack: Build) -> None:
     services = stack()
     path = "topic://deployment-process"
     created = write(services, path, "# How we deploy\n\nBlue green on Tuesdays.\n", WRITER)
-    assert created["kind"] == "topic" and created["created"] is True and created["version"] == 1
+    assert created["kind"] == "topic"
+    assert created["created"] is True
+    assert created["version"] == 1
     recalled = call(services, WRITER, "recall_memory", {"topic": "deployment-process"})
-    assert recalled["summary"] == "How we deploy" and recalled["content"].startswith("# How we deploy")
+    assert recalled["summary"] == "How we deploy"
+    assert recalled["content"].startswith("# How we deploy")
     assert recalled["version"] == 1
     refined = write(services, path, "# How we deploy\n\nBlue green on Thursdays.\n", WRITER, expectedVersion=1)
-    assert refined["version"] == 2 and refined["created"] is False
+    assert refined["version"] == 2
+    assert refined["created"] is False
     stale = failed(services, WRITER, "file_write", {"path": path, "content": "x", "expectedVersion": 1})
-    assert stale.code == "CONFLICT" and stale.details["field"] == "expectedVersion"
+    assert stale.code == "CONFLICT"
+    assert stale.details["field"] == "expectedVersion"
     edited = call(services, WRITER, "file_edit", {"path": path, "old": "Thursdays", "new": "Fridays"})
-    assert edited["version"] == 3 and edited["replacements"] == 1
+    assert edited["version"] == 3
+    assert edited["replacements"] == 1
     recalled = call(services, WRITER, "recall_memory", {"topic": "deployment-process"})
-    assert "Fridays" in recalled["content"] and recalled["version"] == 3 and recalled["summary"] == "How we deploy"
+    assert "Fridays" in recalled["content"]
+    assert recalled["version"] == 3
+    assert recalled["summary"] == "How we deploy"
     missing_old = failed(services, WRITER, "file_edit", {"path": path, "old": "Mondays", "new": "x"})
-    assert missing_old.code == "NOT_FOUND" and missing_old.details["field"] == "old"
+    assert missing_old.code == "NOT_FOUND"
+    assert missing_old.details["field"] == "old"
     listed = call(services, WRITER, "file_list", {"path": "topic://"})
     assert [entry["path"] for entry in listed["entries"]] == [path]
     denied = failed(services, READER, "file_write", {"path": path, "content": "x"})
     assert denied.code == "UNAUTHORIZED"
     stale_delete = failed(services, WRITER, "file_delete", {"path": path, "expectedVersion": 2})
-    assert stale_delete.code == "CONFLICT" and stale_delete.details["field"] == "expectedVersion"
+    assert stale_delete.code == "CONFLICT"
+    assert stale_delete.details["field"] == "expectedVersion"
     call(services, WRITER, "file_delete", {"path": path})
     assert failed(services, WRITER, "recall_memory", {"topic": "deployment-process"}).code == "NOT_FOUND"
     again = failed(services, WRITER, "file_delete", {"path": path})
-    assert again.code == "NOT_FOUND" and again.details["field"] == "path"
+    assert again.code == "NOT_FOUND"
+    assert again.details["field"] == "path"
     bad = failed(services, WRITER, "file_write", {"path": "topic://a/b", "content": "x"})
-    assert bad.code == "INVALID_INPUT" and bad.details["field"] == "path"
+    assert bad.code == "INVALID_INPUT"
+    assert bad.details["field"] == "path"
 
 
 def test_topic_paths_read_like_files(embedded: Build) -> None:
     services = embedded()
     write(services, "topic://deploy", "# How we deploy\nBlue green.\n", WRITER)
     answer = read(services, "topic://deploy", WRITER)
-    assert answer["content"] == "# How we deploy\nBlue green.\n" and answer["kind"] == "topic"
-    assert answer["version"] == 1 and answer["totalLines"] == 2
+    assert answer["content"] == "# How we deploy\nBlue green.\n"
+    assert answer["kind"] == "topic"
+    assert answer["version"] == 1
+    assert answer["totalLines"] == 2
 
 
 def test_topic_paths_expand_in_prompts(stack: Build) -> None:
@@ -539,22 +621,27 @@ def test_knowledge_paths_are_readable_and_never_writable(stack: Build) -> None:
     assert push_tree(services, ENGINEER.tenant) > 0
     services.sync.sync(ENGINEER.tenant, SyncNowInput())
     answer = read(services, ADR, ENGINEER)
-    assert answer["kind"] == "knowledge" and "PostgreSQL" in answer["content"] and answer["version"] is None
+    assert answer["kind"] == "knowledge"
+    assert "PostgreSQL" in answer["content"]
+    assert answer["version"] is None
     assert answer["totalLines"] == len(answer["content"].splitlines())
     listed = [entry["path"] for entry in call(services, ENGINEER, "file_list", {"path": "knowledge://"})["entries"]]
     assert ADR in listed
     expanded = call(services, ENGINEER, "expand_prompt", {"text": f"Respect @{ADR} please"})
-    assert "PostgreSQL" in expanded["text"] and expanded["expansions"][0]["path"] == ADR
+    assert "PostgreSQL" in expanded["text"]
+    assert expanded["expansions"][0]["path"] == ADR
     for tool, extra in (
         ("file_write", {"content": "hijacked"}),
         ("file_edit", {"old": "PostgreSQL", "new": "MongoDB"}),
         ("file_delete", {}),
     ):
         error = failed(services, ENGINEER, tool, {"path": ADR, **extra})
-        assert error.code == "INVALID_INPUT" and error.details["field"] == "path", tool
+        assert error.code == "INVALID_INPUT", tool
+        assert error.details["field"] == "path", tool
     assert read(services, ADR, ENGINEER)["content"] == answer["content"]
     missing = failed(services, ENGINEER, "file_read", {"path": "knowledge://no-such-item"})
-    assert missing.code == "NOT_FOUND" and missing.details["field"] == "path"
+    assert missing.code == "NOT_FOUND"
+    assert missing.details["field"] == "path"
     stranger = failed(services, ctx(tenant="globex", org="engineering", agent="bot"), "file_read", {"path": ADR})
     assert stranger.code == "NOT_FOUND"
 
@@ -578,7 +665,8 @@ def test_file_list_of_knowledge_pages_past_the_first_hundred_items(embedded: Bui
         if not answer["hasMore"]:
             break
         cursor = answer["nextCursor"]
-    assert len(seen) == len(set(seen)) and "knowledge://policy-000" in seen
+    assert len(seen) == len(set(seen))
+    assert "knowledge://policy-000" in seen
     assert sorted(seen) == [f"knowledge://policy-{n:03d}" for n in range(105)]
 
 
@@ -609,9 +697,12 @@ def test_others_cannot_reach_each_others_blocks_files_or_pins(stack: Build, who:
     assert call(services, stranger, "file_search", {"query": "zanzibar ferries", "threshold": 0})["results"] == []
     for text in ("@@secret", "@src/secret.py", "@mnemo:///blocks/secret.md"):
         error = failed(services, stranger, "expand_prompt", {"text": text})
-        assert error.code == "NOT_FOUND" and error.details["marker"] == text
+        assert error.code == "NOT_FOUND"
+        assert error.details["marker"] == text
     context = pinned(services, stranger)
-    assert context["count"] == 0 and context["totalTokens"] == 0 and context["inactive"] == 0
+    assert context["count"] == 0
+    assert context["totalTokens"] == 0
+    assert context["inactive"] == 0
     assert call(services, stranger, "block_unpin", {"path": "mnemo:///blocks/secret.md"})["changed"] is False
     # the owner still has all of it: the checks above could have failed
     assert read(services, "mnemo:///blocks/secret.md", OWNER)["pinned"] is True
@@ -664,14 +755,18 @@ def test_missing_ids_are_invalid_input_naming_them(stack: Build) -> None:
     services = stack()
     anonymous = ctx(user=None)
     error = failed(services, anonymous, "file_write", {"path": BLOCK, "content": "x"})
-    assert error.code == "INVALID_INPUT" and error.details["field"] == "user"
+    assert error.code == "INVALID_INPUT"
+    assert error.details["field"] == "user"
     error = failed(services, anonymous, "file_write", {"path": "src/a.py", "content": "x"})
-    assert error.code == "INVALID_INPUT" and error.details["field"] == "project"
+    assert error.code == "INVALID_INPUT"
+    assert error.details["field"] == "project"
     error = failed(services, ctx(), "file_read", {"path": SHARED})
-    assert error.code == "INVALID_INPUT" and error.details["field"] == "project"
+    assert error.code == "INVALID_INPUT"
+    assert error.details["field"] == "project"
     assert failed(services, anonymous, "pinned_context", {}).details["field"] == "user"
     error = failed(services, ctx(), "file_write", {"path": "mnemo://agent/blocks/x.md", "content": "x"})
-    assert error.code == "INVALID_INPUT" and error.details["field"] == "agent"
+    assert error.code == "INVALID_INPUT"
+    assert error.details["field"] == "agent"
 
 
 # ----------------------------------------------------------------- expansion ---
@@ -688,19 +783,24 @@ def test_expand_prompt_markers_code_recursion_missing_and_max_chars(stack: Build
     )
     assert [e["marker"] for e in answer["expansions"]] == ["@@a", "@@b", "@src/b.py"]
     assert [e["kind"] for e in answer["expansions"]] == ["block", "skill", "workspace"]
-    assert answer["totalChars"] == len(answer["text"]) and answer["tokens"] == count_tokens(answer["text"])
+    assert answer["totalChars"] == len(answer["text"])
+    assert answer["tokens"] == count_tokens(answer["text"])
     code = "Keep `@@a` and\n```\n@src/b.py\n```\nand @here as they are"
     assert call(services, WRITER, "expand_prompt", {"text": code})["text"] == code
     missing = failed(services, WRITER, "expand_prompt", {"text": "Use @@nothing"})
-    assert missing.code == "NOT_FOUND" and missing.details["marker"] == "@@nothing"
+    assert missing.code == "NOT_FOUND"
+    assert missing.details["marker"] == "@@nothing"
     assert "mnemo:///blocks/nothing.md" in missing.details["tried"]
     kept = call(services, WRITER, "expand_prompt", {"text": "Use @@nothing and @@a", "onMissing": "keep"})
-    assert kept["missing"] == ["@@nothing"] and kept["text"].startswith("Use @@nothing and <file")
+    assert kept["missing"] == ["@@nothing"]
+    assert kept["text"].startswith("Use @@nothing and <file")
     too_long = failed(services, WRITER, "expand_prompt", {"text": "Use @@a", "maxChars": 30})
-    assert too_long.code == "INVALID_INPUT" and too_long.details["field"] == "maxChars"
+    assert too_long.code == "INVALID_INPUT"
+    assert too_long.details["field"] == "maxChars"
     assert too_long.details["chars"] > 30
     bad = failed(services, WRITER, "expand_prompt", {"text": "Read @../etc/passwd now"})
-    assert bad.code == "INVALID_INPUT" and bad.details["field"] == "text"
+    assert bad.code == "INVALID_INPUT"
+    assert bad.details["field"] == "text"
 
 
 def test_read_lists_the_references_a_file_mentions(stack: Build) -> None:
@@ -726,7 +826,8 @@ def test_at_most_200_files_are_pinned(embedded: Build) -> None:
         pin(services, f"mnemo:///blocks/p{n:03d}.md")
     write(services, "mnemo:///blocks/one-more.md", "x")
     error = failed(services, BOT, "block_pin", {"path": "mnemo:///blocks/one-more.md"})
-    assert error.code == "INVALID_INPUT" and error.details["field"] == "path"
+    assert error.code == "INVALID_INPUT"
+    assert error.details["field"] == "path"
     assert pinned(services)["count"] == 200
 
 
@@ -743,7 +844,8 @@ def test_file_read_fits_the_response_budget_and_the_parts_reassemble(embedded: B
     parts, offset, answers = [], 0, 0
     while True:
         answer = read(services, "docs/big.md", small, offset=offset)
-        assert wire_bytes(answer) <= 4096 and answer["totalLines"] == 300
+        assert wire_bytes(answer) <= 4096
+        assert answer["totalLines"] == 300
         answers += 1
         parts.append(answer["content"])
         assert answer["returnedLines"] == answer["content"].count("\n")
@@ -751,7 +853,8 @@ def test_file_read_fits_the_response_budget_and_the_parts_reassemble(embedded: B
             break
         assert answer["nextOffset"] == offset + answer["returnedLines"]
         offset = answer["nextOffset"]
-    assert "".join(parts) == content and answers > 5
+    assert "".join(parts) == content
+    assert answers > 5
 
 
 def test_pinned_context_fits_the_response_budget_and_the_parts_reassemble(embedded: Build) -> None:
@@ -763,12 +866,15 @@ def test_pinned_context_fits_the_response_budget_and_the_parts_reassemble(embedd
     parts, offset = [], 0
     while True:
         answer = pinned(services, budgeted(BOT), offset=offset)
-        assert wire_bytes(answer) <= 4096 and answer["totalChars"] == len(whole) and answer["count"] == 3
+        assert wire_bytes(answer) <= 4096
+        assert answer["totalChars"] == len(whole)
+        assert answer["count"] == 3
         parts.append(answer["context"])
         if not answer["hasMore"]:
             break
         offset = answer["nextOffset"]
-    assert "".join(parts) == whole and len(parts) > 3
+    assert "".join(parts) == whole
+    assert len(parts) > 3
 
 
 def test_pinned_context_of_many_pinned_files_still_comes_in_parts(embedded: Build) -> None:
@@ -795,16 +901,19 @@ def test_expand_prompt_fits_the_response_budget_and_the_parts_reassemble(embedde
     write(services, "src/b.py", "print('b')\n" * 300, WRITER)
     text = "Use @@a and @src/b.py, then answer."
     whole = call(services, WRITER, "expand_prompt", {"text": text})
-    assert whole["hasMore"] is False and whole["text"].endswith("</file>, then answer.")
+    assert whole["hasMore"] is False
+    assert whole["text"].endswith("</file>, then answer.")
     parts, offset = [], 0
     while True:
         answer = call(services, budgeted(WRITER), "expand_prompt", {"text": text, "offset": offset})
-        assert wire_bytes(answer) <= 4096 and answer["totalChars"] == len(whole["text"])
+        assert wire_bytes(answer) <= 4096
+        assert answer["totalChars"] == len(whole["text"])
         parts.append(answer["text"])
         if not answer["hasMore"]:
             break
         offset = answer["nextOffset"]
-    assert "".join(parts) == whole["text"] and len(parts) >= 3
+    assert "".join(parts) == whole["text"]
+    assert len(parts) >= 3
 
 
 def test_file_list_fits_the_response_budget_and_the_pages_reassemble(embedded: Build) -> None:
@@ -813,19 +922,22 @@ def test_file_list_fits_the_response_budget_and_the_pages_reassemble(embedded: B
     for name in names:
         write(services, name, f"# {name}\n", WRITER)
     everything = call(services, WRITER, "file_list", {"path": "src/", "limit": 1000})
-    assert [entry["path"] for entry in everything["entries"]] == names and everything["hasMore"] is False
+    assert [entry["path"] for entry in everything["entries"]] == names
+    assert everything["hasMore"] is False
     seen, cursor, pages = [], None, 0
     while True:
         payload: dict[str, Any] = {"path": "src/"} | ({"cursor": cursor} if cursor else {})
         answer = call(services, budgeted(WRITER), "file_list", payload)
-        assert wire_bytes(answer) <= 4096 and answer["count"] == len(answer["entries"]) > 0
+        assert wire_bytes(answer) <= 4096
+        assert answer["count"] == len(answer["entries"]) > 0
         seen += [entry["path"] for entry in answer["entries"]]
         pages += 1
         if not answer["hasMore"]:
             assert answer["nextCursor"] is None
             break
         cursor = answer["nextCursor"]
-    assert seen == names and pages > 3
+    assert seen == names
+    assert pages > 3
     by_limit, cursor = [], None
     while True:
         answer = call(
@@ -837,7 +949,8 @@ def test_file_list_fits_the_response_budget_and_the_pages_reassemble(embedded: B
         cursor = answer["nextCursor"]
     assert by_limit == names
     foreign = failed(services, WRITER, "file_list", {"path": "docs/", "cursor": cursor or "x"})
-    assert foreign.code == "INVALID_INPUT" and foreign.details["field"] == "cursor"
+    assert foreign.code == "INVALID_INPUT"
+    assert foreign.details["field"] == "cursor"
 
 
 def test_file_list_pages_over_deleted_files_and_folders(stack: Build) -> None:
@@ -861,7 +974,8 @@ def test_file_list_pages_over_deleted_files_and_folders(stack: Build) -> None:
     assert [e["path"] for e in call(services, WRITER, "file_list", {"path": "d"})["entries"]] == seen
     root = call(services, WRITER, "file_list", {"path": ""})["entries"]
     assert [e["path"] for e in root] == [*seen, "dx.txt"]
-    assert root[0]["sha256"] == __import__("hashlib").sha256(b"file 0").hexdigest() and root[0]["version"] == 1
+    assert root[0]["sha256"] == __import__("hashlib").sha256(b"file 0").hexdigest()
+    assert root[0]["version"] == 1
     write(services, "mnemo:///blocks/b.md", "b", WRITER)
     write(services, "mnemo:///skills/s.md", "s", WRITER)
     write(services, "mnemo://project/blocks/p.md", "p", WRITER)
@@ -881,7 +995,8 @@ def test_file_search_finds_a_block_by_content_and_not_another_scopes(stack: Buil
     write(services, "mnemo:///blocks/other.md", "Completely unrelated text about accounting ledgers.\n")
     write(services, "mnemo:///blocks/ferries.md", "Zanzibar ferries", ctx(user="bob"))
     found = call(services, BOT, "file_search", {"query": "zanzibar ferries dawn"})
-    assert found["results"][0]["path"] == "mnemo:///blocks/ferries.md" and found["results"][0]["kind"] == "block"
+    assert found["results"][0]["path"] == "mnemo:///blocks/ferries.md"
+    assert found["results"][0]["kind"] == "block"
     assert found["results"][0]["snippet"].startswith("The zanzibar ferries")
     assert all(result["path"].startswith("mnemo:///") for result in found["results"])
     assert found["totalCount"] == len(found["results"])
@@ -930,7 +1045,8 @@ def test_a_write_whose_indexing_fails_still_succeeds_and_a_drain_indexes_it(
     assert [marker["family"] for marker in services.outbox.pending()] == ["blocks"]
     assert found("zanzibar gateway") == []
     assert drained(services.outbox) == (1, 0)
-    assert found("zanzibar gateway") == [BLOCK] and services.outbox.pending() == []
+    assert found("zanzibar gateway") == [BLOCK]
+    assert services.outbox.pending() == []
     with monkeypatch.context() as patch:
         patch.setattr(services.index, "delete", down)
         call(services, BOT, "file_delete", {"path": BLOCK})

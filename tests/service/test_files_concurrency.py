@@ -92,7 +92,8 @@ def assert_pins_consistent(services: Services, *contexts: RequestContext) -> Non
         assert call(services, context, "pinned_context", {})["totalTokens"] == real
         for pk, name in keys:  # each pinned file lists its pinner
             listed = services.records.get(pk, PINNERS + name)
-            assert listed is not None and pinner_key(context) in listed.data["pinnedBy"], name
+            assert listed is not None, name
+            assert pinner_key(context) in listed.data["pinnedBy"], name
 
 
 # --------------------------------------------------------------- writes ---
@@ -108,7 +109,8 @@ def test_exactly_one_writer_wins_each_version(services: Services, path: str) -> 
 
         results = race(*(writer(n) for n in range(THREADS)))
         won = wins(results)
-        assert len(won) == 1 and won[0]["version"] == version + 1, results
+        assert len(won) == 1, results
+        assert won[0]["version"] == version + 1, results
         loser_fields = {r.details.get("field") for r in results if isinstance(r, MnemoError)}
         assert loser_fields <= {"expectedVersion", "path"}
         answer = call(services, WRITER, "file_read", {"path": path})
@@ -127,10 +129,12 @@ def test_unconditional_writes_each_get_their_own_version_and_the_last_stays(serv
     )
     won = wins(results)
     versions = sorted(result["version"] for result in won)
-    assert won and versions == list(range(2, 2 + len(won)))
+    assert won
+    assert versions == list(range(2, 2 + len(won)))
     last = max(won, key=lambda result: result["version"])
     answer = call(services, WRITER, "file_read", {"path": path})
-    assert answer["version"] == last["version"] and answer["content"] == f"by {results.index(last)}"
+    assert answer["version"] == last["version"]
+    assert answer["content"] == f"by {results.index(last)}"
     for result in won:  # every winner's version reads back as it wrote it
         n = results.index(result)
         assert call(services, WRITER, "file_read", {"path": path, "version": result["version"]})["content"] == f"by {n}"
@@ -155,9 +159,11 @@ def test_concurrent_appends_lose_no_update(services: Services, path: str) -> Non
         assert wins(results)
     answer = call(services, WRITER, "file_read", {"path": path})
     lines = answer["content"].splitlines()
-    assert lines[0] == "# Log" and lines[-1] == "[END]"
+    assert lines[0] == "# Log"
+    assert lines[-1] == "[END]"
     assert {int(line.split()[1]) for line in lines[1:-1]} == succeeded
-    assert len(lines) == len(succeeded) + 2 and answer["version"] == 1 + len(succeeded)
+    assert len(lines) == len(succeeded) + 2
+    assert answer["version"] == 1 + len(succeeded)
 
 
 # ------------------------------------------------------------------- pins ---
@@ -229,10 +235,12 @@ def test_a_pin_racing_a_delete_never_leaves_a_ghost_pin(services: Services) -> N
     path = "mnemo:///blocks/ghost.md"
     call(services, BOT, "file_write", {"path": path, "content": words(40)})
     outcome = _pin_then_delete_before_commit(services, path)
-    assert isinstance(outcome, MnemoError) and outcome.code in {"CONFLICT", "NOT_FOUND"}, outcome
+    assert isinstance(outcome, MnemoError), outcome
+    assert outcome.code in {"CONFLICT", "NOT_FOUND"}, outcome
     assert_pins_consistent(services, BOT)
     recorded, _, keys = pin_totals(services, BOT)
-    assert recorded == 0 and keys == []
+    assert recorded == 0
+    assert keys == []
 
 
 def test_a_delete_racing_pins_and_writes_leaves_no_pinner_behind(services: Services) -> None:

@@ -42,7 +42,9 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Services:
 
 def test_get_memory_object_keeps_the_head_that_fits(hub: Services) -> None:
     whole = call(hub, ALICE, "get_memory_object", {"name": "payments", "limit": 200})
-    assert len(whole["facts"]) == 120 and len(whole["neighbours"]) == 100 and whole["hasMore"] is True
+    assert len(whole["facts"]) == 120
+    assert len(whole["neighbours"]) == 100
+    assert whole["hasMore"] is True
     small = call(
         hub,
         ALICE.model_copy(update={"response_budget": BUDGET}),
@@ -50,7 +52,8 @@ def test_get_memory_object_keeps_the_head_that_fits(hub: Services) -> None:
         {"name": "payments", "limit": 200},
     )
     assert wire_bytes(small) <= BUDGET
-    assert small["hasMore"] is True and 0 < len(small["facts"]) < 120
+    assert small["hasMore"] is True
+    assert 0 < len(small["facts"]) < 120
     assert [fact["factId"] for fact in small["facts"]] == [
         fact["factId"] for fact in whole["facts"][: len(small["facts"])]
     ]
@@ -60,7 +63,8 @@ def test_graph_search_keeps_the_best_hits_that_fit(hub: Services) -> None:
     payload = {"query": "Payments calls service for settlement", "limit": 50, "threshold": 0.0}
     whole = call(hub, ALICE, "graph_search", payload)
     small = call(hub, ALICE.model_copy(update={"response_budget": BUDGET}), "graph_search", payload)
-    assert wire_bytes(small) <= BUDGET and small["hasMore"] is True
+    assert wire_bytes(small) <= BUDGET
+    assert small["hasMore"] is True
     assert [f["factId"] for f in small["facts"]] == [f["factId"] for f in whole["facts"][: len(small["facts"])]]
 
 
@@ -75,4 +79,5 @@ def test_memory_search_with_the_graph_fits(hub: Services) -> None:
         {"query": "Payments settlement", "includeGraph": True, "threshold": 0.0, "limit": 50},
     )
     assert wire_bytes(answer) <= BUDGET
-    assert answer["graph"] is not None and answer["graph"]["entities"] == ["Payments"]
+    assert answer["graph"] is not None
+    assert answer["graph"]["entities"] == ["Payments"]

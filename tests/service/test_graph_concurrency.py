@@ -84,7 +84,8 @@ def test_the_same_new_fact_from_eight_threads_is_stored_once(services: Services,
     facts = raw(services, "FACT#")
     assert len(facts) == rounds
     assert len(raw(services, "ENT#")) == len(raw(services, "NAME#")) == 2 * rounds
-    assert len(raw(services, "LINK#")) == rounds and len(raw(services, "EDGE#")) == 2 * rounds
+    assert len(raw(services, "LINK#")) == rounds
+    assert len(raw(services, "EDGE#")) == 2 * rounds
     assert [m for m in services.outbox.pending() if m["family"] == "graph"] == []
 
 
@@ -114,9 +115,11 @@ def test_concurrent_updates_from_one_version(services: Services) -> None:
         ]
     )
     wins = [r for r in results if isinstance(r, dict)]
-    assert len(wins) == 1 and all(r.code == "CONFLICT" for r in results if isinstance(r, MnemoError))
+    assert len(wins) == 1
+    assert all(r.code == "CONFLICT" for r in results if isinstance(r, MnemoError))
     entity = call(services, "get_memory_object", {"name": "Dave"})["entity"]
-    assert entity["version"] == 2 and entity["summary"] == wins[0]["entity"]["summary"]
+    assert entity["version"] == 2
+    assert entity["summary"] == wins[0]["entity"]["summary"]
 
 
 def test_concurrent_renames_to_one_name(services: Services) -> None:
@@ -171,7 +174,8 @@ def test_racing_exclusive_adds_over_an_open_fact(services: Services) -> None:
     assert len(open_facts(services, "lives_in")) == 1
     facts = {item.data["objectName"]: item.data for item in raw(services, "FACT#")}
     # Paris was ended by one of them; the other either ended that one or (stamped earlier) became history.
-    assert facts["Paris"]["invalidAt"] is not None and facts["Paris"]["invalidatedBy"] in {
+    assert facts["Paris"]["invalidAt"] is not None
+    assert facts["Paris"]["invalidatedBy"] in {
         facts["Rome"]["factId"],
         facts["Oslo"]["factId"],
     }

@@ -153,7 +153,8 @@ def test_a_marker_that_always_fails_becomes_a_dead_letter_and_never_holds_up_the
         services.outbox.drain()
     assert services.outbox.pending() == []
     dead = services.outbox.dead_letters()
-    assert len(dead) == 30 and {letter["attempts"] for letter in dead} == {MAX_ATTEMPTS}
+    assert len(dead) == 30
+    assert {letter["attempts"] for letter in dead} == {MAX_ATTEMPTS}
     assert all("always breaks the embedder" in letter["lastError"] for letter in dead)
     assert services.outbox.drain().indexed == 0  # nothing left to retry by itself
 
@@ -173,14 +174,18 @@ def test_reindex_pending_reports_dead_letters_and_retries_them_when_asked(
 
     assert cli.main(["reindex", "--pending"]) == 1
     printed = capsys.readouterr().out
-    assert "dead letter: memory" in printed and memory_id in printed and "model gone" in printed
+    assert "dead letter: memory" in printed
+    assert memory_id in printed
+    assert "model gone" in printed
     assert "1 dead letters" in printed
 
     monkeypatch.setattr(services.embedder, "embed", real_embed)  # the cause is fixed
     assert cli.main(["reindex", "--pending", "--retry-dead"]) == 0
     printed = capsys.readouterr().out
-    assert "queued 1 dead letters again" in printed and "indexed 1 memory" in printed
-    assert services.outbox.dead_letters() == [] and _memory_found(services, "zebra gateway")
+    assert "queued 1 dead letters again" in printed
+    assert "indexed 1 memory" in printed
+    assert services.outbox.dead_letters() == []
+    assert _memory_found(services, "zebra gateway")
 
 
 class LateFirstWrite:
@@ -239,4 +244,5 @@ def test_the_scheduled_drain_logs_the_dead_letters_for_the_alarm(
     # EMF metric (tests/entry/test_observability.py).
     logged = [getattr(record, "deadLetters", None) for record in caplog.records if record.name == "mnemo"]
     assert logged == [0] * (MAX_ATTEMPTS - 1) + [1]
-    assert caplog.records[-1].levelname == "WARNING" and "reindex --pending" in caplog.records[-1].getMessage()
+    assert caplog.records[-1].levelname == "WARNING"
+    assert "reindex --pending" in caplog.records[-1].getMessage()

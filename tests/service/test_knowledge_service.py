@@ -40,7 +40,8 @@ def check(services: Services, context: Any = ENGINEER, **payload: Any) -> dict[s
 # -------------------------------------------------------------------- query ---
 def test_query_finds_adr_042_for_database_selection(synced: Services) -> None:
     found = synced.knowledge.query(ENGINEER, KnowledgeQueryInput(query="database selection", type="adr"))
-    assert found.items and found.items[0].id == ADR_042
+    assert found.items
+    assert found.items[0].id == ADR_042
     top = found.items[0]
     assert (top.type, top.layer, top.status, top.has_constraints) == ("adr", "org", "accepted", True)
     assert top.title == "Database Selection for New Services"
@@ -53,9 +54,11 @@ def test_query_filters_by_type_layer_tags_and_status(synced: Services) -> None:
     assert everything.searched_layers == ["project", "team", "org", "company"]
     assert {item.status for item in everything.items} == {"accepted"}
     policies = synced.knowledge.query(ENGINEER, KnowledgeQueryInput(type="policy", limit=100))
-    assert policies.items and {item.type for item in policies.items} == {"policy"}
+    assert policies.items
+    assert {item.type for item in policies.items} == {"policy"}
     company = synced.knowledge.query(ENGINEER, KnowledgeQueryInput(layer="company", limit=100))
-    assert company.searched_layers == ["company"] and {item.layer for item in company.items} == {"company"}
+    assert company.searched_layers == ["company"]
+    assert {item.layer for item in company.items} == {"company"}
     tagged = synced.knowledge.query(ENGINEER, KnowledgeQueryInput(tags=["DATABASE"], limit=100))
     assert ADR_042 in [item.id for item in tagged.items]
     assert all("database" in [t.lower() for t in item.tags] for item in tagged.items)
@@ -67,7 +70,8 @@ def test_query_filters_by_type_layer_tags_and_status(synced: Services) -> None:
 
 def test_limit_and_total_count(synced: Services) -> None:
     page = synced.knowledge.query(ENGINEER, KnowledgeQueryInput(limit=2))
-    assert len(page.items) == 2 and page.total_count > 2
+    assert len(page.items) == 2
+    assert page.total_count > 2
 
 
 def test_a_caller_sees_only_the_layers_its_identity_names(synced: Services) -> None:
@@ -95,7 +99,9 @@ def test_the_most_specific_layer_wins_for_one_id(synced: Services) -> None:
     synced.repository.push(TENANT, f"projects/checkout-api/{ADR_042}.md", override, author="a", message="m")
     assert synced.sync.sync(TENANT, SyncNowInput()).result.added == 1
     shown = synced.knowledge.show(ENGINEER, KnowledgeShowInput(id=ADR_042))
-    assert shown.item is not None and shown.item.layer == "project" and shown.item.title == "Checkout keeps MySQL"
+    assert shown.item is not None
+    assert shown.item.layer == "project"
+    assert shown.item.title == "Checkout keeps MySQL"
     listed = [i for i in synced.knowledge.query(ENGINEER, KnowledgeQueryInput(limit=100)).items if i.id == ADR_042]
     assert [(i.layer, i.title) for i in listed] == [("project", "Checkout keeps MySQL")]
     # The project's item overrides the org's, constraints included.
@@ -115,9 +121,12 @@ def test_show_returns_content_constraints_metadata_and_history(synced: Services)
     shown = synced.knowledge.show(ENGINEER, KnowledgeShowInput(id=ADR_042, include_history=True))
     item = shown.item
     assert item is not None
-    assert item.content.startswith("# ADR-042") and item.content.endswith("Addendum.")
-    assert item.severity == "block" and item.metadata["number"] == 42
-    assert item.created_at == "2023-03-14" and item.updated_at
+    assert item.content.startswith("# ADR-042")
+    assert item.content.endswith("Addendum.")
+    assert item.severity == "block"
+    assert item.metadata["number"] == 42
+    assert item.created_at == "2023-03-14"
+    assert item.updated_at
     assert item.constraints is not None
     assert [c.model_dump(include={"operator", "target", "pattern"}) for c in item.constraints] == [MYSQL_RULE]
     assert shown.history is not None
@@ -125,7 +134,9 @@ def test_show_returns_content_constraints_metadata_and_history(synced: Services)
     assert shown.history[0].version != shown.history[1].version
 
     bare = synced.knowledge.show(ENGINEER, KnowledgeShowInput(id=ADR_042, include_constraints=False))
-    assert bare.item is not None and bare.item.constraints is None and bare.history is None
+    assert bare.item is not None
+    assert bare.item.constraints is None
+    assert bare.history is None
 
 
 def test_show_unknown_id_names_the_searched_layers(synced: Services) -> None:
@@ -149,7 +160,8 @@ def test_check_the_specification_example(synced: Services) -> None:
     assert violation["knowledgeItemId"] == ADR_042
     assert violation["knowledgeItemTitle"] == "Database Selection for New Services"
     assert violation["constraint"] == MYSQL_RULE
-    assert violation["severity"] == "block" and violation["message"] == MYSQL_MESSAGE
+    assert violation["severity"] == "block"
+    assert violation["message"] == MYSQL_MESSAGE
     assert violation.get("location") is None
 
 
@@ -157,27 +169,34 @@ def test_check_finds_mysql2_inside_a_package_json(synced: Services) -> None:
     manifest = json.dumps({"name": "svc", "dependencies": {"express": "^4.19.0", "mysql2": "^3.0.0"}}, indent=2)
     result = check(synced, files=[{"path": "package.json", "content": manifest}])
     blocks = [v for v in result["violations"] if v["severity"] == "block"]
-    assert result["passed"] is False and len(blocks) == 1
-    assert blocks[0]["knowledgeItemId"] == ADR_042 and blocks[0]["constraint"] == MYSQL_RULE
+    assert result["passed"] is False
+    assert len(blocks) == 1
+    assert blocks[0]["knowledgeItemId"] == ADR_042
+    assert blocks[0]["constraint"] == MYSQL_RULE
     line = manifest.splitlines().index('    "mysql2": "^3.0.0"') + 1
     assert blocks[0]["location"] == {"file": "package.json", "line": line}
 
 
 def test_a_clean_change_passes(synced: Services) -> None:
     result = check(synced, dependencies=[{"name": "psycopg", "version": "3.2.0"}])
-    assert result["passed"] is True and result["violations"] == [] and result["summary"]["block"] == 0
+    assert result["passed"] is True
+    assert result["violations"] == []
+    assert result["summary"]["block"] == 0
     assert ADR_042 in result["checkedItems"]
 
 
 def test_min_severity_filters_what_is_reported(synced: Services) -> None:
     files = [{"path": "src/app.py", "content": "import pickle\n"}]
     warned = check(synced, files=files)
-    assert {v["severity"] for v in warned["violations"]} == {"warn"} and warned["passed"] is True
+    assert {v["severity"] for v in warned["violations"]} == {"warn"}
+    assert warned["passed"] is True
     everything = check(synced, files=files, minSeverity="info")
     assert {v["severity"] for v in everything["violations"]} == {"info", "warn"}
-    assert everything["summary"]["info"] >= 1 and everything["summary"]["warn"] == warned["summary"]["warn"]
+    assert everything["summary"]["info"] >= 1
+    assert everything["summary"]["warn"] == warned["summary"]["warn"]
     blocks_only = check(synced, files=files, minSeverity="block")
-    assert blocks_only["violations"] == [] and blocks_only["summary"] == {"info": 0, "warn": 0, "block": 0}
+    assert blocks_only["violations"] == []
+    assert blocks_only["summary"] == {"info": 0, "warn": 0, "block": 0}
 
 
 def test_only_named_items_apply_when_asked(synced: Services) -> None:
@@ -199,7 +218,8 @@ def test_draft_and_superseded_items_do_not_constrain(synced: Services) -> None:
         minSeverity="info",
     )
     ids = {v["knowledgeItemId"] for v in result["violations"]}
-    assert "adr-017-message-queue" not in ids and "pattern-payment-retries" not in ids
+    assert "adr-017-message-queue" not in ids
+    assert "pattern-payment-retries" not in ids
     assert "adr-017-message-queue" not in result["checkedItems"]
 
 

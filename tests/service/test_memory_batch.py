@@ -80,7 +80,8 @@ def test_a_batch_answers_and_stores_what_one_by_one_adds_would(tmp_path: Path) -
         "Melanie painted a sunrise": "Yes, twice last summer",
     }
     for services in (one, many):
-        assert len(history(services, "#ADD#")) == 10 and len(history(services, "#DEDUPE#")) == 3
+        assert len(history(services, "#ADD#")) == 10
+        assert len(history(services, "#DEDUPE#")) == 3
         assert services.index.count(NAMESPACE) == 10
         assert services.outbox.pending() == []
         (last,) = [item.data for item in services.records.scan("MEM|") if item.sk == "LAST"]
@@ -89,7 +90,8 @@ def test_a_batch_answers_and_stores_what_one_by_one_adds_would(tmp_path: Path) -
     for text in ("twice last summer support group", "deploy noon tea standups"):
         query = MemorySearchInput(query=text, threshold=0.0, limit=100)
         results = [sorted((r.score, r.content) for r in s.memory.search(context, query).results) for s in (one, many)]
-        assert results[0] == results[1] and len(results[0]) == 10
+        assert results[0] == results[1]
+        assert len(results[0]) == 10
 
 
 def test_duplicates_within_the_batch_and_against_the_store_are_not_stored(services: Services) -> None:
@@ -149,7 +151,8 @@ def test_idempotency_keys_replay_within_and_across_calls(services: Services) -> 
     assert outcomes[2].output == outcomes[1].output
     assert len(memories(services)) == 3
     replayed = add_many_outcomes(services.memory, alice, requests({"content": "Key two", "idempotencyKey": "k2"}))
-    assert replayed[0].replayed and replayed[0].output == outcomes[1].output
+    assert replayed[0].replayed
+    assert replayed[0].output == outcomes[1].output
     # add honours the key the batch stored
     assert services.memory.add(alice, requests({"content": "Key two", "idempotencyKey": "k2"})[0]) == outcomes[1].output
 
@@ -179,7 +182,8 @@ def test_more_than_a_write_holds_is_written_in_chunks(services: Services) -> Non
     alice = ctx()
     bodies = [{"content": f"Chunked fact {n} about shard {n * 31 % 97}", "idempotencyKey": f"c{n}"} for n in range(150)]
     outputs = add_many(services.memory, alice, requests(*bodies), batch=1000)
-    assert len({o.memory_id for o in outputs}) == 150 and not any(o.deduplicated for o in outputs)
+    assert len({o.memory_id for o in outputs}) == 150
+    assert not any(o.deduplicated for o in outputs)
     assert len(memories(services)) == 150
     assert len(history(services, "#ADD#")) == 150
     assert services.index.count(NAMESPACE) == 150
@@ -231,7 +235,8 @@ def test_a_layer_the_caller_cannot_write_refuses_the_batch_before_anything_is_wr
     batch = requests("Allowed in the user layer", "Also fine", {"content": "Shared fact", "layer": "project"})
     with pytest.raises(error) as raised:
         add_many(services.memory, context, batch)
-    assert raised.value.details["field"] == field and raised.value.details["index"] == 2  # type: ignore[attr-defined]
+    assert raised.value.details["field"] == field
+    assert raised.value.details["index"] == 2  # type: ignore[attr-defined]
     assert list(services.records.scan("")) == []
     assert services.index.count(NAMESPACE) == 0
 
@@ -249,7 +254,8 @@ def test_vectors_the_caller_already_has_replace_the_embedder(
     monkeypatch.setattr(services.embedder, "embed", unused)
     outputs = add_many(services.memory, alice, requests(*texts), vectors=vectors)
     assert [o.deduplicated for o in outputs] == [False, False, True]
-    assert services.index.count(NAMESPACE) == 2 and services.outbox.pending() == []
+    assert services.index.count(NAMESPACE) == 2
+    assert services.outbox.pending() == []
     with pytest.raises(InvalidInput) as raised:
         add_many(services.memory, alice, requests("Short vector"), vectors=[[1.0, 0.0]])
     assert raised.value.details == {"field": "vectors", "index": 0}
@@ -309,8 +315,11 @@ def test_the_bounded_in_call_check_answers_what_the_plain_product_answers(monkey
     assert [hit is None for hit in bounded] == [hit is None for hit in plain]
     for got, expected in zip(bounded, plain, strict=True):
         if got is not None and expected is not None:
-            assert same_memory(got[1], expected[1]) and abs(got[0] - expected[0]) < 1e-5, (got, expected)
-    assert sum(hit is not None for hit in plain) >= 120 and plain[-1] is not None and same_memory(plain[-1][1], "m5")
+            assert same_memory(got[1], expected[1]), (got, expected)
+            assert abs(got[0] - expected[0]) < 1e-5, (got, expected)
+    assert sum(hit is not None for hit in plain) >= 120
+    assert plain[-1] is not None
+    assert same_memory(plain[-1][1], "m5")
     assert any(hit is None for hit in plain)
 
 
@@ -334,5 +343,6 @@ def test_a_large_import_deduplicates_as_a_small_one_does(tmp_path: Path, monkeyp
     bounded_services = make_services(tmp_path / "bounded")
     bounded = add_many(bounded_services.memory, alice, requests(*bodies), batch=25)
     assert shape(bounded) == shape(plain)
-    assert all(plain[n].deduplicated for n in repeats) and not plain[0].deduplicated
+    assert all(plain[n].deduplicated for n in repeats)
+    assert not plain[0].deduplicated
     assert len(memories(bounded_services)) == len(bodies) - sum(o.deduplicated for o in plain) < len(bodies) - 16

@@ -34,11 +34,14 @@ def test_list_pages_a_layer_newest_first(services: Services) -> None:
     alice = ctx()
     ids = [add(services, alice, f"Fact number {n} about the {word} service") for n, word in enumerate("abcde")]
     first = listing(services, alice, limit=2)
-    assert [m.memory_id for m in first.memories] == ids[::-1][:2] and first.has_more and first.layer == "user"
+    assert [m.memory_id for m in first.memories] == ids[::-1][:2]
+    assert first.has_more
+    assert first.layer == "user"
     second = listing(services, alice, limit=2, cursor=first.next_cursor)
     third = listing(services, alice, limit=2, cursor=second.next_cursor)
     assert [m.memory_id for m in second.memories + third.memories] == ids[::-1][2:]
-    assert not third.has_more and third.next_cursor is None
+    assert not third.has_more
+    assert third.next_cursor is None
     assert third.memories[-1].content == "Fact number 0 about the a service"
 
 
@@ -70,8 +73,10 @@ def test_history_shows_add_dedupe_and_delete_even_after_the_delete(services: Ser
     services.memory.delete(alice, MemoryDeleteInput(memory_id=memory_id))
     answer = history(services, alice, memory_id)
     assert [c.event for c in answer.changes] == ["ADD", "DEDUPE", "DELETE"]
-    assert answer.layer == "user" and {c.actor for c in answer.changes} == {"alice"}
-    assert answer.changes[0].content_hash and not answer.has_more
+    assert answer.layer == "user"
+    assert {c.actor for c in answer.changes} == {"alice"}
+    assert answer.changes[0].content_hash
+    assert not answer.has_more
 
 
 def test_history_pages_oldest_first(services: Services) -> None:
@@ -80,9 +85,11 @@ def test_history_pages_oldest_first(services: Services) -> None:
     for _ in range(3):
         add(services, alice, "Builds run on the self-hosted runners")
     first = history(services, alice, memory_id, limit=3)
-    assert [c.event for c in first.changes] == ["ADD", "DEDUPE", "DEDUPE"] and first.has_more
+    assert [c.event for c in first.changes] == ["ADD", "DEDUPE", "DEDUPE"]
+    assert first.has_more
     rest = history(services, alice, memory_id, limit=3, cursor=first.next_cursor)
-    assert [c.event for c in rest.changes] == ["DEDUPE"] and not rest.has_more
+    assert [c.event for c in rest.changes] == ["DEDUPE"]
+    assert not rest.has_more
 
 
 def test_history_of_a_memory_the_caller_cannot_read_is_not_found(services: Services) -> None:
@@ -107,8 +114,10 @@ def test_search_results_say_what_their_score_came_from(services: Services) -> No
     )
     top = found.results[0]
     assert top.content.startswith("The invoice service")
-    assert top.vector_score is not None and 0 < top.vector_score <= 1
-    assert top.lexical_score is not None and 0 < top.lexical_score <= 1
+    assert top.vector_score is not None
+    assert 0 < top.vector_score <= 1
+    assert top.lexical_score is not None
+    assert 0 < top.lexical_score <= 1
     for result in found.results:  # only a search that found it gives a part
         assert result.vector_score is not None or result.lexical_score is not None
     dumped = found.model_dump(mode="json", by_alias=True)["results"][0]

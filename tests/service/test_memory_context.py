@@ -60,7 +60,8 @@ def test_a_dated_memory_links_to_the_one_added_before_it_that_day_and_is_embedde
         alice,
         "Melanie: That sounds powerful, how did it feel?\nCaroline: I went to the LGBTQ support group yesterday",
     )
-    assert found == second and cosine == pytest.approx(1.0, abs=1e-5)
+    assert found == second
+    assert cosine == pytest.approx(1.0, abs=1e-5)
     assert keywords(services, alice, second) == {
         "scope": [alice.scope_key("user")],
         "layer": ["user"],
@@ -134,7 +135,8 @@ def test_the_near_duplicate_check_compares_content_not_content_in_context(servic
     again = services.memory.add(alice, MemoryAddInput.model_validate({"content": long_turn, "occurredAt": DAY}))
 
     assert not reply.deduplicated  # its vector holds the long turn, but the check looks at "Melanie: wow"
-    assert again.deduplicated and again.memory_id == first.memory_id
+    assert again.deduplicated
+    assert again.memory_id == first.memory_id
 
 
 TURNS = [
@@ -166,7 +168,8 @@ def test_a_batch_repeating_linked_memories_added_one_by_one_stores_nothing_new(s
 
     again = add_many(services.memory, alice, requests)
 
-    assert [out.memory_id for out in again] == first and all(out.deduplicated for out in again)
+    assert [out.memory_id for out in again] == first
+    assert all(out.deduplicated for out in again)
     assert services.index.count(NAMESPACE) == len(TURNS)
 
 
@@ -210,4 +213,5 @@ def test_two_dated_adds_racing_on_one_scope_keep_one_chain(services: Services) -
     assert record(services, alice, racer[0])["after"] == first
     assert record(services, alice, last)["after"] == racer[0]  # retried after the racer, not beside it
     pointer = services.records.get(partition_of(alice.scope_key("user")), LAST)
-    assert pointer is not None and pointer.data["memoryId"] == last
+    assert pointer is not None
+    assert pointer.data["memoryId"] == last

@@ -31,14 +31,16 @@ def test_add_then_search_returns_the_memory_with_its_fields(services: Services) 
         metadata={"ticket": "OPS-1"},
         occurredAt="2024-05-03T10:00:00+02:00",
     )
-    assert stored.memory_id.startswith("mem_") and not stored.deduplicated
+    assert stored.memory_id.startswith("mem_")
+    assert not stored.deduplicated
     found = search(services, alice, "billing service deploys", threshold=0.0)
     top = found.results[0]
     assert top.memory_id == stored.memory_id
     assert top.content == "Alice deploys the billing service on Fridays"
     assert top.tags == ["deploy"]
     assert top.metadata == {"source": "manual", "ticket": "OPS-1"}
-    assert top.occurred_at is not None and top.occurred_at.isoformat() == "2024-05-03T08:00:00+00:00"
+    assert top.occurred_at is not None
+    assert top.occurred_at.isoformat() == "2024-05-03T08:00:00+00:00"
     assert top.created_at is not None
     assert found.searched_layers == ["user", "company"]
     assert found.total_count == len(found.results)
@@ -48,11 +50,13 @@ def test_near_duplicate_in_same_scope_returns_existing_id(services: Services) ->
     alice = ctx()
     first = add(services, alice, "The staging database is PostgreSQL 16")
     again = add(services, alice, "The staging database is PostgreSQL 16")
-    assert again.deduplicated and again.memory_id == first.memory_id
+    assert again.deduplicated
+    assert again.memory_id == first.memory_id
     assert services.index.count(NAMESPACE) == 1
     # The same content in another scope is a different memory.
     other = add(services, ctx(user="bob"), "The staging database is PostgreSQL 16")
-    assert not other.deduplicated and other.memory_id != first.memory_id
+    assert not other.deduplicated
+    assert other.memory_id != first.memory_id
 
 
 def test_idempotency_key_stores_once_and_replays_the_answer(services: Services) -> None:
@@ -165,10 +169,12 @@ def test_limit_threshold_and_total_count(services: Services) -> None:
     for i in range(6):
         add(services, alice, f"Note {i}: the nightly build {'failed' if i % 2 else 'passed'} on runner {i}")
     found = search(services, alice, "nightly build runner", limit=2, threshold=0.0)
-    assert len(found.results) == 2 and found.total_count == 6
+    assert len(found.results) == 2
+    assert found.total_count == 6
     assert all(r.score >= 0 for r in found.results)
     strict = search(services, alice, "nightly build runner", threshold=1.0)
-    assert all(r.score >= 1.0 for r in strict.results) and strict.total_count == len(strict.results)
+    assert all(r.score >= 1.0 for r in strict.results)
+    assert strict.total_count == len(strict.results)
 
 
 def test_explicit_layers_without_ids_are_not_searched(services: Services) -> None:
@@ -224,7 +230,8 @@ def test_pages_follow_each_other_with_a_cursor(services: Services) -> None:
             assert page.next_cursor is None
             break
         cursor = page.next_cursor
-    assert len(seen) == 7 and set(seen) == ids
+    assert len(seen) == 7
+    assert set(seen) == ids
 
 
 def test_a_cursor_from_another_query_is_refused(services: Services) -> None:
@@ -232,7 +239,8 @@ def test_a_cursor_from_another_query_is_refused(services: Services) -> None:
     for i in range(3):
         add(services, alice, f"Cursor fact {i} about caching layer {i}")
     first = search(services, alice, "caching layer", limit=1, threshold=0.0)
-    assert first.has_more and first.next_cursor
+    assert first.has_more
+    assert first.next_cursor
     with pytest.raises(InvalidInput) as raised:
         search(services, alice, "something else", limit=1, threshold=0.0, cursor=first.next_cursor)
     assert raised.value.details["field"] == "cursor"

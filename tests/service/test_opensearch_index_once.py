@@ -169,7 +169,9 @@ def test_a_stream_record_that_comes_before_the_request_settles_is_left_to_it(tmp
     service.add(ALICE, MemoryAddInput(content="The zebra gateway runs in Dublin"))
 
     assert seen == [(0, 0)]  # the indexer neither embedded nor wrote
-    assert index.count(NAMESPACE) == 1 and index.writes == 1 and outbox.pending() == []
+    assert index.count(NAMESPACE) == 1
+    assert index.writes == 1
+    assert outbox.pending() == []
 
 
 def test_the_indexer_indexes_at_once_what_its_request_could_not(tmp_path: Path) -> None:
@@ -184,7 +186,8 @@ def test_the_indexer_indexes_at_once_what_its_request_could_not(tmp_path: Path) 
 
     _run_indexer(tmp_path, service, _stream_event((PARTITION, f"MEM#{added.memory_id}")))
 
-    assert index.count(NAMESPACE) == 1 and outbox.pending() == []
+    assert index.count(NAMESPACE) == 1
+    assert outbox.pending() == []
 
 
 def test_a_removal_no_marker_covers_takes_the_memory_out_of_the_index(tmp_path: Path) -> None:
@@ -201,7 +204,8 @@ def test_a_removal_no_marker_covers_takes_the_memory_out_of_the_index(tmp_path: 
 
     assert answer == {"batchItemFailures": []}
     assert embedder.calls == embeds  # a removal embeds nothing
-    assert index.count(NAMESPACE) == 1 and kept.memory_id != added.memory_id
+    assert index.count(NAMESPACE) == 1
+    assert kept.memory_id != added.memory_id
 
 
 # ----------------------------------------------- Serverless refresh window ---
@@ -232,7 +236,8 @@ def test_serverless_add_then_delete_inside_the_refresh_window_leaves_no_document
 
     _after_the_window(outbox, clock)
 
-    assert _documents(index) == [] and outbox.pending() == []
+    assert _documents(index) == []
+    assert outbox.pending() == []
 
 
 def test_serverless_add_then_replace_inside_the_refresh_window_leaves_one_document(serverless: Any) -> None:

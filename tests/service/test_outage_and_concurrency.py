@@ -99,7 +99,8 @@ def test_a_thousand_adds_while_the_index_fails_lose_nothing(tmp_path: Path, dyna
     for i in range(1000):
         content = f"Fact {i}: service s{i % 37} runs on node n{i % 101} in zone z{i % 7} since build {i * 13}"
         out = service.add(alice, MemoryAddInput(content=content))
-        assert out.success and not out.deduplicated
+        assert out.success
+        assert not out.deduplicated
         stored[out.memory_id] = content
 
     assert index.failures > 200, "the fault injection must actually have hit"
@@ -187,7 +188,8 @@ def test_the_indexer_reports_only_the_records_that_failed(tmp_path: Path, servic
     event = {"Records": [record("1", f"MEM#{kept.memory_id}"), record("2", "MEM#boom"), record("3", "HIST#x")]}
     answer = indexer.handler(event, FakeLambdaContext())
     assert answer == {"batchItemFailures": [{"itemIdentifier": "2"}]}
-    assert services.index.count(NAMESPACE) == 1 and broken_calls["n"] == 1
+    assert services.index.count(NAMESPACE) == 1
+    assert broken_calls["n"] == 1
 
 
 def test_an_embedder_outage_stores_the_memory_and_indexes_it_later(tmp_path: Path, dynamodb_store: Any) -> None:
@@ -206,7 +208,8 @@ def test_an_embedder_outage_stores_the_memory_and_indexes_it_later(tmp_path: Pat
     out = service.add(alice, MemoryAddInput(content="The VPN certificate expires in June"))
     assert out.success
     searched = service.search(alice, MemorySearchInput(query="VPN certificate", threshold=0.0))
-    assert searched.retrieval == "lexical" and searched.results == []  # stored, not yet indexed
+    assert searched.retrieval == "lexical"
+    assert searched.results == []  # stored, not yet indexed
 
     embedder.embed = real_embed  # type: ignore[method-assign]
     assert drained(outbox) == (1, 0)

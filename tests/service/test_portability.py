@@ -62,12 +62,17 @@ def test_a_tenant_export_holds_every_family_and_nothing_of_another_tenant(tenant
     counts = file_counts(tenant_file)
     for family in ("memories", "conversations", "executions", "topics", "blocks", "pins", "workspace", "graph"):
         assert counts.get(family, 0) > 0, family
-    assert counts["blob:knowledge"] == 13 and counts["blob:workspace"] > 0
+    assert counts["blob:knowledge"] == 13
+    assert counts["blob:workspace"] > 0
     text = tenant_file.read_text()
-    assert "globex" not in text and "Globex secret plan" not in text
+    assert "globex" not in text
+    assert "Globex secret plan" not in text
     header, *_, end = lines(tenant_file)
-    assert header["mnemoExport"] == 2 and header["kind"] == "tenant" and header["source"]["embedder"] == "hashing"
-    assert set(end) == {"type", "records", "blobs"} and end["type"] == "end"
+    assert header["mnemoExport"] == 2
+    assert header["kind"] == "tenant"
+    assert header["source"]["embedder"] == "hashing"
+    assert set(end) == {"type", "records", "blobs"}
+    assert end["type"] == "end"
     assert sum(end["records"].values()) + sum(end["blobs"].values()) == len(lines(tenant_file)) - 2
 
 
@@ -85,8 +90,11 @@ def test_an_import_adds_everything_and_the_counts_match_the_file(
     moved = target(tmp_path)
     summary = import_from(moved, tenant_file)
     assert outcome(summary, "added") == file_counts(tenant_file)
-    assert outcome(summary, "unchanged") == {} and outcome(summary, "kept") == {} and summary["kept"] == []
-    assert summary["indexPending"] == 0 and summary["indexed"] > 0
+    assert outcome(summary, "unchanged") == {}
+    assert outcome(summary, "kept") == {}
+    assert summary["kept"] == []
+    assert summary["indexPending"] == 0
+    assert summary["indexed"] > 0
     assert summary["sync"]["result"]["failures"] == 0
     assert _records(moved) == len(records_by_key(tenant_file))
     # the records are the source's, exactly: an export of the target is the same file but for its header
@@ -109,7 +117,8 @@ def test_the_target_answers_as_the_source_did_from_its_own_index(
     assert moved.embedder.dimensions != source.embedder.dimensions
     before, after = answers(source), answers(moved)
     assert after == before
-    assert after["memory_search"][1] == "hybrid" and after["search_memories"][1] == "hybrid"
+    assert after["memory_search"][1] == "hybrid"
+    assert after["search_memories"][1] == "hybrid"
     assert after["memory_search"][0] == ["Bob works from Lisbon"]
 
 
@@ -120,7 +129,9 @@ def test_a_second_import_changes_nothing(tenant_file: Path, tmp_path: Path) -> N
     records = _stored(moved)
     summary = import_from(moved, tenant_file)
     assert outcome(summary, "unchanged") == file_counts(tenant_file)
-    assert outcome(summary, "added") == {} and summary["kept"] == [] and summary["indexed"] == 0
+    assert outcome(summary, "added") == {}
+    assert summary["kept"] == []
+    assert summary["indexed"] == 0
     assert summary["sync"]["result"]["unchanged"] == 13
     assert {key: len(moved.blobs.versions(key)) for key in moved.blobs.list_keys("")} == blob_versions
     assert _stored(moved) == records
@@ -144,7 +155,8 @@ def test_a_record_the_target_changed_since_is_kept_not_overwritten(tenant_file: 
 def test_a_user_export_holds_only_that_users_own_layers(source: Services, tmp_path: Path) -> None:
     path = export_to(source, tmp_path / "bob.jsonl", user="bob")
     header = lines(path)[0]
-    assert header["kind"] == "user" and header["selection"] == {"tenant": "acme", "user": "bob", "layers": []}
+    assert header["kind"] == "user"
+    assert header["selection"] == {"tenant": "acme", "user": "bob", "layers": []}
     scopes = {line["pk"].split("|", 1)[1] for line in lines(path) if line["type"] == "record"}
     assert scopes == {BOB.scope_key("user")}
     assert not [line for line in lines(path) if line["type"] == "blob"]
@@ -159,7 +171,8 @@ def test_a_layer_export_holds_only_that_layer(source: Services, tmp_path: Path) 
     scopes = {line["pk"].split("|", 1)[1] for line in lines(path) if line["type"] == "record"}
     assert scopes == {"t=acme|project|p=p1", "t=acme|project|p=checkout-api"}
     knowledge = {line["key"] for line in lines(path) if line["type"] == "blob" and line["family"] == "knowledge"}
-    assert knowledge and all(key.startswith("knowledge/acme/projects/") for key in knowledge)
+    assert knowledge
+    assert all(key.startswith("knowledge/acme/projects/") for key in knowledge)
     assert {line["family"] for line in lines(path) if line["type"] == "record"} >= {"memories", "topics", "workspace"}
 
 
@@ -275,10 +288,10 @@ def test_a_bad_file_is_refused_naming_the_line_and_field_and_nothing_is_written(
         import_from(moved, path)
     assert refused.value.details["field"] == field
     if case != "cut off":
-        assert isinstance(refused.value.details["line"], int) and f"line {refused.value.details['line']}" in str(
-            refused.value.message
-        )
-    assert list(moved.records.scan("")) == [] and moved.blobs.list_keys("") == []
+        assert isinstance(refused.value.details["line"], int)
+        assert f"line {refused.value.details['line']}" in str(refused.value.message)
+    assert list(moved.records.scan("")) == []
+    assert moved.blobs.list_keys("") == []
 
 
 # ------------------------------------------------------------------ progress
@@ -297,9 +310,13 @@ def test_progress_draws_a_bar_on_a_terminal_and_lines_in_a_log(monkeypatch: pyte
         bar.update(50, "memories")
         bar.update(200, "graph")
         bar.close()
-    assert "\r" in terminal.getvalue() and "[#######" in terminal.getvalue() and terminal.getvalue().endswith("\n")
+    assert "\r" in terminal.getvalue()
+    assert "[#######" in terminal.getvalue()
+    assert terminal.getvalue().endswith("\n")
     shown = log.getvalue().splitlines()
-    assert "\r" not in log.getvalue() and " 25% 50/200 " in shown[0] and "memories" in shown[0]
+    assert "\r" not in log.getvalue()
+    assert " 25% 50/200 " in shown[0]
+    assert "memories" in shown[0]
     assert "100% 200/200" in shown[-1]
     unknown = io.StringIO()
     counting = Progress("exported", None, unknown)
@@ -349,7 +366,8 @@ def test_a_backup_restored_into_its_own_store_changes_nothing_and_keeps_later_ed
     assert summary["blobs"]["knowledge"] == {"added": 0, "unchanged": 13, "kept": 0}
     assert summary["sync"]["result"]["updated"] == 0
     current = services.blobs.get(policy)
-    assert current is not None and current.content.endswith(b"Edited.\n")
+    assert current is not None
+    assert current.content.endswith(b"Edited.\n")
     assert {key: len(services.blobs.versions(key)) for key in services.blobs.list_keys("")} == {
         **versions,
         policy: versions[policy] + 1,
@@ -422,7 +440,8 @@ def test_a_fact_invalidated_since_the_backup_stays_ended(tmp_path: Path) -> None
     assert summary["records"]["graph"]["kept"] >= 2  # the fact and the pointer that named it open
     assert call(services, BOB, "graph_search", {"query": "Lisbon", "kind": "facts"})["facts"] == []
     again = call(services, BOB, "add_memory_link", link)
-    assert again["created"] is True and again["factId"] != fact["factId"]
+    assert again["created"] is True
+    assert again["factId"] != fact["factId"]
 
 
 def _family_moved(path: Path, found: list[dict[str, Any]], family: str, tenant: str) -> Path:
@@ -451,7 +470,8 @@ def test_an_id_the_target_indexes_for_another_tenant_is_refused_before_anything_
         copy = _family_moved(tmp_path / f"{family}.jsonl", json.loads(json.dumps(found)), family, "acme2")
         with pytest.raises(InvalidInput) as refused:
             import_from(services, copy)
-        assert refused.value.details["field"] in fields and isinstance(refused.value.details["line"], int)
+        assert refused.value.details["field"] in fields
+        assert isinstance(refused.value.details["line"], int)
         assert list(services.records.scan("MEM|t=acme2|")) == list(services.records.scan("GRAPH|t=acme2|")) == []
         # into a store that does not hold them, the same ids are the copy's own
         assert import_from(target(tmp_path / f"elsewhere-{family}"), copy)["records"][family]["added"] > 0
@@ -499,7 +519,10 @@ def test_an_import_cut_off_midway_is_completed_by_running_it_again(
 
     summary = import_from(moved, tenant_file)
     added, unchanged = outcome(summary, "added"), outcome(summary, "unchanged")
-    assert added and unchanged and summary["kept"] == [] and summary["indexPending"] == 0
+    assert added
+    assert unchanged
+    assert summary["kept"] == []
+    assert summary["indexPending"] == 0
     assert {family: added.get(family, 0) + unchanged.get(family, 0) for family in file_counts(tenant_file)} == (
         file_counts(tenant_file)
     )
@@ -509,7 +532,8 @@ def test_an_import_cut_off_midway_is_completed_by_running_it_again(
     def exported(services: Services) -> dict[tuple[str, str], Any]:  # the sync's own records carry its times
         return {key: value for key, value in _stored(services).items() if not key[0].startswith(("KNOW|", "SYNC|"))}
 
-    assert exported(moved) == exported(whole) and answers(moved) == answers(whole)
+    assert exported(moved) == exported(whole)
+    assert answers(moved) == answers(whole)
 
 
 def test_a_knowledge_file_removed_since_the_backup_stays_removed(tmp_path: Path) -> None:

@@ -81,8 +81,10 @@ def test_a_retrieval_keeps_the_head_of_its_page_that_fits(big_conversations: Ser
     valid_memoryos(tool, trimmed)
     data = trimmed["data"]
     assert wire_bytes(trimmed) <= budget
-    assert 0 < data["returned_count"] == len(data[key]) < 12 and data["total_found"] == 12
-    assert data["max_results_applied"] is True and "response size limit" in trimmed["message"]
+    assert 0 < data["returned_count"] == len(data[key]) < 12
+    assert data["total_found"] == 12
+    assert data["max_results_applied"] is True
+    assert "response size limit" in trimmed["message"]
     assert [entry["message_id"] for entry in data[key]] == [f"m{n:02d}" for n in range(11, 11 - len(data[key]), -1)]
 
 
@@ -104,19 +106,24 @@ def test_topic_search_and_list_fit_a_small_budget(services: Services) -> None:
         trimmed = call(services, budgeted(WRITER, budget), tool, payload)
         assert wire_bytes(whole) > budget >= wire_bytes(trimmed), tool
         assert "response size limit" in (trimmed.get("message") or trimmed.get("text")), tool
-        assert trimmed["topics"] and len(trimmed["topics"]) < 40, tool
+        assert trimmed["topics"], tool
+        assert len(trimmed["topics"]) < 40, tool
     # The whole list, part by part.
     offset, names = 0, []
     while True:
         part = call(services, budgeted(WRITER, budget), "list_memories", {"offset": offset})
-        assert wire_bytes(part) <= budget and part["count"] == 40 and part["topics"]
+        assert wire_bytes(part) <= budget
+        assert part["count"] == 40
+        assert part["topics"]
         names += part["topics"]
         if not part["hasMore"]:
             break
         offset = part["nextOffset"]
-    assert names == call(services, WRITER, "list_memories", {})["topics"] and len(names) == 40
+    assert names == call(services, WRITER, "list_memories", {})["topics"]
+    assert len(names) == 40
     searched = call(services, budgeted(WRITER, budget), "search_memories", {"tags": ["deploy"], "limit": 40})
-    assert searched["totalCount"] == 40 and [r["topic"] for r in searched["results"]] == searched["topics"]
+    assert searched["totalCount"] == 40
+    assert [r["topic"] for r in searched["results"]] == searched["topics"]
     assert call(services, budgeted(WRITER, budget), "list_memories", {})["count"] == 40
 
 
@@ -126,7 +133,8 @@ def test_the_general_memory_and_one_topic_fit_a_small_budget(services: Services)
     budget = 8192
     general = call(services, budgeted(WRITER, budget), "recall_general_memory", {})
     assert wire_bytes(general) <= budget
-    assert "more topics left out" in general["index"] and general["content"].startswith("General notes.")
+    assert "more topics left out" in general["index"]
+    assert general["content"].startswith("General notes.")
     assert general["content"].endswith("[… shortened to fit the response size limit]")
     # Without a budget (in process), nothing is shortened.
     assert len(call(services, WRITER, "recall_memory", {"topic": "topic-001-" + "n" * 100})["content"]) == 50_000
@@ -138,15 +146,19 @@ def test_a_topic_too_long_for_the_transport_is_read_in_parts(services: Services)
     budget, offset, parts = 8192, 0, []
     while True:
         part = call(services, budgeted(WRITER, budget), "recall_memory", {"topic": "long", "offset": offset})
-        assert wire_bytes(part) <= budget and part["totalChars"] == len(content) and part["content"]
-        assert part["markdown"].startswith("# long\n") and part["content"].strip() in part["markdown"]
+        assert wire_bytes(part) <= budget
+        assert part["totalChars"] == len(content)
+        assert part["content"]
+        assert part["markdown"].startswith("# long\n")
+        assert part["content"].strip() in part["markdown"]
         parts.append(part["content"])
         if not part["hasMore"]:
             assert part["nextOffset"] is None
             break
         assert part["nextOffset"] == offset + len(part["content"])
         offset = part["nextOffset"]
-    assert "".join(parts) == content and len(parts) > 5
+    assert "".join(parts) == content
+    assert len(parts) > 5
 
 
 def test_a_fifteen_megabyte_page_over_http_is_trimmed_to_the_lambda_limit_not_a_502(services: Services) -> None:
@@ -164,4 +176,5 @@ def test_a_fifteen_megabyte_page_over_http_is_trimmed_to_the_lambda_limit_not_a_
     assert status == 200, answer
     valid_memoryos("retrieve_conversation", answer)
     assert wire_bytes(answer) <= RESPONSE_BUDGET_BYTES
-    assert 0 < answer["data"]["returned_count"] < 50 and answer["data"]["total_found"] == 50
+    assert 0 < answer["data"]["returned_count"] < 50
+    assert answer["data"]["total_found"] == 50

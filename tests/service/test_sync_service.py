@@ -79,7 +79,8 @@ def test_add_one_change_one_delete_one(synced: Services) -> None:
     with pytest.raises(Exception, match="not found"):
         synced.knowledge.show(ENGINEER, KnowledgeShowInput(id="spec-checkout-api"))
     shown = synced.knowledge.show(ENGINEER, KnowledgeShowInput(id="policy-money-representation"))
-    assert shown.item is not None and shown.item.content.endswith("One more paragraph.")
+    assert shown.item is not None
+    assert shown.item.content.endswith("One more paragraph.")
 
 
 def test_a_deleted_item_leaves_an_orphaned_pointer_that_search_no_longer_finds(synced: Services) -> None:
@@ -93,7 +94,8 @@ def test_a_deleted_item_leaves_an_orphaned_pointer_that_search_no_longer_finds(s
     assert counts(sync(synced))["deleted"] == 1
 
     record = synced.records.get(f"MEM|{scope}", f"MEM#{memory_id}")
-    assert record is not None and record.data["orphaned"] is True
+    assert record is not None
+    assert record.data["orphaned"] is True
     assert memory_id not in [r.memory_id for r in synced.memory.search(ENGINEER, search).results]
     synced.memory.reindex()  # a rebuild from the records keeps it out too
     assert memory_id not in [r.memory_id for r in synced.memory.search(ENGINEER, search).results]
@@ -111,17 +113,22 @@ def test_a_malformed_file_is_a_failed_item_while_the_others_sync(services: Servi
     result = sync(services)
     assert counts(result) == {"added": EXAMPLE_COUNT, "updated": 0, "deleted": 0, "unchanged": 0, "failures": 1}
     (failed,) = result["failedItems"]
-    assert failed["path"] == "company/broken.md" and failed["field"] == "type" and failed["retryCount"] == 0
+    assert failed["path"] == "company/broken.md"
+    assert failed["field"] == "type"
+    assert failed["retryCount"] == 0
     assert "memo" in failed["error"] or "is not one of" in failed["error"]
 
     again = sync(services)
     assert again["failedItems"][0]["retryCount"] == 1
     status = services.sync.status(TENANT)
-    assert status.healthy is False and status.failed_items == 1 and status.failures[0].path == "company/broken.md"
+    assert status.healthy is False
+    assert status.failed_items == 1
+    assert status.failures[0].path == "company/broken.md"
 
     services.repository.push(TENANT, "company/broken.md", doc("broken"), author="a", message="fix")
     fixed = sync(services)
-    assert counts(fixed)["added"] == 1 and counts(fixed)["failures"] == 0
+    assert counts(fixed)["added"] == 1
+    assert counts(fixed)["failures"] == 0
     assert services.sync.status(TENANT).failed_items == 0
 
 
@@ -132,15 +139,18 @@ def test_a_pattern_re2_rejects_is_reported_at_sync(services: Services) -> None:
     )
     services.repository.push(TENANT, "company/policy-backref.md", bad, author="a", message="m")
     (failed,) = sync(services)["failedItems"]
-    assert failed["field"] == "constraints.0.pattern" and "RE2" in failed["error"]
+    assert failed["field"] == "constraints.0.pattern"
+    assert "RE2" in failed["error"]
 
 
 def test_same_id_twice_in_one_layer_fails_the_second_file(services: Services) -> None:
     services.repository.push(TENANT, "company/a.md", doc("policy-x"), author="a", message="m")
     services.repository.push(TENANT, "company/sub/b.md", doc("policy-x"), author="a", message="m")
     result = sync(services)
-    assert counts(result)["added"] == 1 and counts(result)["failures"] == 1
-    assert result["failedItems"][0]["path"] == "company/sub/b.md" and result["failedItems"][0]["field"] == "id"
+    assert counts(result)["added"] == 1
+    assert counts(result)["failures"] == 1
+    assert result["failedItems"][0]["path"] == "company/sub/b.md"
+    assert result["failedItems"][0]["field"] == "id"
 
 
 def test_force_reapplies_every_item(synced: Services) -> None:
@@ -152,7 +162,8 @@ def test_layers_and_types_limit_what_is_synced(services: Services) -> None:
     org_only = counts(sync(services, layers=["org"]))
     assert org_only == {"added": 5, "updated": 0, "deleted": 0, "unchanged": 0, "failures": 0}
     adrs = counts(sync(services, types=["adr"]))
-    assert adrs["added"] == 1 and adrs["unchanged"] == 3  # adr-003 in the project; three org ADRs synced already
+    assert adrs["added"] == 1
+    assert adrs["unchanged"] == 3  # adr-003 in the project; three org ADRs synced already
     # Deleting outside the filter is not seen by a filtered run.
     services.repository.remove(TENANT, "orgs/engineering/policy-python-services.md")
     assert counts(sync(services, types=["adr"]))["deleted"] == 0
@@ -162,9 +173,11 @@ def test_layers_and_types_limit_what_is_synced(services: Services) -> None:
 def test_a_superseded_adr_is_reported_superseded_and_leaves_memory(synced: Services) -> None:
     shown = synced.knowledge.show(ENGINEER, KnowledgeShowInput(id="adr-017-message-queue"))
     assert shown.item is not None
-    assert shown.item.status == "superseded" and shown.item.superseded_by == ["adr-051-event-streaming"]
+    assert shown.item.status == "superseded"
+    assert shown.item.superseded_by == ["adr-051-event-streaming"]
     newer = synced.knowledge.show(ENGINEER, KnowledgeShowInput(id="adr-051-event-streaming"))
-    assert newer.item is not None and newer.item.supersedes == "adr-017-message-queue"
+    assert newer.item is not None
+    assert newer.item.supersedes == "adr-017-message-queue"
     listed = synced.knowledge.query(ENGINEER, KnowledgeQueryInput(type="adr"))
     assert "adr-017-message-queue" not in [i.id for i in listed.items]
     scope = scope_of(TENANT, "org", "engineering")
@@ -174,9 +187,12 @@ def test_a_superseded_adr_is_reported_superseded_and_leaves_memory(synced: Servi
     # Removing the newer ADR restores the older one, and only those two change.
     synced.repository.remove(TENANT, "orgs/engineering/adr-051-event-streaming.md")
     result = counts(sync(synced))
-    assert result["deleted"] == 1 and result["updated"] == 1
+    assert result["deleted"] == 1
+    assert result["updated"] == 1
     restored = synced.knowledge.show(ENGINEER, KnowledgeShowInput(id="adr-017-message-queue"))
-    assert restored.item is not None and restored.item.status == "accepted" and restored.item.superseded_by == []
+    assert restored.item is not None
+    assert restored.item.status == "accepted"
+    assert restored.item.superseded_by == []
 
 
 def test_an_object_event_syncs_just_that_file(synced: Services) -> None:
@@ -261,7 +277,8 @@ def test_a_persistent_failure_is_recorded_and_retried_next_sync(services: Servic
     slept = _flaky(services, failures=3)
     result = sync(services)
     assert counts(result) == {"added": 1, "updated": 0, "deleted": 0, "unchanged": 0, "failures": 1}
-    assert "index unavailable" in result["failedItems"][0]["error"] and slept == [1.0, 2.0]
+    assert "index unavailable" in result["failedItems"][0]["error"]
+    assert slept == [1.0, 2.0]
     # The index is back: the next run applies what failed, and nothing else.
     assert counts(sync(services)) == {"added": 1, "updated": 0, "deleted": 0, "unchanged": 1, "failures": 0}
 
@@ -275,11 +292,13 @@ def test_status_before_and_after_syncs(services: Services) -> None:
     sync(services)
     sync(services)
     after = services.sync.status(TENANT)
-    assert after.healthy is True and after.failed_items == 0 and after.running is False
-    assert after.last_sync_at is not None and after.time_since_sync in {"just now"} | {
-        f"{n} second{'s' if n != 1 else ''} ago" for n in range(60)
-    }
-    assert after.stats.total_syncs == 2 and after.stats.total_items_synced == EXAMPLE_COUNT
+    assert after.healthy is True
+    assert after.failed_items == 0
+    assert after.running is False
+    assert after.last_sync_at is not None
+    assert after.time_since_sync in {"just now"} | {f"{n} second{'s' if n != 1 else ''} ago" for n in range(60)}
+    assert after.stats.total_syncs == 2
+    assert after.stats.total_items_synced == EXAMPLE_COUNT
     assert after.stats.avg_sync_duration_ms > 0
 
 
@@ -288,10 +307,13 @@ def test_pointer_memories_carry_the_knowledge_pointer(synced: Services) -> None:
     record = synced.records.get(f"MEM|{scope}", f"MEM#{pointer_id(scope, 'adr-042-database-selection')}")
     assert record is not None
     data = record.data
-    assert data["layer"] == "org" and data["metadata"]["source"] == "knowledge_sync"
+    assert data["layer"] == "org"
+    assert data["metadata"]["source"] == "knowledge_sync"
     pointer = data["metadata"]["knowledgePointer"]
-    assert pointer["sourceType"] == "adr" and pointer["sourceId"] == "adr-042-database-selection"
-    assert len(pointer["contentHash"]) == 64 and pointer["syncedAt"].endswith("Z")
+    assert pointer["sourceType"] == "adr"
+    assert pointer["sourceId"] == "adr-042-database-selection"
+    assert len(pointer["contentHash"]) == 64
+    assert pointer["syncedAt"].endswith("Z")
     assert "Database Selection for New Services" in data["content"]
 
 
@@ -309,7 +331,8 @@ def test_a_renamed_file_keeps_its_item_whatever_order_the_events_arrive_in(synce
     assert shown.item is not None
     scope = scope_of(TENANT, "company", None)
     pointer = synced.records.get(f"MEM|{scope}", f"MEM#{pointer_id(scope, 'policy-license-headers')}")
-    assert pointer is not None and not pointer.data.get("orphaned")
+    assert pointer is not None
+    assert not pointer.data.get("orphaned")
 
 
 def test_a_project_cannot_supersede_a_company_rule(synced: Services) -> None:
@@ -317,7 +340,9 @@ def test_a_project_cannot_supersede_a_company_rule(synced: Services) -> None:
     synced.repository.push(TENANT, "projects/rogue/adr-rogue.md", rogue, author="a", message="m")
     synced.sync.sync(TENANT, SyncNowInput())
     shown = synced.knowledge.show(ENGINEER, KnowledgeShowInput(id="policy-secrets-handling"))
-    assert shown.item is not None and shown.item.status == "accepted" and shown.item.superseded_by == []
+    assert shown.item is not None
+    assert shown.item.status == "accepted"
+    assert shown.item.superseded_by == []
 
 
 def test_self_and_circular_supersession_retire_nothing(services: Services) -> None:
@@ -333,7 +358,8 @@ def test_self_and_circular_supersession_retire_nothing(services: Services) -> No
     assert [(f["path"], f["field"]) for f in result["failedItems"]] == [("company/adr-self.md", "supersedes")]
     for item_id in ("adr-a", "adr-b"):
         shown = services.knowledge.show(ENGINEER, KnowledgeShowInput(id=item_id))
-        assert shown.item is not None and shown.item.status == "accepted"
+        assert shown.item is not None
+        assert shown.item.status == "accepted"
 
 
 def test_a_filtered_sync_keeps_the_failures_outside_its_filter(services: Services) -> None:
@@ -388,7 +414,8 @@ def test_a_long_run_renews_its_lock(synced: Services, monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(synced.records, "write", spy)
     assert counts(sync(synced, force=True))["updated"] == EXAMPLE_COUNT
-    assert len(seen) >= EXAMPLE_COUNT and seen == sorted(seen)
+    assert len(seen) >= EXAMPLE_COUNT
+    assert seen == sorted(seen)
 
 
 def test_a_bug_is_not_retried(services: Services) -> None:
@@ -410,7 +437,8 @@ def test_a_bug_is_not_retried(services: Services) -> None:
         sleep=slept.append,
     )
     result = sync(services)
-    assert result["result"]["failures"] == 1 and slept == []
+    assert result["result"]["failures"] == 1
+    assert slept == []
 
 
 def test_a_pointer_memory_cannot_be_deleted_by_hand(synced: Services) -> None:

@@ -47,7 +47,8 @@ def error_of(run: Callable[[], Any]) -> MnemoError:
 # ------------------------------------------------------------ memorize ---
 def test_memorize_then_recall_returns_title_tags_date_and_content(services: Services) -> None:
     stored = memorize(services, WRITER, "deployment", tags=["Deploy", "release"], content="Roll back with make undo.")
-    assert stored["version"] == 1 and stored["topic"] == "deployment"
+    assert stored["version"] == 1
+    assert stored["topic"] == "deployment"
     recalled = call(services, WRITER, "recall_memory", {"topic": "deployment"})
     assert recalled["title"] == "deployment"
     assert recalled["tags"] == ["Deploy", "release"]
@@ -55,14 +56,17 @@ def test_memorize_then_recall_returns_title_tags_date_and_content(services: Serv
     assert recalled["lastUpdated"] == stored["lastUpdated"] == recalled["createdAt"]
     assert recalled["version"] == 1
     markdown = recalled["markdown"]
-    assert markdown.startswith("# deployment\n") and "**Tags:** Deploy, release" in markdown
-    assert f"**Last updated:** {recalled['lastUpdated']}" in markdown and "Roll back with make undo." in markdown
+    assert markdown.startswith("# deployment\n")
+    assert "**Tags:** Deploy, release" in markdown
+    assert f"**Last updated:** {recalled['lastUpdated']}" in markdown
+    assert "Roll back with make undo." in markdown
 
 
 def test_memorizing_an_existing_topic_is_a_conflict_and_changes_nothing(services: Services) -> None:
     memorize(services, WRITER, "deployment", content="first")
     error = error_of(lambda: memorize(services, WRITER, "deployment", content="second"))
-    assert isinstance(error, Conflict) and error.details["field"] == "topic"
+    assert isinstance(error, Conflict)
+    assert error.details["field"] == "topic"
     # Names compare case-insensitively: "Deployment" is the same topic.
     assert isinstance(error_of(lambda: memorize(services, WRITER, "DEPLOYMENT", content="third")), Conflict)
     assert call(services, WRITER, "recall_memory", {"topic": "Deployment"})["content"] == "first"
@@ -71,7 +75,8 @@ def test_memorizing_an_existing_topic_is_a_conflict_and_changes_nothing(services
 def test_an_unknown_topic_is_not_found_for_recall_refine_and_forget(services: Services) -> None:
     for tool, extra in (("recall_memory", {}), ("refine_memory", {"newSummary": "x"}), ("forget_memory", {})):
         error = error_of(lambda tool=tool, extra=extra: call(services, WRITER, tool, {"topic": "nope", **extra}))
-        assert isinstance(error, NotFound) and error.details["field"] == "topic", tool
+        assert isinstance(error, NotFound), tool
+        assert error.details["field"] == "topic", tool
 
 
 # --------------------------------------------------------------- names ---
@@ -82,7 +87,8 @@ def test_bad_topic_names_are_invalid_input_naming_topic(services: Services, tool
     if tool == "memorize_new_topic":
         payload |= {"tags": [], "summary": "s", "content": "c"}
     error = error_of(lambda: call(services, WRITER, tool, payload))
-    assert isinstance(error, InvalidInput) and error.details["field"] == "topic"
+    assert isinstance(error, InvalidInput)
+    assert error.details["field"] == "topic"
 
 
 def test_good_names_at_the_limits_are_accepted(services: Services) -> None:
@@ -109,7 +115,8 @@ def test_over_long_or_empty_fields_are_invalid_input_naming_them(
     services: Services, fields: dict[str, Any], field: str
 ) -> None:
     error = error_of(lambda: memorize(services, WRITER, "t", **fields))
-    assert isinstance(error, InvalidInput) and error.details["field"] == field
+    assert isinstance(error, InvalidInput)
+    assert error.details["field"] == field
 
 
 def test_content_at_the_limits_is_stored(services: Services) -> None:
@@ -127,7 +134,8 @@ def test_a_scope_holds_a_bounded_number_of_topics(services: Services, monkeypatc
     memorize(services, WRITER, "one")
     memorize(services, WRITER, "two")
     error = error_of(lambda: memorize(services, WRITER, "three"))
-    assert isinstance(error, InvalidInput) and error.details == {"field": "topic", "limit": 2}
+    assert isinstance(error, InvalidInput)
+    assert error.details == {"field": "topic", "limit": 2}
 
 
 # -------------------------------------------------------------- refine ---
@@ -145,13 +153,18 @@ def test_refine_applies_tags_summary_and_content_and_bumps_the_date(services: Se
             "newContent": "New content.",
         },
     )
-    assert refined["tags"] == ["deploy", "Rollback"] and refined["summary"] == "New summary."
-    assert refined["version"] == 2 and refined["lastUpdated"] > before["lastUpdated"]
+    assert refined["tags"] == ["deploy", "Rollback"]
+    assert refined["summary"] == "New summary."
+    assert refined["version"] == 2
+    assert refined["lastUpdated"] > before["lastUpdated"]
     recalled = call(services, WRITER, "recall_memory", {"topic": "deployment"})
-    assert recalled["content"] == "New content." and recalled["tags"] == ["deploy", "Rollback"]
-    assert recalled["lastUpdated"] == refined["lastUpdated"] and recalled["createdAt"] == before["lastUpdated"]
+    assert recalled["content"] == "New content."
+    assert recalled["tags"] == ["deploy", "Rollback"]
+    assert recalled["lastUpdated"] == refined["lastUpdated"]
+    assert recalled["createdAt"] == before["lastUpdated"]
     index = call(services, WRITER, "recall_general_memory", {})["index"]
-    assert "New summary." in index and "Old summary." not in index
+    assert "New summary." in index
+    assert "Old summary." not in index
 
 
 def test_refine_with_only_tags_keeps_summary_and_content(services: Services) -> None:
@@ -170,9 +183,11 @@ def test_refine_rejects_a_tag_both_added_and_removed_and_too_many_tags(services:
     both = error_of(
         lambda: call(services, WRITER, "refine_memory", {"topic": "t", "tagsToAdd": ["x"], "tagsToRemove": ["X"]})
     )
-    assert isinstance(both, InvalidInput) and both.details["field"] == "tagsToAdd"
+    assert isinstance(both, InvalidInput)
+    assert both.details["field"] == "tagsToAdd"
     many = error_of(lambda: call(services, WRITER, "refine_memory", {"topic": "t", "tagsToAdd": ["a", "b"]}))
-    assert isinstance(many, InvalidInput) and many.details["field"] == "tagsToAdd"
+    assert isinstance(many, InvalidInput)
+    assert many.details["field"] == "tagsToAdd"
     assert call(services, WRITER, "refine_memory", {"topic": "t", "tagsToAdd": ["a"]})["version"] == 2
 
 
@@ -182,7 +197,8 @@ def test_a_stale_expected_version_is_a_conflict(services: Services) -> None:
     error = error_of(
         lambda: call(services, WRITER, "refine_memory", {"topic": "t", "newContent": "v3", "expectedVersion": 1})
     )
-    assert isinstance(error, Conflict) and error.details == {"field": "expectedVersion", "currentVersion": 2}
+    assert isinstance(error, Conflict)
+    assert error.details == {"field": "expectedVersion", "currentVersion": 2}
     assert call(services, WRITER, "recall_memory", {"topic": "t"})["content"] == "v2"
 
 
@@ -220,7 +236,8 @@ def test_a_refine_that_raced_another_gets_conflict_and_loses_nothing(services: S
         racing.refine(WRITER, RefineMemoryInput(topic="t", tags_to_add=["from-first"], new_content="first"))
     assert raised.value.details["field"] == "topic"
     recalled = call(services, WRITER, "recall_memory", {"topic": "t"})
-    assert recalled["tags"] == ["a", "from-second"] and recalled["version"] == 2
+    assert recalled["tags"] == ["a", "from-second"]
+    assert recalled["version"] == 2
     assert recalled["content"] != "first"
     # Retried after a fresh read, the first refine goes through on top of the second.
     racing.refine(WRITER, RefineMemoryInput(topic="t", tags_to_add=["from-first"]))
@@ -243,13 +260,17 @@ def test_a_refine_racing_a_forget_is_a_conflict_and_does_not_resurrect(services:
 # ------------------------------------------------------------- general ---
 def test_general_info_replaces_only_the_general_section(services: Services) -> None:
     empty = call(services, WRITER, "recall_general_memory", {})
-    assert empty["content"] == "" and empty["version"] == 0 and empty["lastUpdated"] is None
+    assert empty["content"] == ""
+    assert empty["version"] == 0
+    assert empty["lastUpdated"] is None
     memorize(services, WRITER, "deployment", summary="How we deploy.", tags=["ops"])
     first = call(services, WRITER, "memorize_general_info", {"content": "We build a checkout API."})
     second = call(services, WRITER, "memorize_general_info", {"content": "We build a payments API."})
-    assert (first["version"], second["version"]) == (1, 2) and second["lastUpdated"] > first["lastUpdated"]
+    assert (first["version"], second["version"]) == (1, 2)
+    assert second["lastUpdated"] > first["lastUpdated"]
     general = call(services, WRITER, "recall_general_memory", {})
-    assert general["content"] == "We build a payments API." and general["layer"] == "project"
+    assert general["content"] == "We build a payments API."
+    assert general["layer"] == "project"
     index = general["index"]
     assert index.startswith("# Project Memory\n")
     assert (
@@ -267,10 +288,12 @@ def test_general_info_replaces_only_the_general_section(services: Services) -> N
 )
 def test_a_tag_cannot_hold_a_line_break_or_invisible_characters(services: Services, tag: str) -> None:
     error = error_of(lambda: memorize(services, WRITER, "t", tags=[tag]))
-    assert isinstance(error, InvalidInput) and error.details["field"].startswith("tags"), error.details
+    assert isinstance(error, InvalidInput), error.details
+    assert error.details["field"].startswith("tags"), error.details
     memorize(services, WRITER, "t")
     error = error_of(lambda: call(services, WRITER, "refine_memory", {"topic": "t", "tagsToAdd": [tag]}))
-    assert isinstance(error, InvalidInput) and error.details["field"].startswith("tagsToAdd"), error.details
+    assert isinstance(error, InvalidInput), error.details
+    assert error.details["field"].startswith("tagsToAdd"), error.details
 
 
 def test_names_tags_and_summaries_cannot_add_markdown_to_the_index(services: Services) -> None:
@@ -292,7 +315,8 @@ def test_names_tags_and_summaries_cannot_add_markdown_to_the_index(services: Ser
     markdown = call(services, WRITER, "recall_memory", {"topic": "**Pwned** [click](evil.example) <script>x"})[
         "markdown"
     ]
-    assert markdown.startswith("# \\*\\*Pwned\\*\\* \\[click\\]") and "\\<img" in markdown
+    assert markdown.startswith("# \\*\\*Pwned\\*\\* \\[click\\]")
+    assert "\\<img" in markdown
 
 
 @pytest.mark.parametrize(
@@ -308,7 +332,8 @@ def test_names_tags_and_summaries_cannot_add_markdown_to_the_index(services: Ser
 def test_general_info_with_the_specialized_knowledge_header_is_rejected(services: Services, content: str) -> None:
     call(services, WRITER, "memorize_general_info", {"content": "kept"})
     error = error_of(lambda: call(services, WRITER, "memorize_general_info", {"content": content}))
-    assert isinstance(error, InvalidInput) and error.details["field"] == "content"
+    assert isinstance(error, InvalidInput)
+    assert error.details["field"] == "content"
     assert call(services, WRITER, "recall_general_memory", {})["content"] == "kept"
 
 
@@ -320,7 +345,8 @@ def test_general_info_may_mention_specialized_knowledge_in_prose(services: Servi
 def test_general_info_expected_version(services: Services) -> None:
     call(services, WRITER, "memorize_general_info", {"content": "v1", "expectedVersion": 0})
     error = error_of(lambda: call(services, WRITER, "memorize_general_info", {"content": "v2", "expectedVersion": 0}))
-    assert isinstance(error, Conflict) and error.details["currentVersion"] == 1
+    assert isinstance(error, Conflict)
+    assert error.details["currentVersion"] == 1
     assert call(services, WRITER, "memorize_general_info", {"content": "v2", "expectedVersion": 1})["version"] == 2
 
 
@@ -347,7 +373,8 @@ def test_forgetting_an_unknown_topic_is_not_found_and_clears_its_remains(service
     doc_id = TopicService.doc_id(scope.key, "ghost")
     services.index.upsert(NAMESPACE, [IndexDoc(doc_id, services.embedder.embed(["x"])[0], "x", {"scope": [scope.key]})])
     error = error_of(lambda: call(services, WRITER, "forget_memory", {"topic": "Ghost"}))
-    assert isinstance(error, NotFound) and error.details["field"] == "topic"
+    assert isinstance(error, NotFound)
+    assert error.details["field"] == "topic"
     assert services.outbox.pending() == []
     assert services.index.count(NAMESPACE) == 0
 
@@ -371,18 +398,22 @@ def test_search_by_tag_is_case_insensitive_and_matches_any_tag(services: Service
     memorize(services, WRITER, "database", tags=["DB"])
     memorize(services, WRITER, "style", tags=["code"])
     found = call(services, WRITER, "search_memories", {"tags": ["DEPLOY", "db"]})
-    assert found["topics"] == ["database", "deployment"] and found["totalCount"] == 2
-    assert found["retrieval"] == "tags" and found["results"][0]["score"] is None
+    assert found["topics"] == ["database", "deployment"]
+    assert found["totalCount"] == 2
+    assert found["retrieval"] == "tags"
+    assert found["results"][0]["score"] is None
     assert found["message"] == "Found 2 topics: database, deployment"
     none = call(services, WRITER, "search_memories", {"tags": ["nothing"]})
-    assert none["topics"] == [] and none["message"] == "No topics found"
+    assert none["topics"] == []
+    assert none["message"] == "No topics found"
 
 
 def test_search_by_content_goes_through_the_vector_index(services: Services) -> None:
     memorize(services, WRITER, "deployment", tags=["ops"], content="Blue green deployments roll out on Tuesdays.")
     memorize(services, WRITER, "database", tags=["db"], content="Orders live in PostgreSQL 16 with nightly backups.")
     found = call(services, WRITER, "search_memories", {"query": "postgresql backups"})
-    assert found["topics"][0] == "database" and found["retrieval"] == "hybrid"
+    assert found["topics"][0] == "database"
+    assert found["retrieval"] == "hybrid"
     assert 0 < found["results"][0]["score"] <= 1
     # Tags narrow a content search.
     narrowed = call(
@@ -398,7 +429,8 @@ def test_search_by_content_goes_through_the_vector_index(services: Services) -> 
 def test_search_needs_tags_or_a_query(services: Services) -> None:
     for payload in ({}, {"tags": []}, {"query": "   "}, {"tags": [], "query": " "}):
         error = error_of(lambda payload=payload: call(services, WRITER, "search_memories", payload))
-        assert isinstance(error, InvalidInput) and error.details["field"] == "tags", payload
+        assert isinstance(error, InvalidInput), payload
+        assert error.details["field"] == "tags", payload
 
 
 class FailingIndex:
@@ -471,7 +503,8 @@ def test_project_topics_need_the_writer_role_to_change_but_not_to_read(services:
         ("forget_memory", {"topic": "t"}),
     ):
         error = error_of(lambda tool=tool, payload=payload: call(services, READER, tool, payload))
-        assert isinstance(error, Unauthorized) and error.details["requiredRole"] == "writer", tool
+        assert isinstance(error, Unauthorized), tool
+        assert error.details["requiredRole"] == "writer", tool
     assert call(services, READER, "list_memories", {})["topics"] == ["t"]
     assert call(services, READER, "recall_memory", {"topic": "t"})["title"] == "t"
     assert call(services, READER, "search_memories", {"tags": ["deploy"]})["topics"] == ["t"]
@@ -483,13 +516,16 @@ def test_without_a_project_the_topics_are_the_users_own(services: Services) -> N
     memorize(services, alice, "mine")  # no writer role needed in one's own layer
     call(services, alice, "memorize_general_info", {"content": "Alice's notes."})
     listed = call(services, alice, "list_memories", {})
-    assert listed["topics"] == ["mine"] and listed["layer"] == "user"
+    assert listed["topics"] == ["mine"]
+    assert listed["layer"] == "user"
     general = call(services, alice, "recall_general_memory", {})
-    assert general["index"].startswith("# Personal Memory") and general["content"] == "Alice's notes."
+    assert general["index"].startswith("# Personal Memory")
+    assert general["content"] == "Alice's notes."
     assert call(services, bob, "list_memories", {})["topics"] == []
     assert call(services, WRITER, "list_memories", {})["topics"] == []  # alice in project p1 sees p1's topics
     error = error_of(lambda: call(services, ctx(user=None), "list_memories", {}))
-    assert isinstance(error, InvalidInput) and error.details["field"] == "project"
+    assert isinstance(error, InvalidInput)
+    assert error.details["field"] == "project"
 
 
 def test_tenants_and_projects_are_isolated(services: Services) -> None:
@@ -510,7 +546,8 @@ def test_tenants_and_projects_are_isolated(services: Services) -> None:
         assert call(services, context, "recall_memory", {"topic": "shared-name"})["content"] == content
         assert call(services, context, "recall_general_memory", {})["content"] == f"general of {content}"
         found = call(services, context, "search_memories", {"query": "postgres", "threshold": 0})
-        assert found["topics"] == ["shared-name"] and found["totalCount"] == 1
+        assert found["topics"] == ["shared-name"]
+        assert found["totalCount"] == 1
     call(services, other_project, "forget_memory", {"topic": "shared-name"})
     assert call(services, WRITER, "list_memories", {})["topics"] == ["shared-name"]
     assert call(services, other_tenant, "list_memories", {})["topics"] == ["shared-name"]
@@ -549,4 +586,5 @@ def test_the_scheduled_indexer_run_drains_the_topics_outbox(services: Services) 
     assert indexer.handler(scheduled, FakeLambdaContext())["indexedByFamily"] == {"topics": 1}
     assert services.index.count(NAMESPACE) >= 1
     found = services.topics.search(writer, SearchMemoriesInput(query="blue green"))
-    assert found.topics == ["Deploys"] and found.retrieval == "hybrid"
+    assert found.topics == ["Deploys"]
+    assert found.retrieval == "hybrid"

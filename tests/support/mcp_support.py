@@ -111,7 +111,9 @@ class Caller:
         result = await self.session.call_tool(tool, arguments)
         answer = payload(result)
         assert result.is_error, f"{tool} {arguments} succeeded: {answer}"
-        assert set(answer) == ENVELOPE and answer["success"] is False and answer["errorCode"] == code, answer
+        assert set(answer) == ENVELOPE, answer
+        assert answer["success"] is False, answer
+        assert answer["errorCode"] == code, answer
         return answer
 
 

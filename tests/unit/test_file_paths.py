@@ -18,7 +18,7 @@ from mnemo.errors import InvalidInput, MnemoError
 from mnemo.files.paths import MAX_PATH_CHARS, MAX_SEGMENT_BYTES, FilePath, parse_path
 from mnemo.files.scopes import workspace_location
 from mnemo.runtime import Services
-from mnemo.tools.registry import get_tool
+from mnemo.tools.registry import get_tool, load_catalog
 
 
 def refused(raw: str, *, folder: bool = False) -> InvalidInput:
@@ -75,7 +75,8 @@ def test_uri_and_kind_are_normalised(raw: str, uri: str, kind: str) -> None:
 def test_names_are_stored_in_nfc_so_two_spellings_are_one_file() -> None:
     decomposed = parse_path("docs/cafe\u0301.md")
     composed = parse_path("docs/caf\u00e9.md")
-    assert decomposed == composed and decomposed.name == "docs/caf\u00e9.md"
+    assert decomposed == composed
+    assert decomposed.name == "docs/caf\u00e9.md"
 
 
 @pytest.mark.parametrize(
@@ -102,7 +103,8 @@ def test_the_longest_segment_and_path_are_accepted() -> None:
     assert parse_path("é" * (MAX_SEGMENT_BYTES // 2)).name == "é" * 127  # 254 bytes
     longest = "/".join(["abcdefg"] * 128)[:MAX_PATH_CHARS].rstrip("/")
     longest += "x" * (MAX_PATH_CHARS - len(longest))
-    assert len(longest) == MAX_PATH_CHARS and parse_path(longest).name == longest
+    assert len(longest) == MAX_PATH_CHARS
+    assert parse_path(longest).name == longest
 
 
 # ------------------------------------------------------------------- refused ---
@@ -218,7 +220,8 @@ REFUSED = [
 @pytest.mark.parametrize("raw", REFUSED, ids=[repr(raw)[:40] for raw in REFUSED])
 def test_refused_paths_are_invalid_input_naming_path(raw: str) -> None:
     error = refused(raw)
-    assert error.code == "INVALID_INPUT" and error.message.startswith("path")
+    assert error.code == "INVALID_INPUT"
+    assert error.message.startswith("path")
 
 
 @pytest.mark.parametrize("raw", ["s3://b/", "/", "../", "a//", "mnemo://evil/", "mnemo:///other/", "%2e%2e/", "a\\b/"])
@@ -241,7 +244,8 @@ def test_invisible_letters_are_refused(invisible: str) -> None:
 
 def test_the_error_quotes_the_refused_path_without_decoding_it() -> None:
     error = refused("%2e%2e/etc/passwd")
-    assert error.details["path"] == "%2e%2e/etc/passwd" and "'%'" in error.message
+    assert error.details["path"] == "%2e%2e/etc/passwd"
+    assert "'%'" in error.message
     assert "U+200B" in refused("a\u200bb").message
     assert len(refused("x" * 5000).details["path"]) <= 200
 
@@ -257,31 +261,26 @@ def test_the_field_named_is_the_one_the_caller_gives(field: str) -> None:
 ESCAPES = ["../etc/passwd", "/etc/passwd", "s3://bucket/x", "mnemo://evil/blocks/x", "%2e%2e/x", "a\\..\\b", "a\x00b"]
 
 
+#: Every tool whose request names a path, from the catalog, with the other fields each one requires.
+PATH_TOOLS = [name for name, tool in load_catalog().items() if "path" in tool.request.model_fields]
+BESIDES_PATH: dict[str, dict[str, Any]] = {"file_write": {"content": "x"}, "file_edit": {"old": "a", "new": "b"}}
+
+
 @pytest.mark.parametrize("raw", ESCAPES)
-@pytest.mark.parametrize(
-    ("tool", "extra"),
-    [
-        ("file_read", {}),
-        ("file_write", {"content": "x"}),
-        ("file_edit", {"old": "a", "new": "b"}),
-        ("file_delete", {}),
-        ("file_list", {}),
-        ("block_pin", {}),
-        ("block_unpin", {}),
-    ],
-)
-def test_every_tool_refuses_an_escape_naming_path(
-    services: Services, tool: str, extra: dict[str, Any], raw: str
-) -> None:
+@pytest.mark.parametrize("tool", PATH_TOOLS)
+def test_every_tool_with_a_path_refuses_an_escape_naming_path(services: Services, tool: str, raw: str) -> None:
+    extra = BESIDES_PATH.get(tool, {})
     with pytest.raises(MnemoError) as raised:
         get_tool(tool).invoke(services, ctx(agent="a1", project="p1", roles=("writer",)), {"path": raw, **extra})
-    assert raised.value.code == "INVALID_INPUT" and raised.value.details.get("field") == "path"
+    assert raised.value.code == "INVALID_INPUT"
+    assert raised.value.details.get("field") == "path"
 
 
 def test_an_over_long_path_through_a_tool_names_path(services: Services) -> None:
     with pytest.raises(MnemoError) as raised:
         get_tool("file_read").invoke(services, ctx(), {"path": "a" * (MAX_PATH_CHARS + 1)})
-    assert raised.value.code == "INVALID_INPUT" and raised.value.details.get("field") == "path"
+    assert raised.value.code == "INVALID_INPUT"
+    assert raised.value.details.get("field") == "path"
 
 
 # ----------------------------------------------------------------- property ---
@@ -317,7 +316,8 @@ def test_no_accepted_workspace_name_leaves_its_prefix_or_shares_a_key(first: str
     where = workspace_location(scope)
     assert where.blob_prefix is not None
     key = where.blob_key(one.name)
-    assert key.startswith(where.blob_prefix) and len(key) > len(where.blob_prefix)
+    assert key.startswith(where.blob_prefix)
+    assert len(key) > len(where.blob_prefix)
     parts = check_blob_key(key)  # a valid blob key: no empty, '.' or '..' segment, only safe characters
     assert parts[: where.blob_prefix.count("/")] == where.blob_prefix.rstrip("/").split("/")
     root = Path("/blobs")

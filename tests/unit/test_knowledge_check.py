@@ -525,7 +525,8 @@ def test_a_hostile_file_of_open_calls_is_judged_line_by_line() -> None:
     counts (resuming the whole-text search after each would rescan the rest once per line)."""
     content = "eval(\n" * 20_000 + ")\n"
     output = check(item(rule("must_not_match", "code", r"eval\([^)]*\)")), {"a.py": content})
-    assert output.violations == [] and output.passed is True
+    assert output.violations == []
+    assert output.passed is True
 
 
 def test_two_rules_differing_only_in_severity_and_scope_are_both_reported() -> None:

@@ -42,7 +42,8 @@ def index(tmp_path: Path) -> LocalVectorIndex:
 
 def test_candidates_carry_the_calibrated_blend_of_both_signals(index: LocalVectorIndex) -> None:
     ranking = hybrid_rank(index, HashingEmbedder(), NS, "which database stores the billing invoices", {"scope": ["s1"]})
-    assert ranking.dense and ranking.retrieval == "hybrid"
+    assert ranking.dense
+    assert ranking.retrieval == "hybrid"
     assert ranking.candidates[0].id == "pg"
     calibration = calibration_for("hashing")
     for found in ranking.candidates:
@@ -65,7 +66,8 @@ def test_a_candidate_only_bm25_found_counts_the_lowest_cosine_that_made_the_dens
 
 def test_an_embedder_outage_ranks_by_keywords_alone(index: LocalVectorIndex) -> None:
     ranking = hybrid_rank(index, BrokenEmbedder(), NS, "skiing in the Alps", {"scope": ["s1"]})
-    assert not ranking.dense and ranking.retrieval == "lexical"
+    assert not ranking.dense
+    assert ranking.retrieval == "lexical"
     assert [found.id for found in ranking.candidates] == ["ski"]
     assert ranking.candidates[0].cosine is None
     assert ranking.candidates[0].score == round(
@@ -190,6 +192,7 @@ def test_a_knn_failure_ranks_by_keywords_alone(tmp_path: Path) -> None:
     embedder = HashingEmbedder()
     store.upsert(NS, [IndexDoc("ski", embedder.embed([TEXTS["ski"]])[0], TEXTS["ski"], {"scope": ["s1"]})])
     ranking = hybrid_rank(store, embedder, NS, "skiing in the Alps", {"scope": ["s1"]})
-    assert not ranking.dense and ranking.retrieval == "lexical"
+    assert not ranking.dense
+    assert ranking.retrieval == "lexical"
     assert [found.id for found in ranking.candidates] == ["ski"]
     assert ranking.candidates[0].cosine is None

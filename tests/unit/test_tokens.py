@@ -68,7 +68,8 @@ def test_known_small_examples_document_the_rule(text: str, tokens: int) -> None:
 
 def test_word_chars_is_the_documented_eleven() -> None:
     assert WORD_CHARS == 11
-    assert count_tokens("x" * WORD_CHARS) == 1 and count_tokens("x" * (WORD_CHARS + 1)) == 2
+    assert count_tokens("x" * WORD_CHARS) == 1
+    assert count_tokens("x" * (WORD_CHARS + 1)) == 2
 
 
 def test_a_lone_space_not_before_a_word_is_other_whitespace() -> None:

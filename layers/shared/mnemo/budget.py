@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -19,8 +19,6 @@ from pydantic import BaseModel
 RESERVE_BYTES = 256
 #: How a text shortened to fit (with no way to read the rest) ends.
 SHORTENED = "\n\n[… shortened to fit the response size limit]"
-
-T = TypeVar("T")
 
 
 def wire_bytes(value: Any) -> int:
@@ -30,7 +28,7 @@ def wire_bytes(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode())
 
 
-def fit_head(  # noqa: UP047 (3.11 runs it too)
+def fit_head[T](
     answer: BaseModel, items: Sequence[T], budget: int | None, weight: Callable[[T], int] | None = None
 ) -> list[T]:
     """The longest head of ``items`` (a list ``answer`` holds) with which ``answer`` stays within ``budget``.

@@ -51,7 +51,7 @@ from aws_lambda_powertools.utilities.data_classes import BedrockAgentFunctionEve
 
 from mnemo import observability
 from mnemo.context import RequestContext
-from mnemo.entry.identity import _validated
+from mnemo.entry.identity import context_from_values
 from mnemo.errors import InvalidInput, MnemoError, NotFound, ProviderError, Unauthorized, invalid_field
 from mnemo.identity_claims import parse_roles
 from mnemo.observability import logger
@@ -121,7 +121,7 @@ def context_from_bedrock(event: Mapping[str, Any]) -> RequestContext:
     if "session" not in values and isinstance(session, str) and session:
         values["session"] = session  # the session layer: this conversation
     try:
-        return _validated(values)
+        return context_from_values(values)
     except Unauthorized as error:
         field = str(error.details.get("field", ""))
         attribute = next((key for key, name in SESSION_ATTRIBUTES.items() if name == field), None)

@@ -73,8 +73,11 @@ def _from_mapping(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]
     return found
 
 
-def _validated(values: dict[str, Any], sources: Sources | None = None) -> RequestContext:
-    """A context from transport values; a malformed identity is UNAUTHORIZED, naming the field.
+def context_from_values(values: Mapping[str, Any], sources: Sources | None = None) -> RequestContext:
+    """The caller's context from identity values a door read off its transport (``tenant``, ``user``,
+    ``agent``, ``session``, ``project``, ``team``, ``org``, ``roles``), checked as every id is
+    (``mnemo.context``): API Gateway events, the environment and Bedrock's session attributes all end
+    here. A malformed identity is UNAUTHORIZED, naming the field.
 
     ``sources`` names where a field's value came from (``{"user": {"field": "X-Mnemo-User"}}``): the
     refusal's details are those, so a client learns which header or claim to fix.
@@ -158,7 +161,7 @@ def context_from_event(event: Mapping[str, Any]) -> RequestContext:
             values = {"user": f"apikey:{identity['apiKeyId']}", "tenant": tenant}
     if not values.get("user"):
         raise Unauthorized("The request carries no caller identity", {"source": "requestContext.authorizer"})
-    return _validated(values, sources)
+    return context_from_values(values, sources)
 
 
 def context_from_environment(environ: Mapping[str, str]) -> RequestContext:
@@ -174,4 +177,4 @@ def context_from_environment(environ: Mapping[str, str]) -> RequestContext:
         if value:
             values[key] = value
     values["roles"] = parse_roles(environ.get("MNEMO_ROLES", "writer"))
-    return _validated(values)
+    return context_from_values(values)
