@@ -115,6 +115,12 @@ class BatchAdd:
     def run(
         self, requests: Sequence[MemoryAddInput], vectors: Sequence[Sequence[float]] | None = None
     ) -> list[AddOutcome]:
+        """Add ``requests`` (the module's rules), one outcome per request in input order.
+
+        ``vectors``, if given, are one per request from this service's embedder. Refusals (INVALID_INPUT,
+        UNAUTHORIZED, CONFLICT for a reused key) come before the first write and name the request's position;
+        a CONFLICT raised later leaves the batches before it stored. Progress is told after each batch.
+        """
         if vectors is not None and len(vectors) != len(requests):
             raise InvalidInput(f"vectors: {len(vectors)} given for {len(requests)} requests", {"field": "vectors"})
         entries = prepare(self._context, requests, vectors, self._embedder.dimensions)

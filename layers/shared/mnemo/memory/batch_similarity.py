@@ -121,6 +121,7 @@ class InCallMemories:
         self.fresh: dict[str, bool] = {}
 
     def add(self, scope: str, memory_id: str, vector: Any) -> None:
+        """Keep a memory just added to ``scope`` (its unit vector) for the checks of later entries."""
         ids = self._ids.setdefault(scope, [])
         if self.np is None:
             self._rows.setdefault(scope, []).append(vector)
@@ -195,6 +196,7 @@ class ScopeWindow:
         return here if found is None or here[0] > found[0] else found
 
     def accept(self, row: int, memory_id: str) -> None:
+        """Row ``row`` was stored as ``memory_id``: later rows of this window are compared with it."""
         self._ids[row] = memory_id
         self._accepted += 1
         if self._mask is not None:

@@ -31,12 +31,19 @@ _TOP = "\U0010ffff"
 
 
 class MemoryBrowse:
-    """``list_layer`` and ``history_page``: the memory tools' reads that take no query."""
+    """``list_layer`` and ``history_page``: the memory tools' reads that take no query (records only)."""
 
-    _records: RecordStore
+    def __init__(self, records: RecordStore) -> None:
+        self._records = records
 
     # --------------------------------------------------------------- list
     def list_layer(self, context: RequestContext, request: MemoryListInput) -> MemoryListOutput:
+        """One page of the caller's memories in one layer, newest first, orphaned pointers left out.
+
+        Reads at most ``LISTED_RECORDS`` records, eventually consistent; the page fits the response budget
+        and ``nextCursor`` pages on from its last memory (INVALID_INPUT for a cursor of another listing).
+        INVALID_INPUT when the request context lacks the layer's ids.
+        """
         scope = readable_scope(context, request.layer)
         owner = fingerprint({"list": scope})
         after = decode_after(request.cursor, owner)
@@ -56,7 +63,11 @@ class MemoryBrowse:
 
     # ------------------------------------------------------------ history
     def history_page(self, context: RequestContext, request: MemoryHistoryInput) -> MemoryHistoryOutput:
-        """One page of a memory's changes, oldest first, from the readable layer that holds it."""
+        """One page of a memory's changes, oldest first, from the readable layer that holds it.
+
+        NOT_FOUND when no readable layer holds any change of it (as for another caller's memory);
+        INVALID_INPUT for a cursor issued for another memory or listing.
+        """
         prefix = history_prefix(request.memory_id)
         for layer in context.readable_layers():
             scope = context.scope_key(layer)
@@ -99,6 +110,7 @@ def _position(data: dict[str, Any]) -> str:
 
 
 def _listed(data: dict[str, Any]) -> ListedMemory:
+    """A memory record as the listing shows it."""
     return ListedMemory(
         content=data["content"],
         layer=data["layer"],
@@ -111,6 +123,7 @@ def _listed(data: dict[str, Any]) -> ListedMemory:
 
 
 def _change(data: dict[str, Any]) -> MemoryChange:
+    """A history item as ``history_page`` shows it."""
     return MemoryChange(
         event=data["event"], at=data["at"], actor=data.get("actor"), content_hash=data.get("contentHash")
     )

@@ -23,6 +23,7 @@ CONTENT_HASH = "contentHash"
 
 
 def meta_keywords(metadata: dict[str, Any]) -> dict[str, list[str]]:
+    """The index keywords of a memory's scalar metadata (``meta.{key}``: its JSON), for filters; others are left out."""
     return {
         f"meta.{key}": [json.dumps(value)]
         for key, value in metadata.items()

@@ -1,4 +1,8 @@
-"""Request and response models of the memory tools (seed 000, Memory Tools)."""
+"""Request and response models of the memory tools (seed 000, Memory Tools).
+
+Each model is described by a comment, not a docstring: pydantic publishes a model's docstring as the
+description of its JSON Schema, so a docstring would change the generated catalog the client ships.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ Scalar = str | int | float | bool
 CALLER_SOURCES = ("manual", "conversation", "tool_result", "import")
 
 
+# memory_add's request: the content and where and how to store it.
 class MemoryAddInput(ToolRequest):
     content: str = Field(
         min_length=1,
@@ -61,6 +66,7 @@ class MemoryAddInput(ToolRequest):
         return value
 
 
+# memory_add's answer: the stored memory, or the existing one it repeats.
 class MemoryAddOutput(ToolResponse):
     memory_id: str = Field(description="ID of the stored memory (the existing one when deduplicated).")
     message: str
@@ -68,11 +74,13 @@ class MemoryAddOutput(ToolResponse):
     layer: Layer
 
 
+# memory_search's filters under ``filter`` (merged into the top-level ones).
 class SearchFilter(WireModel):
     tags: list[Tag] | None = None
     metadata: dict[str, Scalar] | None = None
 
 
+# memory_search's request: the query, the layers, filters and paging.
 class MemorySearchInput(ToolRequest):
     query: str = Field(min_length=1, max_length=2000, description="Search query in natural language.")
     layers: list[Layer] | None = Field(
@@ -102,6 +110,7 @@ class MemorySearchInput(ToolRequest):
         return self
 
 
+# One memory found by memory_search, with its score and the score's two sides.
 class MemoryResult(WireModel):
     content: str
     layer: Layer
@@ -123,6 +132,7 @@ class MemoryResult(WireModel):
     occurred_at: datetime | None = None
 
 
+# memory_search's answer: one page of results, best first.
 class MemorySearchOutput(ToolResponse):
     results: list[MemoryResult]
     total_count: int = Field(description="Results above the threshold, before the limit.")
@@ -135,15 +145,18 @@ class MemorySearchOutput(ToolResponse):
     graph: GraphContext | None = Field(None, description="With includeGraph: related entities and facts.")
 
 
+# memory_delete's request: the memory to delete.
 class MemoryDeleteInput(ToolRequest):
     memory_id: str = Field(min_length=1, max_length=128, description="ID of the memory to delete.")
 
 
+# memory_delete's answer.
 class MemoryDeleteOutput(ToolResponse):
     message: str
     memory_id: str
 
 
+# memory_history's request: the memory and paging.
 class MemoryHistoryInput(ToolRequest):
     memory_id: str = Field(min_length=1, max_length=128, description="ID of the memory whose history to read.")
     limit: Integer = Field(50, ge=1, le=200, description="Maximum number of changes per page.")
@@ -152,6 +165,7 @@ class MemoryHistoryInput(ToolRequest):
     )
 
 
+# One change in a memory's history.
 class MemoryChange(WireModel):
     event: str = Field(
         description="What happened: ADD, DEDUPE (the same content was added again and kept once), DELETE, "
@@ -162,6 +176,7 @@ class MemoryChange(WireModel):
     content_hash: str | None = Field(None, description="SHA-256 of the content the change carried.")
 
 
+# memory_history's answer: one page of a memory's changes, oldest first.
 class MemoryHistoryOutput(ToolResponse):
     memory_id: str
     layer: Layer = Field(description="The layer the memory is (or was) in.")
@@ -170,6 +185,7 @@ class MemoryHistoryOutput(ToolResponse):
     next_cursor: str | None = Field(None, description="Cursor of the next page, when hasMore.")
 
 
+# memory_list's request: the layer and paging.
 class MemoryListInput(ToolRequest):
     layer: Layer = Field("user", description="The layer to list: agent, user, session, project, team, org or company.")
     limit: Integer = Field(20, ge=1, le=100, description="Maximum number of memories per page.")
@@ -178,6 +194,7 @@ class MemoryListInput(ToolRequest):
     )
 
 
+# One memory as memory_list shows it.
 class ListedMemory(WireModel):
     content: str
     layer: Layer
@@ -188,6 +205,7 @@ class ListedMemory(WireModel):
     occurred_at: datetime | None = None
 
 
+# memory_list's answer: one page of a layer's memories, newest first.
 class MemoryListOutput(ToolResponse):
     memories: list[ListedMemory] = Field(description="The layer's memories, newest first.")
     layer: Layer

@@ -28,37 +28,41 @@ def token_of(item: Item | None) -> str:
 
 
 class MemoryIndexSync:
-    """The memory family as the index outbox sees it, and the index writes every memory write settles with."""
+    """The memory family as the index outbox sees it, and the index writes every memory write settles with.
+
+    It is the ``IndexedFamily`` the writes and pointers settle their markers against; the service
+    answers for it to the outbox's drains and the stream indexer.
+    """
 
     #: The outbox family: memories are indexed in the namespace of the same name.
     family = NAMESPACE
 
-    _records: RecordStore
-    _index: VectorIndex
-    _embedder: Embedder
-    _outbox: IndexOutbox
+    def __init__(self, records: RecordStore, index: VectorIndex, embedder: Embedder, outbox: IndexOutbox) -> None:
+        self._records = records
+        self._index = index
+        self._embedder = embedder
+        self._outbox = outbox
 
-    def _embedding_texts(self, records: Sequence[dict[str, Any]]) -> list[str]:
-        """What to embed for stored memories: each one's content, then its linked predecessor's if that exists."""
-        linked = {(partition_of(data["scope"]), record_sk(data["after"])) for data in records if data.get("after")}
-        before = {
-            item.data["memoryId"]: item.data["content"]
-            for item in self._records.batch_get(sorted(linked))
-            if not item.data.get("orphaned")
-        }
-        return [embedding_text(data["content"], before.get(data.get("after") or "")) for data in records]
+    # ------------------------------------------------ what writers use
+    def marker(self, pk: str, memory_id: str, *, queued: bool = False) -> Put:
+        """The outbox marker to write with the memory record ``memory_id`` in partition ``pk``.
 
-    def _try_embed_all(self, texts: list[str]) -> list[list[float]]:
+        ``queued``: the writer has no vector and will not index the record, so the stream indexer takes it.
+        """
+        return self._outbox.marker(self.family, {"pk": pk, "sk": record_sk(memory_id)}, queued=queued)
+
+    def try_embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, or an empty list when the embedder fails (logged, never raised).
+
+        A write goes on without vectors: its record is stored and its marker waits for the indexer.
+        """
         try:
             return [list(vector) for vector in self._embedder.embed(texts)]
         except MnemoError as error:
             logger.warning("embedding failed; the memory is stored and queued for indexing: %s", error.message)
             return []
 
-    def _marker(self, pk: str, memory_id: str, *, queued: bool = False) -> Put:
-        return self._outbox.marker(self.family, {"pk": pk, "sk": record_sk(memory_id)}, queued=queued)
-
-    def _upsert(self, data: dict[str, Any], vector: Sequence[float], version: int) -> Callable[[], str]:
+    def upsert(self, data: dict[str, Any], vector: Sequence[float], version: int) -> Callable[[], str]:
         """The first index write of a record just written at ``version``, for ``IndexOutbox.settle``."""
 
         def write() -> str:
@@ -67,14 +71,18 @@ class MemoryIndexSync:
 
         return write
 
-    def _remove(self, memory_id: str) -> Callable[[], str]:
+    def remove(self, memory_id: str) -> Callable[[], str]:
+        """The first index write of a record just deleted or orphaned (its entry removed), for ``settle``."""
+
         def write() -> str:
             self._index.delete(NAMESPACE, [memory_id])
             return GONE
 
         return write
 
+    # --------------------------------------------- what the outbox calls
     def version_token(self, ref: Reference) -> str:
+        """The memory record's current outbox version token (GONE when deleted or orphaned)."""
         return token_of(self._records.get(ref["pk"], ref["sk"]))
 
     def sync_reference(self, ref: Reference) -> str:
@@ -115,7 +123,10 @@ class MemoryIndexSync:
 
     # ------------------------------------------------------------ reindex
     def reindex(self, batch: int = 64) -> int:
-        """Rebuild the vector index from the records (the source of truth)."""
+        """Rebuild the vector index from the records (the source of truth); the number of memories indexed.
+
+        Clears the namespace first, so searches find less until it is done; orphaned pointers stay out.
+        """
         self._index.clear(NAMESPACE)
         pending: list[dict[str, Any]] = []
         total = 0
@@ -134,3 +145,13 @@ class MemoryIndexSync:
         if pending:
             flush()
         return total
+
+    def _embedding_texts(self, records: Sequence[dict[str, Any]]) -> list[str]:
+        """What to embed for stored memories: each one's content, then its linked predecessor's if that exists."""
+        linked = {(partition_of(data["scope"]), record_sk(data["after"])) for data in records if data.get("after")}
+        before = {
+            item.data["memoryId"]: item.data["content"]
+            for item in self._records.batch_get(sorted(linked))
+            if not item.data.get("orphaned")
+        }
+        return [embedding_text(data["content"], before.get(data.get("after") or "")) for data in records]

@@ -14,7 +14,8 @@ from mnemo.context import Layer
 from mnemo.errors import Conflict
 from mnemo.memory.outbox_sync import MemoryIndexSync
 from mnemo.memory.records import digest, history_item, iso, now, orphaned, partition_of, record_data, record_sk
-from mnemo.ports import ConditionFailed, Item, Put
+from mnemo.outbox import IndexOutbox
+from mnemo.ports import ConditionFailed, Embedder, Item, Put, RecordStore
 
 
 def _says_the_same(stored: dict[str, Any], content: str, layer: str, tags: list[str], pointer: dict[str, Any]) -> bool:
@@ -28,11 +29,21 @@ def _says_the_same(stored: dict[str, Any], content: str, layer: str, tags: list[
 
 
 def _unsynced(pointer: dict[str, Any]) -> dict[str, Any]:
+    """A pointer's fields apart from when it was synced."""
     return {key: value for key, value in pointer.items() if key != "syncedAt"}
 
 
-class KnowledgePointers(MemoryIndexSync):
-    """``put_pointer`` and ``orphan_pointer``: what sync (``mnemo.sync.service``) calls."""
+class KnowledgePointers:
+    """``put_pointer`` and ``orphan_pointer``: what sync (``mnemo.sync.service``) calls.
+
+    It writes pointer records and their history, and settles their outbox markers against ``sync``.
+    """
+
+    def __init__(self, records: RecordStore, embedder: Embedder, outbox: IndexOutbox, sync: MemoryIndexSync) -> None:
+        self._records = records
+        self._embedder = embedder
+        self._outbox = outbox
+        self._sync = sync
 
     def put_pointer(
         self,
@@ -54,11 +65,12 @@ class KnowledgePointers(MemoryIndexSync):
         if existing is not None and _says_the_same(existing.data, content, layer, tags, pointer):
             # Only the sync time would change: no new version or history item. The index write stays (through
             # the outbox, as every index write), as a forced sync is how an operator repairs a pointer's entry.
-            marker = self._marker(partition, memory_id)
+            marker = self._sync.marker(partition, memory_id)
             self._records.write([marker])
-            vectors = self._try_embed_all([content])
+            vectors = self._sync.try_embed([content])
             if vectors:  # without one, the marker waits for a drain
-                self._outbox.settle(marker, self, first=self._upsert(existing.data, vectors[0], existing.version))
+                first = self._sync.upsert(existing.data, vectors[0], existing.version)
+                self._outbox.settle(marker, self._sync, first=first)
             return
         data = record_data(
             memory_id=memory_id,
@@ -77,25 +89,29 @@ class KnowledgePointers(MemoryIndexSync):
         version = existing.version + 1 if existing else 1
         expect: int | Literal["absent"] = existing.version if existing else "absent"
         put = Put(Item(partition, record_sk(memory_id), data, version=version), expect=expect)
-        marker = self._marker(partition, memory_id)
+        marker = self._sync.marker(partition, memory_id)
         try:
             self._records.write(
                 [put, history_item(scope, memory_id, event, actor, contentHash=data["contentHash"]), marker]
             )
         except ConditionFailed:
             raise Conflict("The knowledge pointer changed while it was being written; retry") from None
-        vectors = self._try_embed_all([content])
+        vectors = self._sync.try_embed([content])
         if vectors:  # without one, the marker waits for a drain
-            self._outbox.settle(marker, self, first=self._upsert(data, vectors[0], version))
+            self._outbox.settle(marker, self._sync, first=self._sync.upsert(data, vectors[0], version))
 
     def orphan_pointer(self, scope: str, memory_id: str, actor: str) -> bool:
-        """Mark a knowledge pointer orphaned (its item is gone) and take it out of search."""
+        """Mark a knowledge pointer orphaned (its item is gone) and take it out of search.
+
+        The record is kept (with an ORPHAN history item); False when it is absent or already orphaned, so a
+        replayed sync changes nothing. CONFLICT when the pointer changed meanwhile.
+        """
         partition = partition_of(scope)
         existing = self._records.get(partition, record_sk(memory_id))
         if existing is None or existing.data.get("orphaned"):
             return False
         data = orphaned(existing.data)
-        marker = self._marker(partition, memory_id)
+        marker = self._sync.marker(partition, memory_id)
         try:
             self._records.write(
                 [
@@ -106,5 +122,5 @@ class KnowledgePointers(MemoryIndexSync):
             )
         except ConditionFailed:
             raise Conflict("The knowledge pointer changed while it was being orphaned; retry") from None
-        self._outbox.settle(marker, self, first=self._remove(memory_id))
+        self._outbox.settle(marker, self._sync, first=self._sync.remove(memory_id))
         return True

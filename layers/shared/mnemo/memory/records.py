@@ -43,10 +43,12 @@ IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 
 # ------------------------------------------------------------------ values
 def now() -> datetime:
+    """The current time in UTC."""
     return datetime.now(UTC)
 
 
 def iso(moment: datetime) -> str:
+    """A time as stored: ISO 8601 in UTC with a ``Z``."""
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
@@ -67,14 +69,17 @@ def request_hash(request: MemoryAddInput) -> str:
 
 # -------------------------------------------------------------------- keys
 def partition_of(scope: str) -> str:
+    """The partition key of a scope's memories (``RequestContext.scope_key``)."""
     return f"{PARTITION}{scope}"
 
 
 def record_sk(memory_id: str) -> str:
+    """The sort key of a memory's record."""
     return f"{RECORD}{memory_id}"
 
 
 def is_record(sk: str) -> bool:
+    """Whether a sort key is a memory's record (not its history, an idempotency record or LAST)."""
     return sk.startswith(RECORD)
 
 
@@ -89,10 +94,12 @@ def history_prefix(memory_id: str) -> str:
 
 
 def idempotency_sk(key: str) -> str:
+    """The sort key of the idempotency record of a key."""
     return f"{IDEMPOTENCY}{key}"
 
 
 def idempotency_key_of(sk: str) -> str:
+    """The idempotency key of an idempotency record's sort key."""
     return sk.removeprefix(IDEMPOTENCY)
 
 

@@ -20,14 +20,22 @@ from mnemo.retrieval.ranker import hybrid_rank
 
 
 class MemorySearch:
-    """``search`` and ``history``: the reads of the memory tools."""
+    """``search`` and ``history``: the memory tools' reads that take a query or an id.
 
-    _records: RecordStore
-    _index: VectorIndex
-    _embedder: Embedder
+    The index ranks; the records (read back by key) decide what a caller sees.
+    """
+
+    def __init__(self, records: RecordStore, index: VectorIndex, embedder: Embedder) -> None:
+        self._records = records
+        self._index = index
+        self._embedder = embedder
 
     def history(self, context: RequestContext, memory_id: str) -> list[dict[str, Any]]:
-        """Every recorded change to a memory the caller can read, oldest first."""
+        """Every recorded change to a memory the caller can read, oldest first (at most 1000).
+
+        The first readable layer holding any change answers; NOT_FOUND when none does, as for another
+        caller's memory.
+        """
         for layer in context.readable_layers():
             items = self._records.query(partition_of(context.scope_key(layer)), history_prefix(memory_id), limit=1000)
             if items:
@@ -36,6 +44,14 @@ class MemorySearch:
 
     # ------------------------------------------------------------- search
     def search(self, context: RequestContext, request: MemorySearchInput) -> MemorySearchOutput:
+        """One page of the memories matching a query in the caller's readable layers, best first.
+
+        Ranked by the hybrid score (vector and BM25; BM25 alone while the embedder is down, said in
+        ``retrieval``), the more specific layer first; hits below the threshold, stale or foreign index
+        entries and content repeated from a more specific layer are dropped. Eventually consistent: a memory
+        just written may be missing for a moment. The page fits the response budget; ``nextCursor`` pages on
+        and is bound to this query (INVALID_INPUT for a foreign cursor).
+        """
         layers = context.readable_layers(list(request.layers) if request.layers else None)
         if not layers:
             return MemorySearchOutput(results=[], total_count=0, searched_layers=[])
@@ -99,11 +115,12 @@ class MemorySearch:
             found = {item.data["memoryId"]: item.data for item in self._records.batch_get(keys, consistent=False)}
             for _, negative_score, memory_id, scope in batch:
                 data = found.get(memory_id)
-                fingerprint = " ".join(data["content"].lower().split()) if data else ""
-                if data is None or data["scope"] != scope or data.get("orphaned") or fingerprint in seen_content:
+                # Case and spacing ignored: content found twice is shown once, from the more specific layer.
+                normalized = " ".join(data["content"].lower().split()) if data else ""
+                if data is None or data["scope"] != scope or data.get("orphaned") or normalized in seen_content:
                     dropped += 1
                     continue
-                seen_content.add(fingerprint)
+                seen_content.add(normalized)
                 if len(results) < limit:
                     results.append(
                         MemoryResult(

@@ -4,7 +4,7 @@ Records are the source of truth; the vector index only finds ids, and every
 hit is read back from the records before it reaches a caller, so a stale or
 foreign index entry can never leak.
 
-``MemoryService`` is made of its parts, one module each:
+``MemoryService`` is one facade over parts that each do one job and hold only the ports they use:
 
 * ``mnemo.memory.writes``: ``add`` and ``delete`` (layer checks, near-duplicates, idempotency, history);
 * ``mnemo.memory.search``: ``search`` and ``history``;
@@ -18,16 +18,42 @@ documents in ``mnemo.memory.indexing``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from mnemo.context import Layer, RequestContext
 from mnemo.memory.browse import MemoryBrowse
+from mnemo.memory.indexing import NAMESPACE
+from mnemo.memory.models import (
+    MemoryAddInput,
+    MemoryAddOutput,
+    MemoryDeleteInput,
+    MemoryDeleteOutput,
+    MemoryHistoryInput,
+    MemoryHistoryOutput,
+    MemoryListInput,
+    MemoryListOutput,
+    MemorySearchInput,
+    MemorySearchOutput,
+)
+from mnemo.memory.outbox_sync import MemoryIndexSync
 from mnemo.memory.pointers import KnowledgePointers
 from mnemo.memory.search import MemorySearch
-from mnemo.memory.writes import MemoryWrites
-from mnemo.outbox import IndexOutbox
-from mnemo.ports import Embedder, RecordStore, VectorIndex
+from mnemo.memory.writes import MemoryWrites, NewMemory
+from mnemo.outbox import IndexOutbox, Reference
+from mnemo.ports import Embedder, Item, RecordStore, VectorIndex
 
 
-class MemoryService(MemoryWrites, KnowledgePointers, MemorySearch, MemoryBrowse):
-    """The memory tools' service over one set of ports (records, vector index, embedder, index outbox)."""
+class MemoryService:
+    """The memory tools' service over one set of ports (records, vector index, embedder, index outbox).
+
+    Every method hands the call to the part that owns it. The service is also the memory family the
+    index outbox drains (``family``, ``version_token``, ``sync_reference``, ``index_entry``) and the
+    stream indexer calls (``sync_index``).
+    """
+
+    #: The outbox family: memories are indexed in the namespace of the same name.
+    family = NAMESPACE
 
     def __init__(
         self,
@@ -43,24 +69,121 @@ class MemoryService(MemoryWrites, KnowledgePointers, MemorySearch, MemoryBrowse)
         self._embedder = embedder
         self._outbox = outbox
         self._dedupe_similarity = dedupe_similarity
+        self._sync = MemoryIndexSync(records, index, embedder, outbox)
+        self._writes = MemoryWrites(records, index, embedder, outbox, self._sync, dedupe_similarity=dedupe_similarity)
+        self._search = MemorySearch(records, index, embedder)
+        self._browse = MemoryBrowse(records)
+        self._pointers = KnowledgePointers(records, embedder, outbox, self._sync)
 
     # The batch path (mnemo.memory.batch) writes through the same ports with its own transactions.
     @property
     def records(self) -> RecordStore:
+        """The record store, the source of truth."""
         return self._records
 
     @property
     def index(self) -> VectorIndex:
+        """The vector index memories are found in (namespace ``memory``)."""
         return self._index
 
     @property
     def embedder(self) -> Embedder:
+        """The embedder every memory vector comes from."""
         return self._embedder
 
     @property
     def outbox(self) -> IndexOutbox:
+        """The index outbox each memory write carries a marker in."""
         return self._outbox
 
     @property
     def dedupe_similarity(self) -> float:
+        """The similarity at or above which an added memory counts as a near-duplicate."""
         return self._dedupe_similarity
+
+    # ------------------------------------------------------------ writes
+    def add(self, context: RequestContext, request: MemoryAddInput) -> MemoryAddOutput:
+        """Store a memory, or name the one it repeats (see ``MemoryWrites.add``)."""
+        return self._writes.add(context, request)
+
+    def delete(self, context: RequestContext, request: MemoryDeleteInput) -> MemoryDeleteOutput:
+        """Delete a memory the caller may write (see ``MemoryWrites.delete``)."""
+        return self._writes.delete(context, request)
+
+    def new_record(
+        self,
+        context: RequestContext,
+        request: MemoryAddInput,
+        scope: str,
+        previous: tuple[str, str] | None,
+        content_hash: str | None = None,
+        *,
+        last: Item | Literal["unread"] | None = "unread",
+        queued: bool = False,
+    ) -> NewMemory:
+        """The record of a new memory and its operations, not yet written (see ``MemoryWrites.new_record``)."""
+        return self._writes.new_record(context, request, scope, previous, content_hash, last=last, queued=queued)
+
+    def repeat_candidates(
+        self, scope: str, vector: Sequence[float], content_hash: str | None, floor: float | None = None
+    ) -> list[str]:
+        """Indexed memories this content may repeat, best first (see ``MemoryWrites.repeat_candidates``)."""
+        return self._writes.repeat_candidates(scope, vector, content_hash, floor)
+
+    def replay(self, partition: str, key: str, request_digest: str) -> MemoryAddOutput | None:
+        """The answer stored for an idempotency key, if any (see ``MemoryWrites.replay``)."""
+        return self._writes.replay(partition, key, request_digest)
+
+    # ------------------------------------------------------------- reads
+    def search(self, context: RequestContext, request: MemorySearchInput) -> MemorySearchOutput:
+        """One page of the memories matching a query (see ``MemorySearch.search``)."""
+        return self._search.search(context, request)
+
+    def history(self, context: RequestContext, memory_id: str) -> list[dict[str, Any]]:
+        """Every recorded change to a readable memory, oldest first (see ``MemorySearch.history``)."""
+        return self._search.history(context, memory_id)
+
+    def list_layer(self, context: RequestContext, request: MemoryListInput) -> MemoryListOutput:
+        """One page of a layer's memories, newest first (see ``MemoryBrowse.list_layer``)."""
+        return self._browse.list_layer(context, request)
+
+    def history_page(self, context: RequestContext, request: MemoryHistoryInput) -> MemoryHistoryOutput:
+        """One page of a memory's changes, oldest first (see ``MemoryBrowse.history_page``)."""
+        return self._browse.history_page(context, request)
+
+    # --------------------------------------------------------- pointers
+    def put_pointer(
+        self,
+        scope: str,
+        layer: Layer,
+        memory_id: str,
+        content: str,
+        tags: list[str],
+        pointer: dict[str, Any],
+        actor: str,
+    ) -> None:
+        """Create or refresh the memory mirroring a knowledge item (see ``KnowledgePointers.put_pointer``)."""
+        self._pointers.put_pointer(scope, layer, memory_id, content, tags, pointer, actor)
+
+    def orphan_pointer(self, scope: str, memory_id: str, actor: str) -> bool:
+        """Mark a knowledge pointer orphaned (see ``KnowledgePointers.orphan_pointer``)."""
+        return self._pointers.orphan_pointer(scope, memory_id, actor)
+
+    # ------------------------------------------------------ index outbox
+    def version_token(self, ref: Reference) -> str:
+        """The memory record's current outbox version token (see ``MemoryIndexSync.version_token``)."""
+        return self._sync.version_token(ref)
+
+    def sync_reference(self, ref: Reference) -> str:
+        """Make the index agree with one memory record; idempotent (see ``MemoryIndexSync.sync_reference``)."""
+        return self._sync.sync_reference(ref)
+
+    index_entry = staticmethod(MemoryIndexSync.index_entry)
+
+    def sync_index(self, pk: str, sk: str, *, removed: bool = False) -> str:
+        """The stream indexer's entry for one record change (see ``MemoryIndexSync.sync_index``)."""
+        return self._sync.sync_index(pk, sk, removed=removed)
+
+    def reindex(self, batch: int = 64) -> int:
+        """Rebuild the memory index from the records (see ``MemoryIndexSync.reindex``)."""
+        return self._sync.reindex(batch)

@@ -36,7 +36,8 @@ from mnemo.memory.records import (
     replayed,
     request_hash,
 )
-from mnemo.ports import ConditionFailed, Item, Put
+from mnemo.outbox import IndexOutbox
+from mnemo.ports import ConditionFailed, Embedder, Item, Put, RecordStore, VectorIndex
 from mnemo.ports import Delete as DeleteOp
 from mnemo.retrieval.ranker import AFTER
 
@@ -84,13 +85,41 @@ def deduplicated(
     return output, [history_item(scope, duplicate, "DEDUPE", context.user, contentHash=content_hash)]
 
 
-class MemoryWrites(MemoryIndexSync):
-    """``add`` and ``delete``, and the record builders the batch path shares."""
+class MemoryWrites:
+    """``add`` and ``delete``, and the record builders, near-duplicate check and replays the batch path shares.
 
-    _dedupe_similarity: float
+    It reads and writes the records, asks the index for near-duplicates and linked memories, and settles
+    its outbox markers against ``sync`` (the memory family of the index outbox).
+    """
+
+    def __init__(
+        self,
+        records: RecordStore,
+        index: VectorIndex,
+        embedder: Embedder,
+        outbox: IndexOutbox,
+        sync: MemoryIndexSync,
+        *,
+        dedupe_similarity: float,
+    ) -> None:
+        self._records = records
+        self._index = index
+        self._embedder = embedder
+        self._outbox = outbox
+        self._sync = sync
+        self._dedupe_similarity = dedupe_similarity
 
     # ---------------------------------------------------------------- add
     def add(self, context: RequestContext, request: MemoryAddInput) -> MemoryAddOutput:
+        """Store one memory in the caller's scope of ``request.layer``, or name the one it repeats.
+
+        The record, its history item, its outbox marker and (as the case may be) its idempotency record and
+        the scope's LAST pointer go out in one all-or-nothing write; the index follows through the outbox,
+        so the memory is stored even while the embedder or the index is down. A repeated idempotency key
+        answers as the first call did (CONFLICT when the key was used for another request). Errors:
+        INVALID_INPUT without the layer's ids, UNAUTHORIZED for a shared layer without the writer role,
+        CONFLICT when a dated add keeps losing the race for the scope's LAST pointer.
+        """
         scope = writable_scope(context, request.layer)
         partition = partition_of(scope)
         request_digest = request_hash(request)
@@ -118,10 +147,10 @@ class MemoryWrites(MemoryIndexSync):
         partition = partition_of(scope)
         occurred_at = iso(request.occurred_at) if request.occurred_at else None
         last = self._records.get(partition, LAST) if occurred_at else None
-        previous = self._previous_of(partition, occurred_at, last)
+        previous = self._previous(partition, occurred_at, last)
         # The near-duplicate check compares the content alone; the index holds the content in context.
         texts = [request.content] + ([embedding_text(request.content, previous[1])] if previous else [])
-        vectors = self._try_embed_all(texts)
+        vectors = self._sync.try_embed(texts)
         content_vector, vector = (vectors[0], vectors[-1]) if vectors else (None, None)
         content_hash = digest(request.content)
         # Without a vector (embedder down) the memory is still stored and queued for
@@ -140,7 +169,7 @@ class MemoryWrites(MemoryIndexSync):
             operations.append(idempotency_item(partition, request.idempotency_key, request_digest, output))
         self._records.write(operations)
         if duplicate is None and vector is not None:  # without a vector the marker is queued for the indexer
-            self._outbox.settle(marker, self, first=self._upsert(data, vector, version=1), new=True)
+            self._outbox.settle(marker, self._sync, first=self._sync.upsert(data, vector, version=1), new=True)
         return output
 
     def new_record(
@@ -181,7 +210,7 @@ class MemoryWrites(MemoryIndexSync):
             after=previous[0] if previous is not None else None,
         )
         output = MemoryAddOutput(memory_id=memory_id, message=STORED_MESSAGE, layer=request.layer)
-        marker = self._marker(partition, memory_id, queued=queued)
+        marker = self._sync.marker(partition, memory_id, queued=queued)
         operations: list[Put | DeleteOp] = [
             Put(Item(partition, record_sk(memory_id), data), expect="absent"),
             history_item(scope, memory_id, "ADD", context.user, contentHash=data["contentHash"]),
@@ -193,6 +222,14 @@ class MemoryWrites(MemoryIndexSync):
 
     # ------------------------------------------------------------- delete
     def delete(self, context: RequestContext, request: MemoryDeleteInput) -> MemoryDeleteOutput:
+        """Delete a memory from the first readable layer that holds it; its history stays.
+
+        The record goes in one all-or-nothing write with its DELETE history item and its outbox marker,
+        plus markers re-indexing the dated memories whose vectors hold its content. Errors: NOT_FOUND when
+        no readable layer holds it (as for another caller's memory), UNAUTHORIZED for a shared layer without
+        the writer role, INVALID_INPUT for a knowledge pointer (sync owns it), CONFLICT when the memory
+        changed meanwhile.
+        """
         memory_id = request.memory_id
         for layer in context.readable_layers():
             scope = context.scope_key(layer)
@@ -212,11 +249,11 @@ class MemoryWrites(MemoryIndexSync):
                     "change or remove the knowledge file instead",
                     {"field": "memoryId", "knowledgeItemId": pointer.get("sourceId")},
                 )
-            marker = self._marker(item.pk, memory_id)
+            marker = self._sync.marker(item.pk, memory_id)
             # The memories embedded after this one's content are re-indexed without it.
             dated = bool(item.data.get("occurredAt"))  # only dated memories are linked
             linked = self._followers(scope, memory_id) if dated else []
-            followers = [self._marker(item.pk, follower) for follower in linked]
+            followers = [self._sync.marker(item.pk, follower) for follower in linked]
             # A dated add that read the pointer to this memory must not link to it: the pointer goes with it,
             # so such an add's conditional write fails and it tries again without this memory.
             last = self._records.get(item.pk, LAST) if dated else None
@@ -239,19 +276,18 @@ class MemoryWrites(MemoryIndexSync):
                 raise Conflict(
                     "The memory changed while it was being deleted; retry", {"memoryId": memory_id}
                 ) from None
-            self._outbox.settle(marker, self, first=self._remove(memory_id))
+            self._outbox.settle(marker, self._sync, first=self._sync.remove(memory_id))
             for follower in followers:
-                self._outbox.settle(follower, self)
+                self._outbox.settle(follower, self._sync)
             return MemoryDeleteOutput(message="Memory deleted successfully", memory_id=memory_id)
         raise NotFound(f"Memory '{memory_id}' not found", {"field": "memoryId", "memoryId": memory_id})
 
     # ------------------------------------------------------- dated chain
-    def _previous(self, partition: str, occurred_at: str | None) -> tuple[str, str] | None:
-        """The id and content of the dated memory added last in this scope, if it happened the same day."""
-        return self._previous_of(partition, occurred_at, self._records.get(partition, LAST) if occurred_at else None)
+    def _previous(self, partition: str, occurred_at: str | None, last: Item | None) -> tuple[str, str] | None:
+        """The id and content of the dated memory added last in this scope, if it happened the same day.
 
-    def _previous_of(self, partition: str, occurred_at: str | None, last: Item | None) -> tuple[str, str] | None:
-        """``_previous`` from the scope's LAST pointer as read."""
+        ``last`` is the scope's LAST pointer as read (None: absent).
+        """
         if not occurred_at:
             return None
         if last is None or last.data.get("day") != day_of(occurred_at):
@@ -298,7 +334,10 @@ class MemoryWrites(MemoryIndexSync):
         return [hit.id for hit in (*same, *(hit for hit in near if hit.score >= floor))]
 
     def replay(self, partition: str, key: str, request_digest: str) -> MemoryAddOutput | None:
-        """The answer stored for an idempotency key, if any (CONFLICT when it was another request's)."""
+        """The answer stored for an idempotency key, if any (CONFLICT when it was another request's).
+
+        A strongly consistent read, so a retry right after the first call's write sees its answer.
+        """
         stored = self._records.get(partition, idempotency_sk(key))
         if stored is None:
             return None
