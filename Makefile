@@ -11,7 +11,7 @@ PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) \
 	$(shell command -v python3.12 >/dev/null 2>&1 && python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null) \
 	$(shell command -v python3))
 
-.PHONY: install serve-install run test lint typecheck unit bench docs clean sam-install lint-template sam-build mcp-clients browser \
+.PHONY: install serve-install run test lint typecheck unit bench bench-smoke docs clean sam-install lint-template sam-build mcp-clients browser \
 	cfn-lint sam-validate sam-transform console-a11y console-screenshots
 
 # aws-sam-cli pins its own boto3 and pydantic, so it and cfn-lint get a virtual environment of
@@ -94,6 +94,14 @@ bench: install
 	$(BIN)/python bench/load.py
 	$(BIN)/python bench/concurrency.py
 	$(BIN)/python bench/outline.py
+
+# Every script of bench/ (each with a __main__ entry) in smoke mode: tiny sizes, seconds each, the same path
+# end to end, results to MNEMO_BENCH_RESULTS or a temporary folder, never bench/results/ (docs/benchmarks.md,
+# "Smoke mode"). For people; `make test` runs the same through tests/bench/test_bench_smoke.py.
+bench-smoke: install
+	@for script in $$(grep -l '^if __name__ == "__main__":' bench/*.py); do \
+		echo "==> $$script --smoke"; $(BIN)/python $$script --smoke || exit 1; \
+	done
 
 # Everything generated from the tool catalog: template.yaml's generated blocks, functions/*/app.py,
 # docs/tools.md, the client's methods and catalog.json, the counts in the docs (mnemo/tools/generate.py).

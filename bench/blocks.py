@@ -1,7 +1,7 @@
 """Latency of the ten file tools at 1,000 blocks and a workspace of 1,000 files.
 
     python bench/blocks.py [--blocks 1000] [--files 1000] [--calls 300] [--pinned 20]
-                           [--backend embedded|moto|both] [--embedder hashing|bge]
+                           [--backend embedded|moto|both] [--embedder hashing|bge] [--smoke]
 
 One agent (user, agent id and project, role writer) on a fresh stack. The fill
 writes --blocks blocks (``mnemo:///blocks/b-0000.md``..., synthetic decision
@@ -28,6 +28,9 @@ bucket on an in-process moto server (it measures moto, not AWS), with the
 in-process vector index, at --moto-scale of the sizes (0.2: 200 blocks, 200
 files, 60 calls), since moto copies the table on every transaction. The embedder is the hashing one unless --embedder
 bge. Writes bench/results/blocks.json; clocks are reported, never asserted.
+
+--smoke: 20 blocks, 20 files, 3 calls, 3 pinned, both backends (moto at 0.3 of that), results to a
+temporary folder (bench/common.py).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
-from common import moto_services, table, write_results
+from common import moto_services, parse_args, table, write_results
 from mnemo.context import RequestContext
 from mnemo.runtime import Services
 from mnemo.settings import Settings
@@ -247,7 +250,7 @@ def main() -> None:
     parser.add_argument("--backend", default="both", choices=["embedded", "moto", "both"])
     parser.add_argument("--embedder", default="hashing", choices=["hashing", "bge"])
     parser.add_argument("--moto-scale", type=float, default=0.2, help="moto's blocks, files and calls, as a share")
-    args = parser.parse_args()
+    args = parse_args(parser, {"blocks": 20, "files": 20, "calls": 3, "pinned": 3, "moto_scale": 0.3})
 
     payload: dict[str, Any] = {
         "blocks": args.blocks,

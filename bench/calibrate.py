@@ -1,6 +1,6 @@
 """Score calibration on LoCoMo: where the signals sit, and what 0.7 keeps.
 
-    python bench/calibrate.py
+    python bench/calibrate.py [--smoke]
 
 Embeds every turn (as memory_add does: with the previous turn of the same day)
 and every question with the local model (cached, see bench/retrieval_lab.py),
@@ -14,10 +14,14 @@ subject), then prints:
   evidence and 97% of the other turns stay at or under (where the anchor goes).
 Writes bench/results/calibration.json. This is how the numbers in
 mnemo/retrieval/scoring.py were chosen; rerun it when the model or the blend changes.
+
+--smoke: the same on bench/fixtures/locomo-smoke.json (see bench/locomo.py), embedded by the model into a
+fresh cache; results to a temporary folder (bench/common.py).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -27,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from retrieval_lab import EmbeddingCache, context_texts
 
-from common import table, write_results
+from common import parse_args, table, write_results
 from locomo import load
 from mnemo.adapters.local.lexical import Bm25
 from mnemo.memory.indexing import lexical_text
@@ -40,6 +44,7 @@ MODEL = "bge-small-en-v1.5-int8"
 
 
 def main() -> None:
+    parse_args(argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter), {})
     cache = EmbeddingCache()
     cases = []
     for conversation in load():

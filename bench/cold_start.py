@@ -1,12 +1,13 @@
 """Cold start of a tool Lambda's Python: import of functions/<tool>/app.py and its first invocation.
 
-    python bench/cold_start.py [--runs 7]
+    python bench/cold_start.py [--runs 7] [--functions memory_add,...] [--smoke]
 
 Each run is a fresh interpreter (as a new Lambda container is), timing the
 handler module's import and its first call on a REST proxy event, with the
 hashing embedder for the tools that embed (Titan plays that part on AWS,
 where no local model loads) and the default configuration for the others.
-Prints medians and writes bench/results/cold-start.json.
+Prints medians and writes bench/results/cold-start.json. --smoke: one run of memory_add (hashing)
+and of knowledge_check (bge configured), results to a temporary folder (bench/common.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import table, write_results
+from common import parse_args, table, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = """
@@ -50,9 +51,11 @@ CASES = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=7)
-    args = parser.parse_args()
+    parser.add_argument("--functions", default=",".join(CASES), help="comma-separated functions of CASES")
+    args = parse_args(parser, {"runs": 1, "functions": "memory_add,knowledge_check"})
     rows, payload = [], {}
-    for tool, (body, embedder) in CASES.items():
+    for tool in args.functions.split(","):
+        body, embedder = CASES[tool]
         samples = []
         for _ in range(args.runs):
             with tempfile.TemporaryDirectory() as data_dir:

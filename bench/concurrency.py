@@ -2,6 +2,7 @@
 
     python bench/concurrency.py [--clients 1,2,4,8] [--duration 8] [--warmup 2] [--rounds 1]
                                 [--embedder bge|hashing] [--source DIR] [--serve-arg ARG ...] [--label NAME]
+                                [--smoke]
 
 `mnemo serve` runs as a real subprocess (`python -m mnemo.cli serve`) on a free
 port over a fresh data directory, with the bge model unless --embedder says
@@ -36,6 +37,9 @@ Prints one table and the ratio of the largest to the smallest client count's
 memory_search throughput (8 against 1 by default), and writes
 bench/results/concurrency-<label>.json. Client and server share the machine,
 so its load average is recorded before and after.
+
+--smoke: 1 and 2 clients, 0.5 s measured after 0.2 s of warm-up, 20 memories, with the bge model;
+results to a temporary folder (bench/common.py).
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from load import NAMES, THINGS, VERBS, WHEN, Client, free_port, percentiles
 
-from common import table, write_results
+from common import parse_args, table, write_results
 
 TENANT = "concurrency"
 TOOLS = ("memory_search", "memory_add")
@@ -392,7 +396,7 @@ def main() -> None:
     parser.add_argument("--serve-arg", action="append", default=[], help="an argument for `mnemo serve` (repeatable)")
     parser.add_argument("--label", default="current", help="names bench/results/concurrency-<label>.json")
     parser.add_argument("--seed", type=int, default=11)
-    args = parser.parse_args()
+    args = parse_args(parser, {"clients": "1,2", "duration": 0.5, "warmup": 0.2, "memories": 20})
     raise SystemExit(run(args))
 
 

@@ -1,6 +1,7 @@
 """Latency of the conversation and topic tools, with the bge model, for one user and one project.
 
     python bench/families_latency.py [--pairs 2000] [--topics 300] [--queries 200] [--embedder bge|hashing]
+                                     [--smoke]
 
 Conversations: stores --pairs conversation + execution pairs (synthetic
 questions on a handful of subjects, tools drawn from 15 names, about one in six
@@ -17,6 +18,9 @@ list_memories, search_memories by tags and by query (hybrid) and refine_memory.
 Every call goes through the catalog (`get_tool(name).invoke`), so request
 validation and the response dump are included. Writes
 bench/results/families-latency.json. Clocks are reported, never asserted.
+
+--smoke: 20 pairs, 10 topics, 6 queries with the bge model, results to a temporary folder
+(bench/common.py).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_services, table, write_results
+from common import fresh_services, parse_args, table, write_results
 from mnemo.context import RequestContext
 from mnemo.tools.registry import get_tool
 
@@ -329,7 +333,7 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=300)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--embedder", default="bge", choices=["bge", "hashing"])
-    args = parser.parse_args()
+    args = parse_args(parser, {"pairs": 20, "topics": 10, "queries": 6})
 
     rng = random.Random(11)
     services = fresh_services(args.embedder)

@@ -1,7 +1,7 @@
 """Latency of the memory graph tools at 10,000 facts in one user scope.
 
     python bench/graph.py [--facts 10000] [--entities 2000] [--calls 300] [--memories 1000]
-                          [--backend embedded|moto|both] [--embedder hashing|bge] [--moto-scale 0.1]
+                          [--backend embedded|moto|both] [--embedder hashing|bge] [--moto-scale 0.1] [--smoke]
 
 One agent (user, agent id and project, role writer) on a fresh stack. The fill
 adds --facts facts through add_memory_link, in the order of their validAt
@@ -36,6 +36,9 @@ not AWS) with the in-process vector index, at --moto-scale of the sizes (0.03:
 moto Query filters the whole partition in Python and all of a scope's graph
 records share one partition. The embedder is the hashing one unless --embedder bge. Writes
 bench/results/graph.json; clocks are reported, never asserted.
+
+--smoke: 60 facts, 40 entities, 3 calls, 10 memories, both backends (moto at half the facts and
+entities), results to a temporary folder (bench/common.py).
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
-from common import moto_services, table, write_results
+from common import moto_services, parse_args, table, write_results
 from mnemo.context import RequestContext
 from mnemo.runtime import Services
 from mnemo.settings import Settings
@@ -285,6 +288,7 @@ def run(services: Services, args: argparse.Namespace, label: str) -> dict[str, A
     current: dict[tuple[str, str], str] = {}  # (subject, exclusive predicate) -> its object now
     fill: list[float] = []
     created = invalidated = 0
+    linked: set[str] = set()  # the entities the fill created (a small run may stop before a hub's first fact)
     started_all = time.perf_counter()
     for fact in world.facts:
         if created >= args.facts:
@@ -305,6 +309,7 @@ def run(services: Services, args: argparse.Namespace, label: str) -> dict[str, A
         if not answer["created"]:
             continue
         created += 1
+        linked.update((fact["subject"], fact["object"]))
         key = (fact["subject"], fact["predicate"], fact["object"])
         if fact["exclusive"]:
             old = current.get(key[:2])
@@ -334,7 +339,7 @@ def run(services: Services, args: argparse.Namespace, label: str) -> dict[str, A
         degree[subject] = degree.get(subject, 0) + 1
         degree[obj] = degree.get(obj, 0) + 1
     ordinary = [name for name in world.kinds["person"] + world.kinds["service"] if 2 <= degree.get(name, 0) <= 30]
-    hubs = [hub for hub in world.hubs if hub in world.types]
+    hubs = [hub for hub in world.hubs if hub in linked]
     hub_degrees = {hub: call("delete_memory_object", {"name": hub})["factsAffected"] for hub in hubs}
     calls = args.calls
 
@@ -504,7 +509,9 @@ def main() -> None:
     parser.add_argument("--backend", default="embedded", choices=["embedded", "moto", "both"])
     parser.add_argument("--embedder", default="hashing", choices=["hashing", "bge"])
     parser.add_argument("--moto-scale", type=float, default=0.03, help="moto's facts, entities and calls, as a share")
-    args = parser.parse_args()
+    args = parse_args(
+        parser, {"facts": 60, "entities": 40, "calls": 3, "memories": 10, "backend": "both", "moto_scale": 0.5}
+    )
 
     payload: dict[str, Any] = {"cpus": os.cpu_count()}
     if args.backend in ("embedded", "both"):
@@ -513,7 +520,8 @@ def main() -> None:
         # moto copies the whole table on every transaction, so its writes slow down as the table grows.
         scaled = argparse.Namespace(**vars(args))
         for name in ("facts", "entities", "calls", "memories"):
-            setattr(scaled, name, max(10, round(getattr(args, name) * args.moto_scale)))
+            value = getattr(args, name)  # at least 10, or the size itself when it is smaller (--smoke)
+            setattr(scaled, name, max(min(10, value), round(value * args.moto_scale)))
         payload["moto"] = run(moto_services("bench-graph", scaled.embedder), scaled, "moto: DynamoDB")
     path = write_results("graph", payload)
     print(f"wrote {path}")

@@ -1,6 +1,7 @@
 """Ingest throughput: memories/s through the batch path (mnemo.memory.batch), against one-by-one memory_add.
 
     python bench/ingest.py [--memories 10000] [--embedders hashing,bge] [--bge-memories N] [--bge-threads 2]
+                           [--smoke]
 
 A synthetic corpus of --memories memories of mixed lengths (most one short
 sentence, some a paragraph), with 2% exact repeats and 2% near repeats (the
@@ -21,7 +22,9 @@ stack (SQLite records, local index). For each embedder it measures:
 
 bge runs on --bge-memories (default: --memories) with --bge-threads ONNX
 threads. Writes bench/results/ingest.json and prints a table; rows of other corpus sizes
-stay, and the rows a run replaces are kept under ``superseded`` with when they were measured.
+stay, and the rows a run replaces are kept under ``superseded`` with when they were measured (from the
+ingest.json of the folder results go to). --smoke: 40 memories (12 with bge), 8 one by one, results to
+a temporary folder (bench/common.py).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from common import fresh_services, table, write_results
+from common import fresh_services, parse_args, results_dir, table, write_results
 from mnemo.context import RequestContext
 from mnemo.memory.batch import add_many
 from mnemo.memory.models import MemoryAddInput
@@ -233,10 +236,8 @@ _CONDITIONS = ("bgeThreads", "openblasThreads", "cpus", "loadAverage")
 def _previous_rows(replaced: set[tuple[str, int]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Any]:
     """Rows of the last results file for other (embedder, corpus size) pairs, so 10k and 100k runs sit together;
     and the rows this run replaces (with when they were measured), kept as ``superseded`` for comparison."""
-    from common import RESULTS
-
     try:
-        earlier = json.loads((RESULTS / "ingest.json").read_text())
+        earlier = json.loads((results_dir() / "ingest.json").read_text())
     except (OSError, ValueError):
         return [], [], None
     kept, superseded = [], []
@@ -258,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bge-memories", type=int, help="corpus size for bge (default: --memories)")
     parser.add_argument("--bge-threads", type=int, default=2)
     parser.add_argument("--one-by-one", type=int, default=1000, help="sample size of the one-by-one comparison")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, {"memories": 40, "bge_memories": 12, "one_by_one": 8}, argv)
 
     rows: list[dict[str, Any]] = []
     sorting: dict[str, Any] | None = None

@@ -1,6 +1,6 @@
 """knowledge_check on 1,000 files against 50 constraints: the engine alone, and the tool in process.
 
-    python bench/knowledge_check.py [--files 1000] [--runs 10] [--seed 11]
+    python bench/knowledge_check.py [--files 1000] [--runs 10] [--seed 11] [--smoke]
 
 A seeded, synthetic monorepo: Python, TypeScript, Go and Java services (source
 files of 50-400 lines, plus the block that crosses the target, with imports, a
@@ -18,7 +18,9 @@ evaluated):
   * tool: ``get_tool("knowledge_check").invoke`` with the JSON-like payload, so
     request validation, the catalog read and the response dump are included.
 The violations must be the same in every run of both paths (checked).
-Writes bench/results/knowledge-check.json.
+Writes bench/results/knowledge-check.json. --smoke: 100 files (the manifests and configuration,
+and 14 sources) and 2 runs, the 50 constraints all the same, results to a temporary folder
+(bench/common.py).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_services, table, write_results
+from common import fresh_services, parse_args, table, write_results
 from mnemo.context import RequestContext
 from mnemo.knowledge.check import evaluate
 from mnemo.knowledge.models import Dependency, FileToCheck
@@ -928,7 +930,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--seed", type=int, default=11)
-    args = parser.parse_args()
+    args = parse_args(parser, {"files": 100, "runs": 2})
     load = os.getloadavg()[0]  # other work on the machine skews the clocks: recorded
 
     started = time.perf_counter()

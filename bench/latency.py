@@ -1,12 +1,13 @@
 """memory_add and memory_search latency at 10k memories, in process and over HTTP.
 
-    python bench/latency.py [--memories 10000] [--samples 500] [--embedder bge|hashing]
+    python bench/latency.py [--memories 10000] [--samples 500] [--embedder bge|hashing] [--smoke]
 
 The store is filled through memory_add (one user scope: the worst case for a
 search, which scores every memory of the scope), then p50/p95/p99 are taken
 for further adds and for searches, first by calling the tools in process and
 then through `mnemo serve` over HTTP on loopback (keep-alive connection).
-Writes bench/results/latency-<embedder>.json.
+Writes bench/results/latency-<embedder>.json. --smoke: 40 memories and 10 samples with the bge
+model, results to a temporary folder (bench/common.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_services, table, write_results
+from common import fresh_services, parse_args, table, write_results
 from mnemo.context import RequestContext
 from mnemo.entry.local_server import serve_in_thread
 from mnemo.runtime import set_services
@@ -105,7 +106,7 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--samples", type=int, default=500)
     parser.add_argument("--embedder", default="bge", choices=["bge", "hashing"])
-    args = parser.parse_args()
+    args = parse_args(parser, {"memories": 40, "samples": 10})
 
     rng = random.Random(7)
     services = fresh_services(args.embedder)

@@ -2,6 +2,7 @@
 
     python bench/load.py [--clients 50] [--ops 200] [--embedder hashing|bge] [--seed 5]
     python bench/load.py --crash [--clients 8] [--kill-after 400] [--embedder hashing|bge]
+    python bench/load.py --smoke [--crash]
 
 Load: `mnemo serve` runs as a subprocess on a free port over a fresh data
 directory. One shared topic is memorized in a project first; then --clients
@@ -42,6 +43,9 @@ index outbox every 15 s). Writes bench/results/load-crash.json
 (load-crash-bge.json with --embedder bge).
 
 The exit status is non-zero when a check fails or a failure was seen.
+
+--smoke: 4 clients of 12 operations (with --crash: 3 writers, killed after 15 acknowledged writes,
+10 re-checks), every check the same; results to a temporary folder (bench/common.py).
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import table, write_results
+from common import parse_args, table, write_results
 
 PROJECT = "load-project"
 TOPIC = "shared-load-topic"
@@ -1042,9 +1046,9 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=40, help="re-checks (0.5 s apart) of a write not found at once")
     parser.add_argument("--crash", action="store_true", help="kill -9 the server mid-burst, restart, check")
     parser.add_argument("--kill-after", type=int, default=400, help="with --crash: acknowledged writes before the kill")
-    args = parser.parse_args()
+    args = parse_args(parser, {"ops": 12, "kill_after": 15, "tries": 10})
     if args.clients is None:
-        args.clients = 8 if args.crash else 50
+        args.clients = (3 if args.crash else 4) if args.smoke else (8 if args.crash else 50)
     raise SystemExit(run_crash(args) if args.crash else run_load(args))
 
 

@@ -3,6 +3,9 @@
 Each conversation is its own user; each turn is one memory "speaker: text",
 happening at its session's date, with its dia_id in metadata. Questions of
 categories 1-4 are scored; category 5 (adversarial) has no evidence to find.
+
+In smoke mode (bench/common.py) ``load()`` reads bench/fixtures/locomo-smoke.json, two short conversations
+written by hand in the same shape, whatever MNEMO_LOCOMO says: a smoke run never needs ../shared.
 """
 
 from __future__ import annotations
@@ -14,11 +17,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from common import FIXTURES, smoke
+
 #: The dev split lives beside a development checkout, not in the project (CC BY-NC 4.0);
 #: MNEMO_LOCOMO points elsewhere.
 DEFAULT_PATH = Path(
     os.environ.get("MNEMO_LOCOMO", Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "locomo-dev.json")
 )
+#: What smoke mode reads instead.
+SMOKE_PATH = FIXTURES / "locomo-smoke.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _DIA_ID = re.compile(r"D(\d+):(\d+)")
 
@@ -59,7 +66,9 @@ def _normalise_evidence(raw: list[str], known: set[str]) -> list[str]:
     return ids
 
 
-def load(path: Path = DEFAULT_PATH) -> list[Conversation]:
+def load(path: Path | None = None) -> list[Conversation]:
+    """The conversations of ``path``: by default the dev split, or the smoke fixture in smoke mode."""
+    path = path or (SMOKE_PATH if smoke() else DEFAULT_PATH)
     if not path.is_file():
         raise SystemExit(
             f"LoCoMo dev split not found at {path}: the retrieval benchmarks need it "

@@ -11,6 +11,8 @@ and times, each over ``--repeat`` runs (median and max):
 
 Prints a table and writes bench/results/outline.json. Run: .venv/bin/python bench/outline.py
 (``--source DIR`` outlines another folder of this checkout instead, into outline-<name>.json).
+``--smoke``: one run over layers/shared/mnemo/outline/ (outline-outline.json), results to a temporary
+folder (bench/common.py).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import fresh_services, table, write_results
+from common import fresh_services, parse_args, table, write_results
 from mnemo.context import RequestContext
 from mnemo.errors import MnemoError
 from mnemo.files.scopes import workspace_location
@@ -129,7 +131,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--source", type=Path, default=ROOT / "layers")
     parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+    args = parse_args(parser, {"source": ROOT / "layers" / "shared" / "mnemo" / "outline", "repeat": 1})
     args.source = args.source.resolve()
     runs = [one_run(args.source) for _ in range(args.repeat)]
     first = runs[0]

@@ -1,7 +1,7 @@
 """Export and import throughput: a tenant moved between stores with `mnemo export` / `mnemo import`'s code.
 
     python bench/portability.py [--memories 10000] [--embedders hashing,bge] [--bge-memories 2000]
-                                [--moto-memories 200]
+                                [--moto-memories 200] [--smoke]
 
 A tenant of --memories memories (through the batch path, in 10 user scopes),
 one conversation and one execution per 10 memories, one graph fact per 10
@@ -18,7 +18,8 @@ memories and one workspace file per 20, in a fresh embedded stack, is:
   AWS adapters' calls, not AWS's speed).
 
 Every run checks the counts: what the import added equals what the file holds.
-Writes bench/results/portability.json and prints a table.
+Writes bench/results/portability.json and prints a table. --smoke: 40 memories (20 with bge), 20 on
+moto, results to a temporary folder (bench/common.py).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import fresh_services, moto_services, table, write_results
+from common import fresh_services, moto_services, parse_args, table, write_results
 from mnemo.context import RequestContext
 from mnemo.memory.batch import add_many
 from mnemo.memory.models import MemoryAddInput
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     # moto copies its whole table for every transaction (its rollback), so an import into it grows as the
     # square of the table: its figure is moto's, kept small; DynamoDB itself has no such cost.
     parser.add_argument("--moto-memories", type=int, default=200)
-    args = parser.parse_args(argv)
+    args = parse_args(parser, {"memories": 40, "bge_memories": 20, "moto_memories": 20}, argv)
     workdir = Path(tempfile.mkdtemp(prefix="mnemo-bench-portability-"))
     rows: list[dict[str, Any]] = []
     for embedder in args.embedders.split(","):

@@ -1,6 +1,7 @@
 """Constraint patterns run in linear time: catastrophic-backtracking patterns on RE2, against Python's re.
 
     python bench/regex_safety.py [--sizes 1000 10000 100000 1000000] [--re-limit 2.0] [--timeout 30]
+                                 [--line-sizes 10000 20000 ...] [--smoke]
 
 For each pattern, an input of n characters that makes a backtracking engine
 try every way to split it (and fail): n-1 'a' then '!', or for ``(.*a){12}``
@@ -13,8 +14,13 @@ seconds, growing n until one search takes longer than --re-limit seconds.
 
 A last probe times ``evaluate()`` where a match spans lines but no single line
 matches (``eval\\([^)]*\\)`` on lines "eval("), the case where the engine
-re-searches the text from every line. Nothing is asserted on a clock.
+re-searches the text from every line (--line-sizes, doubling from 10k to 320k characters). Nothing
+is asserted on a clock.
 Writes bench/results/regex-safety.json.
+
+--smoke: RE2 on n = 1k and 10k, Python's re and the line probe growing only until a run takes
+0.05 s (each still in its subprocess), line sizes 1k and 2k; results to a temporary folder
+(bench/common.py).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import table, write_results
+from common import parse_args, table, write_results
 from mnemo.knowledge.check import evaluate
 from mnemo.knowledge.models import Constraint, FileToCheck, KnowledgeItem
 from mnemo.knowledge.patterns import compile_pattern
@@ -152,7 +158,10 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000])
     parser.add_argument("--re-limit", type=float, default=2.0, help="stop growing n once a run exceeds this (s)")
     parser.add_argument("--timeout", type=float, default=30.0, help="kill a subprocess run after this (s)")
-    args = parser.parse_args()
+    parser.add_argument("--line-sizes", type=int, nargs="+", default=[10_000, 20_000, 40_000, 80_000, 160_000, 320_000])
+    args = parse_args(
+        parser, {"sizes": [1_000, 10_000], "re_limit": 0.05, "timeout": 10.0, "line_sizes": [1_000, 2_000]}
+    )
     load = os.getloadavg()[0]  # other work on the machine skews the clocks: recorded
     sizes = sorted(args.sizes)
 
@@ -188,8 +197,7 @@ def main() -> None:
         backtracking.append({"pattern": pattern, "input": INPUTS[kind], "runs": runs})
 
     print("evaluate() with matches spanning lines, one subprocess per run", flush=True)
-    line_sizes = [10_000, 20_000, 40_000, 80_000, 160_000, 320_000]
-    spanning = growing("evaluate", LINE_PATTERN, "eval(", line_sizes, args.re_limit, args.timeout)
+    spanning = growing("evaluate", LINE_PATTERN, "eval(", sorted(args.line_sizes), args.re_limit, args.timeout)
     line_re2 = compile_pattern(LINE_PATTERN)
     for run in spanning:
         text = make("eval(", run["n"])

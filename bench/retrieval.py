@@ -1,10 +1,13 @@
 """LoCoMo retrieval through memory_add and memory_search (protocol: ../shared/bench/README.md).
 
-    python bench/retrieval.py [--embedder bge|hashing] [--limit-conversations N]
+    python bench/retrieval.py [--embedder bge|hashing] [--limit-conversations N] [--smoke]
 
 Prints R@1, R@5, R@10, Hit@10 and MRR@10 overall and per category, writes
 bench/results/retrieval.json. Searches run with threshold 0 (ranking quality);
 a second pass reports what the default threshold of 0.7 keeps.
+
+--smoke: the same protocol on bench/fixtures/locomo-smoke.json (two short conversations written by hand,
+see bench/locomo.py) with the bge model; results to a temporary folder (bench/common.py).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_services, table, write_results
+from common import fresh_services, parse_args, table, write_results
 from locomo import CATEGORIES, load
 from mnemo.context import RequestContext
 from mnemo.tools.registry import get_tool
@@ -44,7 +47,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--embedder", default="bge", choices=["bge", "hashing"])
     parser.add_argument("--limit-conversations", type=int, default=None)
-    args = parser.parse_args()
+    args = parse_args(parser, {})
 
     services = fresh_services(args.embedder)
     add, search = get_tool("memory_add"), get_tool("memory_search")

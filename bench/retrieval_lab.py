@@ -1,6 +1,6 @@
 """Fast ranking experiments on LoCoMo dev, with the bge embeddings of turns and questions cached on disk.
 
-    python bench/retrieval_lab.py [--half a|b|all]
+    python bench/retrieval_lab.py [--half a|b|all] [--smoke]
 
 Runs the shared ranker's arithmetic (k-NN top 100 and BM25 top 100 of one
 conversation, merged, blended, with the context signals of docs/scoring.md)
@@ -9,7 +9,11 @@ of embedding that bench/retrieval.py spends; prints the ablation rows of
 docs/benchmarks.md and a learned fusion fitted on one half of the conversations
 and scored on the other. The figures of record come from bench/retrieval.py,
 through the public tools; this is for choosing what to put there. Cache:
-$MNEMO_LAB_CACHE (default /tmp/mnemo-lab).
+$MNEMO_LAB_CACHE (default /tmp/mnemo-lab). Writes both tables to bench/results/retrieval-lab.json.
+
+--smoke: the same on bench/fixtures/locomo-smoke.json (two short conversations written by hand, see
+bench/locomo.py), embedded by the model into a fresh temporary cache; results to a temporary folder
+(bench/common.py).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import hashlib
 import os
 import sqlite3
 import sys
+import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import table
+from common import parse_args, smoke, table, write_results
 from locomo import CATEGORIES, Conversation, load
 from mnemo.adapters.local.lexical import Bm25
 from mnemo.memory import indexing
@@ -42,7 +47,12 @@ CACHE = Path(os.environ.get("MNEMO_LAB_CACHE", "/tmp/mnemo-lab"))
 class EmbeddingCache:
     """text -> bge vector, in SQLite; misses are embedded in one batch."""
 
-    def __init__(self, path: Path = CACHE / "bge.sqlite") -> None:
+    def __init__(self, path: Path | None = None) -> None:
+        """``path``: by default $MNEMO_LAB_CACHE's, or in smoke mode one of a fresh temporary folder (so that
+        a smoke run embeds for real)."""
+        if path is None:
+            path = Path(tempfile.mkdtemp(prefix="mnemo-lab-smoke-")) if smoke() else CACHE
+            path = path / "bge.sqlite"
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path)
         self._db.execute("CREATE TABLE IF NOT EXISTS v (h TEXT PRIMARY KEY, vec BLOB)")
@@ -354,7 +364,7 @@ ABLATION: dict[str, Variant] = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--half", default="all", choices=["a", "b", "all"])
-    args = parser.parse_args()
+    args = parse_args(parser, {})
     corpus = build(contexts=["prev", "prev-first"])
     rows = [report(name, evaluate(corpus, ranker_of(variant), args.half)) for name, variant in ABLATION.items()]
     print(table(HEAD, rows))
@@ -370,6 +380,16 @@ def main() -> None:
         print(f"fitted on {fit_on}: " + ", ".join(f"{w:.2f}" for w in weights), file=sys.stderr)
     print()
     print(table(HEAD, fitted))
+    path = write_results(
+        "retrieval-lab",
+        {
+            "half": args.half,
+            "columns": HEAD,
+            "ablation": [dict(zip(HEAD, row, strict=True)) for row in rows],
+            "fusion": [dict(zip(HEAD, row, strict=True)) for row in fitted],
+        },
+    )
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The embedded index at 10k, 100k and 1M memories in one scope: exact k-NN against HNSW.
 
-    python bench/scale.py [--sizes 10000,100000,1000000] [--queries 300] [--samples 300]
+    python bench/scale.py [--sizes 10000,100000,1000000] [--queries 300] [--samples 300] [--smoke]
 
 What is measured, at each size (the store grows from one size to the next):
 
@@ -60,6 +60,10 @@ sweep: at each size, recall@10 and k-NN times for efSearch 128/256/512 and re-sc
 1/2/4 x k candidates (``sweep``).
 
 Writes bench/results/scale.json and docs/scale.png.
+
+--smoke: sizes 500 and 1,000, 20 queries and samples, the hard case at 1,000, the vector statistics on
+200 points (bge-small on 200 doc sentences, not cached); scale.json and scale.png go to a temporary folder
+(bench/common.py), docs/scale.png is left alone.
 """
 
 from __future__ import annotations
@@ -83,7 +87,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_services, table, write_results
+from common import fresh_services, parse_args, results_dir, smoke, table, write_results
 from mnemo.adapters.local import ann
 from mnemo.adapters.local.vector_index import LocalVectorIndex
 from mnemo.context import RequestContext
@@ -173,9 +177,11 @@ class Words:
 
 # -- how the generated vectors compare with bge-small's -------------------------------------------------------------
 CACHE = Path(tempfile.gettempdir()) / "mnemo-scale-bge-docs.npz"
+#: Points of the comparison of the generators with bge-small (--points; smoke mode uses fewer).
+POINTS = 2000
 
 
-def doc_sentences(limit: int = 2000) -> list[str]:
+def doc_sentences(limit: int = POINTS) -> list[str]:
     """Sentences (4 to 80 words) of README.md and docs/*.md, code blocks left out, table cells as sentences;
     ``limit`` of them picked with a fixed seed."""
     out: list[str] = []
@@ -206,17 +212,19 @@ def doc_sentences(limit: int = 2000) -> list[str]:
     return out
 
 
-def bge_doc_vectors() -> np.ndarray:
-    """bge-small vectors of ``doc_sentences()``, cached in the temporary directory (keyed by the sentences)."""
-    sentences = doc_sentences()
-    if CACHE.exists():
+def bge_doc_vectors(points: int = POINTS) -> np.ndarray:
+    """bge-small vectors of ``doc_sentences(points)``, cached in the temporary directory (keyed by the
+    sentences) for the default number of points."""
+    sentences = doc_sentences(points)
+    if points == POINTS and CACHE.exists():
         cached = np.load(CACHE, allow_pickle=False)
         if list(cached["sentences"]) == sentences:
             return np.asarray(cached["vectors"], dtype=np.float32)
     from mnemo.adapters.local.embedders import BgeSmallEmbedder
 
     vectors = np.asarray(BgeSmallEmbedder().embed(sentences), dtype=np.float32)
-    np.savez(CACHE, sentences=np.array(sentences), vectors=vectors)
+    if points == POINTS:
+        np.savez(CACHE, sentences=np.array(sentences), vectors=vectors)
     return vectors
 
 
@@ -251,16 +259,16 @@ def neighbour_stats(matrix: np.ndarray) -> dict[str, Any]:
     }
 
 
-def vector_stats() -> dict[str, Any]:
-    """bge-small on this repository's docs against both generators, 2,000 points each."""
+def vector_stats(points: int = POINTS) -> dict[str, Any]:
+    """bge-small on this repository's docs against both generators, ``points`` points each (2,000)."""
     out: dict[str, Any] = {"weights": {"mean": MEAN_WEIGHT, "topic": TOPIC_WEIGHT}}
     try:
-        out["bge"] = neighbour_stats(bge_doc_vectors())
+        out["bge"] = neighbour_stats(bge_doc_vectors(points))
     except Exception as error:  # the model package is optional for this benchmark
         print(f"bge-small unavailable: {error}")
     for kind in ("bge", "uniform"):
         words = Words(kind=kind)
-        picks, topic = words.sample(np.random.default_rng(1000), 2000, own=9, shared=3)
+        picks, topic = words.sample(np.random.default_rng(1000), points, own=9, shared=3)
         out[f"generator-{kind}"] = neighbour_stats(words.embed_picks(picks, topic))
     print(
         table(
@@ -411,9 +419,10 @@ def main() -> None:
         "--hard-sizes", default="10000,100000", help="sizes for the recall of the uniform vectors ('' for none)"
     )
     parser.add_argument("--vector-stats", action="store_true", help="only compare the generators with bge-small")
+    parser.add_argument("--points", type=int, default=POINTS, help="points of that comparison")
     parser.add_argument("--hard-case", metavar="SIZES", help=argparse.SUPPRESS)
     parser.add_argument("--reload-probe", nargs=3, metavar=("DATA_DIR", "QUERY_JSON", "SCOPE"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parse_args(parser, {"sizes": "500,1000", "queries": 20, "samples": 20, "hard_sizes": "1000", "points": 200})
     if args.reload_probe:
         reload_probe(args.reload_probe[0], json.loads(args.reload_probe[1]), args.reload_probe[2])
         return
@@ -421,10 +430,15 @@ def main() -> None:
         print(json.dumps(hard_case(sorted(int(size) for size in args.hard_case.split(",")), args.queries)))
         return
     if args.vector_stats:
-        print(json.dumps(vector_stats()))
+        print(json.dumps(vector_stats(args.points)))
         return
     # In a process of its own (it may load bge-small), so that this one's RSS is the scope's alone.
-    probe = subprocess.run([sys.executable, __file__, "--vector-stats"], capture_output=True, text=True, check=True)
+    probe = subprocess.run(
+        [sys.executable, __file__, "--vector-stats", "--points", str(args.points)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     print("\n".join(probe.stdout.strip().splitlines()[:-1]), flush=True)
     stats = json.loads(probe.stdout.strip().splitlines()[-1])
     sizes = sorted(int(size) for size in args.sizes.split(","))
@@ -600,7 +614,7 @@ def report(
         },
     )
     print(f"wrote {path}")
-    plot(rows, ROOT / "docs" / "scale.png")
+    plot(rows, results_dir() / "scale.png" if smoke() else ROOT / "docs" / "scale.png")
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:

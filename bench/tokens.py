@@ -1,6 +1,6 @@
 """How close the block budget's token estimate (mnemo.files.tokens.count_tokens) is to real BPE tokenizers.
 
-    python bench/tokens.py [--claude-tokenizer PATH] [--no-fit]
+    python bench/tokens.py [--claude-tokenizer PATH] [--no-fit] [--smoke]
 
 References, all offline (nothing is downloaded when this runs):
 
@@ -31,6 +31,13 @@ counts). Then a grid search fits the rule's constants to cl100k_base and o200k_b
 (mean absolute error, each corpus and tokenizer weighted equally), once freely
 and once never counting low in total on any corpus, and shows the error the
 fitted constants would give. Writes bench/results/tokens.json.
+
+--smoke: the first 6 units of each corpus and a grid of the rule's constants one step either side of
+today's (729 rules); results to a temporary folder (bench/common.py). ``bpe-openai`` is an extra that
+`make install` leaves out, so where it is missing a smoke run counts with a stand-in, bge-small's
+WordPiece tokenizer (shipped with the local model, read with ``tokenizers``), and says so: the figures are
+then no comparison with any model's tokenizer, only the harness running (a full run still stops and asks
+for bpe-openai).
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import table, write_results
+from common import parse_args, table, write_results
 from mnemo.files import tokens as estimate_module
 from mnemo.files.tokens import count_tokens
 
@@ -214,11 +221,20 @@ def stats(estimates: list[int], reals: list[int]) -> dict[str, float]:
     }
 
 
-def tokenizers(claude: Path | None) -> dict[str, Callable[[str], int]]:
+def tokenizers(claude: Path | None, stand_in: bool = False) -> dict[str, Callable[[str], int]]:
+    """The reference tokenizers; with ``stand_in`` (smoke mode) and no bpe-openai, bge-small's WordPiece."""
     try:
         import bpe_openai
     except ImportError:
-        sys.exit('bpe-openai is not installed: pip install -e ".[bench]" (or pip install bpe-openai==0.1.4)')
+        if not stand_in:
+            sys.exit('bpe-openai is not installed: pip install -e ".[bench]" (or pip install bpe-openai==0.1.4)')
+        from tokenizers import Tokenizer
+
+        from mnemo.adapters.local.embedders import bge_model_dir
+
+        print("bpe-openai is not installed: a stand-in counts (bge-small's WordPiece tokenizer)", file=sys.stderr)
+        wordpiece = Tokenizer.from_file(str(bge_model_dir() / "tokenizer.json"))
+        return {STAND_IN: lambda text: len(wordpiece.encode(text, add_special_tokens=False).ids)}
     found: dict[str, Callable[[str], int]] = {}
     for name in ("cl100k_base", "o200k_base"):
         encoding = bpe_openai.get_encoding(name)
@@ -232,22 +248,35 @@ def tokenizers(claude: Path | None) -> dict[str, Callable[[str], int]]:
 
 
 FIT_TARGETS = ("cl100k_base", "o200k_base")
+#: The smoke run's reference where bpe-openai is not installed.
+STAND_IN = "stand-in: bge-small WordPiece"
+#: The grid of constants searched: (word, digit, space, punct, wide, other) ranges.
+GRID = (range(4, 13), range(2, 4), range(2, 17), range(1, 5), range(1, 5), range(1, 5))
 
 
-def fit(shapes: dict[str, list[Profile]], reals: dict[str, dict[str, list[int]]]) -> dict[str, tuple[Rule, float]]:
-    """The constants with the least mean absolute error against cl100k_base and o200k_base, each corpus and
-    tokenizer weighted equally (per-file prose left out: its paragraphs stand for it): the best overall
-    ("closest"), and the best among those that never count fewer tokens than either tokenizer in total on
-    any corpus ("conservative": a budget that counts low lets a context overflow)."""
+def smoke_grid(rule: Rule) -> tuple[range, ...]:
+    """Each of ``rule``'s constants, one step either side (at least 1)."""
+    return tuple(range(max(1, value - 1), value + 2) for value in asdict(rule).values())
+
+
+def fit(
+    shapes: dict[str, list[Profile]],
+    reals: dict[str, dict[str, list[int]]],
+    grid: tuple[range, ...] = GRID,
+    targets: tuple[str, ...] = FIT_TARGETS,
+) -> dict[str, tuple[Rule, float]]:
+    """The constants of ``grid`` with the least mean absolute error against ``targets`` (cl100k_base and
+    o200k_base), each corpus and tokenizer weighted equally (per-file prose left out: its paragraphs stand
+    for it): the best overall ("closest"), and the best among those that never count fewer tokens than
+    either tokenizer in total on any corpus ("conservative": a budget that counts low lets a context overflow)."""
     names = [name for name in shapes if name != "English prose, per file"]
     best: dict[str, tuple[float, Rule]] = {}
-    grid = product(range(4, 13), range(2, 4), range(2, 17), range(1, 5), range(1, 5), range(1, 5))
-    for word, digit, space, punct, wide, other in grid:
+    for word, digit, space, punct, wide, other in product(*grid):
         rule = Rule(word, digit, space, punct, wide, other)
         errors, lowest = [], math.inf
         for name in names:
             estimates = [estimate(shape, rule) for shape in shapes[name]]
-            for target in FIT_TARGETS:
+            for target in targets:
                 measured = stats(estimates, reals[target][name])
                 errors.append(measured["meanAbsError"])
                 lowest = min(lowest, measured["ratio"])
@@ -302,9 +331,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--claude-tokenizer", type=Path, help="a tokenizer.json of the legacy Claude tokenizer")
     parser.add_argument("--no-fit", action="store_true", help="skip the grid search of new constants")
-    args = parser.parse_args()
+    args = parse_args(parser, {})
 
     units = corpora()
+    if args.smoke:
+        units = {corpus: texts[:6] for corpus, texts in units.items()}
     shapes = {corpus: [profile(text) for text in texts] for corpus, texts in units.items()}
     current = Rule()
     mismatched = [
@@ -315,7 +346,8 @@ def main() -> None:
     ]
     if mismatched:
         sys.exit(f"the benchmark's copy of the rule differs from count_tokens on {len(mismatched)} units")
-    counters = tokenizers(args.claude_tokenizer)
+    counters = tokenizers(args.claude_tokenizer, stand_in=args.smoke)
+    targets = tuple(name for name in FIT_TARGETS if name in counters) or (STAND_IN,)
     results, reals = measure(units, counters, count_tokens)
     print(f"count_tokens (tokens.py: {asdict(current)}) against {', '.join(counters)}")
     print(table(HEADERS, rows_for(results)))
@@ -325,18 +357,21 @@ def main() -> None:
             "cl100k_base": "bpe-openai 0.1.4 (bundled encoding)",
             "o200k_base": "bpe-openai 0.1.4 (bundled encoding)",
             **({"claude-legacy": str(args.claude_tokenizer)} if args.claude_tokenizer else {}),
-        },
+        }
+        if STAND_IN not in counters
+        else {STAND_IN: "smoke run without bpe-openai: bge-small's tokenizer.json (not a comparison)"},
         "rule": asdict(current),
         "results": results,
     }
     if not args.no_fit:
         payload["fitted"] = {}
-        for label, (fitted, loss) in fit(shapes, reals).items():
+        grid = smoke_grid(current) if args.smoke else GRID
+        for label, (fitted, loss) in fit(shapes, reals, grid, targets).items():
             proposed, _ = measure(units, counters, lambda text, fitted=fitted: estimate(profile(text), fitted))
-            print(f"\n{label} fit to {' and '.join(FIT_TARGETS)} (mean |err| {100 * loss:.1f}%): {asdict(fitted)}")
+            print(f"\n{label} fit to {' and '.join(targets)} (mean |err| {100 * loss:.1f}%): {asdict(fitted)}")
             print(table(HEADERS, rows_for(proposed)))
             payload["fitted"][label] = {
-                "targets": FIT_TARGETS,
+                "targets": targets,
                 "rule": asdict(fitted),
                 "loss": loss,
                 "results": proposed,
