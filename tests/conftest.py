@@ -1,6 +1,6 @@
 """Shared fixtures: embedded stacks on temporary directories, used by more than one kind of test.
 
-Each kind's folder (unit, contract, e2e, entry, fuzz, infra, isolation, catalog, outline, service) has a
+Each kind's folder (unit, contract, e2e, entry, fuzz, infra, isolation, catalog, outline, service, bench) has a
 conftest.py that says what it tests and what it may start, and holds the fixtures only it uses; the
 helpers the tests import are in tests/support (on pytest's pythonpath).
 """

@@ -30,6 +30,8 @@ FIRST = (
     "tests/fuzz/",
     "tests/service/test_outage_and_concurrency.py",
     "tests/infra/test_rehearsal.py",
+    "tests/infra/test_new_tool.py",
+    "tests/bench/test_bench_smoke.py",
     "tests/contract/test_graph_contract.py",
     "tests/isolation/test_isolation.py",
     "tests/service/test_files.py",
