@@ -49,8 +49,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
@@ -71,6 +69,7 @@ import aws_fixtures  # noqa: E402
 from aws_fixtures import REGION, create_records_table, shared_moto_server  # noqa: E402
 
 from aws_events import FakeLambdaContext, rest_event  # noqa: E402
+from mnemo.tools import cloudformation_yaml  # noqa: E402
 
 # --------------------------------------------------------------- prices ---
 #: US East (N. Virginia) list prices, without free tiers. Each figure's source is the stored copy
@@ -215,17 +214,8 @@ WORDS = [
 # ------------------------------------------------------------ the stack ---
 @functools.cache
 def load_template() -> dict[str, Any]:
-    """template.yaml, read once per run: it is large (every tool's function), and pure-Python YAML takes
-    seconds to read it, so libyaml reads it when PyYAML has it (the same tags, aws_fixtures's constructor)."""
-    if not getattr(yaml, "__with_libyaml__", False):
-        return aws_fixtures.load_template()
-
-    class Loader(yaml.CSafeLoader):
-        pass
-
-    Loader.add_multi_constructor("!", aws_fixtures._intrinsic)
-    loaded: dict[str, Any] = yaml.load((aws_fixtures.ROOT / "template.yaml").read_text(), Loader=Loader)
-    return loaded
+    """template.yaml, read once per run (libyaml reads it where PyYAML has it: mnemo.tools.cloudformation_yaml)."""
+    return cloudformation_yaml.load_template((aws_fixtures.ROOT / "template.yaml").read_text())
 
 
 # create_records_table reads the table's schema from the template: from this run's copy too.

@@ -5,30 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
+from mnemo.tools import cloudformation_yaml
+from mnemo.tools.cloudformation_yaml import CloudFormationLoader
+
+__all__ = ["CloudFormationLoader"]
 
 ROOT = Path(__file__).resolve().parents[2]
 REGION = "eu-west-1"
 
 
-class CloudFormationLoader(yaml.SafeLoader):
-    """Reads intrinsic-function tags (!Ref, !Sub, !GetAtt...) as plain one-key mappings."""
-
-
-def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
-    if isinstance(node, yaml.ScalarNode):
-        return {suffix: loader.construct_scalar(node)}
-    if isinstance(node, yaml.SequenceNode):
-        return {suffix: loader.construct_sequence(node, deep=True)}
-    return {suffix: loader.construct_mapping(node, deep=True)}  # type: ignore[arg-type]
-
-
-CloudFormationLoader.add_multi_constructor("!", _intrinsic)
-
-
 def load_template() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.load((ROOT / "template.yaml").read_text(), Loader=CloudFormationLoader)
-    return loaded
+    """template.yaml, each intrinsic function a one-key mapping."""
+    return cloudformation_yaml.load_template((ROOT / "template.yaml").read_text())
 
 
 def create_records_table(client: Any, name: str, *, stream: bool = True) -> None:

@@ -6,8 +6,12 @@ from typing import Any
 
 import yaml
 
+#: libyaml's safe loader where PyYAML was built with it: the template is large (every tool's function), and
+#: the pure-Python loader takes seconds to read it.
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-class CloudFormationLoader(yaml.SafeLoader):
+
+class CloudFormationLoader(_SafeLoader):  # type: ignore[valid-type,misc]
     """Reads intrinsic-function tags (!Ref, !Sub, !GetAtt...) as plain one-key mappings ({"Ref": ...})."""
 
 

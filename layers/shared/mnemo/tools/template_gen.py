@@ -31,7 +31,8 @@ import yaml
 
 from mnemo.tools.cloudformation_yaml import load_template
 from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, Tool
-from mnemo.tools.rights import S3_ACTIONS, Rights, Runtime
+from mnemo.tools.rights import Rights, Runtime
+from mnemo.tools.template_policies import policies
 
 #: Condition of everything the experimental tools deploy (the ExperimentalTools parameter).
 EXPERIMENTAL_CONDITION = "ServeExperimental"
@@ -64,30 +65,13 @@ RUNNERS = (
 )
 #: What the indexer needs of the vector index (it serves no tool): it writes every family's documents.
 INDEXER = "IndexerFunction"
+PERMISSION = "AWS::Lambda::Permission"
+ALARM = "AWS::CloudWatch::Alarm"
 MAX_METRICS_PER_ALARM = 10
 MAX_LAMBDA_DESCRIPTION = 256
 MAX_ACTION_GROUP_DESCRIPTION = 200
 WIDTH = 120
 
-TABLE = "!Sub arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/mnemo-records-${Stage}"
-RECORDS_ACTIONS = {
-    "read": ("RecordsRead", "[dynamodb:GetItem, dynamodb:BatchGetItem, dynamodb:Query]"),
-    "read-put": ("RecordsReadPut", "[dynamodb:GetItem, dynamodb:BatchGetItem, dynamodb:Query, dynamodb:PutItem]"),
-    "read-write": (
-        "RecordsReadWrite",
-        "[dynamodb:GetItem, dynamodb:BatchGetItem, dynamodb:Query, dynamodb:PutItem, dynamodb:DeleteItem]",
-    ),
-}
-INDEX_ACTIONS = {
-    "read": ("VectorIndexRead", "[es:ESHttpGet, es:ESHttpHead, es:ESHttpPost]"),
-    "delete": ("VectorIndexDelete", "[es:ESHttpGet, es:ESHttpHead, es:ESHttpPost, es:ESHttpDelete]"),
-    "write": ("VectorIndexReadWrite", "[es:ESHttpGet, es:ESHttpHead, es:ESHttpPost, es:ESHttpPut, es:ESHttpDelete]"),
-}
-BUCKET_STATEMENTS = {
-    "bucket": ("KnowledgeBucketList", "!GetAtt KnowledgeBucket.Arn"),
-    "knowledge": ("KnowledgeObjectRead", "!Sub ${KnowledgeBucket.Arn}/knowledge/*"),
-    "workspace": ("WorkspaceObjects", "!Sub ${KnowledgeBucket.Arn}/workspace/*"),
-}
 ALARM_ACTIONS = [
     "AlarmActions: !If [HasAlarmTopic, [!Ref AlarmTopicArn], !Ref AWS::NoValue]",
     "OKActions: !If [HasAlarmTopic, [!Ref AlarmTopicArn], !Ref AWS::NoValue]",
@@ -133,102 +117,17 @@ def _quoted(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def resource(logical_id: str, kind: str, condition: str | None) -> list[str]:
+    """A resource's first lines: its logical id, type and, when it has one, its condition."""
+    return [f"{logical_id}:", f"  Type: {kind}", *([f"  Condition: {condition}"] if condition else [])]
+
+
 def families(tools: Iterable[Tool]) -> dict[str, list[Tool]]:
     """Family -> its tools, in catalog order."""
     found: dict[str, list[Tool]] = {}
     for tool in tools:
         found.setdefault(tool.family, []).append(tool)
     return found
-
-
-# --------------------------------------------------------------- policies ---
-def policies(rights: Rights) -> list[str]:
-    """A function's ``Policies``: the records table, then the bucket, the models and the vector index."""
-    sid, actions = RECORDS_ACTIONS[rights.records]
-    lines = [
-        "Policies:",
-        "  - Statement:",
-        f"      - Sid: {sid}",
-        "        Effect: Allow",
-        f"        Action: {actions}",
-        f"        Resource: {TABLE}",
-    ]
-    others = _bucket_statements(rights) + _model_statements(rights) + _index_statements(rights)
-    if others:
-        lines += ["  - Statement:", *("      " + line for line in others)]
-    return lines
-
-
-def _bucket_statements(rights: Rights) -> list[str]:
-    lines: list[str] = []
-    for place, (sid, resource) in BUCKET_STATEMENTS.items():
-        actions = [
-            action for action in S3_ACTIONS if any(g.action == action and g.place == place for g in rights.bucket)
-        ]
-        if actions:
-            action = actions[0] if len(actions) == 1 else "[" + ", ".join(actions) + "]"
-            lines += [f"- Sid: {sid}", "  Effect: Allow", f"  Action: {action}", f"  Resource: {resource}"]
-    return lines
-
-
-def _model_statements(rights: Rights) -> list[str]:
-    lines: list[str] = []
-    if rights.extracts:
-        lines += [
-            "- Sid: ExtractWithModel",
-            "  Effect: Allow",
-            "  Action: bedrock:InvokeModel",
-            "  Resource: !If",
-            "    - ExtractorIsProfileArn",
-            "    - !Ref ExtractorModelId",
-            "    - !If",
-            "      - ExtractorIsSystemProfile",
-            "      - !Sub arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/${ExtractorModelId}",
-            "      - !Sub arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${ExtractorModelId}",
-            "# A profile runs its model in the regions it routes to (global.: the region-less ARN):",
-            "# any region's foundation model, only through this profile.",
-            "- !If",
-            "  - ExtractorIsProfile",
-            "  - Sid: ExtractThroughProfile",
-            "    Effect: Allow",
-            "    Action: bedrock:InvokeModel",
-            "    Resource: !Sub arn:${AWS::Partition}:bedrock:*::foundation-model/*",
-            "    Condition:",
-            "      StringEquals:",
-            "        bedrock:InferenceProfileArn: !If",
-            "          - ExtractorIsProfileArn",
-            "          - !Ref ExtractorModelId",
-            "          - !Sub arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/${ExtractorModelId}",
-            "  - !Ref AWS::NoValue",
-        ]
-    if rights.embeds:
-        lines += [
-            "- Sid: EmbedWithTitan",
-            "  Effect: Allow",
-            "  Action: bedrock:InvokeModel",
-            "  Resource: !Sub",
-            "    - arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${ModelId}",
-            "    - ModelId: !FindInMap [Titan, Model, Id]",
-        ]
-    return lines
-
-
-def _index_statements(rights: Rights) -> list[str]:
-    if rights.index is None:
-        return []
-    sid, actions = INDEX_ACTIONS[rights.index]
-    return [
-        f"- Sid: {sid}",
-        "  Effect: Allow",
-        "  Action: !If",
-        "    - CreateCollection",
-        "    - aoss:APIAccessAll",
-        f"    - {actions}",
-        "  Resource: !If",
-        "    - CreateCollection",
-        "    - !GetAtt VectorCollection.Arn",
-        "    - !Sub arn:${AWS::Partition}:es:${AWS::Region}:${AWS::AccountId}:domain/${ExistingOpenSearchDomainName}/*",
-    ]
 
 
 # -------------------------------------------------------------- functions ---
@@ -261,9 +160,7 @@ def _function(
     environment: Mapping[str, str] | None = None,
     handler: bool = False,
 ) -> list[str]:
-    lines = [f"{logical_id}:", "  Type: AWS::Serverless::Function"]
-    if condition:
-        lines.append(f"  Condition: {condition}")
+    lines = resource(logical_id, "AWS::Serverless::Function", condition)
     lines += [
         "  Properties:",
         f"    FunctionName: !Sub mnemo-${{Stage}}-{name}",
@@ -327,9 +224,10 @@ def bedrock_functions(tools: Sequence[Tool]) -> list[str]:
             environment={"MNEMO_BEDROCK_TENANT": "!Ref AWS::AccountId"},
             handler=True,
         )
-        lines += ["", f"{logical_id.removesuffix('Function')}InvokePermission:", "  Type: AWS::Lambda::Permission"]
-        if _condition(family):
-            lines.append(f"  Condition: {_condition(family)}")
+        lines += [
+            "",
+            *resource(f"{logical_id.removesuffix('Function')}InvokePermission", PERMISSION, _condition(family)),
+        ]
         lines += [
             "  Properties:",
             "    Action: lambda:InvokeFunction",
@@ -415,9 +313,7 @@ def api_permissions(tools: Sequence[Tool]) -> list[str]:
     """API Gateway may invoke each tool's function on its own route only, of whichever API AuthMode deploys."""
     lines: list[str] = []
     for tool in tools:
-        lines += [f"{camel(tool.name)}ApiPermission:", "  Type: AWS::Lambda::Permission"]
-        if _condition(tool.family):
-            lines.append(f"  Condition: {_condition(tool.family)}")
+        lines += resource(f"{camel(tool.name)}ApiPermission", PERMISSION, _condition(tool.family))
         lines += [
             "  Properties:",
             "    Action: lambda:InvokeFunction",
@@ -576,9 +472,7 @@ def log_groups(tools: Sequence[Tool]) -> list[str]:
     """A log group per generated function, kept LogRetentionDays."""
     lines: list[str] = []
     for stem, name, condition, _ in _served(tools):
-        lines += [f"{stem}LogGroup:", "  Type: AWS::Logs::LogGroup"]
-        if condition:
-            lines.append(f"  Condition: {condition}")
+        lines += resource(f"{stem}LogGroup", "AWS::Logs::LogGroup", condition)
         lines += [
             "  Properties:",
             f"    LogGroupName: !Sub /mnemo/${{Stage}}/{name}",
@@ -602,9 +496,7 @@ def error_alarms(tools: Sequence[Tool]) -> list[str]:
     """An alarm per generated function on Lambda's Errors: a crash or a timeout (an error envelope is an answer)."""
     lines: list[str] = []
     for stem, name, condition, what in _served(tools):
-        lines += [f"{stem}ErrorsAlarm:", "  Type: AWS::CloudWatch::Alarm"]
-        if condition:
-            lines.append(f"  Condition: {condition}")
+        lines += resource(f"{stem}ErrorsAlarm", ALARM, condition)
         lines += [
             "  Properties:",
             f"    AlarmName: !Sub mnemo-${{Stage}}-{name}-errors",
@@ -639,9 +531,7 @@ def throttle_alarms(functions: Mapping[str, str | None]) -> list[str]:
             chunk = members[start : start + MAX_METRICS_PER_ALARM]
             number = "" if start == 0 else str(start // MAX_METRICS_PER_ALARM + 1)
             ids = [re.sub(r"[^a-z0-9]", "", logical_id.removesuffix("Function").lower()) for logical_id in chunk]
-            lines += [f"{stem}Throttles{number}Alarm:", "  Type: AWS::CloudWatch::Alarm"]
-            if condition:
-                lines.append(f"  Condition: {condition}")
+            lines += resource(f"{stem}Throttles{number}Alarm", ALARM, condition)
             lines += [
                 "  Properties:",
                 f"    AlarmName: !Sub mnemo-${{Stage}}-{stem.lower()}-throttles{'-' + number if number else ''}",
