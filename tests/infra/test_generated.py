@@ -106,3 +106,14 @@ def test_the_client_repeats_exactly_the_tools_the_catalog_marks_repeatable() -> 
     assert {name for name, tool in catalog.items() if tool.repeatable} == READ_ONLY
     listing = json.loads((ROOT / "layers/shared/mnemo/client/catalog.json").read_text())
     assert listing  # generated alongside
+
+
+def test_mnemo_generate_check_names_what_is_stale(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mnemo.cli import main
+
+    assert main(["generate", "--check", "--root", str(ROOT)]) == 0
+    assert main(["generate", "--check", "--root", str(tmp_path)]) == 2  # not a checkout: said, no traceback
+    assert "not a Mnemo checkout" in capsys.readouterr().err
+    (tmp_path / "template.yaml").write_text("Resources: {}\n")  # a template without its generated blocks
+    assert main(["generate", "--root", str(tmp_path)]) == 2
+    assert "has no generated block" in capsys.readouterr().err

@@ -115,17 +115,28 @@ def cmd_docs(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     """Write (or, with --check, name) every file generated from the catalog."""
     from mnemo.tools.generate import stale, write
+    from mnemo.tools.template_gen import StaleTemplate
 
     root = Path(args.root).resolve()
-    if args.check:
-        found = stale(root)
-        for path in found:
-            print(f"stale: {path.relative_to(root)}")
-        if found:
-            print("run `make docs` (mnemo generate) and commit the result", file=sys.stderr)
-        return 1 if found else 0
-    for path in write(root):
-        print(f"wrote {path.relative_to(root)}")
+    if not (root / "template.yaml").is_file():
+        print(
+            f"{root} is not a Mnemo checkout (no template.yaml): run it from the repository, or pass --root",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        if args.check:
+            found = stale(root)
+            for path in found:
+                print(f"stale: {path.relative_to(root)}")
+            if found:
+                print("run `make docs` (mnemo generate) and commit the result", file=sys.stderr)
+            return 1 if found else 0
+        for path in write(root):
+            print(f"wrote {path.relative_to(root)}")
+    except StaleTemplate as error:
+        print(f"template.yaml: {error}", file=sys.stderr)
+        return 2
     return 0
 
 
