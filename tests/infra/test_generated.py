@@ -16,14 +16,10 @@ from mnemo.tools.cloudformation_yaml import load_template
 from mnemo.tools.generate import recount, stale
 from mnemo.tools.registry import load_catalog
 from mnemo.tools.rights import WORKSPACE_READ, Rights
-from mnemo.tools.template_gen import (
-    MAX_METRICS_PER_ALARM,
-    StaleTemplate,
-    function_id,
-    policies,
-    render_template,
-    throttle_alarms,
-)
+from mnemo.tools.template_alarms import MAX_METRICS_PER_ALARM, throttle_alarms
+from mnemo.tools.template_gen import StaleTemplate, render_template
+from mnemo.tools.template_names import function_id
+from mnemo.tools.template_policies import policies
 
 ROOT = Path(__file__).resolve().parents[2]
 

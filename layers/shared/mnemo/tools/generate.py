@@ -83,7 +83,8 @@ def expected(root: Path, tools: Mapping[str, Tool] | None = None) -> dict[Path, 
     """Every generated file under ``root`` with the content the catalog gives it."""
     from mnemo.tools.client_gen import render_client_catalog, render_client_module
     from mnemo.tools.docs import render_tools_markdown
-    from mnemo.tools.template_gen import families, render_template
+    from mnemo.tools.template_gen import render_template
+    from mnemo.tools.template_names import families
 
     catalog = dict(tools if tools is not None else load_catalog(experimental=True))
     template = render_template((root / TEMPLATE).read_text(), catalog)

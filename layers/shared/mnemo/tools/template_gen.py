@@ -22,9 +22,8 @@ YAML and ``mnemo generate --check`` (a test) fails when one is stale.
 
 from __future__ import annotations
 
-import importlib
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import yaml
@@ -32,10 +31,20 @@ import yaml
 from mnemo.tools.cloudformation_yaml import load_template
 from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, Tool
 from mnemo.tools.rights import Rights, Runtime
+from mnemo.tools.template_alarms import error_alarms, log_groups, throttle_alarms
+from mnemo.tools.template_names import (
+    bedrock_function_id,
+    camel,
+    clip,
+    condition_of,
+    families,
+    family_summary,
+    function_id,
+    quoted,
+    resource,
+)
 from mnemo.tools.template_policies import policies
 
-#: Condition of everything the experimental tools deploy (the ExperimentalTools parameter).
-EXPERIMENTAL_CONDITION = "ServeExperimental"
 #: The families the stack's agent always has; the others join with BedrockAgentAllFamilies (an agent has at
 #: most 11 APIs by default), experimental ones also only when deployed.
 AGENT_CORE_FAMILIES = ("memory", "knowledge", "sync")
@@ -66,68 +75,15 @@ RUNNERS = (
 #: What the indexer needs of the vector index (it serves no tool): it writes every family's documents.
 INDEXER = "IndexerFunction"
 PERMISSION = "AWS::Lambda::Permission"
-ALARM = "AWS::CloudWatch::Alarm"
-MAX_METRICS_PER_ALARM = 10
 MAX_LAMBDA_DESCRIPTION = 256
 MAX_ACTION_GROUP_DESCRIPTION = 200
 WIDTH = 120
 
-ALARM_ACTIONS = [
-    "AlarmActions: !If [HasAlarmTopic, [!Ref AlarmTopicArn], !Ref AWS::NoValue]",
-    "OKActions: !If [HasAlarmTopic, [!Ref AlarmTopicArn], !Ref AWS::NoValue]",
-]
 _MARKER = re.compile(r"^(?P<indent> *)# >>> generated: (?P<name>[a-z-]+)\b")
 
 
 class StaleTemplate(Exception):
     """A marker pair is missing or malformed: the template cannot be regenerated as it stands."""
-
-
-# ------------------------------------------------------------------ names ---
-def camel(name: str) -> str:
-    """memory_add -> MemoryAdd."""
-    return "".join(part.capitalize() for part in re.split(r"[_-]", name))
-
-
-def function_id(tool: Tool) -> str:
-    """The logical id of the function that serves ``tool``'s route."""
-    return f"{camel(tool.name)}Function"
-
-
-def bedrock_function_id(family: str) -> str:
-    """The logical id of the function that serves ``family``'s Bedrock action groups."""
-    return f"Bedrock{camel(family)}Function"
-
-
-def family_summary(family: str) -> str:
-    """The family module's SUMMARY: what its tools are for."""
-    return str(importlib.import_module(f"mnemo.tools.{family}").SUMMARY)
-
-
-def _condition(family: str) -> str | None:
-    return EXPERIMENTAL_CONDITION if family in EXPERIMENTAL_FAMILIES else None
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
-
-
-def _quoted(text: str) -> str:
-    """A YAML double-quoted scalar."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def resource(logical_id: str, kind: str, condition: str | None) -> list[str]:
-    """A resource's first lines: its logical id, type and, when it has one, its condition."""
-    return [f"{logical_id}:", f"  Type: {kind}", *([f"  Condition: {condition}"] if condition else [])]
-
-
-def families(tools: Iterable[Tool]) -> dict[str, list[Tool]]:
-    """Family -> its tools, in catalog order."""
-    found: dict[str, list[Tool]] = {}
-    for tool in tools:
-        found.setdefault(tool.family, []).append(tool)
-    return found
 
 
 # -------------------------------------------------------------- functions ---
@@ -164,7 +120,7 @@ def _function(
     lines += [
         "  Properties:",
         f"    FunctionName: !Sub mnemo-${{Stage}}-{name}",
-        f"    Description: {_quoted(_clip(description, MAX_LAMBDA_DESCRIPTION))}",
+        f"    Description: {quoted(clip(description, MAX_LAMBDA_DESCRIPTION))}",
         f"    CodeUri: functions/{code}/",
     ]
     if handler:  # the Globals' handler, said again where a function is not a tool's
@@ -194,7 +150,7 @@ def tool_functions(tools: Sequence[Tool]) -> list[str]:
             code=tool.name,
             rights=tool.rights,
             runtime=tool.runtime,
-            condition=_condition(tool.family),
+            condition=condition_of(tool.family),
         )
         lines.append("")
     return lines[:-1]
@@ -219,14 +175,14 @@ def bedrock_functions(tools: Sequence[Tool]) -> list[str]:
             code=f"bedrock_{family}",
             rights=Rights.covering(tool.rights for tool in members),
             runtime=runtime,
-            condition=_condition(family),
+            condition=condition_of(family),
             # The tenant of callers whose session attributes name none: this account, as for IAM callers.
             environment={"MNEMO_BEDROCK_TENANT": "!Ref AWS::AccountId"},
             handler=True,
         )
         lines += [
             "",
-            *resource(f"{logical_id.removesuffix('Function')}InvokePermission", PERMISSION, _condition(family)),
+            *resource(f"{logical_id.removesuffix('Function')}InvokePermission", PERMISSION, condition_of(family)),
         ]
         lines += [
             "  Properties:",
@@ -261,7 +217,7 @@ def _integration(function: str) -> str:
 
 def _route(tool: Tool, body: list[str]) -> list[str]:
     path = f"/v1/tools/{tool.name}:"
-    condition = _condition(tool.family)
+    condition = condition_of(tool.family)
     if condition is None:
         return [path, "  post:", *("    " + line for line in body)]
     return [
@@ -313,7 +269,7 @@ def api_permissions(tools: Sequence[Tool]) -> list[str]:
     """API Gateway may invoke each tool's function on its own route only, of whichever API AuthMode deploys."""
     lines: list[str] = []
     for tool in tools:
-        lines += resource(f"{camel(tool.name)}ApiPermission", PERMISSION, _condition(tool.family))
+        lines += resource(f"{camel(tool.name)}ApiPermission", PERMISSION, condition_of(tool.family))
         lines += [
             "  Properties:",
             "    Action: lambda:InvokeFunction",
@@ -411,10 +367,10 @@ def agent_action_groups(tools: Sequence[Tool]) -> list[str]:
         family = members[0].family
         schema = cloudformation_function_schema(bedrock_functions(members))
         suffix = ", experimental" if family in EXPERIMENTAL_FAMILIES else ""
-        description = _clip(f"{family_summary(family)} (Mnemo {family} tools{suffix})", MAX_ACTION_GROUP_DESCRIPTION)
+        description = clip(f"{family_summary(family)} (Mnemo {family} tools{suffix})", MAX_ACTION_GROUP_DESCRIPTION)
         body = [
             f"ActionGroupName: {action_group_name(group)}",
-            f"Description: {_quoted(description)}",
+            f"Description: {quoted(description)}",
             "ActionGroupState: ENABLED",
             "ActionGroupExecutor:",
             f"  Lambda: !GetAtt {bedrock_function_id(family)}.Arn",
@@ -442,122 +398,14 @@ def bedrock_outputs(tools: Sequence[Tool]) -> list[str]:
     for family in families(tools):
         logical_id = bedrock_function_id(family)
         lines.append(f"{logical_id}Arn:")
-        if _condition(family):
-            lines.append(f"  Condition: {_condition(family)}")
+        if condition_of(family):
+            lines.append(f"  Condition: {condition_of(family)}")
         experimental = "experimental; " if family in EXPERIMENTAL_FAMILIES else ""
         lines += [
             f"  Description: Lambda of the {family} action group for Bedrock agents ({experimental}see docs/bedrock.md)",
             f"  Value: !GetAtt {logical_id}.Arn",
         ]
     return lines
-
-
-# ------------------------------------------------------- logs and alarms ---
-def _served(tools: Sequence[Tool]) -> list[tuple[str, str, str | None, str]]:
-    """(logical id without Function, log and alarm name, condition, what fails) of each generated function."""
-    found = [(camel(tool.name), tool.name, _condition(tool.family), tool.name) for tool in tools]
-    for family in families(tools):
-        found.append(
-            (
-                bedrock_function_id(family).removesuffix("Function"),
-                f"bedrock-{family}",
-                _condition(family),
-                f"The Bedrock {family} action group",
-            )
-        )
-    return found
-
-
-def log_groups(tools: Sequence[Tool]) -> list[str]:
-    """A log group per generated function, kept LogRetentionDays."""
-    lines: list[str] = []
-    for stem, name, condition, _ in _served(tools):
-        lines += resource(f"{stem}LogGroup", "AWS::Logs::LogGroup", condition)
-        lines += [
-            "  Properties:",
-            f"    LogGroupName: !Sub /mnemo/${{Stage}}/{name}",
-            "    RetentionInDays: !Ref LogRetentionDays",
-            "",
-        ]
-    return lines[:-1]
-
-
-def _alarm_tail() -> list[str]:
-    return [
-        "    EvaluationPeriods: 1",
-        "    Threshold: 0",
-        "    ComparisonOperator: GreaterThanThreshold",
-        "    TreatMissingData: notBreaching",
-        *("    " + line for line in ALARM_ACTIONS),
-    ]
-
-
-def error_alarms(tools: Sequence[Tool]) -> list[str]:
-    """An alarm per generated function on Lambda's Errors: a crash or a timeout (an error envelope is an answer)."""
-    lines: list[str] = []
-    for stem, name, condition, what in _served(tools):
-        lines += resource(f"{stem}ErrorsAlarm", ALARM, condition)
-        lines += [
-            "  Properties:",
-            f"    AlarmName: !Sub mnemo-${{Stage}}-{name}-errors",
-            f"    AlarmDescription: {what} failed without an answer (crash or timeout)",
-            "    Namespace: AWS/Lambda",
-            "    MetricName: Errors",
-            "    Dimensions:",
-            "      - Name: FunctionName",
-            f"        Value: !Ref {stem}Function",
-            "    Statistic: Sum",
-            "    Period: 300",
-            *_alarm_tail(),
-            "",
-        ]
-    return lines[:-1]
-
-
-#: The names of the throttle alarms of each condition's functions.
-_THROTTLE_NAMES = {None: "Function", EXPERIMENTAL_CONDITION: "Experimental", "ServeConsole": "Console"}
-
-
-def throttle_alarms(functions: Mapping[str, str | None]) -> list[str]:
-    """Throttles of every function of the stack (``functions``: logical id -> its condition), summed with
-    metric math, at most ten metrics to an alarm (a hard CloudWatch limit), one series per condition."""
-    by_condition: dict[str | None, list[str]] = {}
-    for logical_id, condition in functions.items():
-        by_condition.setdefault(condition, []).append(logical_id)
-    lines: list[str] = []
-    for condition, members in by_condition.items():
-        stem = _THROTTLE_NAMES.get(condition) or str(condition)
-        for start in range(0, len(members), MAX_METRICS_PER_ALARM):
-            chunk = members[start : start + MAX_METRICS_PER_ALARM]
-            number = "" if start == 0 else str(start // MAX_METRICS_PER_ALARM + 1)
-            ids = [re.sub(r"[^a-z0-9]", "", logical_id.removesuffix("Function").lower()) for logical_id in chunk]
-            lines += resource(f"{stem}Throttles{number}Alarm", ALARM, condition)
-            lines += [
-                "  Properties:",
-                f"    AlarmName: !Sub mnemo-${{Stage}}-{stem.lower()}-throttles{'-' + number if number else ''}",
-                "    AlarmDescription: A Mnemo function was throttled (concurrency limit reached)",
-                "    Metrics:",
-                "      - Id: total",
-                f"        Expression: {' + '.join(ids)}",
-                "        Label: Throttles of the functions",
-                "        ReturnData: true",
-            ]
-            for metric_id, logical_id in zip(ids, chunk, strict=True):
-                lines += [
-                    f"      - Id: {metric_id}",
-                    "        ReturnData: false",
-                    "        MetricStat:",
-                    "          Metric:",
-                    "            Namespace: AWS/Lambda",
-                    "            MetricName: Throttles",
-                    "            Dimensions:",
-                    "              - Name: FunctionName",
-                    f"                Value: !Ref {logical_id}",
-                    "          Period: 300",
-                    "          Stat: Sum",
-                ]
-            lines += [*_alarm_tail(), ""]
-    return lines[:-1]
 
 
 # ----------------------------------------------------------------- blocks ---
