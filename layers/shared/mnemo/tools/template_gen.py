@@ -229,21 +229,22 @@ def _route(tool: Tool, body: list[str]) -> list[str]:
     ]
 
 
+def _proxy_integration(tool: Tool) -> list[str]:
+    """The Lambda proxy integration of a tool's route: its own function, POST."""
+    return [
+        "x-amazon-apigateway-integration:",
+        "  type: aws_proxy",
+        "  httpMethod: POST",
+        "  " + _integration(function_id(tool)),
+    ]
+
+
 def rest_routes(tools: Sequence[Tool]) -> list[str]:
     """The REST API's tool paths: the security AuthMode selects, the Lambda proxy integration."""
+    security = "security: !If [UseIamAuth, [sigv4: []], !If [UseApiKeyAuth, [api_key: []], [cognito: []]]]"
     lines: list[str] = []
     for tool in tools:
-        lines += _route(
-            tool,
-            [
-                "security: !If [UseIamAuth, [sigv4: []], !If [UseApiKeyAuth, [api_key: []], [cognito: []]]]",
-                "responses: {}",
-                "x-amazon-apigateway-integration:",
-                "  type: aws_proxy",
-                "  httpMethod: POST",
-                "  " + _integration(function_id(tool)),
-            ],
-        )
+        lines += _route(tool, [security, "responses: {}", *_proxy_integration(tool)])
     return lines
 
 
@@ -251,17 +252,7 @@ def http_routes(tools: Sequence[Tool]) -> list[str]:
     """The HTTP API's tool paths (AuthMode JWT: its default authorizer), payload format 2.0."""
     lines: list[str] = []
     for tool in tools:
-        lines += _route(
-            tool,
-            [
-                "responses: {}",
-                "x-amazon-apigateway-integration:",
-                "  type: aws_proxy",
-                "  httpMethod: POST",
-                "  " + _integration(function_id(tool)),
-                '  payloadFormatVersion: "2.0"',
-            ],
-        )
+        lines += _route(tool, ["responses: {}", *_proxy_integration(tool), '  payloadFormatVersion: "2.0"'])
     return lines
 
 
