@@ -25,8 +25,8 @@ warm average of --calls calls. Prices (PRICES, with their sources) turn the
 counts into dollars per million calls by line item, the fixed monthly floor, the
 comparison with AgentCore Memory, and the distance from $5 per million calls.
 The environment is Globals.Function.Environment of template.yaml with its intrinsic functions
-(!If, !Ref, !Sub, !FindInMap...) evaluated for the parameters' defaults (TemplateResolver), the run's
-table, bucket and endpoints standing for the stack's resources.
+(!If, !Ref, !Sub, !FindInMap...) evaluated for the parameters' defaults (the rehearsal's Resolver,
+tests/support/rehearsal_template.py), the run's table, bucket and endpoints standing for the stack's resources.
 Writes bench/results/deploy_cost.json and prints tables. --smoke: a corpus of 5 and 3 calls of each tool,
 the same path (results to a temporary folder, bench/common.py).
 """
@@ -38,7 +38,6 @@ import functools
 import json
 import os
 import random
-import re
 import statistics
 import sys
 import tempfile
@@ -67,6 +66,7 @@ for _variable, _value in {
 
 import aws_fixtures  # noqa: E402
 from aws_fixtures import REGION, create_records_table, shared_moto_server  # noqa: E402
+from rehearsal_template import Resolver  # noqa: E402
 
 from aws_events import FakeLambdaContext, rest_event  # noqa: E402
 from mnemo.tools import cloudformation_yaml  # noqa: E402
@@ -222,130 +222,18 @@ def load_template() -> dict[str, Any]:
 aws_fixtures.load_template = load_template
 
 
-#: Pseudo parameters as this run sees them (an account id of the documentation's examples).
-PSEUDO_PARAMETERS = {
-    "AWS::AccountId": "123456789012",
-    "AWS::Partition": "aws",
-    "AWS::Region": REGION,
-    "AWS::StackName": "mnemo-dev",
-    "AWS::URLSuffix": "amazonaws.com",
-    "AWS::NoValue": None,
-}
-
-
-class TemplateResolver:
-    """template.yaml's intrinsic functions, evaluated with every parameter at its default.
-
-    ``resources`` gives what a reference to a resource stands for in this run (``Ref`` by logical id,
-    ``GetAtt`` by ``LogicalId.Attribute``); any other resource (one of the template's, or one SAM generates)
-    stands for its logical id (``Ref``) or ``LogicalId.Attribute`` (``GetAtt``), where a deployed stack
-    would give some physical name or ARN. Conditions are evaluated from the template's ``Conditions``;
-    ``Fn::`` long forms and the short ``!`` tags (read as one-key mappings by
-    aws_fixtures.CloudFormationLoader) are both understood; another function is left as it is.
-    """
-
-    def __init__(self, template: dict[str, Any], resources: dict[str, str]) -> None:
-        parameters = template.get("Parameters") or {}
-        self.parameters: dict[str, Any] = {
-            name: None if spec.get("Default") is None else str(spec["Default"]) for name, spec in parameters.items()
-        }
-        self.parameters.update(PSEUDO_PARAMETERS)
-        self.conditions: dict[str, Any] = template.get("Conditions") or {}
-        self.mappings: dict[str, Any] = template.get("Mappings") or {}
-        self.resources = resources
-        self._evaluated: dict[str, bool] = {}
-
-    def condition(self, name: str) -> bool:
-        if name not in self._evaluated:
-            self._evaluated[name] = bool(self.resolve(self.conditions[name]))
-        return self._evaluated[name]
-
-    def ref(self, name: str) -> Any:
-        if name in self.resources:
-            return self.resources[name]
-        if name in self.parameters:
-            return self.parameters[name]
-        return name  # a resource of the template, or one SAM generates (MnemoApi.Stage, <Function>Role...)
-
-    def get_att(self, target: Any) -> Any:
-        logical, attribute = target.split(".", 1) if isinstance(target, str) else self.resolve(target)
-        return self.resources.get(f"{logical}.{attribute}", f"{logical}.{attribute}")
-
-    def sub(self, spec: Any) -> str:
-        text, variables = (spec, {}) if isinstance(spec, str) else (spec[0], self.resolve(spec[1]))
-
-        def replace(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name.startswith("!"):
-                return "${" + name[1:] + "}"  # ${!Literal}
-            if name in variables:
-                return str(variables[name])
-            return str(self.get_att(name) if "." in name and name not in self.parameters else self.ref(name))
-
-        return re.sub(r"\$\{([^}]+)\}", replace, text)
-
-    def resolve(self, node: Any) -> Any:
-        """``node`` with its intrinsic functions evaluated."""
-        if isinstance(node, list):
-            return [self.resolve(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        if len(node) == 1:
-            ((key, value),) = node.items()
-            function = key.removeprefix("Fn::")
-            if key == "Ref":
-                return self.ref(value)
-            if key == "Condition" and isinstance(value, str):
-                return self.condition(value)
-            if function == "If":
-                name, then, otherwise = value
-                return self.resolve(then if self.condition(name) else otherwise)
-            if function == "Sub":
-                return self.sub(value)
-            if function == "GetAtt":
-                return self.get_att(value)
-            if function == "FindInMap":
-                mapping, top, second = self.resolve(value)
-                return self.mappings[mapping][top][second]
-            if function == "Join":
-                separator, items = value
-                return separator.join(str(item) for item in self.resolve(items))
-            if function == "Select":
-                index, items = self.resolve(value)
-                return items[int(index)]
-            if function == "Split":
-                separator, text = self.resolve(value)
-                return text.split(separator)
-            if function == "Equals":
-                left, right = self.resolve(value)
-                return str(left) == str(right)
-            if function == "Not":
-                return not self.resolve(value[0])
-            if function == "And":
-                return all(self.resolve(item) for item in value)
-            if function == "Or":
-                return any(self.resolve(item) for item in value)
-            if function == "Contains":
-                items, item = self.resolve(value)
-                return item in items
-        return {key: self.resolve(value) for key, value in node.items()}
-
-
 def template_environment(table_name: str, opensearch_url: str) -> dict[str, str]:
     """Globals.Function.Environment.Variables of template.yaml, every parameter at its default, with this
     run's table, bucket and OpenSearch endpoint in place of the stack's resources."""
     template = load_template()
-    resolver = TemplateResolver(
+    resolver = Resolver(
         template,
-        {
-            "RecordsTable": table_name,
-            "KnowledgeBucket": table_name,
-            "VectorCollection.CollectionEndpoint": opensearch_url,
-        },
+        parameters={},  # every parameter at its default
+        refs={"RecordsTable": table_name, "KnowledgeBucket": table_name},
+        attributes={"VectorCollection.CollectionEndpoint": opensearch_url},
     )
     variables = resolver.resolve(template["Globals"]["Function"]["Environment"]["Variables"])
-    # AWS::NoValue removes a variable, as CloudFormation does.
-    environment = {name: str(value) for name, value in variables.items() if value is not None}
+    environment = {name: str(value) for name, value in variables.items()}  # AWS::NoValue ones are gone
     environment["MNEMO_RECORDS_TABLE"] = table_name  # the run's own table, not mnemo-records-<Stage>
     environment["MNEMO_AWS_ENDPOINT"] = shared_moto_server().url
     environment["MNEMO_AWS_REGION"] = REGION

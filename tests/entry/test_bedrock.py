@@ -9,6 +9,7 @@ its declared type.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import re
@@ -642,7 +643,7 @@ def test_groups_cover_the_catalog_within_the_operation_limit() -> None:
 
 def test_a_large_family_is_split_into_several_groups() -> None:
     (sample,) = [t for t in load_catalog().values() if t.name == "memory_delete"]
-    fake = [Tool(f"tool_{n}", "big", sample.request, sample.response, sample.function, sample.spec) for n in range(23)]
+    fake = [dataclasses.replace(sample, name=f"tool_{n}", family="big") for n in range(23)]
     groups = action_groups(fake)
     assert list(groups) == ["big", "big-2", "big-3"]
     assert [len(g) for g in groups.values()] == [10, 10, 3]

@@ -22,6 +22,8 @@ from rehearsal_build import REGION, ROOT, SAM_VENV
 
 ACCOUNT = "123456789012"  # moto's default account
 NO_VALUE = object()
+#: Intrinsic functions as mnemo.tools.cloudformation_yaml reads their short tags (!If, !Sub...).
+_SHORT_FORMS = frozenset({"GetAtt", "Sub", "If", "FindInMap", "Join", "Select", "Split", "Equals", "Not", "And", "Or"})
 
 _TRANSLATE = """
 import json, logging, sys
@@ -119,6 +121,8 @@ class Resolver:
             return value
         if len(value) == 1:
             ((key, argument),) = value.items()
+            if key in _SHORT_FORMS:  # template.yaml read as plain YAML (!If -> {"If": ...}), before the transform
+                key = f"Fn::{key}"
             if key == "Ref":
                 return self.ref(argument)
             if key == "Fn::GetAtt":

@@ -108,17 +108,24 @@ def expected(root: Path, tools: Mapping[str, Tool] | None = None) -> dict[Path, 
     return files
 
 
+def _differing(root: Path, tools: Mapping[str, Tool] | None) -> dict[Path, str]:
+    """The generated files whose content on disk is not what the catalog gives (missing ones too)."""
+    return {
+        path: content
+        for path, content in expected(root, tools).items()
+        if not path.exists() or path.read_text() != content
+    }
+
+
 def stale(root: Path, tools: Mapping[str, Tool] | None = None) -> list[Path]:
     """The generated files under ``root`` that differ from what the catalog gives (or are missing)."""
-    return [path for path, content in expected(root, tools).items() if not path.exists() or path.read_text() != content]
+    return list(_differing(root, tools))
 
 
 def write(root: Path, tools: Mapping[str, Tool] | None = None) -> list[Path]:
     """Write every stale generated file under ``root``; the paths written."""
-    written = []
-    for path, content in expected(root, tools).items():
-        if not path.exists() or path.read_text() != content:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content)
-            written.append(path)
-    return written
+    written = _differing(root, tools)
+    for path, content in written.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    return list(written)

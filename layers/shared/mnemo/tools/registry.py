@@ -17,7 +17,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
 from pydantic import BaseModel, ValidationError
@@ -44,10 +44,10 @@ class Tool:
     response: type[BaseModel]
     function: ToolFunction
     spec: str
-    rights: Rights = field(default_factory=lambda: Rights(records="read"))
-    runtime: Runtime = field(default_factory=Runtime)
+    rights: Rights
+    runtime: Runtime
     #: Whether a client may send the call again when it cannot know whether the first ran (mnemo.client.repeat).
-    repeatable: bool = False
+    repeatable: bool
 
     @property
     def description(self) -> str:
