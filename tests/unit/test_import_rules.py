@@ -35,6 +35,7 @@ KERNEL = {
 #: The services, one package per family, and the retrieval maths they share.
 DOMAIN = {
     "mnemo.conversations",
+    "mnemo.learning",
     "mnemo.files",
     "mnemo.graph",
     "mnemo.knowledge",

@@ -28,7 +28,8 @@ adapter where each suite lists its backends, and every test must pass unchanged:
   test server answers k-NN), and ``test_ranker_on_opensearch.py`` (the ranker ranks alike on it);
 - ``BlobStore``: ``tests/contract/test_blob_store.py`` (``BACKENDS``);
 - ``Embedder`` and ``EventPublisher``: ``tests/contract/test_embedder_and_events.py``;
-- ``Extractor``: ``tests/contract/test_extractors.py``.
+- ``Extractor``: ``tests/contract/test_extractors.py``;
+- ``ExtractionQueue``: ``tests/contract/test_extraction_queue.py``.
 
 Then wire it in ``mnemo.runtime.Services`` (one adapter per port, chosen by the settings).
 """
@@ -390,5 +391,69 @@ class Extractor(Protocol):
 
         Changes no stored state, but each call runs (and may bill) the model and may answer differently.
         A call that timed out is not sent again by the adapter: the model may have run it already.
+        """
+        ...
+
+    def extract_counted(self, system: str, prompt: str, tool: ExtractionTool) -> Extraction:
+        """``extract``, with the tokens the call used and the model's raw answer.
+
+        An answer that is not JSON, or not an object, raises ProviderError with ``details["raw"]`` (the
+        answer's first ``RAW_ANSWER_CHARS`` characters), so the caller can record what the model said.
+        Same promises as ``extract`` otherwise.
+        """
+        ...
+
+
+#: The most characters of a model's raw answer kept with a failure.
+RAW_ANSWER_CHARS = 2000
+
+
+@dataclass
+class Extraction:
+    """One model call's tool input, the tokens it used (0 when the provider does not say) and its raw text."""
+
+    answer: dict[str, Any]
+    input_tokens: int = 0
+    output_tokens: int = 0
+    raw: str = ""
+
+
+# ------------------------------------------------------- extraction queue ---
+@dataclass
+class StreamNotice:
+    """Work for the extraction of one stream of turns (a session of a user of a tenant).
+
+    ``stream`` is the stream's key (a scope key; at most 512 characters), ``identity`` the ids of the
+    identity that wrote the turns (tenant, user, session, agent: the transport's, never a model's), and
+    ``reason`` why it is sent: ``turns`` (new turns were stored), ``idle`` (a wake-up came due) or
+    ``demand`` (someone asked for a run now). ``token`` makes a notice unique for deduplication.
+    """
+
+    stream: str
+    identity: dict[str, str]
+    reason: Literal["turns", "idle", "demand"] = "turns"
+    token: str = ""
+
+
+class ExtractionQueue(Protocol):
+    """Carries extraction work to a worker (SQS on AWS; the server's background thread locally).
+
+    Every member is required. Delivery is at least once: a worker must tolerate a notice twice, and
+    an extraction run is idempotent, so it does.
+    """
+
+    def notify(self, notice: StreamNotice) -> None:
+        """Ask for the stream to be looked at soon (in order with the stream's other notices).
+
+        Notices with the same stream and token within the queue's deduplication window are delivered
+        once. Errors: the provider envelope; a turn stored before a failed notify is still pending, and
+        the next notice or sweep finds it.
+        """
+        ...
+
+    def wake_later(self, notice: StreamNotice, delay_seconds: int) -> None:
+        """Deliver ``notice`` (an ``idle`` one) after ``delay_seconds`` (at most 900), for the idle trigger.
+
+        Errors: the provider envelope; ValueError for a delay outside 0..900.
         """
         ...

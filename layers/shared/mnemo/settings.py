@@ -33,14 +33,23 @@ the embedded default, so ``mnemo serve`` runs on a laptop with no cloud at all.
 | MNEMO_EXTRACTOR_TIMEOUT_SECONDS | how long one model call may take | 60 |
 | MNEMO_REQUEST_DEADLINE_SECONDS | how long one long tool call may run (sync_now, build_memory_from_text) | none |
 | MNEMO_EXPERIMENTAL | serve the experimental tools (code outline): 1 or true | off |
+| MNEMO_EXTRACTION_STRATEGIES | facts,preferences,summary,lessons,graph; all; none | none |
+| MNEMO_EXTRACTION_EVERY_TURNS | run the strategies once this many turns of a session wait | 6 |
+| MNEMO_EXTRACTION_IDLE_MINUTES | ... or once a session with waiting turns has been quiet this long | 10 |
+| MNEMO_EXTRACTION_JUDGE | one batched model call decides update or add for close candidates: on or off | on |
+| MNEMO_EXTRACTION_MAX_CANDIDATES | the most memories one strategy may propose for one batch (more is a failure) | 50 |
+| MNEMO_EXTRACTION_CONFIG | JSON per strategy: {"facts": {"model", "appendToPrompt", "metadataKeys"}} | {} |
+| MNEMO_EXTRACTION_QUEUE_URL | the SQS FIFO queue extraction notices go to (AWS) | |
+| MNEMO_EXTRACTION_WAKE_QUEUE_URL | the SQS queue of delayed idle wake-ups (AWS) | |
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -88,6 +97,21 @@ class Settings(BaseModel):
     #: Serve the experimental tools (read by mnemo.tools.registry.experimental_enabled, which the front
     #: doors consult before any Services exist).
     experimental: bool = False
+    #: The extraction strategies that run over stored turns (none: extraction is off).
+    extraction_strategies: tuple[str, ...] = ()
+    #: A session's waiting turns are extracted once there are this many ...
+    extraction_every_turns: int = Field(6, ge=1, le=100)
+    #: ... or once it has been quiet this long.
+    extraction_idle_minutes: float = Field(10.0, gt=0, le=15)
+    #: Whether close candidates go to one batched model call that chooses update or add (else rules decide).
+    extraction_judge: bool = True
+    #: The most memories one strategy may propose for one batch; more is refused as a failure.
+    extraction_max_candidates: int = Field(50, ge=1, le=500)
+    #: Per strategy: ``model`` (a Bedrock model id or the OpenAI-compatible model), ``appendToPrompt``,
+    #: ``metadataKeys``.
+    extraction_config: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    extraction_queue_url: str | None = None
+    extraction_wake_queue_url: str | None = None
     #: Roles granted to a local-server caller that sends no X-Mnemo-Roles header.
     default_local_roles: tuple[str, ...] = ("writer",)
 
@@ -97,6 +121,19 @@ class Settings(BaseModel):
         if value not in (256, 512, 1024):
             raise ValueError("Titan Text Embeddings V2 offers 256, 512 or 1024 dimensions")
         return value
+
+    @field_validator("extraction_strategies")
+    @classmethod
+    def _strategies(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        names = ("facts", "preferences", "summary", "lessons", "graph")
+        if value in (("none",), ("off",)):
+            return ()
+        if value == ("all",):
+            return names
+        unknown = [name for name in value if name not in names]
+        if unknown:
+            raise ValueError(f"unknown extraction strategy {unknown[0]!r}; choose from {', '.join(names)}")
+        return tuple(dict.fromkeys(value))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -108,8 +145,10 @@ class Settings(BaseModel):
             raw = env.get(f"MNEMO_{name.upper()}")
             if raw is None or raw == "":
                 continue
-            if name == "default_local_roles":
-                values[name] = tuple(role.strip() for role in raw.split(",") if role.strip())
+            if name in ("default_local_roles", "extraction_strategies"):
+                values[name] = tuple(part.strip() for part in raw.split(",") if part.strip())
+            elif name == "extraction_config":
+                values[name] = json.loads(raw)
             else:
                 values[name] = raw
         if "aws_region" not in values and (env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")):

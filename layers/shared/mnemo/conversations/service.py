@@ -12,8 +12,9 @@ until the record is indexed (``mnemo.outbox``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from mnemo.budget import fit_head
 from mnemo.context import RequestContext
@@ -44,7 +45,23 @@ from mnemo.conversations.retrieval import Criteria, Finder
 from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS, EntryStore, key_time, new_message_id, parse_time
 from mnemo.errors import Conflict, ConflictingRequest, InvalidInput
 from mnemo.outbox import IndexOutbox
-from mnemo.ports import ConditionFailed, Embedder, Filter, RecordStore, VectorIndex
+from mnemo.ports import ConditionFailed, Embedder, Filter, Put, RecordStore, VectorIndex
+
+
+class TurnObserver(Protocol):
+    """Who learns from stored turns (``mnemo.learning``): its work goes out with each new record."""
+
+    def operations(self, context: RequestContext, kind: str, scope: str, data: dict[str, Any]) -> list[Put]:
+        """What to write with a new record, in the same all-or-nothing write (nothing when learning is off)."""
+        ...
+
+    def stored(self, context: RequestContext) -> None:
+        """Called once after a call stored new records (never raises: the records are stored)."""
+        ...
+
+
+#: The meta_data key of a message stored by add_messages: ``{role, name}``.
+MESSAGE_META = "mnemo_message"
 
 
 def _now() -> datetime:
@@ -73,7 +90,15 @@ def _plural(count: int, noun: str) -> str:
 
 
 class ConversationService:
-    def __init__(self, records: RecordStore, index: VectorIndex, embedder: Embedder, outbox: IndexOutbox) -> None:
+    def __init__(
+        self,
+        records: RecordStore,
+        index: VectorIndex,
+        embedder: Embedder,
+        outbox: IndexOutbox,
+        observer: Callable[[], TurnObserver | None] = lambda: None,
+    ) -> None:
+        self._observer = observer
         self._indexer = Indexer(index, embedder)
         self._finder = Finder(index, embedder)
         self._outbox = outbox
@@ -102,8 +127,9 @@ class ConversationService:
         content = request.model_dump(mode="json", include={"user_input", "agent_response"})
         content["meta_data"] = request.meta_data or {}
         data, outcome = self._store(
-            self._conversations, scope, request.message_id or new_message_id(), content, request, {}
+            context, self._conversations, scope, request.message_id or new_message_id(), content, request, {}
         )
+        self._notify(context, outcome)
         processing = self._processing(self._conversations, outcome, _ms(started))
         return AddConversationOutput(
             message=f"Conversation {data['message_id']}: {processing}",
@@ -123,8 +149,9 @@ class ConversationService:
         content["duration_ms"] = request.duration_ms if request.duration_ms is not None else 0
         content["meta_data"] = request.meta_data or {}
         data, outcome = self._store(
-            self._executions, scope, request.message_id, content, request, execution_keywords(content)
+            context, self._executions, scope, request.message_id, content, request, execution_keywords(content)
         )
+        self._notify(context, outcome)
         processing = self._processing(self._executions, outcome, _ms(started))
         return AddExecutionOutput(
             message=f"Execution {data['message_id']}: {processing}",
@@ -156,8 +183,49 @@ class ConversationService:
             )
         return f"stored and indexed in {elapsed_ms:.1f} ms"
 
+    def add_message(
+        self, context: RequestContext, message_id: str, message: dict[str, Any], at: datetime | None
+    ) -> str:
+        """Store one chat message (add_messages) as a conversation record: a user's in ``user_input``, any
+        other role's in ``agent_response``, the role and name in ``meta_data.mnemo_message`` and the session
+        in ``meta_data.session``. "stored", or "repeat" when it is stored with this content already
+        (CONFLICT when with other content). Call ``notify`` once after a batch."""
+        scope = self._scope(context)
+        role, text = message["role"], message["content"]
+        content: dict[str, Any] = {
+            "user_input": text if role == "user" else "",
+            "agent_response": "" if role == "user" else text,
+            "meta_data": {
+                MESSAGE_META: {"role": role, "name": message.get("name")},
+                **({"session": context.session} if context.session else {}),
+            },
+        }
+        request = AddConversationInput.model_construct(
+            user_input=text if role == "user" else "",
+            agent_response="" if role == "user" else text,
+            timestamp=at,
+            explanation="add_messages",
+            meta_data=None,
+        )
+        _, outcome = self._store(context, self._conversations, scope, message_id, content, request, {})
+        return "repeat" if outcome == "repeat" else "stored"
+
+    def existing_messages(self, context: RequestContext, message_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The conversation records of the caller stored under these ids, by id."""
+        return self._conversations.get_many(self._scope(context), message_ids)
+
+    def notify(self, context: RequestContext) -> None:
+        """Tell the learning observer that a call stored new records."""
+        self._notify(context, "indexed")
+
+    def _notify(self, context: RequestContext, outcome: str) -> None:
+        observer = self._observer()
+        if observer is not None and outcome != "repeat":
+            observer.stored(context)
+
     def _store(
         self,
+        context: RequestContext,
         store: EntryStore,
         scope: str,
         message_id: str,
@@ -180,9 +248,11 @@ class ConversationService:
         }
         family = self._family[store.kind.name]
         marker = self._outbox.marker(family.family, family.reference(scope, message_id))
+        observer = self._observer()
+        extra = observer.operations(context, store.kind.name, scope, data) if observer is not None else []
         try:
             store.create(
-                scope, data, {"message_id": message_id, "timestamp": data["timestamp"], **entry_fields}, marker
+                scope, data, {"message_id": message_id, "timestamp": data["timestamp"], **entry_fields}, marker, extra
             )
         except ConditionFailed:
             existing = store.get(scope, message_id)

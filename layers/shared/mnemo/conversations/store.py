@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -128,14 +128,18 @@ class EntryStore:
             return {}
         return {item.data["message_id"]: item.data for item in self._records.batch_get(keys, consistent=consistent)}
 
-    def create(self, scope: str, data: dict[str, Any], time_entry: dict[str, Any], marker: Put) -> None:
-        """Write a new record, its time entry and its outbox marker, all or none; ConditionFailed if it exists."""
+    def create(
+        self, scope: str, data: dict[str, Any], time_entry: dict[str, Any], marker: Put, extra: Sequence[Put] = ()
+    ) -> None:
+        """Write a new record, its time entry, its outbox marker and ``extra`` (the turn's extraction work), all
+        or none; ConditionFailed if it exists."""
         partition, message_id = self.partition(scope), data["message_id"]
         self._records.write(
             [
                 Put(Item(partition, record_sk(message_id), data), expect="absent"),
                 Put(Item(partition, time_sk(data["timestamp"], message_id), time_entry), expect="absent"),
                 marker,
+                *extra,
             ]
         )
 

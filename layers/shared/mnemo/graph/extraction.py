@@ -33,7 +33,7 @@ from mnemo.graph.names import name_key, predicate_key
 from mnemo.graph.scopes import writable_scope
 from mnemo.graph.service import GraphService
 from mnemo.graph.temporal import now, stamp
-from mnemo.ports import ExtractionTool, Extractor
+from mnemo.ports import Extraction, ExtractionTool, Extractor
 from mnemo.visible import hidden_character
 
 logger = logging.getLogger(__name__)
@@ -143,6 +143,10 @@ class UnconfiguredExtractor:
         )
         error.retryable = False  # the same call fails until someone configures a model
         raise error
+
+    def extract_counted(self, system: str, prompt: str, tool: ExtractionTool) -> Extraction:
+        """Always raise, as ``extract`` does."""
+        return Extraction(self.extract(system, prompt, tool))
 
 
 class GraphBuilder:

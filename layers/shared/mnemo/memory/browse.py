@@ -19,7 +19,7 @@ from mnemo.memory.models import (
     MemoryListInput,
     MemoryListOutput,
 )
-from mnemo.memory.records import RECORD, history_prefix, partition_of
+from mnemo.memory.records import RECORD, history_prefix, partition_of, record_sk
 from mnemo.paging import decode_after, encode_after, fingerprint
 from mnemo.ports import RecordStore
 
@@ -81,7 +81,12 @@ class MemoryBrowse:
             if not items and after is None:
                 continue
             page = [_change(item.data) for item in items[: request.limit]]
-            output = MemoryHistoryOutput(memory_id=request.memory_id, layer=layer, changes=page)
+            output = MemoryHistoryOutput(
+                memory_id=request.memory_id,
+                layer=layer,
+                changes=page,
+                versions=self._versions(scope, request.memory_id),
+            )
             page = fit_head(output, page, context.response_budget)
             has_more = len(page) < len(items)
             output.changes = page
@@ -91,6 +96,30 @@ class MemoryBrowse:
         if request.cursor:
             decode_after(request.cursor, "")  # INVALID_INPUT naming the cursor, as for any foreign cursor
         raise NotFound(f"Memory '{request.memory_id}' not found", {"field": "memoryId", "memoryId": request.memory_id})
+
+    def _versions(self, scope: str, memory_id: str) -> list[ListedMemory]:
+        """Every version of an extracted fact this memory is part of, oldest first ([] when it stands alone):
+        the memories it superseded, back, and those that superseded it, forward (``MAX_VERSIONS`` at most)."""
+        partition = partition_of(scope)
+        found = self._records.get(partition, record_sk(memory_id))
+        if found is None or not (found.data.get("supersedes") or found.data.get("supersededBy")):
+            return []
+        chain = [found.data]
+        while chain[0].get("supersedes") and len(chain) < MAX_VERSIONS:
+            older = self._records.get(partition, record_sk(chain[0]["supersedes"]))
+            if older is None:
+                break
+            chain.insert(0, older.data)
+        while chain[-1].get("supersededBy") and len(chain) < MAX_VERSIONS:
+            newer = self._records.get(partition, record_sk(chain[-1]["supersededBy"]))
+            if newer is None:
+                break
+            chain.append(newer.data)
+        return [_listed(data) for data in chain]
+
+
+#: The most versions of one fact memory_history shows.
+MAX_VERSIONS = 20
 
 
 def readable_scope(context: RequestContext, layer: Layer) -> str:
@@ -119,11 +148,17 @@ def _listed(data: dict[str, Any]) -> ListedMemory:
         metadata=data["metadata"],
         created_at=data["createdAt"],
         occurred_at=data.get("occurredAt"),
+        superseded_by=data.get("supersededBy"),
     )
 
 
 def _change(data: dict[str, Any]) -> MemoryChange:
     """A history item as ``history_page`` shows it."""
     return MemoryChange(
-        event=data["event"], at=data["at"], actor=data.get("actor"), content_hash=data.get("contentHash")
+        event=data["event"],
+        at=data["at"],
+        actor=data.get("actor"),
+        content_hash=data.get("contentHash"),
+        superseded_by=data.get("supersededBy"),
+        message_ids=data.get("messageIds") or (data.get("provenance") or {}).get("messageIds"),
     )

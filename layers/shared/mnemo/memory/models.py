@@ -99,6 +99,18 @@ class MemorySearchInput(ToolRequest):
     include_graph: Boolean = Field(
         False, description="Also answer the memory graph's entities and current facts that match the query."
     )
+    include_superseded: Boolean = Field(
+        False, description="Also answer memories a newer extracted memory superseded (left out by default)."
+    )
+    include_sources: Boolean = Field(
+        False, description="Answer each extracted memory with the turns it came from (its provenance), read back."
+    )
+    include_turns: Boolean = Field(
+        False,
+        description="Also search the caller's own conversation turns, fused with the memories: a result of kind "
+        "'turn' is a stored turn (memoryId is its message id), and an extracted memory that matches votes for the "
+        "turns it came from.",
+    )
 
     @model_validator(mode="after")
     def _merge_filter(self) -> MemorySearchInput:
@@ -110,8 +122,21 @@ class MemorySearchInput(ToolRequest):
         return self
 
 
+# A turn an extracted memory came from, read back from the conversation or execution records.
+class SourceTurn(WireModel):
+    message_id: str
+    kind: Literal["conversation", "execution"] = "conversation"
+    role: str | None = None
+    name: str | None = None
+    content: str
+    timestamp: datetime | None = None
+
+
 # One memory found by memory_search, with its score and the score's two sides.
 class MemoryResult(WireModel):
+    kind: Literal["memory", "turn"] = Field(
+        "memory", description="memory, or turn: one of the caller's stored conversation turns (includeTurns)."
+    )
     content: str
     layer: Layer
     score: float = Field(description="Relevance, 0.0 - 1.0 (see docs/scoring.md).")
@@ -130,6 +155,12 @@ class MemoryResult(WireModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime
     occurred_at: datetime | None = None
+    superseded_by: str | None = Field(
+        None, description="The memory that replaced this one (only with includeSuperseded)."
+    )
+    sources: list[SourceTurn] | None = Field(
+        None, description="With includeSources, for an extracted memory: the turns it came from."
+    )
 
 
 # memory_search's answer: one page of results, best first.
@@ -169,11 +200,15 @@ class MemoryHistoryInput(ToolRequest):
 class MemoryChange(WireModel):
     event: str = Field(
         description="What happened: ADD, DEDUPE (the same content was added again and kept once), DELETE, "
-        "SYNC_ADD or SYNC_UPDATE (knowledge sync wrote it), ORPHAN (its knowledge item is gone)."
+        "SYNC_ADD or SYNC_UPDATE (knowledge sync wrote it), ORPHAN (its knowledge item is gone), EXTRACT (an "
+        "extraction strategy wrote it), EXTEND (the same fact was extracted again: more source turns), SUPERSEDE "
+        "(a newer extracted memory replaced it)."
     )
     at: datetime = Field(description="When it happened (UTC).")
     actor: str | None = Field(None, description="The user whose call made the change.")
     content_hash: str | None = Field(None, description="SHA-256 of the content the change carried.")
+    superseded_by: str | None = Field(None, description="SUPERSEDE: the memory that replaced it.")
+    message_ids: list[str] | None = Field(None, description="EXTRACT and EXTEND: the turns it came from.")
 
 
 # memory_history's answer: one page of a memory's changes, oldest first.
@@ -181,6 +216,11 @@ class MemoryHistoryOutput(ToolResponse):
     memory_id: str
     layer: Layer = Field(description="The layer the memory is (or was) in.")
     changes: list[MemoryChange] = Field(description="The memory's changes, oldest first.")
+    versions: list[ListedMemory] = Field(
+        default_factory=list,
+        description="When extraction superseded it or it superseded another: every version of the fact, oldest "
+        "first, this one included (each with supersededBy when it was replaced).",
+    )
     has_more: bool = Field(False, description="True when more changes follow; pass nextCursor to get them.")
     next_cursor: str | None = Field(None, description="Cursor of the next page, when hasMore.")
 
@@ -203,6 +243,7 @@ class ListedMemory(WireModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime
     occurred_at: datetime | None = None
+    superseded_by: str | None = Field(None, description="The memory that replaced this one, if any.")
 
 
 # memory_list's answer: one page of a layer's memories, newest first.

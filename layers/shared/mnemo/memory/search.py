@@ -75,7 +75,7 @@ class MemorySearch:
 
         owner = fingerprint(request.model_dump(mode="json", exclude={"cursor", "limit"}) | {"scopes": sorted(scopes)})
         offset = decode_cursor(request.cursor, owner)
-        results, dropped = self._hydrate(ranked, parts, offset + request.limit)
+        results, dropped = self._hydrate(ranked, parts, offset + request.limit, request.include_superseded)
         page = results[offset:]
         output = MemorySearchOutput(
             results=page,
@@ -95,6 +95,7 @@ class MemorySearch:
         ranked: list[tuple[int, float, str, str]],
         parts: dict[str, tuple[float | None, float | None]],
         limit: int,
+        include_superseded: bool = False,
     ) -> tuple[list[MemoryResult], int]:
         """Read the best hits back from the records until ``limit`` results stand, each with its score's parts.
 
@@ -117,7 +118,14 @@ class MemorySearch:
                 data = found.get(memory_id)
                 # Case and spacing ignored: content found twice is shown once, from the more specific layer.
                 normalized = " ".join(data["content"].lower().split()) if data else ""
-                if data is None or data["scope"] != scope or data.get("orphaned") or normalized in seen_content:
+                superseded = bool(data and data.get("supersededBy")) and not include_superseded
+                if (
+                    data is None
+                    or data["scope"] != scope
+                    or data.get("orphaned")
+                    or superseded
+                    or normalized in seen_content
+                ):
                     dropped += 1
                     continue
                 seen_content.add(normalized)
@@ -134,6 +142,7 @@ class MemorySearch:
                             metadata=data["metadata"],
                             created_at=data["createdAt"],
                             occurred_at=data.get("occurredAt"),
+                            superseded_by=data.get("supersededBy"),
                         )
                     )
         return results, dropped

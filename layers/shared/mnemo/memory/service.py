@@ -10,6 +10,7 @@ foreign index entry can never leak.
 * ``mnemo.memory.search``: ``search`` and ``history``;
 * ``mnemo.memory.browse``: ``list_layer`` and ``history_page`` (the reads that take no query);
 * ``mnemo.memory.pointers``: the knowledge pointers sync writes and orphans;
+* ``mnemo.memory.extracted``: the memories extraction writes (kept, added, superseded);
 * ``mnemo.memory.outbox_sync``: the index outbox family, the stream indexer's entry and ``reindex``.
 
 The records' keys and item shape are in ``mnemo.memory.records``, the index
@@ -23,6 +24,7 @@ from typing import Any, Literal
 
 from mnemo.context import Layer, RequestContext
 from mnemo.memory.browse import MemoryBrowse
+from mnemo.memory.extracted import ExtractedMemories
 from mnemo.memory.indexing import NAMESPACE
 from mnemo.memory.models import (
     MemoryAddInput,
@@ -74,6 +76,8 @@ class MemoryService:
         self._search = MemorySearch(records, index, embedder)
         self._browse = MemoryBrowse(records)
         self._pointers = KnowledgePointers(records, embedder, outbox, self._sync)
+        #: The writes of extracted memories (mnemo.learning decides, this writes).
+        self.extracted = ExtractedMemories(records, index, embedder, outbox, self._sync)
 
     # The batch path (mnemo.memory.batch) writes through the same ports with its own transactions.
     @property

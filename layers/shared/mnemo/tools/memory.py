@@ -111,7 +111,11 @@ def memory_search(services: Services, context: RequestContext, request: MemorySe
     @see mnemo.memory.service.MemoryService.search
     @see mnemo.graph.service.GraphService.context_for
     """
-    output = services.memory.search(context, request)
+    output = (
+        services.recall.search(context, request) if request.include_turns else services.memory.search(context, request)
+    )
+    if request.include_sources:
+        services.recall.attach_sources(context, output)
     if request.include_graph and request.query.strip():  # a blank query finds nothing in the graph
         output.graph = services.graph.context_for(context, request.query, request.layers)
         budget = context.response_budget

@@ -18,6 +18,7 @@ ModelNotReadyException (429), and a connection that could not be opened.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -26,7 +27,7 @@ from mnemo import telemetry
 from mnemo.adapters.aws.clients import LazyClient
 from mnemo.adapters.aws.errors import provider_error
 from mnemo.errors import ProviderError
-from mnemo.ports import ExtractionTool
+from mnemo.ports import RAW_ANSWER_CHARS, Extraction, ExtractionTool
 
 #: Error codes with which Bedrock refuses a request before running the model (bedrock-runtime Converse errors).
 NOT_PROCESSED = frozenset({"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException"})
@@ -73,18 +74,33 @@ class BedrockExtractor(LazyClient):
 
     def extract(self, system: str, prompt: str, tool: ExtractionTool) -> dict[str, Any]:
         """One Converse call (retried only when Bedrock says it did not run it); the tool's input."""
+        return self.extract_counted(system, prompt, tool).answer
+
+    def extract_counted(self, system: str, prompt: str, tool: ExtractionTool) -> Extraction:
+        """``extract`` with the call's ``usage`` (inputTokens, outputTokens) and the tool input as raw JSON."""
         response = self._converse(self._request(system, prompt, tool))
         usage = response.get("usage") or {}
-        telemetry.count("ModelInputTokens", int(usage.get("inputTokens") or 0))
-        telemetry.count("ModelOutputTokens", int(usage.get("outputTokens") or 0))
+        input_tokens, output_tokens = int(usage.get("inputTokens") or 0), int(usage.get("outputTokens") or 0)
+        telemetry.count("ModelInputTokens", input_tokens)
+        telemetry.count("ModelOutputTokens", output_tokens)
+        texts = []
         for block in response.get("output", {}).get("message", {}).get("content", []):
             use = block.get("toolUse")
             if use and use.get("name") == tool.name and isinstance(use.get("input"), dict):
-                return dict(use["input"])
+                answer = dict(use["input"])
+                return Extraction(answer, input_tokens, output_tokens, json.dumps(answer)[:RAW_ANSWER_CHARS])
+            if isinstance(block.get("text"), str):
+                texts.append(block["text"])
         raise ProviderError(
             f"The model {self.model_id} answered without calling {tool.name} "
             f"(stopReason {response.get('stopReason')!r}); retry, or choose a model that supports tool use",
-            {"service": "Bedrock", "stopReason": response.get("stopReason")},
+            {
+                "service": "Bedrock",
+                "stopReason": response.get("stopReason"),
+                "raw": "\n".join(texts)[:RAW_ANSWER_CHARS],
+                "inputTokens": input_tokens,
+                "outputTokens": output_tokens,
+            },
         )
 
     def _converse(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import urllib.request
 from typing import Any
 
 from mnemo.errors import ProviderError, RateLimited, Timeout
-from mnemo.ports import ExtractionTool
+from mnemo.ports import RAW_ANSWER_CHARS, Extraction, ExtractionTool
 
 
 class OpenAICompatibleExtractor:
@@ -46,6 +46,10 @@ class OpenAICompatibleExtractor:
 
     def extract(self, system: str, prompt: str, tool: ExtractionTool) -> dict[str, Any]:
         """POST the request; RateLimited on HTTP 429, Timeout after ``timeout`` seconds, ProviderError otherwise."""
+        return self.extract_counted(system, prompt, tool).answer
+
+    def extract_counted(self, system: str, prompt: str, tool: ExtractionTool) -> Extraction:
+        """``extract`` with the answer's ``usage`` (prompt_tokens, completion_tokens) and its raw arguments."""
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
@@ -65,10 +69,21 @@ class OpenAICompatibleExtractor:
             raise Timeout(f"The extraction model did not answer within {self.timeout:g} s", details) from error
         except (urllib.error.URLError, OSError, ValueError) as error:
             raise ProviderError(f"The extraction model is unreachable: {error}", details) from error
-        return self._tool_input(payload, tool, details)
+        usage = payload.get("usage") if isinstance(payload, dict) else None
+        usage = usage if isinstance(usage, dict) else {}
+        counts = {
+            "inputTokens": _tokens(usage.get("prompt_tokens")),
+            "outputTokens": _tokens(usage.get("completion_tokens")),
+        }
+        try:
+            answer, raw = self._tool_input(payload, tool, {**details, **counts})
+        except ProviderError as error:
+            error.details.update(counts)
+            raise
+        return Extraction(answer, counts["inputTokens"], counts["outputTokens"], raw[:RAW_ANSWER_CHARS])
 
     @staticmethod
-    def _tool_input(payload: Any, tool: ExtractionTool, details: dict[str, Any]) -> dict[str, Any]:
+    def _tool_input(payload: Any, tool: ExtractionTool, details: dict[str, Any]) -> tuple[dict[str, Any], str]:
         """The tool call's arguments, or JSON answered as content; ProviderError when there are neither."""
         try:
             message = payload["choices"][0]["message"]
@@ -80,9 +95,11 @@ class OpenAICompatibleExtractor:
         for call in calls if isinstance(calls, list) else []:
             function = call.get("function") if isinstance(call, dict) else None
             if isinstance(function, dict) and function.get("name") == tool.name:
-                return OpenAICompatibleExtractor._object(function.get("arguments"), details)
+                arguments = function.get("arguments")
+                raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+                return OpenAICompatibleExtractor._object(arguments, details), raw
         if isinstance(message.get("content"), str) and message["content"]:
-            return OpenAICompatibleExtractor._object(message["content"], details)
+            return OpenAICompatibleExtractor._object(message["content"], details), message["content"]
         raise ProviderError(f"The extraction model answered without calling {tool.name}", details)
 
     @staticmethod
@@ -93,7 +110,14 @@ class OpenAICompatibleExtractor:
         try:
             value = json.loads(str(arguments).strip().removeprefix("```json").removesuffix("```"))
         except ValueError:
-            raise ProviderError("The extraction model's arguments are not JSON", details) from None
+            raw = str(arguments)[:RAW_ANSWER_CHARS]
+            raise ProviderError("The extraction model's arguments are not JSON", {**details, "raw": raw}) from None
         if not isinstance(value, dict):
-            raise ProviderError("The extraction model's arguments are not a JSON object", details)
+            raw = str(arguments)[:RAW_ANSWER_CHARS]
+            raise ProviderError("The extraction model's arguments are not a JSON object", {**details, "raw": raw})
         return value
+
+
+def _tokens(value: Any) -> int:
+    """A token count from a usage object; 0 when it is missing or not a count."""
+    return value if isinstance(value, int) and value >= 0 else 0

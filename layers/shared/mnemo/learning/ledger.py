@@ -1,0 +1,97 @@
+"""Where extraction keeps its work: the turns waiting per stream, each stream's state, its runs.
+
+A stream is the turns of one session of one user of one tenant (the session scope key; the user scope
+key for turns written without a session). Its partition ``LEARN|{stream}`` holds:
+
+======================================  ===============================================================
+sk                                      holds
+======================================  ===============================================================
+``STATE``                               ``{stream, identity, lastTurnAt, lastRunAt, runs, strategies:
+                                        {name: counters}, summaryMemoryId, wakeAt}``
+``TURN#{timestamp}#{kind}#{messageId}``  a turn waiting ``{messageId, kind, at, scope, identity, done:
+                                        [strategy], attempts: {strategy: n}}``, written with its record
+``RUN#{at}#{runId}``                    what one run read, proposed and decided (RunView), kept 30 days
+======================================  ===============================================================
+
+and the partitions ``LEARNQ|{shard}`` list the streams that have turns waiting (sk: the stream), so a
+worker finds them after a restart without scanning. A turn's marker and its stream's LEARNQ entry go out
+in the same all-or-nothing write as the turn's record: a turn is never stored without its work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+from mnemo.ports import Item, Put
+
+PARTITION = "LEARN|"
+QUEUE = "LEARNQ|"
+STATE = "STATE"
+TURN = "TURN#"
+RUN = "RUN#"
+#: Shards of the list of streams with waiting turns.
+QUEUE_SHARDS = 8
+RUN_TTL_SECONDS = 30 * 24 * 3600
+
+
+def partition_of(stream: str) -> str:
+    """The ledger partition of a stream."""
+    return f"{PARTITION}{stream}"
+
+
+def turn_sk(at: str, kind: str, message_id: str) -> str:
+    """The sort key of a waiting turn: oldest first."""
+    return f"{TURN}{at}#{kind}#{message_id}"
+
+
+def run_sk(at: str, run_id: str) -> str:
+    """The sort key of a run's record."""
+    return f"{RUN}{at}#{run_id}"
+
+
+def queue_partition(stream: str) -> str:
+    """The LEARNQ partition listing a stream while it has waiting turns."""
+    shard = int(hashlib.sha256(stream.encode()).hexdigest()[:8], 16) % QUEUE_SHARDS
+    return f"{QUEUE}{shard}"
+
+
+def queue_partitions() -> list[str]:
+    """Every LEARNQ partition."""
+    return [f"{QUEUE}{shard}" for shard in range(QUEUE_SHARDS)]
+
+
+def _fresh_version() -> int:
+    # An unconditional overwrite still changes the version, so a delete conditioned on the version read
+    # (the stream's last run) fails when a turn arrived meanwhile.
+    return time.time_ns() // 1000
+
+
+def turn_marker(stream: str, at: str, kind: str, message_id: str, scope: str, identity: dict[str, str]) -> Put:
+    """A waiting turn's marker, written with the turn's record (only if absent: a turn is queued once), with the
+    identity that wrote it (the transport's): the scope its memories go to."""
+    data = {
+        "messageId": message_id,
+        "kind": kind,
+        "at": at,
+        "scope": scope,
+        "identity": identity,
+        "done": [],
+        "attempts": {},
+    }
+    return Put(Item(partition_of(stream), turn_sk(at, kind, message_id), data), expect="absent")
+
+
+def queue_entry(stream: str, identity: dict[str, str], last_turn_at: str) -> Put:
+    """The stream's entry in the list of streams with waiting turns (overwritten by each turn)."""
+    data = {"stream": stream, "identity": identity, "lastTurnAt": last_turn_at}
+    return Put(Item(queue_partition(stream), stream, data, version=_fresh_version()))
+
+
+def run_item(stream: str, at: str, run_id: str, view: dict[str, Any]) -> Put:
+    """A run's record, kept ``RUN_TTL_SECONDS``."""
+    return Put(
+        Item(partition_of(stream), run_sk(at, run_id), view, expires_at=int(time.time()) + RUN_TTL_SECONDS),
+        expect="absent",
+    )

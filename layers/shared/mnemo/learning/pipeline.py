@@ -1,0 +1,487 @@
+"""One extraction run over a stream's waiting turns: read, ask each strategy's model, check, consolidate, record.
+
+A run takes the oldest ``MAX_BATCH_TURNS`` waiting turns of the stream (``mnemo.learning.ledger``) and,
+for each strategy that is on and has not yet done them, makes one model call (the graph strategy: as
+build_memory_from_text does). The answer is checked against the strategy's schema; an answer that is not
+JSON or breaks the schema is asked again once, then recorded as a failure with the model's raw answer,
+and the turns stay waiting for that strategy (up to ``MAX_ATTEMPTS`` runs, then the failure stands and the
+turns are let go). A throttled call is retried with backoff. More candidates than the cap is a failure,
+never a silent cut. A candidate citing no turn of the batch is refused.
+
+Scope never comes from the model: the target of each strategy is the layer it names, keyed by the identity
+that wrote the turns (stored with each waiting turn by the transport's request).
+
+Crash safety: the memories a run writes have ids derived from their content and turns
+(``consolidation.memory_id_for``) and are written only if absent, and a turn stops waiting only after
+every strategy has done it, so a run killed at any point and started again skips no turn and writes no
+fact twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from jsonschema import Draft202012Validator
+
+from mnemo.context import RequestContext
+from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS, EntryStore
+from mnemo.errors import MnemoError, ProviderError, RateLimited
+from mnemo.learning import ledger
+from mnemo.learning.consolidation import Candidate, Consolidator, Target
+from mnemo.learning.strategies import STRATEGIES, Strategy
+from mnemo.learning.transcript import Turn, conversation_turns, execution_turn, prompt
+from mnemo.memory.records import iso
+from mnemo.ports import ConditionFailed, Delete, ExtractionTool, Extractor, Item, Put, RecordStore
+from mnemo.visible import hidden_character
+
+logger = logging.getLogger(__name__)
+
+#: The most waiting turns one run reads.
+MAX_BATCH_TURNS = 50
+#: Runs a strategy may fail on the same turns before the failure stands and the turns are let go.
+MAX_ATTEMPTS = 3
+#: Tries of a throttled model call, and the first pause between them (doubled each time).
+THROTTLE_TRIES = 4
+THROTTLE_FIRST_PAUSE = 1.0
+
+
+@dataclass(frozen=True)
+class StrategyConfig:
+    """A deployment's settings for one strategy: the model, text appended to its prompt, extra keys."""
+
+    model: str | None = None
+    append_to_prompt: str | None = None
+    metadata_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LearningConfig:
+    """What a deployment turns on (``mnemo.settings`` MNEMO_EXTRACTION_*)."""
+
+    strategies: tuple[str, ...] = ()
+    every_turns: int = 6
+    idle_minutes: float = 10.0
+    judge: bool = True
+    max_candidates: int = 50
+    per_strategy: dict[str, StrategyConfig] = field(default_factory=dict)
+
+    def of(self, strategy: str) -> StrategyConfig:
+        """The settings of one strategy (the defaults when it has none)."""
+        return self.per_strategy.get(strategy, StrategyConfig())
+
+
+@dataclass
+class StrategyOutcome:
+    """One strategy's part of a run: what it proposed and decided, or how it failed, and what it cost."""
+
+    strategy: str
+    model: str
+    candidates: list[Candidate] = field(default_factory=list)
+    failure: dict[str, Any] | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def view(self) -> dict[str, Any]:
+        """The outcome as a run record stores it (the StrategyRun wire shape)."""
+        return {
+            "strategy": self.strategy,
+            "model": self.model,
+            "candidates": [
+                {
+                    "text": c.text,
+                    "subject": c.subject,
+                    "sourceIds": c.source_ids,
+                    "occurredAt": c.occurred_at,
+                    "decision": c.decision,
+                    "memoryId": c.memory_id,
+                    "supersedes": c.supersedes,
+                    "reason": c.reason,
+                }
+                for c in self.candidates
+            ],
+            "failure": self.failure,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+        }
+
+
+class Failed(Exception):
+    """A strategy's model call failed for good in this run: the message, the raw answer, the attempts."""
+
+    def __init__(self, message: str, raw: str | None = None, attempts: int = 1, tokens: tuple[int, int] = (0, 0)):
+        super().__init__(message)
+        self.message, self.raw, self.attempts, self.tokens = message, raw, attempts, tokens
+
+
+def context_of(identity: dict[str, str]) -> RequestContext:
+    """The identity that wrote the turns, as a request context (no roles: extraction writes private layers)."""
+    return RequestContext(
+        tenant=identity.get("tenant") or "local",
+        user=identity.get("user"),
+        agent=identity.get("agent"),
+        session=identity.get("session"),
+    )
+
+
+class Pipeline:
+    """Runs the strategies over a stream's waiting turns (see the module docstring)."""
+
+    def __init__(
+        self,
+        records: RecordStore,
+        consolidator: Consolidator,
+        extractor_for: Callable[[str | None], Extractor],
+        graph_run: Callable[[Extractor, RequestContext, list[Turn]], list[Candidate]] | None,
+        config: LearningConfig,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._records = records
+        self._consolidator = consolidator
+        self._extractor_for = extractor_for
+        self._graph_run = graph_run
+        self._config = config
+        self._sleep = sleep
+        self._conversations = EntryStore(records, CONVERSATIONS)
+        self._executions = EntryStore(records, EXECUTIONS)
+
+    # ------------------------------------------------------------ reading
+    def waiting(self, stream: str, limit: int = MAX_BATCH_TURNS) -> list[Item]:
+        """The stream's waiting turns, oldest first."""
+        return self._records.query(ledger.partition_of(stream), ledger.TURN, limit=limit)
+
+    def state(self, stream: str) -> Item | None:
+        """The stream's state item, if it has one."""
+        return self._records.get(ledger.partition_of(stream), ledger.STATE)
+
+    def _turns(self, markers: list[Item]) -> tuple[list[Turn], list[Turn], set[str]]:
+        """The conversation and execution turns of the markers (records since deleted are left out)."""
+        by_kind: dict[str, dict[str, list[str]]] = {"conversation": {}, "execution": {}}
+        for marker in markers:
+            by_kind[marker.data["kind"]].setdefault(marker.data["scope"], []).append(marker.data["messageId"])
+        conversation: list[Turn] = []
+        execution: list[Turn] = []
+        for scope, ids in by_kind["conversation"].items():
+            found = self._conversations.get_many(scope, ids)
+            for message_id in ids:
+                if message_id in found:
+                    conversation += conversation_turns(found[message_id])
+        for scope, ids in by_kind["execution"].items():
+            found = self._executions.get_many(scope, ids)
+            execution += [execution_turn(found[message_id]) for message_id in ids if message_id in found]
+        present = {turn.message_id for turn in (*conversation, *execution)}
+        return conversation, execution, present
+
+    # ---------------------------------------------------------------- run
+    def run(
+        self, stream: str, trigger: str, *, dry_run: bool = False, only: tuple[str, ...] | None = None
+    ) -> dict[str, Any] | None:
+        """One run over the oldest waiting turns; the run's record (RunView shape), or None when none wait."""
+        markers = self.waiting(stream)
+        if not markers:
+            return None
+        identity = markers[-1].data.get("identity") or {}
+        context = context_of(identity)
+        conversation, execution, present = self._turns(markers)
+        run_id = f"run_{secrets.token_hex(8)}"
+        at = iso(datetime.now(UTC))
+        enabled = [name for name in self._config.strategies if only is None or name in only]
+        outcomes: list[StrategyOutcome] = []
+        done: dict[str, set[str]] = {}  # strategy -> message ids it is finished with
+        failed: dict[str, set[str]] = {}
+        state = self.state(stream)
+        for name in enabled:
+            source = "execution" if name == "lessons" else "conversation"
+            todo = [m for m in markers if m.data["kind"] == source and name not in m.data.get("done", [])]
+            if not todo:
+                continue
+            ids = {m.data["messageId"] for m in todo}
+            turns = [t for t in (execution if source == "execution" else conversation) if t.message_id in ids]
+            if not turns:  # their records are gone: nothing to read
+                done[name] = ids
+                continue
+            outcome = self._run_strategy(name, context, turns, state, run_id, at, dry_run)
+            outcomes.append(outcome)
+            (failed if outcome.failure else done)[name] = ids
+        view = {
+            "runId": run_id,
+            "at": at,
+            "trigger": trigger,
+            "dryRun": dry_run,
+            "session": identity.get("session"),
+            "turns": [m.data["messageId"] for m in markers if m.data["messageId"] in present],
+            "strategies": [outcome.view() for outcome in outcomes],
+        }
+        if not dry_run:
+            through = self._settle(stream, markers, enabled, done, failed)
+            self._record(stream, at, run_id, view, outcomes, through)
+        return view
+
+    def _run_strategy(
+        self,
+        name: str,
+        context: RequestContext,
+        turns: list[Turn],
+        state: Item | None,
+        run_id: str,
+        at: str,
+        dry_run: bool,
+    ) -> StrategyOutcome:
+        settings = self._config.of(name)
+        extractor = self._extractor_for(settings.model)
+        outcome = StrategyOutcome(name, extractor.name)
+        if name == "graph":
+            if self._graph_run is None or dry_run:
+                return outcome
+            try:
+                outcome.candidates = self._graph_run(extractor, context, turns)
+            except MnemoError as error:
+                outcome.failure = {"message": error.message, "raw": (error.details or {}).get("raw"), "attempts": 1}
+            return outcome
+        strategy = STRATEGIES[name]
+        target = self._target(strategy, context, extractor.name, run_id, at)
+        if isinstance(target, str):
+            outcome.failure = {"message": target, "raw": None, "attempts": 1}
+            return outcome
+        previous = (state.data.get("summaryText") if state and name == "summary" else None) or None
+        try:
+            answer, tokens = self._ask(strategy, extractor, settings, turns, previous)
+        except Failed as failure:
+            outcome.failure = {"message": failure.message, "raw": failure.raw, "attempts": failure.attempts}
+            outcome.input_tokens, outcome.output_tokens = failure.tokens
+            return outcome
+        outcome.input_tokens, outcome.output_tokens = tokens
+        items = answer[strategy.items_key]
+        if len(items) > self._config.max_candidates:
+            outcome.failure = {
+                "message": f"the model proposed {len(items)} memories; the cap is {self._config.max_candidates} "
+                "per batch, so none were kept (raise MNEMO_EXTRACTION_MAX_CANDIDATES or send fewer turns per run)",
+                "raw": None,
+                "attempts": 1,
+            }
+            return outcome
+        candidates, refused = self._checked(strategy, items, turns)
+        if name == "summary" and candidates:
+            candidates = candidates[:1]
+            candidates[0].subject = "session summary"
+        judge = self._extractor_for(settings.model) if self._config.judge else None
+        outcome.candidates = self._consolidator.consolidate(target, candidates, judge, dry_run=dry_run) + refused
+        return outcome
+
+    @staticmethod
+    def _target(strategy: Strategy, context: RequestContext, model: str, run_id: str, at: str) -> Target | str:
+        """Where the strategy writes for this identity, or why it cannot (a missing id)."""
+        missing = context.missing_ids(strategy.layer)
+        if missing:
+            return f"the {strategy.layer} layer needs a {missing[0]} id, and the turns were written without one"
+        return Target(
+            scope=context.scope_key(strategy.layer),
+            layer=strategy.layer,
+            tag=strategy.tag,
+            strategy=strategy.name,
+            model=model,
+            run_id=run_id,
+            extracted_at=at,
+            actor=context.user,
+        )
+
+    def _ask(
+        self,
+        strategy: Strategy,
+        extractor: Extractor,
+        settings: StrategyConfig,
+        turns: list[Turn],
+        previous: str | None,
+    ) -> tuple[dict[str, Any], tuple[int, int]]:
+        """The model's checked answer and the tokens used: asked again once after an answer out of shape,
+        retried with backoff while throttled."""
+        system = strategy.system + (f"\n\n{settings.append_to_prompt}" if settings.append_to_prompt else "")
+        user = prompt(turns, previous_summary=previous, extra_keys=settings.metadata_keys)
+        tool = ExtractionTool(strategy.tool_name, strategy.tool_description, strategy.schema)
+        tokens_in = tokens_out = 0
+        raw: str | None = None
+        message = ""
+        for attempt in (1, 2):
+            try:
+                extraction = self._throttled(extractor, system, user, tool)
+            except ProviderError as error:
+                details = error.details or {}
+                tokens_in += int(details.get("inputTokens") or 0)
+                tokens_out += int(details.get("outputTokens") or 0)
+                if "raw" not in details:  # the model did not answer (down, refused): not worth asking again now
+                    raise Failed(error.message, None, attempt, (tokens_in, tokens_out)) from None
+                raw, message = details["raw"], error.message
+                continue
+            except MnemoError as error:
+                raise Failed(error.message, None, attempt, (tokens_in, tokens_out)) from None
+            tokens_in += extraction.input_tokens
+            tokens_out += extraction.output_tokens
+            problems = sorted(
+                Draft202012Validator(strategy.schema).iter_errors(extraction.answer), key=lambda e: list(e.path)
+            )
+            if not problems:
+                return extraction.answer, (tokens_in, tokens_out)
+            where = "/".join(str(part) for part in problems[0].absolute_path) or "(root)"
+            raw, message = extraction.raw, f"the answer does not match the schema at {where}: {problems[0].message}"
+        raise Failed(f"{message} (asked twice)", raw, 2, (tokens_in, tokens_out))
+
+    def _throttled(self, extractor: Extractor, system: str, user: str, tool: ExtractionTool) -> Any:
+        pause = THROTTLE_FIRST_PAUSE
+        for attempt in range(THROTTLE_TRIES):
+            try:
+                return extractor.extract_counted(system, user, tool)
+            except RateLimited:
+                if attempt == THROTTLE_TRIES - 1:
+                    raise
+                self._sleep(pause)
+                pause *= 2
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _checked(
+        strategy: Strategy, items: list[dict[str, Any]], turns: list[Turn]
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """The candidates that cite the batch and read as text; the others, refused with a reason."""
+        at = {turn.message_id: turn.at for turn in turns}
+        accepted: list[Candidate] = []
+        refused: list[Candidate] = []
+        for item in items:
+            cited = [source for source in dict.fromkeys(item.get("sourceIds") or []) if source in at]
+            candidate = Candidate(
+                text=" ".join(str(item["text"]).split()),
+                subject=(item.get("subject") or None),
+                source_ids=cited,
+                occurred_at=_date(item.get("occurredAt")) if strategy.dated else None,
+                metadata={k: v for k, v in (item.get("metadata") or {}).items() if k not in _RESERVED},
+            )
+            if strategy.dated and candidate.occurred_at is None and cited:
+                candidate.occurred_at = at[cited[0]]  # undated by the model: when it was said
+            if not cited:
+                candidate.decision, candidate.reason = "refused", "it cites no message id of this batch"
+            elif not candidate.text or hidden_character(candidate.text) is not None:
+                candidate.decision, candidate.reason = "refused", "its text is empty or holds an invisible character"
+            else:
+                accepted.append(candidate)
+                continue
+            refused.append(candidate)
+        return accepted, refused
+
+    # ------------------------------------------------------------ ledger
+    def _settle(
+        self,
+        stream: str,
+        markers: list[Item],
+        enabled: list[str],
+        done: dict[str, set[str]],
+        failed: dict[str, set[str]],
+    ) -> str | None:
+        """Each turn: gone once every strategy that reads it is done; else its progress and attempts kept.
+        Returns the time of the newest turn let go, if any."""
+        operations: list[Put | Delete] = []
+        through: str | None = None
+        for marker in markers:
+            data = dict(marker.data)
+            message_id, kind = data["messageId"], data["kind"]
+            finished = set(data.get("done", []))
+            attempts = dict(data.get("attempts", {}))
+            for name in enabled:
+                if message_id in done.get(name, set()):
+                    finished.add(name)
+                elif message_id in failed.get(name, set()):
+                    attempts[name] = attempts.get(name, 0) + 1
+                    if attempts[name] >= MAX_ATTEMPTS:
+                        finished.add(name)  # the failure stands in the run's record and the status
+            readers = [n for n in enabled if (n == "lessons") == (kind == "execution")]
+            if all(name in finished for name in readers):
+                operations.append(Delete(marker.pk, marker.sk, expect=marker.version))
+                through = max(through or "", data["at"])
+            elif finished != set(data.get("done", [])) or attempts != data.get("attempts", {}):
+                data.update(done=sorted(finished), attempts=attempts)
+                operations.append(
+                    Put(Item(marker.pk, marker.sk, data, version=marker.version + 1), expect=marker.version)
+                )
+        for start in range(0, len(operations), ledger_write_size()):
+            try:
+                self._records.write(operations[start : start + ledger_write_size()])
+            except ConditionFailed:  # another run settled them first: its view stands
+                logger.info("waiting turns of %s were settled by another run", stream)
+        return through
+
+    def _record(
+        self,
+        stream: str,
+        at: str,
+        run_id: str,
+        view: dict[str, Any],
+        outcomes: list[StrategyOutcome],
+        through: str | None,
+    ) -> None:
+        """The run's record, and the stream's counters (a conditional update, retried on a race)."""
+        self._records.write([ledger.run_item(stream, at, run_id, view)])
+        summary = next((o for o in outcomes if o.strategy == "summary" and not o.failure and o.candidates), None)
+        for _ in range(5):
+            state = self.state(stream)
+            data: dict[str, Any] = dict(state.data) if state else {"stream": stream, "runs": 0, "strategies": {}}
+            data["runs"] = int(data.get("runs", 0)) + 1
+            data["lastRunAt"] = at
+            if through and through > data.get("extractedThrough", ""):
+                data["extractedThrough"] = through
+            counters = {name: dict(values) for name, values in (data.get("strategies") or {}).items()}
+            for outcome in outcomes:
+                count = counters.setdefault(outcome.strategy, {})
+                count["runs"] = count.get("runs", 0) + 1
+                count["inputTokens"] = count.get("inputTokens", 0) + outcome.input_tokens
+                count["outputTokens"] = count.get("outputTokens", 0) + outcome.output_tokens
+                count["lastRunAt"] = at
+                if outcome.failure:
+                    count["failures"] = count.get("failures", 0) + 1
+                    count["lastFailure"] = {**outcome.failure, "at": at}
+                for candidate in outcome.candidates:
+                    count[candidate.decision] = count.get(candidate.decision, 0) + 1
+            data["strategies"] = counters
+            if summary is not None:
+                written = next((c for c in summary.candidates if c.decision != "refused"), None)
+                if written is not None:
+                    data["summaryText"], data["summaryMemoryId"] = written.text, written.memory_id
+            version = state.version + 1 if state else 1
+            expect: int | Literal["absent"] = state.version if state else "absent"
+            try:
+                self._records.write(
+                    [Put(Item(ledger.partition_of(stream), ledger.STATE, data, version=version), expect=expect)]
+                )
+                return
+            except ConditionFailed:
+                continue
+        logger.warning("could not update the extraction counters of %s", stream)
+
+
+_RESERVED = {"source", "strategy", "provenance", "subject", "subjectKey", "knowledgePointer"}
+
+
+def ledger_write_size() -> int:
+    """Operations per write when settling turns (under the store's all-or-nothing limit)."""
+    return 50
+
+
+def _date(value: Any) -> str | None:
+    """An ISO 8601 date or time from the model as stored (UTC, ``Z``); None when it is not one."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if len(text) == 4 and text.isdigit():
+        text += "-01-01"
+    elif len(text) == 7 and text[4] == "-":
+        text += "-01"
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return iso(moment)

@@ -1,0 +1,435 @@
+"""Memory that learns, end to end on the embedded default with a scripted OpenAI-compatible model over HTTP.
+
+add_messages, the strategies (facts, preferences, summary, lessons, graph), provenance, consolidation
+(kept, superseded, the judge), memory_extract's dry run, the worker's triggers and the backfill.
+Faults, isolation and kill -9 have files of their own (test_learning_faults.py, test_learning_crash.py,
+tests/isolation/test_extraction_isolation.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mnemo.errors import MnemoError
+from mnemo.learning.service import LearningService
+from mnemo.ports import StreamNotice
+from mnemo.runtime import Services
+from mnemo.settings import Settings
+from mnemo.tools.registry import get_tool
+from tests.support.helpers import ctx
+from tests.support.scripted_model import ScriptedModel
+
+ALICE = ctx("alice", session="s1", agent="helper")
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModel]:
+    server = ScriptedModel()
+    yield server
+    server.close()
+
+
+def learning_services(tmp_path: Path, model: ScriptedModel, **settings: Any) -> Services:
+    values: dict[str, Any] = {
+        "data_dir": tmp_path,
+        "embedder": "hashing",
+        "openai_base_url": model.url,
+        "extraction_strategies": ("facts",),
+        **settings,
+    }
+    return Services(Settings(**values))
+
+
+def call(services: Services, name: str, payload: dict[str, Any], context: Any = ALICE) -> dict[str, Any]:
+    return get_tool(name).invoke(services, context, payload)
+
+
+def said(*texts: str, start: int = 1, name: str = "alice") -> dict[str, Any]:
+    return {
+        "messages": [
+            {"role": "user", "content": text, "name": name, "id": f"m{start + n}", "at": f"2025-03-0{1 + n}T09:00:00Z"}
+            for n, text in enumerate(texts)
+        ]
+    }
+
+
+def fact(text: str, subject: str, *ids: str, **extra: Any) -> dict[str, Any]:
+    return {"text": text, "subject": subject, "sourceIds": list(ids), **extra}
+
+
+# ---------------------------------------------------------------- add_messages
+def test_add_messages_stores_turns_as_conversation_records_idempotently(tmp_path: Path, model: ScriptedModel) -> None:
+    services = learning_services(tmp_path, model)
+    first = call(services, "add_messages", said("I moved to Lisbon", "I love window seats"))
+    assert (first["stored"], first["repeated"], first["extraction"]) == (2, 0, "queued")
+    assert first["pendingTurns"] == 2
+    again = call(services, "add_messages", said("I moved to Lisbon", "I love window seats"))
+    assert (again["stored"], again["repeated"]) == (0, 2)
+    assert [m["outcome"] for m in again["messages"]] == ["repeat", "repeat"]
+    assert again["pendingTurns"] == 2, "a repeat queues nothing new"
+    found = call(services, "retrieve_conversation", {"explanation": "t", "query": "x", "message_id": "m1"})
+    record = found["data"]["conversations"][0]
+    assert record["user_input"] == "I moved to Lisbon"
+    assert record["meta_data"] == {"mnemo_message": {"role": "user", "name": "alice"}, "session": "s1"}
+    assert model.requests == [], "storing turns never calls the model"
+
+
+def test_add_messages_refuses_a_conflicting_id_before_writing_anything(tmp_path: Path, model: ScriptedModel) -> None:
+    services = learning_services(tmp_path, model)
+    call(services, "add_messages", said("first"))
+    batch = said("new one", "changed", start=0)  # m0 is new, m1 conflicts
+    with pytest.raises(MnemoError) as refused:
+        call(services, "add_messages", batch)
+    assert refused.value.code == "CONFLICT"
+    missing = call(services, "retrieve_conversation", {"explanation": "t", "query": "x", "message_id": "m0"})
+    assert missing["data"]["conversations"] == [], "nothing of the call was written"
+
+
+@pytest.mark.parametrize(
+    "payload, field",
+    [
+        ({"messages": []}, "messages"),
+        ({"messages": [{"role": "user", "content": "x", "id": f"m{n}"} for n in range(101)]}, "messages"),
+        ({"messages": [{"role": "boss", "content": "x"}]}, "messages"),
+        ({"messages": [{"role": "user", "content": "x", "id": "has space"}]}, "messages"),
+        (
+            {"messages": [{"role": "user", "content": "x", "id": "a"}, {"role": "user", "content": "y", "id": "a"}]},
+            "messages",
+        ),
+    ],
+)
+def test_add_messages_bad_input_names_the_field(
+    tmp_path: Path, model: ScriptedModel, payload: dict, field: str
+) -> None:
+    services = learning_services(tmp_path, model)
+    with pytest.raises(MnemoError) as refused:
+        call(services, "add_messages", payload)
+    assert refused.value.code == "INVALID_INPUT"
+    assert field in str(refused.value.details) + refused.value.message
+
+
+def test_a_message_without_an_id_gets_a_stable_derived_one(tmp_path: Path, model: ScriptedModel) -> None:
+    services = learning_services(tmp_path, model)
+    payload = {"messages": [{"role": "user", "content": "hello", "at": "2025-01-01T00:00:00Z"}]}
+    first = call(services, "add_messages", payload)
+    again = call(services, "add_messages", payload)
+    assert first["messages"][0]["id"] == again["messages"][0]["id"]
+    assert again["repeated"] == 1
+
+
+# ------------------------------------------------------------------- facts
+def test_facts_are_extracted_with_provenance_and_their_source_turns(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = lambda tool, request, ids: (
+        {"facts": [fact("Alice moved to Lisbon in February 2025.", "Alice's home city", "m1", occurredAt="2025-02")]}
+        if tool == "record_facts"
+        else None
+    )
+    services = learning_services(tmp_path, model)
+    call(services, "add_messages", said("I moved to Lisbon last month", "Nice weather today"))
+    run = call(services, "memory_extract", {})
+    (part,) = run["run"]["strategies"]
+    (candidate,) = part["candidates"]
+    assert candidate["decision"] == "added" and candidate["sourceIds"] == ["m1"]
+    assert part["inputTokens"] > 0 and part["outputTokens"] > 0
+    found = call(services, "memory_search", {"query": "Lisbon", "threshold": 0, "includeSources": True})
+    (memory,) = [r for r in found["results"] if r["kind"] == "memory"]
+    assert memory["tags"] == ["fact"] and memory["layer"] == "user"
+    assert memory["occurredAt"].startswith("2025-02-01")
+    provenance = memory["metadata"]["provenance"]
+    assert provenance["strategy"] == "facts" and provenance["messageIds"] == ["m1"]
+    assert provenance["model"] == "openai-compatible:default" and provenance["runId"] == run["run"]["runId"]
+    assert memory["metadata"]["source"] == "extraction", "never shown as something the user typed"
+    assert [(s["messageId"], s["content"]) for s in memory["sources"]] == [("m1", "I moved to Lisbon last month")]
+    assert run["pendingTurns"] == 0
+    prompt = model.calls("record_facts")[0]["messages"][-1]["content"]
+    assert "[m1] 2025-03-01T09:00:00.000000Z alice: I moved to Lisbon last month" in prompt
+
+
+def test_an_undated_fact_happens_when_its_turn_was_said(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = lambda tool, request, ids: {"facts": [fact("Alice has a cat.", "Alice's pets", "m2")]}
+    services = learning_services(tmp_path, model)
+    call(services, "add_messages", said("hi", "I have a cat"))
+    call(services, "memory_extract", {})
+    (memory,) = call(services, "memory_list", {"layer": "user"})["memories"]
+    assert memory["occurredAt"].startswith("2025-03-02T09:00")
+
+
+def test_dry_run_shows_decisions_and_writes_nothing(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = lambda tool, request, ids: {"facts": [fact("Alice likes tea.", "Alice's drink", "m1")]}
+    services = learning_services(tmp_path, model)
+    call(services, "add_messages", said("I like tea"))
+    preview = call(services, "memory_extract", {"dryRun": True})
+    assert preview["run"]["dryRun"] is True
+    assert preview["run"]["strategies"][0]["candidates"][0]["decision"] == "added"
+    assert preview["pendingTurns"] == 1
+    assert call(services, "memory_list", {"layer": "user"})["memories"] == []
+    assert call(services, "extraction_status", {})["recentRuns"] == []
+
+
+# ----------------------------------------------------------- consolidation
+def test_the_same_fact_again_extends_its_provenance(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = lambda tool, request, ids: {"facts": [fact("Alice lives in Lisbon.", "Alice's home city", ids[0])]}
+    services = learning_services(tmp_path, model)
+    call(services, "add_messages", said("I live in Lisbon"))
+    call(services, "memory_extract", {})
+    call(services, "add_messages", said("Still in Lisbon", start=2))
+    second = call(services, "memory_extract", {})
+    assert second["run"]["strategies"][0]["candidates"][0]["decision"] == "kept"
+    (memory,) = call(services, "memory_list", {"layer": "user"})["memories"]
+    assert memory["metadata"]["provenance"]["messageIds"] == ["m1", "m2"]
+    history = call(services, "memory_history", {"memoryId": memory["memoryId"]})
+    assert [c["event"] for c in history["changes"]] == ["EXTRACT", "EXTEND"]
+    assert history["changes"][1]["messageIds"] == ["m2"]
+
+
+@pytest.mark.parametrize("judge", [True, False])
+def test_a_changed_fact_supersedes_the_old_one_which_stays(tmp_path: Path, model: ScriptedModel, judge: bool) -> None:
+    answers = {"m1": "Alice lives in Lisbon.", "m2": "Alice now lives in Porto."}
+
+    def script(tool: str, request: dict, ids: list[str]) -> dict | None:
+        if tool == "decide_updates":
+            return {"decisions": [{"pair": 0, "decision": "update"}]}
+        return {"facts": [fact(answers[ids[0]], "Alice's home city", ids[0])]}
+
+    model.script = script
+    services = learning_services(tmp_path, model, extraction_judge=judge)
+    call(services, "add_messages", said("I live in Lisbon"))
+    first = call(services, "memory_extract", {})
+    old_id = first["run"]["strategies"][0]["candidates"][0]["memoryId"]
+    call(services, "add_messages", said("I moved to Porto", start=2))
+    second = call(services, "memory_extract", {})
+    candidate = second["run"]["strategies"][0]["candidates"][0]
+    assert (candidate["decision"], candidate["supersedes"]) == ("superseded", old_id)
+    assert len(model.calls("decide_updates")) == (1 if judge else 0)
+    found = call(services, "memory_search", {"query": "where does Alice live", "threshold": 0})
+    assert [r["content"] for r in found["results"]] == ["Alice now lives in Porto."]
+    everything = call(
+        services, "memory_search", {"query": "where does Alice live", "threshold": 0, "includeSuperseded": True}
+    )
+    assert {r["memoryId"]: r["supersededBy"] for r in everything["results"]} == {
+        old_id: candidate["memoryId"],
+        candidate["memoryId"]: None,
+    }
+    history = call(services, "memory_history", {"memoryId": old_id})
+    assert [c["event"] for c in history["changes"]] == ["EXTRACT", "SUPERSEDE"]
+    assert [v["content"] for v in history["versions"]] == ["Alice lives in Lisbon.", "Alice now lives in Porto."]
+
+
+def test_the_judge_can_keep_both_facts_of_one_subject(tmp_path: Path, model: ScriptedModel) -> None:
+    answers = {"m1": "Alice speaks Portuguese.", "m2": "Alice speaks French too."}
+
+    def script(tool: str, request: dict, ids: list[str]) -> dict | None:
+        if tool == "decide_updates":
+            return {"decisions": [{"pair": 0, "decision": "add"}]}
+        return {"facts": [fact(answers[ids[0]], "Alice's languages", ids[0])]}
+
+    model.script = script
+    services = learning_services(tmp_path, model)
+    call(services, "add_messages", said("Eu falo português"))
+    call(services, "memory_extract", {})
+    call(services, "add_messages", said("Je parle français aussi", start=2))
+    second = call(services, "memory_extract", {})
+    assert second["run"]["strategies"][0]["candidates"][0]["decision"] == "added"
+    assert len(call(services, "memory_list", {"layer": "user"})["memories"]) == 2
+
+
+def test_a_fact_about_another_subject_never_supersedes(tmp_path: Path, model: ScriptedModel) -> None:
+    answers = {
+        "m1": ("Alice lives in Lisbon.", "Alice's home city"),
+        "m2": ("Alice lives for music.", "Alice's passion"),
+    }
+    model.script = lambda tool, request, ids: {"facts": [fact(*answers[ids[0]], ids[0])]}
+    services = learning_services(tmp_path, model, extraction_judge=False)
+    call(services, "add_messages", said("I live in Lisbon"))
+    call(services, "memory_extract", {})
+    call(services, "add_messages", said("I live for music", start=2))
+    assert call(services, "memory_extract", {})["run"]["strategies"][0]["candidates"][0]["decision"] == "added"
+
+
+# ------------------------------------------------------ the other strategies
+def test_summary_is_one_session_memory_replaced_as_the_session_grows(tmp_path: Path, model: ScriptedModel) -> None:
+    def script(tool: str, request: dict, ids: list[str]) -> dict | None:
+        so_far = "Summary so far" in request["messages"][-1]["content"]
+        text = "Alice talked about Lisbon, then Porto." if so_far else "Alice talked about Lisbon."
+        return {"summary": [{"text": text, "sourceIds": ids}]}
+
+    model.script = script
+    services = learning_services(tmp_path, model, extraction_strategies=("summary",))
+    call(services, "add_messages", said("Lisbon is lovely"))
+    call(services, "memory_extract", {})
+    call(services, "add_messages", said("Porto too", start=2))
+    second = call(services, "memory_extract", {})
+    assert second["run"]["strategies"][0]["candidates"][0]["decision"] == "superseded"
+    assert "Summary so far:\nAlice talked about Lisbon." in model.calls("record_summary")[1]["messages"][-1]["content"]
+    standing = [m for m in call(services, "memory_list", {"layer": "session"})["memories"] if not m["supersededBy"]]
+    assert [m["content"] for m in standing] == ["Alice talked about Lisbon, then Porto."]
+    assert standing[0]["tags"] == ["summary"]
+
+
+def test_preferences_are_user_memories_tagged_preference(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = lambda tool, request, ids: (
+        {"preferences": [fact("Alice prefers window seats.", "seat preference", "m1")]}
+        if tool == "record_preferences"
+        else None
+    )
+    services = learning_services(tmp_path, model, extraction_strategies=("preferences",))
+    call(services, "add_messages", said("Window seat please, always"))
+    call(services, "memory_extract", {})
+    (memory,) = call(services, "memory_list", {"layer": "user"})["memories"]
+    assert memory["tags"] == ["preference"] and memory["occurredAt"] is None
+
+
+def test_lessons_come_from_executions_into_the_agent_layer(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = lambda tool, request, ids: (
+        {"lessons": [fact("Retrying weather_api after a 429 with backoff worked.", "weather_api rate limits", ids[0])]}
+        if tool == "record_lessons"
+        else None
+    )
+    services = learning_services(tmp_path, model, extraction_strategies=("facts", "lessons"))
+    call(
+        services,
+        "add_conversation",
+        {"message_id": "x1", "explanation": "t", "user_input": "Weather?", "agent_response": "Rain."},
+    )
+    call(
+        services,
+        "add_execution",
+        {
+            "message_id": "x1",
+            "explanation": "t",
+            "execution_summary": "Called weather_api; retried after a 429",
+            "tools_used": ["weather_api"],
+            "errors": [{"error_type": "rate_limit", "error_message": "429", "recovery_successful": True}],
+            "observations": "backoff helped",
+            "success": True,
+        },
+    )
+    run = call(services, "memory_extract", {})
+    assert {p["strategy"] for p in run["run"]["strategies"]} == {"facts", "lessons"}
+    (lesson,) = call(services, "memory_list", {"layer": "agent"})["memories"]
+    assert lesson["tags"] == ["lesson"] and lesson["metadata"]["provenance"]["messageIds"] == ["x1"]
+    prompt = model.calls("record_lessons")[0]["messages"][-1]["content"]
+    assert "[x1]" in prompt and "weather_api" in prompt and "rate_limit" in prompt
+    assert run["pendingTurns"] == 0
+
+
+def test_lessons_without_an_agent_id_are_a_recorded_failure(tmp_path: Path, model: ScriptedModel) -> None:
+    services = learning_services(tmp_path, model, extraction_strategies=("lessons",))
+    no_agent = ctx("alice", session="s1")
+    call(
+        services,
+        "add_execution",
+        {
+            "message_id": "x1",
+            "explanation": "t",
+            "execution_summary": "ran",
+            "tools_used": [],
+            "errors": [],
+            "observations": "",
+            "success": True,
+        },
+        no_agent,
+    )
+    run = call(services, "memory_extract", {}, no_agent)
+    assert "agent" in run["run"]["strategies"][0]["failure"]["message"]
+    assert model.requests == []
+
+
+def test_the_graph_strategy_writes_the_users_graph(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = lambda tool, request, ids: {
+        "entities": [{"name": "Alice", "type": "person"}, {"name": "Acme", "type": "organization"}],
+        "facts": [{"subject": "Alice", "predicate": "works_at", "object": "Acme", "text": "Alice works at Acme."}],
+    }
+    services = learning_services(tmp_path, model, extraction_strategies=("graph",))
+    call(services, "add_messages", said("I started at Acme"))
+    run = call(services, "memory_extract", {})
+    assert run["run"]["strategies"][0]["candidates"][0]["text"] == "Alice works_at Acme"
+    facts = call(services, "graph_search", {"query": "Alice works at"})["facts"]
+    assert facts and facts[0]["object"] == "Acme"
+
+
+def test_each_strategy_can_have_its_own_model_prompt_and_keys(tmp_path: Path, model: ScriptedModel) -> None:
+    config = {"facts": {"model": "small-model", "appendToPrompt": "Only facts about travel.", "metadataKeys": ["city"]}}
+    model.script = lambda tool, request, ids: {
+        "facts": [fact("Alice flew to Rome.", "Alice's trip", "m1", metadata={"city": "Rome", "source": "manual"})]
+    }
+    services = learning_services(tmp_path, model, extraction_config=config, extraction_judge=False)
+    call(services, "add_messages", said("I flew to Rome"))
+    call(services, "memory_extract", {})
+    (request,) = model.calls("record_facts")
+    assert request["model"] == "small-model"
+    assert request["messages"][0]["content"].endswith("Only facts about travel.")
+    assert "city" in request["messages"][-1]["content"]
+    (memory,) = call(services, "memory_list", {"layer": "user"})["memories"]
+    assert memory["metadata"]["city"] == "Rome"
+    assert memory["metadata"]["source"] == "extraction", "the model cannot choose the source"
+    status = call(services, "extraction_status", {})
+    assert {s["strategy"]: s["model"] for s in status["strategies"] if s["enabled"]} == {
+        "facts": "openai-compatible:small-model"
+    }
+
+
+# ---------------------------------------------------------------- workers
+class RecordingQueue:
+    def __init__(self) -> None:
+        self.notices: list[StreamNotice] = []
+        self.wakes: list[tuple[StreamNotice, int]] = []
+
+    def notify(self, notice: StreamNotice) -> None:
+        self.notices.append(notice)
+
+    def wake_later(self, notice: StreamNotice, delay_seconds: int) -> None:
+        self.wakes.append((notice, delay_seconds))
+
+
+def test_the_worker_runs_every_n_turns_and_after_the_idle_time(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = lambda tool, request, ids: {"facts": [fact(f"Fact from {i}.", f"subject {i}", i) for i in ids]}
+    services = learning_services(tmp_path, model, extraction_every_turns=3, extraction_idle_minutes=10)
+    queue = RecordingQueue()
+    services.__dict__["extraction_queue"] = queue
+    learning: LearningService = services.learning
+    call(services, "add_messages", said("one", "two"))
+    (notice,) = queue.notices
+    assert (notice.reason, notice.identity) == (
+        "turns",
+        {"tenant": "acme", "user": "alice", "session": "s1", "agent": "helper"},
+    )
+    assert learning.on_notice(notice) == "waiting"
+    assert model.requests == [] and queue.wakes and queue.wakes[0][1] <= 600
+    call(services, "add_messages", said("three", start=3))
+    assert learning.on_notice(queue.notices[-1]) == "ran 1"
+    assert len(call(services, "memory_list", {"layer": "user"})["memories"]) == 3
+    call(services, "add_messages", said("four", start=4))
+    assert learning.on_notice(queue.notices[-1]) == "waiting"
+    wake, _ = queue.wakes[-1]
+    learning._clock = lambda: 10**10  # far past the idle time
+    assert learning.on_notice(wake) == "ran 1"
+    assert call(services, "extraction_status", {})["pendingTurns"] == 0
+    assert list(learning.streams()) == [], "a stream with nothing waiting leaves the list"
+
+
+def test_run_due_finds_waiting_streams_after_a_restart(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = lambda tool, request, ids: {"facts": [fact("Alice likes jazz.", "music", ids[0])]}
+    first = learning_services(tmp_path, model, extraction_every_turns=1)
+    first.__dict__["extraction_queue"] = RecordingQueue()  # the notice is lost with the process
+    call(first, "add_messages", said("I like jazz"))
+    restarted = learning_services(tmp_path, model, extraction_every_turns=1)
+    assert restarted.learning.run_due() == 1
+    assert len(call(restarted, "memory_list", {"layer": "user"})["memories"]) == 1
+
+
+def test_backfill_queues_stored_conversations_once(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = lambda tool, request, ids: {"facts": [fact(f"Fact {i}.", f"s {i}", i) for i in ids]}
+    off = Services(Settings(data_dir=tmp_path, embedder="hashing"))
+    call(off, "add_messages", said("one", "two"))
+    services = learning_services(tmp_path, model)
+    progress: list[tuple[int, int]] = []
+    assert services.learning.backfill(ALICE, lambda done, total: progress.append((done, total))) == 1
+    assert progress == [(1, 1)]
+    assert len(call(services, "memory_list", {"layer": "user"})["memories"]) == 2
+    assert services.learning.backfill(ALICE) == 0, "turns extracted already are not queued again"
+    assert len(model.calls("record_facts")) == 1
