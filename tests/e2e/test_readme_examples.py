@@ -55,6 +55,10 @@ NOT_RUN = {
     "python-strands": "Strands pins an older MCP SDK than the service, so it lives in its own virtual "
     "environment; tests/e2e/test_client_strands.py runs these calls there against a real server",
     "sam-deploy": "deploys to an AWS account; tests/infra/test_rehearsal.py runs the sam build output on moto",
+    "learning-serve": "starts the server on an Ollama model, which this machine has not got; "
+    "tests/e2e/test_learning_readme.py starts the same server on a scripted OpenAI-compatible model",
+    "learning-curl": "needs that model server: tests/e2e/test_learning_readme.py runs this block as written against "
+    "`mnemo serve` on a scripted OpenAI-compatible model",
     "import-aws": "writes to a real DynamoDB table and S3 bucket (an AWS account); the same import into "
     "DynamoDB and S3 on moto is tests/service/test_portability.py's round trip",
 }

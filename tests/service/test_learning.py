@@ -8,6 +8,7 @@ tests/isolation/test_extraction_isolation.py).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -433,3 +434,31 @@ def test_backfill_queues_stored_conversations_once(tmp_path: Path, model: Script
     assert len(call(services, "memory_list", {"layer": "user"})["memories"]) == 2
     assert services.learning.backfill(ALICE) == 0, "turns extracted already are not queued again"
     assert len(model.calls("record_facts")) == 1
+
+
+def test_mnemo_extract_backfills_every_user_with_a_progress_line(
+    tmp_path: Path, model: ScriptedModel, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mnemo.cli import main
+    from mnemo.runtime import set_services
+
+    model.script = lambda tool, request, ids: {"facts": [fact(f"Fact {i}.", f"s {i}", i) for i in ids]}
+    off = Services(Settings(data_dir=tmp_path, embedder="hashing"))
+    call(off, "add_messages", said("one"))
+    call(off, "add_messages", said("two", name="bob"), ctx("bob", session="s9"))
+    monkeypatch.setenv("MNEMO_DATA_DIR", str(tmp_path))  # main() sets it: restored after the test
+    monkeypatch.setenv("MNEMO_EMBEDDER", "hashing")
+    monkeypatch.setenv("MNEMO_OPENAI_BASE_URL", model.url)
+    monkeypatch.setenv("MNEMO_EXTRACTION_STRATEGIES", "facts")
+    set_services(None)
+    try:
+        assert main(["extract", "--data-dir", str(tmp_path)]) == 0
+        assert json.loads(capsys.readouterr().out) == {"users": 2, "runs": 2}
+        assert main(["extract", "--data-dir", str(tmp_path)]) == 0
+        assert json.loads(capsys.readouterr().out) == {"users": 2, "runs": 0}
+    finally:
+        set_services(None)
+    monkeypatch.delenv("MNEMO_EXTRACTION_STRATEGIES")
+    assert main(["extract", "--data-dir", str(tmp_path)]) == 2
+    assert "extraction is off" in capsys.readouterr().err
+    set_services(None)

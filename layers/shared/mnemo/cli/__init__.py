@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The `mnemo` parser: ``--version`` and every command group's sub-commands, in the order `mnemo --help` lists them;
     each sub-command sets ``run``."""
     from mnemo import __version__
-    from mnemo.cli import knowledge, portability, reindex, serve, tools, workspace
+    from mnemo.cli import extract, knowledge, portability, reindex, serve, tools, workspace
     from mnemo.cli.help import CommandParser
 
     parser = CommandParser(prog="mnemo", description="Memory and knowledge tools for AI agents.")
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_commands(commands)
     tools.add_commands(commands)
     reindex.add_command(commands)
+    extract.add_commands(commands)
     knowledge.add_commands(commands)
     workspace.add_commands(commands)
     portability.add_commands(commands)

@@ -461,7 +461,7 @@ class Pipeline:
         logger.warning("could not update the extraction counters of %s", stream)
 
 
-_RESERVED = {"source", "strategy", "provenance", "subject", "subjectKey", "knowledgePointer"}
+_RESERVED = {"source", "strategy", "provenance", "subject", "subjectKey", "knowledgePointer", "scope", "layer", "tenant", "user", "agent", "session"}
 
 
 def ledger_write_size() -> int:

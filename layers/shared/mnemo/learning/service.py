@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from mnemo.context import RequestContext
+from mnemo.context import RequestContext, parse_scope
 from mnemo.conversations.service import ConversationService
 from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS, EntryStore, key_time
 from mnemo.errors import ConflictingRequest, InvalidInput, MnemoError
@@ -87,6 +87,22 @@ class LearningService:
         self._how_to_enable = how_to_enable
         self._models = models
         self._clock = clock
+
+    @property
+    def how_to_enable(self) -> str:
+        """The settings that turn extraction on."""
+        return self._how_to_enable
+
+    def users_with_turns(self) -> list[RequestContext]:
+        """Every user with stored conversation or execution records (a scan: maintenance only, never a request)."""
+        users: dict[str, RequestContext] = {}
+        for kind in (CONVERSATIONS, EXECUTIONS):
+            for item in self._records.scan(kind.partition_prefix):
+                scope = parse_scope(item.pk.removeprefix(kind.partition_prefix))
+                if scope is not None and scope.layer == "user" and item.pk not in users:
+                    users[item.pk] = RequestContext(tenant=scope.tenant, user=scope.ids["user"])
+        unique = {(c.tenant, c.user): c for c in users.values()}
+        return [unique[key] for key in sorted(unique, key=lambda key: (key[0], key[1] or ""))]
 
     @property
     def enabled(self) -> bool:
@@ -287,9 +303,10 @@ class LearningService:
         )
 
     # ----------------------------------------------------------- workers
-    def on_notice(self, notice: StreamNotice) -> str:
+    def on_notice(self, notice: StreamNotice, *, arm: bool = True) -> str:
         """What the extraction worker does with a notice: run while ``every_turns`` turns wait (all of them on
-        demand or once idle), else arm an idle wake-up. Returns what it did (``ran N``, ``waiting``, ``idle``)."""
+        demand or once idle), else arm an idle wake-up (unless ``arm`` is false: a sweep looks again anyway).
+        Returns what it did (``ran N``, ``waiting``, ``idle``)."""
         if not self.enabled:
             return "off"
         stream = notice.stream
@@ -306,7 +323,8 @@ class LearningService:
                 or quiet >= self._config.idle_minutes * 60
             )
             if not due:
-                self._arm(notice, self._config.idle_minutes * 60 - quiet)
+                if arm:
+                    self._arm(notice, self._config.idle_minutes * 60 - quiet)
                 return f"ran {runs}, waiting" if runs else "waiting"
             view = self._pipeline.run(stream, notice.reason)
             runs += 1
@@ -345,7 +363,7 @@ class LearningService:
         """The local worker's round: every listed stream given a notice as the queue would deliver it; runs made."""
         made = 0
         for entry in list(self.streams()):
-            outcome = self.on_notice(StreamNotice(entry.sk, entry.data.get("identity") or {}, "idle", ""))
+            outcome = self.on_notice(StreamNotice(entry.sk, entry.data.get("identity") or {}, "idle", ""), arm=False)
             if outcome.startswith("ran "):
                 made += int(outcome.split()[1].rstrip(","))
         return made

@@ -1,0 +1,46 @@
+"""`mnemo extract`: backfill, the strategies run over conversations stored before extraction was on.
+
+Every user with stored conversation or execution records (or the one ``--user`` names, of ``--tenant``)
+has the turns not yet extracted queued and extracted to the end, a progress bar on stderr; the answer
+is one JSON line with the users and runs. Idempotent: a second run finds nothing to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    """Backfill every user's (or one user's) stored turns; 2 when extraction is off (the message says how to turn
+    it on)."""
+    from mnemo.cli.progress import Progress
+    from mnemo.context import RequestContext
+    from mnemo.runtime import get_services
+
+    services = get_services()
+    learning = services.learning
+    if not learning.enabled:
+        print(f"extraction is off: {learning.how_to_enable}", file=sys.stderr)
+        return 2
+    users = [RequestContext(tenant=args.tenant, user=args.user)] if args.user else learning.users_with_turns()
+    progress = Progress("extracted", len(users), sys.stderr)
+    runs = 0
+    for done, context in enumerate(users, 1):
+        runs += learning.backfill(context)
+        progress.update(done, f"{context.tenant}/{context.user}")
+    progress.close()
+    print(json.dumps({"users": len(users), "runs": runs}))
+    return 0
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    """Add the `extract` parser."""
+    parser = commands.add_parser(
+        "extract", help="run the extraction strategies over stored conversations (backfill), with a progress bar"
+    )
+    parser.add_argument("--user", help="only this user's turns (default: every user with stored turns)")
+    parser.add_argument("--tenant", default="local", help="the tenant of --user (default local)")
+    parser.add_argument("--data-dir", help="where the embedded stores live (env MNEMO_DATA_DIR)")
+    parser.set_defaults(run=cmd_extract)
