@@ -754,3 +754,45 @@ def test_a_year_from_the_model_is_its_first_day(tmp_path: Path, fake_model: Fake
         assert len(built["relationships"]) == 2, built
         _, alice = http_call(url, "get_memory_object", {"name": "Alice", "depth": 0}, **ME)
     assert sorted(f["validAt"] for f in alice["facts"]) == ["2021-01-01T00:00:00Z", "2022-05-01T00:00:00Z"]
+
+
+# ------------------------------------------------------------ extract_counted
+def test_bedrock_counted_gives_the_usage_and_the_raw_tool_input(bedrock: tuple[BedrockExtractor, Stubber]) -> None:
+    extractor, stubber = bedrock
+    prompt = f"Reference time: 2026-01-07T10:00:00.000000Z\n\nText:\n{ACME_TEXT}"
+    stubber.add_response("converse", converse_response([tool_use(ACME_EXTRACTION)]), expected_converse(prompt))
+    counted = extractor.extract_counted(SYSTEM, prompt, TOOL)
+    assert counted.answer == ACME_EXTRACTION
+    usage = converse_response([tool_use(ACME_EXTRACTION)])["usage"]
+    assert (counted.input_tokens, counted.output_tokens) == (usage["inputTokens"], usage["outputTokens"])
+    assert json.loads(counted.raw) == ACME_EXTRACTION
+
+
+def test_bedrock_counted_without_the_tool_keeps_the_raw_text(bedrock: tuple[BedrockExtractor, Stubber]) -> None:
+    extractor, stubber = bedrock
+    stubber.add_response(
+        "converse", converse_response([{"text": "Sorry, no tool."}], stop="end_turn"), expected_converse(ANY)
+    )
+    with pytest.raises(MnemoError) as error:
+        extractor.extract_counted(SYSTEM, "Text:\nx", TOOL)
+    assert error.value.details["raw"] == "Sorry, no tool."
+
+
+def test_openai_counted_gives_the_usage_and_the_raw_arguments(tmp_path: Path, fake_model: FakeModel) -> None:
+    from mnemo.adapters.local.openai_extractor import OpenAICompatibleExtractor
+
+    fake_model.reply = lambda request: Reply(body=tool_calls('{"entities": [], "facts": []}'))
+    counted = OpenAICompatibleExtractor(fake_model.url, "qwen2.5:7b").extract_counted(SYSTEM, "Text:\nx", TOOL)
+    assert counted.answer == {"entities": [], "facts": []}
+    assert (counted.input_tokens, counted.output_tokens) == (400, 90)
+    assert counted.raw == '{"entities": [], "facts": []}'
+
+
+def test_openai_counted_not_json_keeps_the_raw_answer(tmp_path: Path, fake_model: FakeModel) -> None:
+    from mnemo.adapters.local.openai_extractor import OpenAICompatibleExtractor
+
+    fake_model.reply = lambda request: Reply(body=tool_calls("{not json"))
+    with pytest.raises(MnemoError) as error:
+        OpenAICompatibleExtractor(fake_model.url, "m").extract_counted(SYSTEM, "Text:\nx", TOOL)
+    assert error.value.details["raw"] == "{not json"
+    assert error.value.details["inputTokens"] == 400

@@ -462,3 +462,20 @@ def test_mnemo_extract_backfills_every_user_with_a_progress_line(
     assert main(["extract", "--data-dir", str(tmp_path)]) == 2
     assert "extraction is off" in capsys.readouterr().err
     set_services(None)
+
+
+def test_tokens_and_decisions_are_counted_per_strategy(tmp_path: Path, model: ScriptedModel) -> None:
+    from mnemo import telemetry
+
+    counted: dict[str, float] = {}
+    previous = telemetry.install(lambda name, value, unit: counted.__setitem__(name, counted.get(name, 0) + value))
+    try:
+        model.script = lambda tool, request, ids: {"facts": [fact("Alice likes tea.", "drink", "m1")]}
+        services = learning_services(tmp_path, model)
+        call(services, "add_messages", said("I like tea"))
+        call(services, "memory_extract", {})
+    finally:
+        telemetry.install(previous)
+    assert counted["ExtractionFactsInputTokens"] > 0 and counted["ExtractionFactsOutputTokens"] > 0
+    assert counted["ExtractionFactsAdded"] == 1
+    assert "ExtractionFactsFailures" not in counted

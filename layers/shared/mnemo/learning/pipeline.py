@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
 
+from mnemo import telemetry
 from mnemo.context import RequestContext
 from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS, EntryStore
 from mnemo.errors import MnemoError, ProviderError, RateLimited
@@ -208,6 +209,7 @@ class Pipeline:
                 continue
             outcome = self._run_strategy(name, context, turns, state, run_id, at, dry_run)
             outcomes.append(outcome)
+            _count(outcome)
             (failed if outcome.failure else done)[name] = ids
         view = {
             "runId": run_id,
@@ -461,7 +463,19 @@ class Pipeline:
         logger.warning("could not update the extraction counters of %s", stream)
 
 
-_RESERVED = {"source", "strategy", "provenance", "subject", "subjectKey", "knowledgePointer", "scope", "layer", "tenant", "user", "agent", "session"}
+def _count(outcome: StrategyOutcome) -> None:
+    """The strategy's tokens, decisions and failure as metrics (the EMF of the invocation under way), named
+    per strategy: ``ExtractionFactsInputTokens``, ``ExtractionFactsAdded``, ``ExtractionFactsFailures``..."""
+    prefix = f"Extraction{outcome.strategy.title()}"
+    telemetry.count(f"{prefix}InputTokens", outcome.input_tokens)
+    telemetry.count(f"{prefix}OutputTokens", outcome.output_tokens)
+    telemetry.count(f"{prefix}Failures", 1 if outcome.failure else 0)
+    for decision in ("added", "kept", "superseded", "refused"):
+        telemetry.count(f"{prefix}{decision.title()}", sum(1 for c in outcome.candidates if c.decision == decision))
+
+
+_RESERVED = {"source", "strategy", "provenance", "subject", "subjectKey", "knowledgePointer"}
+_RESERVED |= {"scope", "layer", "tenant", "user", "agent", "session"}  # ids come from the turns' writer only
 
 
 def ledger_write_size() -> int:

@@ -90,6 +90,13 @@ def memory_search(services: Services, context: RequestContext, request: MemorySe
     With `includeGraph`, the answer also carries `graph`: the memory graph's
     entities the query finds, with their current facts, and the facts it finds
     itself (at most 20), so one call gives the memories and their context.
+    Memories the extraction strategies learned carry `metadata.source: extraction` and
+    `metadata.provenance` (strategy, model, messageIds); one a newer extracted memory
+    superseded is left out unless `includeSuperseded` (then it has `supersededBy`).
+    `includeSources` answers each extracted memory with the turns it came from.
+    `includeTurns` also ranks the caller's own stored turns (kind `turn`, the message
+    id as `memoryId`) and fuses them with the memories: a fact that matches votes for
+    its source turns. It answers one page (no cursor).
 
     **When to use:** before answering anything that may depend on what was said or
     decided before.
@@ -106,9 +113,10 @@ def memory_search(services: Services, context: RequestContext, request: MemorySe
 
     **Errors:**
     - INVALID_INPUT: query missing; limit outside 1-100; threshold outside 0-1; an
-      unknown layer.
+      unknown layer; a cursor with includeTurns.
 
     @see mnemo.memory.service.MemoryService.search
+    @see mnemo.learning.recall.Recall.search
     @see mnemo.graph.service.GraphService.context_for
     """
     output = (
