@@ -1,7 +1,9 @@
 """Screenshots of the console for docs/console.md: `make console-screenshots` (or this script with a folder).
 
 A `mnemo serve` of its own over a temporary data directory, the example knowledge and the seed data the browser
-tests use, each page in Debian's chromium at a laptop's 1280 x 800, written as PNG files.
+tests use, each page in Debian's chromium at a laptop's 1280 x 800, written as PNG files. Extraction is on, with
+the facts strategy asking the browser tests' scripted model (console_support.scripted_model), so that the
+Extraction and Memories pages show runs, decisions and extracted memories.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the helpers below
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ and tests/support/: the helpers below,
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))  # as pytest's pythonpath finds them
 
-from console_support import browser, call, seed
+from console_support import browser, call, scripted_model, seed
 from helpers import local_server
 from knowledge_helpers import push_tree
 from mnemo.runtime import Services, set_services
@@ -25,8 +28,18 @@ BUDGET = 120
 def shoot(folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    with tempfile.TemporaryDirectory() as data:
-        services = Services(Settings(data_dir=Path(data), embedder="hashing", block_budget_tokens=BUDGET))  # type: ignore[arg-type]
+    with tempfile.TemporaryDirectory() as data, scripted_model() as (model_url, model):
+        settings = Settings(
+            data_dir=Path(data),
+            embedder="hashing",
+            block_budget_tokens=BUDGET,
+            openai_base_url=model_url,
+            extraction_strategies=("facts",),
+            extraction_every_turns=100,
+            extraction_idle_minutes=15,
+            extraction_judge=False,
+        )
+        services = Services(settings)
         push_tree(services, "local")
         # A file that fails to sync, so that the knowledge page shows a failure.
         broken = b"---\nid: broken\ntype: memo\ntitle: x\nsummary: y\n---\nbody\n"
@@ -48,6 +61,20 @@ def shoot(folder: Path) -> list[Path]:
                     path = folder / f"{name}.png"
                     page.screenshot(path=str(path), full_page=whole)
                     written.append(path)
+
+                # Turns, extracted on demand: a fact, the fact changed (superseded), then a model that fails.
+                for turns in (
+                    [("m-101", "user", "I work at Acme."), ("m-102", "assistant", "Noted: Acme.")],
+                    [("m-103", "user", "I work at Globex now.")],
+                    [("m-104", "user", "Thanks, that is all.")],
+                ):
+                    messages = [
+                        {"id": id_, "role": role, "content": text, **({"name": "alice"} if role == "user" else {})}
+                        for id_, role, text in turns
+                    ]
+                    call(base, "add_messages", {"messages": messages})
+                    model.broken = turns[0][0] == "m-104"
+                    call(base, "memory_extract", {})
 
                 console.open("memories?q=PostgreSQL", "#memory-results .card")
                 page.locator("#memory-results .card summary").first.click()
@@ -82,6 +109,9 @@ def shoot(folder: Path) -> list[Path]:
                 console.open("conversations", "[data-message-id=msg_weather1]")
                 page.get_by_role("button", name="deployment-process").click()
                 save("conversations")
+
+                console.open("extraction", "#extraction-runs article.run")
+                save("extraction")
 
                 console.open("identity", "#identity-check .ok")
                 save("identity")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from console_support import AXE, PAGES, Browser, browser, call, seed
+from console_support import AXE, PAGES, Browser, axe_violations, browser, call, seed
 
 #: The pages as the tests of each section see them, with data in.
 VIEWS = (*PAGES, "graph?name=Alice", "memories?q=PostgreSQL")
@@ -24,14 +24,7 @@ def audited(console_server: str) -> Iterator[Browser]:
 
 
 def violations(console: Browser) -> list[dict[str, Any]]:
-    console.page.add_script_tag(path=str(AXE))
-    assert console.page.evaluate("axe.version") == "4.14.1"  # the pinned checker, not one from anywhere else
-    found: list[dict[str, Any]] = console.page.evaluate(
-        """async () => (await axe.run(document, { resultTypes: ["violations"] })).violations
-            .map((v) => ({ id: v.id, impact: v.impact, help: v.help,
-                           nodes: v.nodes.map((n) => n.target.join(" ")) }))"""
-    )
-    return found
+    return axe_violations(console)
 
 
 def test_no_serious_or_critical_violation_on_any_page(audited: Browser) -> None:
@@ -74,7 +67,7 @@ def test_keyboard_walk(console: Browser) -> None:
     # The first stop is the skip link; then every section of the console is one Tab away after another.
     page.keyboard.press("Tab")
     assert focused(console)["text"] == "Skip to content"
-    for section in ("memories", "graph", "blocks", "knowledge", "conversations", "identity"):
+    for section in ("memories", "graph", "blocks", "knowledge", "conversations", "extraction", "identity"):
         tab_to(console, lambda element, section=section: element["href"] == f"#/{section}")
 
     # Search with the keyboard alone: type, Enter submits.

@@ -17,6 +17,7 @@ SHOWS = {
     "blocks": "#budget-gauge",
     "knowledge": "#knowledge-items table",
     "conversations": "[data-message-id=msg_weather1] .execution",
+    "extraction": "#extraction-off",
     "identity": "#identity-check .ok",
 }
 

@@ -1,19 +1,26 @@
 """The console in a real browser: Debian's chromium driven by Playwright, and the data the pages show.
 
 Playwright drives the system chromium (`make browser` installs it); no browser is downloaded. Each test starts
-its own `mnemo serve` (helpers.local_server) on a free port over its own data directory.
+its own `mnemo serve` (helpers.local_server) on a free port over its own data directory. The Extraction page's
+model is a scripted OpenAI-compatible server (``scripted_model``), and axe-core checks a page offline
+(``axe_violations``).
 """
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from helpers import http_call
+from mnemo.learning.transcript import LINE
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
@@ -25,7 +32,7 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-PAGES = ("memories", "graph", "blocks", "knowledge", "conversations", "identity")
+PAGES = ("memories", "graph", "blocks", "knowledge", "conversations", "extraction", "identity")
 #: axe-core as `make console-a11y` installs it (tests/console_a11y/package.json pins the version).
 AXE = Path(__file__).parents[1] / "console_a11y" / "node_modules" / "axe-core" / "axe.min.js"
 
@@ -68,6 +75,19 @@ def browser(base: str, *, bypass_csp: bool = False) -> Iterator[Browser]:
             yield driven
         finally:
             chromium.close()
+
+
+def axe_violations(console: Browser) -> list[dict[str, Any]]:
+    """What axe-core (the pinned copy, run offline in the page) finds wrong; the browser must bypass the page's
+    Content-Security-Policy (``browser(..., bypass_csp=True)``) to take its script."""
+    console.page.add_script_tag(path=str(AXE))
+    assert console.page.evaluate("axe.version") == "4.14.1"  # the pinned checker, not one from anywhere else
+    found: list[dict[str, Any]] = console.page.evaluate(
+        """async () => (await axe.run(document, { resultTypes: ["violations"] })).violations
+            .map((v) => ({ id: v.id, impact: v.impact, help: v.help,
+                           nodes: v.nodes.map((n) => n.target.join(" ")) }))"""
+    )
+    return found
 
 
 def call(base: str, tool: str, body: dict[str, Any], **identity: str) -> Any:
@@ -140,3 +160,67 @@ def seed(base: str) -> dict[str, Any]:
          "content": "# Deployment\n\nReleases go out through the pipeline on Tuesdays."},
     )  # fmt: skip
     return ids
+
+
+#: The raw answer of a scripted model that does not call the tool.
+REFUSAL = "Sorry, I cannot help with that <b>today</b>."
+
+
+class ScriptedModel:
+    """What the model answers: a `record_facts` call with one fact per "I work at X" turn, citing that turn's
+    message id (read from the transcript lines, ``mnemo.learning.transcript.LINE``), and one fact citing no turn
+    of the batch (refused); or, ``broken``, prose instead of the tool call."""
+
+    def __init__(self) -> None:
+        self.broken = False
+        self.prompts: list[str] = []
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        prompt = request["messages"][-1]["content"]
+        self.prompts.append(prompt)
+        if self.broken:
+            return {"choices": [{"message": {"role": "assistant", "content": REFUSAL}}]}
+        facts = []
+        for said in filter(None, map(LINE.match, prompt.splitlines())):
+            if job := re.search(r"I work at (\w+)", said["content"]):
+                who = said["speaker"].title()
+                facts.append(
+                    {"text": f"{who} works at {job[1]}.", "subject": f"{who}'s employer", "sourceIds": [said["id"]]}
+                )
+        facts.append({"text": "Bob flies planes.", "subject": "Bob's job", "sourceIds": ["not-a-turn"]})
+        tool = request["tools"][0]["function"]["name"]
+        call = {"type": "function", "function": {"name": tool, "arguments": json.dumps({"facts": facts})}}
+        return {
+            "choices": [{"message": {"role": "assistant", "tool_calls": [{"id": "c1", **call}]}}],
+            "usage": {"prompt_tokens": 120, "completion_tokens": 30},
+        }
+
+
+@contextmanager
+def scripted_model() -> Iterator[tuple[str, ScriptedModel]]:
+    """An OpenAI-compatible server (stdlib http.server on a free port) answering from a ``ScriptedModel``: its base
+    URL, for ``MNEMO_OPENAI_BASE_URL``, and the script."""
+    script = ScriptedModel()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            data = json.dumps(script.answer(body)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", script
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

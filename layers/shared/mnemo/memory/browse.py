@@ -149,6 +149,7 @@ def _listed(data: dict[str, Any]) -> ListedMemory:
         created_at=data["createdAt"],
         occurred_at=data.get("occurredAt"),
         superseded_by=data.get("supersededBy"),
+        supersedes=data.get("supersedes"),
     )
 
 

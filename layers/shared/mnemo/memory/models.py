@@ -244,6 +244,7 @@ class ListedMemory(WireModel):
     created_at: datetime
     occurred_at: datetime | None = None
     superseded_by: str | None = Field(None, description="The memory that replaced this one, if any.")
+    supersedes: str | None = Field(None, description="The memory this one replaced (extraction), if any.")
 
 
 # memory_list's answer: one page of a layer's memories, newest first.

@@ -19,7 +19,8 @@ export function svg(tag, attributes = {}, ...children) {
   return h(tag, { ...attributes, svg: true }, ...children);
 }
 
-function append(element, children) {
+/** Append children as h does: nested lists flattened, null, undefined and false left out, text as text. */
+export function append(element, children) {
   for (const child of children.flat(Infinity)) {
     if (child === undefined || child === null || child === false) continue;
     element.append(child instanceof Node ? child : document.createTextNode(String(child)));

@@ -7,6 +7,12 @@ const KEY = "mnemo.console.identity";
 export const FIELDS = ["tenant", "user", "agent", "session", "project", "team", "org"];
 export const DEFAULTS = { tenant: "local", user: "local", agent: "", session: "", project: "", team: "", org: "", roles: "", token: "" };
 
+// The memory layers, most specific first, and the ids each needs (mnemo.context.LAYER_IDS).
+export const LAYERS = ["agent", "user", "session", "project", "team", "org", "company"];
+const LAYER_IDS = {
+  agent: ["user", "agent"], user: ["user"], session: ["user", "session"], project: ["project"], team: ["team"], org: ["org"], company: [],
+};
+
 export function loadIdentity() {
   try {
     const stored = JSON.parse(localStorage.getItem(KEY) || "{}");
@@ -66,4 +72,14 @@ export function describeIdentity(identity = loadIdentity()) {
   }
   const parts = FIELDS.filter((name) => identity[name]).map((name) => `${name} ${identity[name]}`);
   return `Acting as ${parts.join(", ")}`;
+}
+
+/**
+ * The layers this identity can read, as the API decides it from the headers (a blank user is the server's
+ * default, local). Null with a bearer token: its claims, which the console does not map, decide.
+ */
+export function readableLayers(identity = loadIdentity()) {
+  if (identity.token.trim()) return null;
+  const ids = { ...identity, user: identity.user || DEFAULTS.user };
+  return LAYERS.filter((layer) => LAYER_IDS[layer].every((name) => ids[name]));
 }

@@ -132,3 +132,15 @@ export function table(headers, rows, caption) {
     h("tbody", {}, rows),
   );
 }
+
+/** A link to a stored turn (a conversation or an execution record, by its message id) on the Conversations page. */
+export function turnLink(messageId) {
+  return h("a", { href: `#/conversations?message=${encodeURIComponent(messageId)}`, class: "turn" }, h("code", {}, messageId));
+}
+
+/** Links to the turns a memory came from, as one list. */
+export function turnLinks(messageIds, label = "Source turns") {
+  return (messageIds || []).length
+    ? h("ul", { class: "turns", "aria-label": label }, messageIds.map((id) => h("li", {}, turnLink(id))))
+    : null;
+}

@@ -1,12 +1,15 @@
 // Conversations and executions as one timeline, linked by message_id; the topics with the general memory.
+// #/conversations?message=<id> opens on that one turn first (the links from an extracted memory to its sources).
 
 import { callTool } from "../api.js";
-import { clear, h } from "../dom.js";
+import { append, clear, h } from "../dom.js";
 import { button, field, guarded, heading, input, section, select, tags, timeElement } from "../ui.js";
 
 const EXPLANATION = "A person reviews this memory in the Mnemo console";
 
-export async function render(view) {
+export async function render(view, params) {
+  const wanted = params.get("message");
+  const turn = h("div", { id: "turn" });
   const timeline = h("div", { id: "timeline" });
   const form = h("form", { class: "row", role: "search", "aria-label": "Find conversations" },
     field("Query", input("query", { required: true, value: "recent" }), "With 'newest first' the query is not used"),
@@ -20,14 +23,32 @@ export async function render(view) {
   const general = h("div", { id: "general-memory" });
   const topics = h("div", { id: "topics" });
   const topic = h("div", { id: "topic" });
-  view.append(
+  append(view, [
     heading("Conversations and topics"),
     h("p", { class: "lead" }, "What was said, and what was done about it: each conversation with the execution stored under its message id."),
+    wanted ? section(`Message ${wanted}`, turn) : null,
     section("Timeline", form, timeline),
     section("General memory", general),
     section("Topics", topics, topic),
-  );
-  await Promise.all([showTimeline(form, timeline), showGeneral(general), showTopics(topics, topic)]);
+  ]);
+  await Promise.all([
+    wanted ? showTurn(wanted, turn) : null, showTimeline(form, timeline), showGeneral(general), showTopics(topics, topic),
+  ]);
+}
+
+/** The conversation and the execution stored under one message id (retrieve_* with message_id). */
+async function showTurn(id, place) {
+  const common = { message_id: id, query: id, explanation: EXPLANATION, retrieval_strategy: "recent", max_results: 1 };
+  const answers = await guarded(place, () => Promise.all([callTool("retrieve_conversation", common), callTool("retrieve_execution", common)]));
+  if (!answers) return;
+  const [conversation] = answers[0].data.conversations;
+  const [execution] = answers[1].data.executions;
+  if (!conversation && !execution) {
+    clear(place, h("p", {}, "No conversation or execution is stored under this message id for this identity."));
+    return;
+  }
+  const at = conversation ? conversation.conversation_timestamp : execution.execution_timestamp;
+  clear(place, h("div", { class: "turn-of", "data-turn": id }, exchange({ id, at, conversation, execution })));
 }
 
 async function showTimeline(form, place) {
@@ -52,14 +73,27 @@ async function showTimeline(form, place) {
     : h("p", {}, "No conversation or execution is stored for this identity."));
 }
 
-function entry({ id, at, conversation, execution }) {
-  return h("li", { id: `message-${id}`, "data-message-id": id },
+function entry(found) {
+  return h("li", { id: `message-${found.id}`, "data-message-id": found.id }, exchange(found));
+}
+
+/** A single message (add_messages) is one turn, said by its name or role; a pair (add_conversation) is two. */
+function said(conversation) {
+  const message = (conversation.meta_data || {}).mnemo_message;
+  if (message && typeof message === "object") {
+    const speaker = message.name || message.role || "user";
+    return h("div", { class: "exchange" },
+      h("p", {}, h("strong", {}, `${speaker}: `), conversation.user_input || conversation.agent_response));
+  }
+  return h("div", { class: "exchange" },
+    h("p", {}, h("strong", {}, "User: "), conversation.user_input),
+    h("p", {}, h("strong", {}, "Agent: "), conversation.agent_response));
+}
+
+function exchange({ id, at, conversation, execution }) {
+  return [
     h("p", { class: "meta" }, timeElement(at), " · ", h("code", {}, id)),
-    conversation
-      ? h("div", { class: "exchange" },
-        h("p", {}, h("strong", {}, "User: "), conversation.user_input),
-        h("p", {}, h("strong", {}, "Agent: "), conversation.agent_response))
-      : h("p", {}, h("em", {}, "No conversation stored under this message id.")),
+    conversation ? said(conversation) : h("p", {}, h("em", {}, "No conversation stored under this message id.")),
     execution
       ? h("div", { class: "execution" },
         h("p", {}, h("strong", {}, execution.success ? "Execution, succeeded: " : "Execution, failed: "), execution.execution_details.execution_summary),
@@ -69,7 +103,8 @@ function entry({ id, at, conversation, execution }) {
             h("li", {}, h("code", {}, error.error_type), error.tool ? ` in ${error.tool}` : "", `: ${error.error_message}`)))
           : null,
         execution.execution_details.observations ? h("p", {}, h("strong", {}, "Observations: "), execution.execution_details.observations) : null)
-      : null);
+      : null,
+  ];
 }
 
 async function showGeneral(place) {

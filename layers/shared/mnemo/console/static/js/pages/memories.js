@@ -1,14 +1,20 @@
-// Memories: browse a layer, search with each result's calibrated score and its lexical and vector parts, open one
-// to see its history (added, deduplicated, deleted), add, delete.
+// Memories: the newest memories of every layer the identity can read (the page opens on them), search with each
+// result's calibrated score and its lexical and vector parts, browse one layer, open a memory's history (added,
+// deduplicated, extracted, superseded, deleted), add, delete. An extracted memory says so, with the strategy, the
+// model and the turns it came from; a superseded one says what replaced it.
 
 import { callTool } from "../api.js";
-import { clear, h } from "../dom.js";
+import { append, clear, h } from "../dom.js";
+import { LAYERS, readableLayers } from "../identity.js";
 import {
   announce, button, checkboxes, checkedValues, confirmAction, field, guarded, heading, input, score, section,
-  select, tags, timeElement,
+  select, tags, timeElement, turnLinks,
 } from "../ui.js";
 
-export const LAYERS = ["agent", "user", "session", "project", "team", "org", "company"];
+export { LAYERS };
+
+// Memories a page of the newest shows (and memory_list is asked for, per layer).
+const PAGE = 20;
 
 const RETRIEVAL = {
   hybrid: "lexical (BM25) and vector similarity, calibrated together",
@@ -21,6 +27,7 @@ function splitTags(text) {
 
 export async function render(view, params) {
   const results = h("div", { class: "results", id: "memory-results" });
+  const recent = h("div", { class: "results", id: "memory-recent" });
   const searchForm = h(
     "form",
     { class: "stack", id: "memory-search", role: "search", "aria-label": "Search memories" },
@@ -30,6 +37,9 @@ export async function render(view, params) {
       field("Most results", input("limit", { type: "number", min: 1, max: 100, value: 20 })),
       field("Tags", input("tags", { placeholder: "any of: a, b" }))),
     checkboxes("Layers (none ticked: every layer you can read)", "layer", LAYERS, params.getAll("layer")),
+    h("div", { class: "field check" },
+      h("input", { type: "checkbox", id: "memory-superseded", name: "superseded" }),
+      h("label", { for: "memory-superseded" }, "Also memories that a newer extracted memory replaced (superseded)")),
     h("div", {}, h("button", { type: "submit" }, "Search")),
   );
   searchForm.addEventListener("submit", (event) => {
@@ -49,7 +59,7 @@ export async function render(view, params) {
   );
   addForm.addEventListener("submit", (event) => {
     event.preventDefault();
-    add(addForm, added, searchForm, results);
+    add(addForm, added, searchForm, results, recent);
   });
 
   const listed = h("div", { class: "results", id: "memory-list" });
@@ -66,13 +76,17 @@ export async function render(view, params) {
 
   view.append(
     heading("Memories"),
-    h("p", { class: "lead" }, "What agents remember, in the layers your identity can read. Browse a layer, search, open a memory's history, add one, or delete one that is wrong."),
+    h("p", { class: "lead" }, "What agents remember, in the layers your identity can read, newest first. Search, browse a layer, open a memory's history, add one, or delete one that is wrong."),
     section("Search", searchForm, results),
+    section("Newest memories", recent),
     section("Browse", browseForm, listed),
     section("Add a memory", addForm, added),
   );
-  if (params.get("browse")) await browse(browseForm.layer.value, listed);
-  if (searchForm.query.value) await search(searchForm, results);
+  await Promise.all([
+    showNewest(recent),
+    params.get("browse") ? browse(browseForm.layer.value, listed) : null,
+    searchForm.query.value ? search(searchForm, results) : null,
+  ]);
 }
 
 async function search(form, place) {
@@ -83,6 +97,7 @@ async function search(form, place) {
     limit: Number(form.limit.value || 20),
   };
   if (layers.length) body.layers = layers;
+  if (form.superseded.checked) body.includeSuperseded = true;
   const wanted = splitTags(form.tags.value);
   if (wanted.length) body.tags = wanted;
   const answer = await guarded(place, () => callTool("memory_search", body));
@@ -114,23 +129,57 @@ function part(name, value) {
     `${name} `, value === null || value === undefined ? h("span", { class: "value", title: `the ${name} search did not find it` }, "—") : h("span", { class: "value" }, value.toFixed(2)));
 }
 
-/** One memory as a card: a search result (with its score and the score's parts) or a browsed one (without). */
+/** Where a memory came from, for its card: typed (manual, by a tool call), synced, or extracted by a strategy. */
+function origin(memory) {
+  const metadata = memory.metadata || {};
+  const source = metadata.source || "manual";
+  if (source !== "extraction") return { source, badge: null, details: null };
+  const provenance = metadata.provenance || {};
+  const strategy = provenance.strategy || metadata.strategy || "a strategy";
+  return {
+    source,
+    badge: h("span", { class: "badge extracted", "data-strategy": strategy }, `extracted by ${strategy}`),
+    details: h("div", { class: "provenance" },
+      h("p", { class: "meta" },
+        h("span", {}, (provenance.messageIds || []).length
+          ? "Extracted from these turns, not typed by anyone:" : "Extracted from conversation turns, not typed by anyone"),
+        provenance.model ? h("span", {}, "model ", h("code", {}, provenance.model)) : null,
+        provenance.extractedAt ? h("span", {}, "at ", timeElement(provenance.extractedAt)) : null),
+      turnLinks(provenance.messageIds, `Turns memory ${memory.memoryId} was extracted from`)),
+  };
+}
+
+/** Whether a newer memory replaced this one (it stays, marked), or this one replaced an older one. */
+function supersession(memory) {
+  return h("p", { class: "meta" },
+    memory.supersededBy
+      ? h("span", { class: "superseded" }, "Replaced by memory ", h("code", {}, memory.supersededBy),
+        memory.supersededAt ? [" at ", timeElement(memory.supersededAt)] : null)
+      : null,
+    memory.supersedes ? h("span", {}, "Replaces memory ", h("code", {}, memory.supersedes)) : null);
+}
+
+/** One memory as a card: a search result (with its score and the score's parts) or a listed one (without). */
 function card(memory, retrieval) {
-  const item = h("li", { class: "card", "data-memory-id": memory.memoryId });
-  const source = (memory.metadata && memory.metadata.source) || "manual";
+  const item = h("li", { class: memory.supersededBy ? "card superseded" : "card", "data-memory-id": memory.memoryId });
+  const { source, badge, details } = origin(memory);
   const remove = button("Delete", () => removeMemory(memory, item), { class: "danger", "aria-label": `Delete memory: ${memory.content.slice(0, 60)}` });
   const history = h("div", { class: "history", "aria-live": "polite" });
   const showHistory = button("History", () => showChanges(memory.memoryId, history), { "aria-label": `History of memory: ${memory.content.slice(0, 60)}` });
   const scored = typeof memory.score === "number";
-  item.append(
+  append(item, [
     h("p", { class: "content" }, memory.content),
     h("p", { class: "meta" },
       h("span", { class: "badge" }, memory.layer),
+      badge,
+      memory.supersededBy ? h("span", { class: "badge superseded-badge" }, "superseded") : null,
       scored ? score(memory.score) : null,
       scored ? h("span", {}, `from ${foundBy(memory, retrieval)}`) : null,
       scored ? h("span", { class: "parts", "aria-label": "Parts of the score" }, part("lexical", memory.lexicalScore), " · ", part("vector", memory.vectorScore)) : null,
       scored ? null : h("span", {}, "added ", timeElement(memory.createdAt)),
-      h("span", {}, `source: ${source}`)),
+      badge ? null : h("span", {}, `source: ${source}`)),
+    details,
+    memory.supersededBy || memory.supersedes ? supersession(memory) : null,
     tags(memory.tags),
     h("details", {},
       h("summary", {}, "Details"),
@@ -144,7 +193,7 @@ function card(memory, retrieval) {
     h("div", { class: "actions" }, showHistory, source === "knowledge_sync"
       ? h("small", {}, "Mirrors a knowledge item: change the item's file, and sync updates this memory.")
       : remove),
-  );
+  ]);
   return item;
 }
 
@@ -161,11 +210,15 @@ async function removeMemory(memory, item) {
   item.append(place);
   const answer = await guarded(place, () => callTool("memory_delete", { memoryId: memory.memoryId }));
   if (!answer) return;
+  // The memory may be shown twice (a search result and among the newest): it goes from every list.
+  for (const shown of document.querySelectorAll(".card[data-memory-id]")) {
+    if (shown.dataset.memoryId === memory.memoryId) shown.remove();
+  }
   item.remove();
   announce(`Deleted memory ${memory.memoryId}.`);
 }
 
-async function add(form, place, searchForm, results) {
+async function add(form, place, searchForm, results, recent) {
   const body = { content: form.content.value, layer: form.layer.value };
   const given = splitTags(form.tags.value);
   if (given.length) body.tags = given;
@@ -177,7 +230,7 @@ async function add(form, place, searchForm, results) {
   clear(place, h("p", { class: "ok" }, text));
   announce(text);
   form.content.value = "";
-  if (searchForm.query.value) await search(searchForm, results);
+  await Promise.all([showNewest(recent), searchForm.query.value ? search(searchForm, results) : null]);
 }
 
 const EVENTS = {
@@ -187,17 +240,22 @@ const EVENTS = {
   SYNC_ADD: "added by knowledge sync",
   SYNC_UPDATE: "updated by knowledge sync",
   ORPHAN: "its knowledge item was removed",
+  EXTRACT: "extracted from conversation turns",
+  EXTEND: "stated again in later turns (its sources extended)",
+  SUPERSEDE: "superseded by a newer memory (kept, no longer searched)",
 };
 
 /** A memory's history (memory_history), oldest first, every page of it. */
 async function showChanges(memoryId, place) {
   const changes = [];
+  let versions = [];
   let cursor = null;
   do {
     const body = cursor ? { memoryId, cursor } : { memoryId };
     const answer = await guarded(place, () => callTool("memory_history", body));
     if (!answer) return;
     changes.push(...answer.changes);
+    if ((answer.versions || []).length) versions = answer.versions;
     cursor = answer.hasMore ? answer.nextCursor : null;
   } while (cursor);
   clear(place,
@@ -205,8 +263,23 @@ async function showChanges(memoryId, place) {
     h("ol", { class: "changes", "aria-label": `History of memory ${memoryId}` },
       changes.map((change) => h("li", { "data-event": change.event },
         timeElement(change.at), " ", h("strong", {}, EVENTS[change.event] || change.event),
-        change.actor ? ` by ${change.actor}` : null))));
+        change.actor ? ` by ${change.actor}` : null,
+        change.supersededBy ? [": by memory ", h("code", {}, change.supersededBy)] : null,
+        turnLinks(change.messageIds, `Turns of this change (${change.event})`)))),
+    versions.length ? versionList(memoryId, versions) : null);
   announce(`History of memory ${memoryId}: ${changes.length} ${changes.length === 1 ? "change" : "changes"}.`);
+}
+
+/** Every version of an extracted fact, oldest first: what it said, when, and which version replaced it. */
+function versionList(memoryId, versions) {
+  return [
+    h("h3", {}, "Versions of this fact"),
+    h("ol", { class: "changes versions", "aria-label": `Versions of the fact of memory ${memoryId}, oldest first` },
+      versions.map((version) => h("li", { "data-version": version.memoryId, "aria-current": version.memoryId === memoryId ? "true" : null },
+        timeElement(version.createdAt), " ", h("q", {}, version.content), " ", h("code", {}, version.memoryId),
+        version.memoryId === memoryId ? " (this one)" : null,
+        version.supersededBy ? h("span", { class: "superseded" }, " replaced by ", h("code", {}, version.supersededBy)) : " (current)"))),
+  ];
 }
 
 /** One layer's memories, newest first (memory_list), a page at a time: More appends the next page. */
@@ -232,4 +305,84 @@ async function browse(layer, place, cursor = null) {
   if (answer.hasMore) {
     place.append(button("More", () => browse(layer, place, answer.nextCursor), { id: "memory-list-more" }));
   }
+}
+
+/**
+ * The newest memories of the readable layers, merged newest first: memory_list per layer, a page at a time, and
+ * the next page of a layer asked for only when its memories so far are shown. More shows the next 20.
+ */
+class Newest {
+  constructor(layers) {
+    this.sources = layers.map((layer) => ({ layer, buffer: [], cursor: null, done: false }));
+    this.refused = [];
+  }
+
+  async fill(source) {
+    if (source.buffer.length || source.done) return;
+    const body = { layer: source.layer, limit: PAGE };
+    if (source.cursor) body.cursor = source.cursor;
+    let answer;
+    try {
+      answer = await callTool("memory_list", body);
+    } catch (error) {
+      // A layer whose ids the identity lacks (a bearer token's claims decide which) is not the identity's.
+      if (error.code !== "INVALID_INPUT" || !error.details.missingIds) throw error;
+      source.done = true;
+      this.refused.push(source.layer);
+      return;
+    }
+    source.buffer.push(...answer.memories);
+    source.cursor = answer.hasMore ? answer.nextCursor : null;
+    source.done = !source.cursor || !answer.memories.length;
+  }
+
+  async next(count) {
+    const shown = [];
+    while (shown.length < count) {
+      await Promise.all(this.sources.map((source) => this.fill(source)));
+      const live = this.sources.filter((source) => source.buffer.length);
+      if (!live.length) break;
+      const newest = live.reduce((best, source) => (newer(source.buffer[0], best.buffer[0]) ? source : best));
+      shown.push(newest.buffer.shift());
+    }
+    return shown;
+  }
+
+  get hasMore() {
+    return this.sources.some((source) => source.buffer.length || !source.done);
+  }
+
+  get layers() {
+    return this.sources.map((source) => source.layer).filter((layer) => !this.refused.includes(layer));
+  }
+}
+
+/** Whether memory a was added after b (then by id, as memory_list orders one layer). */
+function newer(a, b) {
+  const [at, bt] = [Date.parse(a.createdAt), Date.parse(b.createdAt)];
+  if (at !== bt) return at > bt;
+  return `${a.createdAt}|${a.memoryId}` > `${b.createdAt}|${b.memoryId}`;
+}
+
+async function showNewest(place) {
+  const layers = readableLayers() || LAYERS;
+  const newest = new Newest(layers);
+  const list = h("ol", { class: "cards", "aria-label": "Newest memories" });
+  const summary = h("p", { class: "summary" });
+  const status = h("div");
+  clear(place, summary, status);
+  const more = async () => {
+    const shown = await guarded(status, () => newest.next(PAGE));
+    if (!shown) return;
+    list.append(...shown.map((memory) => card(memory)));
+    const older = place.querySelector("#memory-recent-more");
+    if (older) older.remove();
+    const readable = newest.layers;
+    clear(summary, list.children.length
+      ? `Newest first across the layers you can read: ${readable.join(", ") || "none"}.`
+      : `No memory yet in the layers you can read (${readable.join(", ") || "none"}). Add one below, or let extraction learn from your agents' conversations.`);
+    if (list.children.length && !list.isConnected) place.insertBefore(list, status);
+    if (newest.hasMore) place.append(button("Older memories", more, { id: "memory-recent-more" }));
+  };
+  await more();
 }
