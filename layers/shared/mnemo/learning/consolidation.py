@@ -78,6 +78,15 @@ class Candidate:
     reason: str | None = None
 
 
+@dataclass
+class Consolidated:
+    """The candidates with their decisions, and the judge's tokens (0 when it was not asked)."""
+
+    candidates: list[Candidate]
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
 @dataclass(frozen=True)
 class Target:
     """Where a strategy's memories go and what they carry: the scope (from the transport's identity, never
@@ -109,7 +118,7 @@ class Consolidator:
 
     def consolidate(
         self, target: Target, candidates: list[Candidate], judge: Extractor | None, *, dry_run: bool = False
-    ) -> list[Candidate]:
+    ) -> Consolidated:
         """Decide each candidate against the scope's standing memories and, unless ``dry_run``, write."""
         vectors = self._memories.embed([candidate.text for candidate in candidates])
         found: list[tuple[Candidate, list[float] | None, Neighbour | None]] = []
@@ -135,12 +144,11 @@ class Consolidator:
                 close.append((len(found), candidate, subject))
                 candidate.decision, candidate.supersedes = "superseded", subject.data["memoryId"]
             found.append((candidate, vector, subject))
-        if close and judge is not None:
-            self._judge(judge, close, found)
+        tokens = self._judge(judge, close, found) if close and judge is not None else (0, 0)
         for candidate, vector, neighbour in found:
             if not dry_run:
                 self._write(target, candidate, vector, neighbour)
-        return [candidate for candidate, _, _ in found]
+        return Consolidated([candidate for candidate, _, _ in found], *tokens)
 
     @staticmethod
     def _same_subject(target: Target, candidate: Candidate, neighbours: list[Neighbour]) -> Neighbour | None:
@@ -163,21 +171,24 @@ class Consolidator:
         judge: Extractor,
         close: list[tuple[int, Candidate, Neighbour]],
         found: list[tuple[Candidate, list[float] | None, Neighbour | None]],
-    ) -> None:
-        """One call for every close pair; its answers turn a supersede into kept or added. Any failure: rules."""
+    ) -> tuple[int, int]:
+        """One call for every close pair; its answers turn a supersede into kept or added. Any failure: rules.
+        Returns the tokens the call used."""
         lines = [
             f"[{pair}] subject: {candidate.subject}\n  stored: {' '.join(neighbour.data['content'].split())}\n"
             f"  new: {' '.join(candidate.text.split())}"
             for pair, (_, candidate, neighbour) in enumerate(close)
         ]
         try:
-            answer = judge.extract(JUDGE_SYSTEM, "Pairs:\n" + "\n".join(lines), JUDGE_TOOL)
+            called = judge.extract_counted(JUDGE_SYSTEM, "Pairs:\n" + "\n".join(lines), JUDGE_TOOL)
         except MnemoError as error:
             logger.warning("the consolidation judge failed, the rules decide: %s", error.message)
-            return
+            details = error.details or {}
+            return int(details.get("inputTokens") or 0), int(details.get("outputTokens") or 0)
+        answer, tokens = called.answer, (called.input_tokens, called.output_tokens)
         if any(Draft202012Validator(JUDGE_TOOL.schema).iter_errors(answer)):
             logger.warning("the consolidation judge answered out of shape, the rules decide")
-            return
+            return tokens
         for decision in answer["decisions"]:
             if not 0 <= decision["pair"] < len(close):
                 continue
@@ -188,6 +199,7 @@ class Consolidator:
             elif decision["decision"] == "add":
                 candidate.decision, candidate.supersedes = "added", None
                 found[position] = (candidate, found[position][1], None)
+        return tokens
 
     def _write(
         self, target: Target, candidate: Candidate, vector: list[float] | None, neighbour: Neighbour | None

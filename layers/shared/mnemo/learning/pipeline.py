@@ -268,12 +268,15 @@ class Pipeline:
                 "attempts": 1,
             }
             return outcome
-        candidates, refused = self._checked(strategy, items, turns)
+        candidates, refused = self._checked(strategy, items, turns, settings.metadata_keys)
         if name == "summary" and candidates:
             candidates = candidates[:1]
             candidates[0].subject = "session summary"
         judge = self._extractor_for(settings.model) if self._config.judge else None
-        outcome.candidates = self._consolidator.consolidate(target, candidates, judge, dry_run=dry_run) + refused
+        consolidated = self._consolidator.consolidate(target, candidates, judge, dry_run=dry_run)
+        outcome.candidates = consolidated.candidates + refused
+        outcome.input_tokens += consolidated.input_tokens
+        outcome.output_tokens += consolidated.output_tokens
         return outcome
 
     @staticmethod
@@ -347,9 +350,11 @@ class Pipeline:
 
     @staticmethod
     def _checked(
-        strategy: Strategy, items: list[dict[str, Any]], turns: list[Turn]
+        strategy: Strategy, items: list[dict[str, Any]], turns: list[Turn], keys: tuple[str, ...] = ()
     ) -> tuple[list[Candidate], list[Candidate]]:
-        """The candidates that cite the batch and read as text; the others, refused with a reason."""
+        """The candidates that cite the batch and read as text; the others, refused with a reason. Of the
+        metadata the model fills, only the keys the deployment asked for (``metadataKeys``) are kept, and
+        never one Mnemo owns."""
         at = {turn.message_id: turn.at for turn in turns}
         accepted: list[Candidate] = []
         refused: list[Candidate] = []
@@ -360,7 +365,7 @@ class Pipeline:
                 subject=(item.get("subject") or None),
                 source_ids=cited,
                 occurred_at=_date(item.get("occurredAt")) if strategy.dated else None,
-                metadata={k: v for k, v in (item.get("metadata") or {}).items() if k not in _RESERVED},
+                metadata={k: v for k, v in (item.get("metadata") or {}).items() if k in keys and k not in _RESERVED},
             )
             if strategy.dated and candidate.occurred_at is None and cited:
                 candidate.occurred_at = at[cited[0]]  # undated by the model: when it was said
@@ -474,8 +479,10 @@ def _count(outcome: StrategyOutcome) -> None:
         telemetry.count(f"{prefix}{decision.title()}", sum(1 for c in outcome.candidates if c.decision == decision))
 
 
+#: Metadata keys Mnemo owns: never taken from a model, even when a deployment asks for one of them (the
+#: identity and scope come from the turns' writer only).
 _RESERVED = {"source", "strategy", "provenance", "subject", "subjectKey", "knowledgePointer"}
-_RESERVED |= {"scope", "layer", "tenant", "user", "agent", "session"}  # ids come from the turns' writer only
+_RESERVED |= {"scope", "layer", "tenant", "user", "agent", "session"}
 
 
 def ledger_write_size() -> int:
