@@ -479,3 +479,18 @@ def test_tokens_and_decisions_are_counted_per_strategy(tmp_path: Path, model: Sc
     assert counted["ExtractionFactsInputTokens"] > 0 and counted["ExtractionFactsOutputTokens"] > 0
     assert counted["ExtractionFactsAdded"] == 1
     assert "ExtractionFactsFailures" not in counted
+
+
+def test_turns_said_at_one_time_reach_the_model_in_the_order_they_were_sent(
+    tmp_path: Path, model: ScriptedModel
+) -> None:
+    services = learning_services(tmp_path, model)
+    messages = [
+        {"role": "user", "content": f"turn {n}", "id": f"D1:{n}", "at": "2025-03-01T09:00:00Z"} for n in range(1, 13)
+    ]
+    call(services, "add_messages", {"messages": messages})
+    call(services, "memory_extract", {})
+    (request,) = model.calls("record_facts")
+    from tests.support.scripted_model import transcript_ids
+
+    assert transcript_ids(request) == [f"D1:{n}" for n in range(1, 13)]

@@ -8,7 +8,7 @@ sk                                      holds
 ======================================  ===============================================================
 ``STATE``                               ``{stream, identity, lastTurnAt, lastRunAt, runs, strategies:
                                         {name: counters}, summaryMemoryId, wakeAt}``
-``TURN#{timestamp}#{kind}#{messageId}``  a turn waiting ``{messageId, kind, at, scope, identity, done:
+``TURN#{at}#{storedAt}#{kind}#{id}``   a turn waiting ``{messageId, kind, at, scope, identity, done:
                                         [strategy], attempts: {strategy: n}}``, written with its record
 ``RUN#{at}#{runId}``                    what one run read, proposed and decided (RunView), kept 30 days
 ======================================  ===============================================================
@@ -41,9 +41,10 @@ def partition_of(stream: str) -> str:
     return f"{PARTITION}{stream}"
 
 
-def turn_sk(at: str, kind: str, message_id: str) -> str:
-    """The sort key of a waiting turn: oldest first."""
-    return f"{TURN}{at}#{kind}#{message_id}"
+def turn_sk(at: str, stored_at: str, kind: str, message_id: str) -> str:
+    """The sort key of a waiting turn: oldest first, and turns said at the same time in the order they were
+    stored (add_messages stores a batch in its order), so a model reads them as they were said."""
+    return f"{TURN}{at}#{stored_at}#{kind}#{message_id}"
 
 
 def run_sk(at: str, run_id: str) -> str:
@@ -68,7 +69,9 @@ def _fresh_version() -> int:
     return time.time_ns() // 1000
 
 
-def turn_marker(stream: str, at: str, kind: str, message_id: str, scope: str, identity: dict[str, str]) -> Put:
+def turn_marker(
+    stream: str, at: str, stored_at: str, kind: str, message_id: str, scope: str, identity: dict[str, str]
+) -> Put:
     """A waiting turn's marker, written with the turn's record (only if absent: a turn is queued once), with the
     identity that wrote it (the transport's): the scope its memories go to."""
     data = {
@@ -80,7 +83,7 @@ def turn_marker(stream: str, at: str, kind: str, message_id: str, scope: str, id
         "done": [],
         "attempts": {},
     }
-    return Put(Item(partition_of(stream), turn_sk(at, kind, message_id), data), expect="absent")
+    return Put(Item(partition_of(stream), turn_sk(at, stored_at, kind, message_id), data), expect="absent")
 
 
 def queue_entry(stream: str, identity: dict[str, str], last_turn_at: str) -> Put:

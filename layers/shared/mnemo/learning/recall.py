@@ -22,7 +22,7 @@ from mnemo.memory.models import MemoryResult, MemorySearchInput, MemorySearchOut
 from mnemo.memory.service import MemoryService
 from mnemo.ports import Embedder, RecordStore, VectorIndex
 from mnemo.retrieval.fusion import FactHit, TurnHit, fuse
-from mnemo.retrieval.ranker import hybrid_rank
+from mnemo.retrieval.ranker import CANDIDATES, hybrid_rank
 
 #: Memories and turns each strategy ranks before fusion, at least.
 FUSION_DEPTH = 50
@@ -60,7 +60,7 @@ class Recall:
                 CONVERSATIONS.namespace,
                 request.query,
                 {"scope": [turn_scope]},
-                k=depth,
+                k=max(CANDIDATES, depth),
                 context=True,
             )
             for candidate in ranking.candidates:

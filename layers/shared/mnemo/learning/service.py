@@ -122,7 +122,7 @@ class LearningService:
         stream = stream_of(context)
         at = data["timestamp"]
         return [
-            ledger.turn_marker(stream, at, kind, data["message_id"], scope, identity_of(context)),
+            ledger.turn_marker(stream, at, data["stored_at"], kind, data["message_id"], scope, identity_of(context)),
             ledger.queue_entry(stream, identity_of(context), key_time(datetime.now(UTC))),
         ]
 
@@ -393,7 +393,13 @@ class LearningService:
                     continue  # extracted already
                 operations = [
                     ledger.turn_marker(
-                        stream, record["timestamp"], kind.name, record["message_id"], scope, identity_of(turn_context)
+                        stream,
+                        record["timestamp"],
+                        record.get("stored_at") or record["timestamp"],
+                        kind.name,
+                        record["message_id"],
+                        scope,
+                        identity_of(turn_context),
                     ),
                     ledger.queue_entry(stream, identity_of(turn_context), record["timestamp"]),
                 ]
