@@ -39,10 +39,12 @@ from mnemo.adapters.aws.dynamodb_records import DynamoDbRecordStore
 from mnemo.adapters.aws.eventbridge import EventBridgePublisher
 from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
 from mnemo.adapters.aws.s3_blobs import S3BlobStore
+from mnemo.adapters.aws.sqs_extraction_queue import SqsExtractionQueue
 from mnemo.adapters.aws.titan import TitanEmbedder
 from mnemo.adapters.local.blobs import LocalBlobStore
 from mnemo.adapters.local.embedders import BgeSmallEmbedder, HashingEmbedder
 from mnemo.adapters.local.events import LocalEventBus
+from mnemo.adapters.local.extraction_queue import LocalExtractionQueue
 from mnemo.adapters.local.openai_extractor import OpenAICompatibleExtractor
 from mnemo.adapters.local.sqlite_records import SqliteRecordStore
 from mnemo.adapters.local.vector_index import LocalVectorIndex
@@ -82,6 +84,10 @@ ADAPTERS: dict[type, dict[type, Factory]] = {
         BedrockExtractor: lambda tmp: BedrockExtractor(_no_client, "model"),
         OpenAICompatibleExtractor: lambda tmp: OpenAICompatibleExtractor("http://127.0.0.1:9", "model"),
     },
+    ports.ExtractionQueue: {
+        LocalExtractionQueue: lambda tmp: LocalExtractionQueue(),
+        SqsExtractionQueue: lambda tmp: SqsExtractionQueue("queue.fifo", "wake", _no_client),
+    },
 }
 
 #: Public methods and properties of adapters that no port names, as "DefiningClass.member": each is
@@ -97,6 +103,10 @@ NOT_PORT: dict[str, str] = {
     "OpenSearchVectorIndex.index_name": "the index of a namespace, for the adapter's own request tests",
     # The consumer's side of the in-process bus; on AWS consumers are EventBridge rules, not code.
     "LocalEventBus.subscribe": "registers an in-process consumer",
+    # The consumer's side of the in-process extraction queue (mnemo.entry.extraction_events.LocalWorker); on AWS
+    # the consumer is the SQS event source mapping, not code.
+    "LocalExtractionQueue.take": "the worker takes the next notice due",
+    "LocalExtractionQueue.close": "the worker's shutdown",
 }
 
 

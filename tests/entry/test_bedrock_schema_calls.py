@@ -188,11 +188,14 @@ def answered(event: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------------- tests ---
 @pytest.fixture
 def extracting(tmp_path: Path) -> Iterator[Services]:
-    """The embedded stack set up as the template sets up the graph function (a Bedrock extraction model,
-    its bedrock-runtime client stubbed with botocore's Stubber), with the example knowledge pushed."""
+    """The embedded stack set up as the template sets up the graph and learning functions (a Bedrock extraction
+    model, its bedrock-runtime client stubbed with botocore's Stubber, the facts strategy on), with the example
+    knowledge pushed. The model is called by memory_extract (the learning group comes first), then by
+    build_memory_from_text."""
     from knowledge_helpers import push_tree
 
-    services, stubber = bedrock_extraction_services(tmp_path, EXTRACTOR_MODEL)
+    services, stubber = bedrock_extraction_services(tmp_path, EXTRACTOR_MODEL, MNEMO_EXTRACTION_STRATEGIES="facts")
+    stubber.add_response("converse", converse_answer({"facts": []}, name="record_facts"))
     stubber.add_response("converse", converse_answer(EXTRACTION))
     set_services(services)
     push_tree(services, "acme")

@@ -9,11 +9,12 @@ must allow it. Enforcement is process-wide in moto, hence a process of its own.
 
 moto checks the action of every service but the resource only for S3; for the
 others it asks for resource ``*``, which a statement scoped to a table or bus never
-matches. Two narrow corrections bring DynamoDB and EventBridge closer to real IAM:
+matches. Two narrow corrections bring DynamoDB, EventBridge and SQS closer to real IAM:
 
 - the resource is the one AWS authorises: the table named in the request
   (``arn:aws:dynamodb:<region>:<account>:table/<name>``, or its index or stream),
-  each bus an event goes to for ``events:PutEvents``;
+  each bus an event goes to for ``events:PutEvents``, the queue a ``QueueUrl`` names for SQS
+  (``arn:aws:sqs:<region>:<account>:<name>``);
 - moto asks for ``dynamodb:TransactWriteItems`` / ``TransactGetItems``, which no
   policy grants: AWS authorises each item of a transaction by its own action
   (PutItem, UpdateItem, DeleteItem, ConditionCheckItem, GetItem) on its table
@@ -79,6 +80,15 @@ def events_authorisations(action: str, body: dict[str, Any], region: str, accoun
     ]
 
 
+def sqs_authorisations(action: str, queue_url: str | None, region: str, account: str) -> list[tuple[str, str]]:
+    """(action, resource) AWS authorises for one SQS request: the queue its ``QueueUrl`` names
+    (``https://sqs.<region>.amazonaws.com/<account>/<name>`` -> ``arn:aws:sqs:<region>:<account>:<name>``)."""
+    if not queue_url:
+        return [(action, "*")]  # ListQueues, CreateQueue...: no queue of ours is named
+    owner, name = queue_url.rstrip("/").split("/")[-2:]
+    return [(action, f"arn:aws:sqs:{region}:{owner if owner.isdigit() else account}:{name}")]
+
+
 def _patch_authorisation() -> None:
     """Checks per (action, resource) as above; each refusal is also written to stderr as a JSON line."""
     from moto.iam.access_control import IAMRequestBase
@@ -97,8 +107,18 @@ def _patch_authorisation() -> None:
         service = self._service
         if self._method == "HEAD" and self._action == "s3:GetObject" and "versionId=" in self._path:
             self._action = "s3:GetObjectVersion"
-        if resource != "*" or service not in ("dynamodb", "events"):
+        if resource != "*" or service not in ("dynamodb", "events", "sqs"):
             checked(self, resource)
+            return
+        if service == "sqs":
+            # botocore speaks SQS's JSON protocol; a query-protocol client sends the same name as a form field.
+            try:
+                queue_url = json.loads(self._body or b"{}").get("QueueUrl")
+            except ValueError:
+                queue_url = (self._data or {}).get("QueueUrl")
+            for action, arn in sqs_authorisations(self._action, queue_url, self._region, self.account_id):
+                self._action = action
+                checked(self, arn)
             return
         body = json.loads(self._body or b"{}")
         split = dynamodb_authorisations if service == "dynamodb" else events_authorisations

@@ -84,6 +84,14 @@ CASES: dict[str, dict[str, str]] = {
         "CreateBedrockAgent": "true",
         "BedrockAgentAllFamilies": "true",
     },
+    # Extraction on (its queues' event source mappings enabled), through a cross-Region inference profile.
+    "extraction": {
+        "ExtractionStrategies": "facts,preferences,summary,lessons,graph",
+        "ExtractionEveryTurns": "4",
+        "ExtractionIdleMinutes": "15",
+        "ExtractionJudge": "off",
+        "ExtractorModelId": "eu.amazon.nova-lite-v1:0",
+    },
 }
 
 

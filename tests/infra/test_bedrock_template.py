@@ -92,9 +92,26 @@ FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool | None]] = {
         True,
     ),
     # Every conversations tool re-indexes its scope's outbox first, retrieval included.
+    # The stored turns are announced to the extraction queue (sqs:SendMessage on it only).
     "conversations": (
         "RecordsReadWrite",
-        {"EmbedWithTitan": "bedrock:InvokeModel", "VectorIndexReadWrite": "aoss:APIAccessAll"},
+        {
+            "EmbedWithTitan": "bedrock:InvokeModel",
+            "VectorIndexReadWrite": "aoss:APIAccessAll",
+            "NotifyExtractionQueue": "sqs:SendMessage",
+        },
+        True,
+    ),
+    # add_messages stores turns like the conversations tools and announces them; memory_extract also calls
+    # the extraction model (ExtractorModelId); extraction_status only reads.
+    "learning": (
+        "RecordsReadWrite",
+        {
+            "ExtractWithModel": "bedrock:InvokeModel",
+            "EmbedWithTitan": "bedrock:InvokeModel",
+            "VectorIndexReadWrite": "aoss:APIAccessAll",
+            "NotifyExtractionQueue": "sqs:SendMessage",
+        },
         True,
     ),
     # memorize_new_topic and refine_memory write the index (and drain its outbox); forget_memory deletes.

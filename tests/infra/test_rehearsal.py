@@ -10,9 +10,11 @@ family answers API Gateway REST proxy events through its built functions, the me
 functions HTTP API (payload format 2.0) events too; knowledge sync
 answers EventBridge's scheduled and S3 events; a Bedrock Agents event reaches a bedrock_*
 function; the console function serves the files `sam build` put in the layer; the indexer takes
-a DynamoDB Streams event built from moto's own stream records.
+a DynamoDB Streams event built from moto's own stream records; the extraction function takes SQS
+events built from the messages the tools sent to the extraction queues on moto.
 No Bedrock model runs: a Titan stand-in checks each request body against the documented
-format (tests/support/rehearsal_stage.py).
+format, and refuses Converse (the extraction model) once the caller's role is checked
+(tests/support/rehearsal_stage.py).
 """
 
 from __future__ import annotations
@@ -46,7 +48,13 @@ from aws_events import bedrock_agent_event, rest_event
 
 #: Console Enabled is refused beside AuthMode IAM by a CloudFormation rule, which neither `sam build` nor the
 #: transform evaluates: its function is built and run here all the same (its routes carry no authorizer).
-PARAMETERS = {"ExperimentalTools": "true", "Console": "Enabled"}
+#: Extraction on, two strategies (two model calls a run), a run once two turns wait: test_extraction_*.
+PARAMETERS = {
+    "ExperimentalTools": "true",
+    "Console": "Enabled",
+    "ExtractionStrategies": "facts,summary",
+    "ExtractionEveryTurns": "2",
+}
 BUCKET = "mnemo-rehearsal-knowledge"
 CALLER = f"arn:aws:iam::{ACCOUNT}:user/rehearsal-agent"
 TENANT = ACCOUNT  # under IAM auth the caller's account is the tenant (mnemo.entry.identity)
@@ -59,7 +67,7 @@ CALLED = {
     "MemorizeNewTopicFunction", "RecallMemoryFunction", "SearchMemoriesFunction", "ListMemoriesFunction",
     "FileWriteFunction", "FileReadFunction", "FileSearchFunction", "FileListFunction", "AddMemoryLinkFunction",
     "GraphSearchFunction", "GetMemoryObjectFunction", "KnowledgeSyncFunction", "IndexerFunction",
-    "BedrockMemoryFunction", "McpFunction", "ConsoleFunction",
+    "BedrockMemoryFunction", "McpFunction", "ConsoleFunction", "ExtractionFunction", "ExtractionStatusFunction",
 }  # fmt: skip
 
 
@@ -168,11 +176,25 @@ def _stand_in_values(resolver_template: dict[str, Any], osmem_url: str) -> tuple
     }
     for logical_id, resource in resolver_template["Resources"].items():
         if resource["Type"] == "AWS::SQS::Queue":
-            name = f"mnemo-dev-{logical_id}"
+            # A FIFO queue's name must end in .fifo (the extraction queue and its dead-letter queue).
+            name = f"mnemo-dev-{logical_id}" + (".fifo" if resource["Properties"].get("FifoQueue") else "")
             refs[logical_id] = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}"
             attributes[f"{logical_id}.QueueName"] = name
             attributes[f"{logical_id}.Arn"] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
     return refs, attributes
+
+
+def create_queues(sqs: Any, template: dict[str, Any], refs: dict[str, str]) -> None:
+    """Every queue of the template on moto, under its stand-in name, FIFO as declared (the functions reach the
+    extraction queues; the dead-letter queues are created alike)."""
+    for logical_id, resource in template["Resources"].items():
+        if resource["Type"] != "AWS::SQS::Queue":
+            continue
+        declared = resource["Properties"]
+        attributes = {"VisibilityTimeout": str(declared.get("VisibilityTimeout", 30))}
+        if declared.get("FifoQueue"):
+            attributes |= {"FifoQueue": "true", "ContentBasedDeduplication": "false"}
+        sqs.create_queue(QueueName=refs[logical_id].rsplit("/", 1)[1], Attributes=attributes)
 
 
 @pytest.fixture(scope="module")
@@ -195,6 +217,7 @@ def stage(request: pytest.FixtureRequest, osmem_server: Any) -> Iterator[Stage]:
         s3 = moto.client("s3", admin)
         s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
         s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+        create_queues(moto.client("sqs", admin), template, refs)
         credentials = {}
         for logical_id, function in every.items():
             credentials[logical_id] = create_role(moto, admin, function)
@@ -434,6 +457,111 @@ def test_the_console_function_serves_the_layers_files(stage: Stage) -> None:
     assert stage.invoke("ConsoleFunction", escape, "console")["statusCode"] == 404
 
 
+# -------------------------------------------------------------- extraction ---
+
+
+def receive_all(stage: Stage, queue_url: str) -> list[dict[str, Any]]:
+    """Every visible message of the queue, received (all attributes) and deleted, as Lambda's poller would."""
+    sqs = stage.client("sqs")
+    found: list[dict[str, Any]] = []
+    while batch := sqs.receive_message(
+        QueueUrl=queue_url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"], VisibilityTimeout=60
+    ).get("Messages", []):
+        for message in batch:
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+        found += batch
+    return found
+
+
+def sqs_event(messages: list[dict[str, Any]], queue_url: str) -> dict[str, Any]:
+    """Messages as the SQS event source mapping delivers them (Lambda developer guide, "Using Lambda with Amazon
+    SQS": a FIFO queue's records carry MessageGroupId, MessageDeduplicationId and SequenceNumber too)."""
+    arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{queue_url.rsplit('/', 1)[1]}"
+    return {
+        "Records": [
+            {
+                "messageId": message["MessageId"],
+                "receiptHandle": message.get("ReceiptHandle", "AQEBrehearsal"),
+                "body": message["Body"],
+                "attributes": message.get("Attributes", {}),
+                "messageAttributes": {},
+                "md5OfBody": message.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": arn,
+                "awsRegion": REGION,
+            }
+            for message in messages
+        ]
+    }
+
+
+def extraction_queues(stage: Stage) -> tuple[str, str]:
+    environment = stage.functions["ExtractionFunction"].environment
+    return environment["MNEMO_EXTRACTION_QUEUE_URL"], environment["MNEMO_EXTRACTION_WAKE_QUEUE_URL"]
+
+
+def conversation(message_id: str, question: str) -> dict[str, Any]:
+    return {"message_id": message_id, "explanation": "Remember what the user said", "user_input": question,
+            "agent_response": "Noted.", "timestamp": "2026-01-06T15:00:00Z"}  # fmt: skip
+
+
+def test_extraction_runs_on_the_notices_the_tools_send(stage: Stage) -> None:
+    """add_conversation announces its turns on the FIFO queue (under its own role); the extraction function takes
+    them as the event source mapping delivers them and runs the strategies once ExtractionEveryTurns wait. No
+    model runs here: the stand-in refuses Converse as a model without model access is, and each strategy
+    records that as its failure (extraction_status shows it) instead of failing the batch."""
+    fifo, _ = extraction_queues(stage)
+    receive_all(stage, fifo)  # what the other families' tests announced
+    for number in range(2):
+        turn = conversation(f"msg_learn{number}", "I moved to Lyon last year")
+        stage.tool("AddConversationFunction", turn, "learning")
+    notices = receive_all(stage, fifo)
+    assert notices, (
+        "the tools that store turns sent no extraction notice: with ExtractionStrategies set they must mark their "
+        "turns waiting and notify (Services.learning is enabled only when a model is configured, and their "
+        "functions have none: see docs/deploy.md, 'Extraction on AWS')"
+    )
+    assert {m["Attributes"]["MessageGroupId"] for m in notices} and all(
+        m["Attributes"]["MessageDeduplicationId"] for m in notices
+    )
+    before = stage.titan.converse_calls["ExtractionFunction"]
+    answer = stage.invoke("ExtractionFunction", sqs_event(notices, fifo), "learning")
+    assert answer == {"batchItemFailures": []}, stage.worker("ExtractionFunction").log_tail()
+    assert stage.titan.converse_calls["ExtractionFunction"] > before, "the strategies never asked the model"
+    status = stage.tool("ExtractionStatusFunction", {}, "learning")
+    failed = {part["strategy"]: part for part in status["strategies"] if part["failures"]}
+    # facts asked the model and was refused; summary (the session layer) may fail earlier: these turns have no
+    # session id under IAM auth. Either way a failure is recorded with its message, and the turns wait.
+    assert set(failed) == {"facts", "summary"}, status
+    assert all((part["lastFailure"] or {}).get("message") for part in failed.values()), failed
+    stage.summary["extractionConverseCalls"] = stage.titan.converse_calls["ExtractionFunction"]
+    assert not stage.titan.problems, stage.titan.problems
+
+
+def test_extraction_arms_idle_wake_ups_and_forwards_them_when_due(stage: Stage) -> None:
+    """One turn is fewer than ExtractionEveryTurns: the notice arms a delayed wake-up on the wake queue (its
+    role may send there). A wake-up come due reaches the function from the wake queue and is forwarded into
+    the FIFO queue, in its session's message group, not run."""
+    fifo, wake = extraction_queues(stage)
+    receive_all(stage, fifo)
+    # Another caller, so another stream: the turns of the test above still wait (their strategies failed).
+    event = api_event("add_conversation", conversation("msg_learn_idle", "My cat is called Miso"))
+    event["requestContext"]["identity"]["userArn"] = f"arn:aws:iam::{ACCOUNT}:user/rehearsal-quiet-agent"
+    answer = stage.invoke("AddConversationFunction", event, "learning")
+    assert answer["statusCode"] == 200, answer
+    notices = receive_all(stage, fifo)
+    assert notices
+    assert stage.invoke("ExtractionFunction", sqs_event(notices, fifo), "learning") == {"batchItemFailures": []}
+    depth = stage.client("sqs").get_queue_attributes(QueueUrl=wake, AttributeNames=["All"])["Attributes"]
+    assert int(depth["ApproximateNumberOfMessagesDelayed"]) >= 1, depth  # due in ExtractionIdleMinutes
+    idle = {**json.loads(notices[0]["Body"]), "reason": "idle", "token": "rehearsal-idle"}
+    due = [{"MessageId": "0f6c2d4e-rehearsal-idle", "Body": json.dumps(idle), "Attributes": {"SentTimestamp": "0"}}]
+    assert stage.invoke("ExtractionFunction", sqs_event(due, wake), "learning") == {"batchItemFailures": []}
+    (forwarded,) = receive_all(stage, fifo)
+    assert json.loads(forwarded["Body"]) == idle
+    assert forwarded["Attributes"]["MessageGroupId"] == notices[0]["Attributes"]["MessageGroupId"]
+
+
 # ----------------------------------------------------------------- indexer ---
 
 
@@ -524,6 +652,12 @@ def test_the_roles_are_enforced(stage: Stage) -> None:
     sync_status = stage.moto.client("s3", stage.credentials["SyncStatusFunction"])
     with pytest.raises(ClientError):
         sync_status.get_object(Bucket=BUCKET, Key=f"knowledge/{TENANT}/adr-007-queue-choice.md")
+    fifo, wake = extraction_queues(stage)
+    notifier = stage.moto.client("sqs", stage.credentials["AddConversationFunction"])
+    with pytest.raises(ClientError):
+        notifier.receive_message(QueueUrl=fifo)  # add_conversation sends notices, never reads them
+    with pytest.raises(ClientError):
+        notifier.send_message(QueueUrl=wake, MessageBody="{}")  # nor arms wake-ups: only the extraction does
 
     assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
-    assert len(stage.moto.denials()) == before + 3
+    assert len(stage.moto.denials()) == before + 5

@@ -730,6 +730,9 @@ def _served_tools(doc: dict[str, Any]) -> dict[str, set[str]]:
     served["KnowledgeSyncFunction"] = {"sync_now"}  # the same sync, on a schedule and on bucket events
     # Re-outlines one workspace file on its bucket event, as every outline tool's refresh does.
     served["OutlineSyncFunction"] = {"outline_file"}
+    # Runs on the extraction queues' notices what memory_extract runs on demand (its queue rights:
+    # tests/infra/test_template_extraction.py).
+    served["ExtractionFunction"] = {"memory_extract"}
     return served
 
 
@@ -978,9 +981,14 @@ def test_alarms_on_errors_throttles_and_dead_letters() -> None:
         assert ("AWS/Lambda", "Errors", ref) in watched, f"no Errors alarm for {name}"
         assert ("AWS/Lambda", "Throttles", ref) in watched, f"no Throttles alarm covers {name}"
     depths = [a for a in alarms.values() if a.get("MetricName") == "ApproximateNumberOfMessagesVisible"]
+    # The extraction queues hold work in passing (their depth is no failure); their dead-letter queues alarm.
+    dead_letter_queues = [queue for queue in resources_of(doc, "AWS::SQS::Queue") if queue.endswith("DeadLetterQueue")]
+    assert set(resources_of(doc, "AWS::SQS::Queue")) - set(dead_letter_queues) == {
+        "ExtractionQueue",
+        "ExtractionWakeQueue",
+    }
     assert sorted(json.dumps(a["Dimensions"]) for a in depths) == sorted(
-        json.dumps([{"Name": "QueueName", "Value": {"GetAtt": f"{queue}.QueueName"}}])
-        for queue in resources_of(doc, "AWS::SQS::Queue")
+        json.dumps([{"Name": "QueueName", "Value": {"GetAtt": f"{queue}.QueueName"}}]) for queue in dead_letter_queues
     ), "one depth alarm per dead-letter queue"
     for depth in depths:
         assert depth["Namespace"] == "AWS/SQS"

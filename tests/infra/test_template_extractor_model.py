@@ -13,7 +13,14 @@ from aws_fixtures import load_template
 
 TEMPLATE = load_template()
 PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "eu-west-1", "AWS::AccountId": "123456789012"}
-EXTRACTING = ("BuildMemoryFromTextFunction", "McpFunction", "BedrockGraphFunction")
+EXTRACTING = (
+    "BuildMemoryFromTextFunction",
+    "MemoryExtractFunction",
+    "McpFunction",
+    "BedrockGraphFunction",
+    "BedrockLearningFunction",
+    "ExtractionFunction",
+)
 NO_VALUE = object()
 APP_PROFILE = "arn:aws:bedrock:eu-west-1:123456789012:application-inference-profile/a1b2c3"
 

@@ -37,12 +37,13 @@ READ_WRITE = READ_PUT | {"dynamodb:DeleteItem"}
 #: history, heads, edges...).
 PUT_ONLY = {"memorize_general_info", "block_pin", "block_unpin"}
 #: Functions that serve no tool route: the stream indexer drains the outbox (deletes its markers), the
-#: knowledge sync runs sync_now, the outline sync puts and deletes outline items; the console serves its
-#: own files and never reaches the table.
+#: knowledge sync runs sync_now, the outline sync puts and deletes outline items, the extraction runs the
+#: strategies as memory_extract does; the console serves its own files and never reaches the table.
 NOT_TOOLS = {
     "IndexerFunction": READ_WRITE,
     "KnowledgeSyncFunction": READ_WRITE,
     "OutlineSyncFunction": READ_WRITE,
+    "ExtractionFunction": READ_WRITE,
     "ConsoleFunction": frozenset(),
 }
 

@@ -167,9 +167,10 @@ def race(*runs: Callable[[], Any]) -> list[Any]:
     return results
 
 
-def bedrock_extraction_services(data_dir: Path, model_id: str) -> tuple[Services, Any]:
+def bedrock_extraction_services(data_dir: Path, model_id: str, **env: str) -> tuple[Services, Any]:
     """The embedded stack configured as the template configures a function that extracts (MNEMO_EXTRACTOR=bedrock,
-    the model id), with its bedrock-runtime client stubbed by botocore's Stubber (returned, not yet activated)."""
+    the model id, and any other ``MNEMO_*`` settings in ``env``), with its bedrock-runtime client stubbed by
+    botocore's Stubber (returned, not yet activated)."""
     import boto3
     from botocore.stub import Stubber
 
@@ -179,6 +180,7 @@ def bedrock_extraction_services(data_dir: Path, model_id: str) -> tuple[Services
             "MNEMO_EMBEDDER": "hashing",
             "MNEMO_EXTRACTOR": "bedrock",
             "MNEMO_EXTRACTOR_MODEL_ID": model_id,
+            **env,
         }
     )
     services = Services(settings)

@@ -1,13 +1,15 @@
 """The deployment rehearsal's stage: the AWS stand-ins and the built functions running on them.
 
 - moto (tests/infra/rehearsal_moto.py, its own process) for DynamoDB, S3, EventBridge,
-  IAM and STS, enforcing each function's role once the stage is set;
+  SQS, IAM and STS, enforcing each function's role once the stage is set;
 - osmem-server for the OpenSearch API (no k-NN, no SigV4: a loopback ``http://``
   endpoint is reached unsigned, see mnemo.adapters.aws.opensearch.client.is_local_endpoint;
   the deployed functions sign for ``aoss``);
 - ``TitanStandIn``: no Bedrock model runs here. It checks each InvokeModel request against
   Titan Text Embeddings V2's documented body, checks the caller's role allows
-  ``bedrock:InvokeModel`` on the model, and answers a deterministic unit vector;
+  ``bedrock:InvokeModel`` on the model, and answers a deterministic unit vector. A Converse
+  request (the extraction model) is checked the same way, then refused as a model without model
+  access is (AccessDeniedException);
 - ``Worker``: one warm process per function (tests/infra/rehearsal_worker.py), a plain
   python3.12 with only the function's build directory, the built layer and the runtime's
   boto3 on ``sys.path``.
@@ -230,6 +232,8 @@ class TitanStandIn:
     callers: dict[str, tuple[str, list[dict[str, Any]]]] = field(default_factory=dict)
     calls: Counter[str] = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
+    #: Converse requests per function (the extraction model; each refused: see ``_converse``).
+    converse_calls: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         self._server, self.url = _serve(self._answer, "POST")
@@ -240,6 +244,10 @@ class TitanStandIn:
         from moto.iam.access_control import IAMPolicy, PermissionResult
 
         raw = request.rfile.read(int(request.headers.get("Content-Length", 0)))
+        converse = re.fullmatch(r"/model/([^/]+)/converse", request.path)
+        if converse is not None:
+            self._converse(request, unquote(converse.group(1)), raw)
+            return
         match = re.fullmatch(r"/model/([^/]+)/invoke", request.path)
         credential = re.search(r"Credential=([^/]+)/", request.headers.get("Authorization", ""))
         caller = self.callers.get(credential.group(1)) if credential else None
@@ -267,6 +275,40 @@ class TitanStandIn:
         size = int(body.get("dimensions", 1024))
         text = body["inputText"]
         self._send(request, 200, None, {"embedding": unit_vector(text, size), "inputTextTokenCount": len(text.split())})
+
+    def _converse(self, request: BaseHTTPRequestHandler, model_id: str, raw: bytes) -> None:
+        """Converse (the extraction model): checked as Bedrock would check it, then refused as a model without
+        model access in the account is ("You don't have access to the model"): no model runs here, and the
+        extraction must record that as a strategy's failure, not crash."""
+        from moto.iam.access_control import IAMPolicy, PermissionResult
+
+        credential = re.search(r"Credential=([^/]+)/", request.headers.get("Authorization", ""))
+        caller = self.callers.get(credential.group(1)) if credential else None
+        if caller is None:
+            self._send(request, 403, "AccessDeniedException", {"message": "unsigned or unknown caller"})
+            return
+        function, policies = caller
+        model_arn = f"arn:aws:bedrock:{REGION}::foundation-model/{model_id}"
+        # Converse is authorised by bedrock:InvokeModel on the model (Bedrock user guide, Converse API).
+        results = [IAMPolicy(json.dumps(doc)).is_action_permitted("bedrock:InvokeModel", model_arn) for doc in policies]
+        if PermissionResult.DENIED in results or PermissionResult.PERMITTED not in results:
+            self.problems.append(f"{function}: Converse (bedrock:InvokeModel) on {model_arn} is not allowed")
+            self._send(request, 403, "AccessDeniedException", {"message": f"not authorized to invoke {model_arn}"})
+            return
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        forced = (body or {}).get("toolConfig", {}).get("toolChoice", {}).get("tool", {}).get("name")
+        if not isinstance(body, dict) or not body.get("messages") or not forced:
+            self.problems.append(f"{function}: a Converse request without messages or a forced tool")
+        self.converse_calls[function] += 1
+        self._send(
+            request,
+            403,
+            "AccessDeniedException",
+            {"message": "You don't have access to the model with the specified model ID."},
+        )
 
     @staticmethod
     def _send(request: BaseHTTPRequestHandler, status: int, error: str | None, payload: dict[str, Any]) -> None:

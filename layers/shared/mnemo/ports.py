@@ -445,8 +445,8 @@ class ExtractionQueue(Protocol):
     def notify(self, notice: StreamNotice) -> None:
         """Ask for the stream to be looked at soon (in order with the stream's other notices).
 
-        Notices with the same stream and token within the queue's deduplication window are delivered
-        once. Errors: the provider envelope; a turn stored before a failed notify is still pending, and
+        Notices with the same stream, reason and token within the queue's deduplication window are
+        delivered once. Errors: the provider envelope; a turn stored before a failed notify is still pending, and
         the next notice or sweep finds it.
         """
         ...

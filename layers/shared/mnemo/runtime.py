@@ -11,10 +11,18 @@ from typing import TYPE_CHECKING, Any
 
 from mnemo.memory.service import MemoryService
 from mnemo.outbox import IndexedFamily, IndexOutbox
-from mnemo.ports import BlobStore, Embedder, EventPublisher, Extractor, RecordStore, VectorIndex
+from mnemo.ports import BlobStore, Embedder, EventPublisher, ExtractionQueue, Extractor, RecordStore, VectorIndex
 from mnemo.settings import Settings
 
+#: What extraction_status says when no strategy runs.
+HOW_TO_ENABLE = (
+    "set MNEMO_EXTRACTION_STRATEGIES (facts,preferences,summary,lessons,graph or all; on AWS the template's "
+    "ExtractionStrategies parameter) and a model: MNEMO_EXTRACTOR=bedrock with MNEMO_EXTRACTOR_MODEL_ID, or "
+    "MNEMO_OPENAI_BASE_URL for any OpenAI-compatible server (Ollama, vLLM, llama.cpp)"
+)
+
 if TYPE_CHECKING:
+    from mnemo.context import RequestContext
     from mnemo.conversations.service import ConversationService
     from mnemo.files.expansion import Expander
     from mnemo.files.index import BlockIndex
@@ -25,6 +33,10 @@ if TYPE_CHECKING:
     from mnemo.graph.service import GraphService
     from mnemo.knowledge.repository import KnowledgeRepository
     from mnemo.knowledge.service import KnowledgeService
+    from mnemo.learning.consolidation import Candidate
+    from mnemo.learning.recall import Recall
+    from mnemo.learning.service import LearningService
+    from mnemo.learning.transcript import Turn
     from mnemo.outline.service import OutlineService
     from mnemo.sync.service import SyncService
     from mnemo.topics.service import TopicService
@@ -105,6 +117,20 @@ class Services:
         return LocalEventBus()
 
     @cached_property
+    def extraction_queue(self) -> ExtractionQueue:
+        """Where extraction notices go: SQS when ``extraction_queue_url`` is set (the FIFO queue; idle wake-ups go
+        to ``extraction_wake_queue_url``), else the in-process queue the embedded server's worker drains."""
+        if self.settings.extraction_queue_url:
+            from mnemo.adapters.aws.sqs_extraction_queue import SqsExtractionQueue
+
+            return SqsExtractionQueue(
+                self.settings.extraction_queue_url, self.settings.extraction_wake_queue_url, lambda: self._aws("sqs")
+            )
+        from mnemo.adapters.local.extraction_queue import LocalExtractionQueue
+
+        return LocalExtractionQueue()
+
+    @cached_property
     def outbox(self) -> IndexOutbox:
         """The index outbox, knowing every indexed family (memory, conversations and executions, topics, blocks,
         graph)."""
@@ -160,7 +186,110 @@ class Services:
         """The conversation and execution memory service."""
         from mnemo.conversations.service import ConversationService
 
-        return ConversationService(self.records, self.index, self.embedder, self.outbox)
+        return ConversationService(
+            self.records,
+            self.index,
+            self.embedder,
+            self.outbox,
+            observer=lambda: self.learning if self._learns else None,
+        )
+
+    @property
+    def _learns(self) -> bool:
+        """Whether any extraction strategy is on and a model is configured."""
+        # A function that only stores turns has no model on AWS: the queue's worker (the extraction function)
+        # has it, so a queue URL says extraction is on as much as a model does.
+        return bool(self.settings.extraction_strategies) and (
+            self.settings.extractor_kind != "none" or bool(self.settings.extraction_queue_url)
+        )
+
+    @cached_property
+    def learning(self) -> LearningService:
+        """Memory that learns: add_messages, the extraction strategies and their workers (mnemo.learning)."""
+        from mnemo.learning.consolidation import Consolidator
+        from mnemo.learning.pipeline import LearningConfig, Pipeline, StrategyConfig
+
+        settings = self.settings
+        config = LearningConfig(
+            strategies=settings.extraction_strategies if self._learns else (),
+            every_turns=settings.extraction_every_turns,
+            idle_minutes=settings.extraction_idle_minutes,
+            judge=settings.extraction_judge,
+            max_candidates=settings.extraction_max_candidates,
+            per_strategy={
+                name: StrategyConfig(
+                    model=values.get("model"),
+                    append_to_prompt=values.get("appendToPrompt"),
+                    metadata_keys=tuple(values.get("metadataKeys") or ()),
+                )
+                for name, values in settings.extraction_config.items()
+            },
+        )
+        pipeline = Pipeline(
+            self.records,
+            Consolidator(self.memory.extracted, same_similarity=settings.dedupe_similarity),
+            self.extractor_for,
+            self._graph_run,
+            config,
+        )
+        from mnemo.learning.service import LearningService
+
+        return LearningService(
+            self.records,
+            self.conversations,
+            pipeline,
+            lambda: self.extraction_queue,
+            config,
+            how_to_enable=HOW_TO_ENABLE,
+            models=lambda model: self.extractor_for(model).name,
+        )
+
+    @cached_property
+    def recall(self) -> Recall:
+        """memory_search with includeTurns (memories and turns fused) and includeSources."""
+        from mnemo.learning.recall import Recall
+
+        return Recall(self.records, self.index, self.embedder, self.memory)
+
+    def extractor_for(self, model: str | None) -> Extractor:
+        """The extractor of one strategy: the configured one, or the same provider with another model."""
+        if not model:
+            return self.extractor
+        if model not in self._extractors:
+            kind = self.settings.extractor_kind
+            if kind == "bedrock":
+                from mnemo.adapters.aws.bedrock_extractor import BedrockExtractor
+
+                self._extractors[model] = BedrockExtractor(self._bedrock_for_extraction, model)
+            elif kind == "openai" and self.settings.openai_base_url:
+                from mnemo.adapters.local.openai_extractor import OpenAICompatibleExtractor
+
+                self._extractors[model] = OpenAICompatibleExtractor(
+                    self.settings.openai_base_url,
+                    model,
+                    self.settings.openai_api_key,
+                    timeout=self.settings.extractor_timeout_seconds,
+                )
+            else:
+                return self.extractor
+        return self._extractors[model]
+
+    @cached_property
+    def _extractors(self) -> dict[str, Extractor]:
+        return {}
+
+    def _graph_run(self, extractor: Extractor, context: RequestContext, turns: list[Turn]) -> list[Candidate]:
+        """The graph strategy: build_memory_from_text over the turns' transcript, into the user's graph."""
+        from mnemo.graph.extraction import GraphBuilder
+        from mnemo.learning.graph_strategy import graph_candidates
+
+        builder = GraphBuilder(
+            self.graph,
+            extractor,
+            max_calls=self.settings.extractor_max_calls,
+            chunk_chars=self.settings.extractor_chunk_chars,
+        )
+        return graph_candidates(builder, context, turns)
 
     @cached_property
     def topics(self) -> TopicService:

@@ -60,33 +60,17 @@ def _maintain_forever(interval: float, sync_every: int) -> None:
             print(f"background maintenance failed: {error}", file=sys.stderr, flush=True)
 
 
-def _learn_forever(sweep_every: float) -> None:
-    """The local extraction worker (what the extraction Lambda does on AWS): the notices of this process's
-    queue as they come, and every ``sweep_every`` seconds a sweep of the streams with waiting turns, which
-    finds those of other worker processes and those a restart left behind."""
-    import time
-
+def _start_learning() -> None:
+    """The local extraction worker (what the extraction Lambda does on AWS), when extraction is on and its
+    queue is this process's: the notices as they come, and a sweep of every stream with waiting turns."""
     from mnemo.adapters.local.extraction_queue import LocalExtractionQueue
+    from mnemo.entry.extraction_events import LocalWorker
     from mnemo.runtime import get_services
 
     services = get_services()
-    if not services.learning.enabled:
-        return
     queue = services.extraction_queue
-    swept = 0.0
-    while True:
-        try:
-            if isinstance(queue, LocalExtractionQueue):
-                notice = queue.take(timeout=sweep_every)
-                if notice is not None:
-                    services.learning.on_notice(notice)
-            else:
-                time.sleep(sweep_every)
-            if time.monotonic() - swept >= sweep_every:
-                services.learning.run_due()
-                swept = time.monotonic()
-        except Exception as error:  # the turns wait; the next round tries again
-            print(f"background extraction failed: {error}", file=sys.stderr, flush=True)
+    if services.learning.enabled and isinstance(queue, LocalExtractionQueue):
+        LocalWorker(queue, sweep=services.learning.run_due).start()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -121,7 +105,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"mnemo serving on http://{shown}:{port} (docs at /docs, console at /ui/{workers})", flush=True)
     # With worker processes, this one only supervises them, so it does the maintenance alone.
     threading.Thread(target=_maintain_forever, args=(15.0, 4), daemon=True).start()
-    threading.Thread(target=_learn_forever, args=(15.0,), name="extraction", daemon=True).start()
+    _start_learning()
     try:
         serve(options, sock)
     except KeyboardInterrupt:

@@ -33,7 +33,9 @@ def _given(
 #: the caller keeps (the catalog's ``repeatable``; mnemo.client.repeat).
 REPEATABLE = frozenset(
     {
+        "add_messages",
         "expand_prompt",
+        "extraction_status",
         "file_list",
         "file_read",
         "file_search",
@@ -108,7 +110,13 @@ class SyncTools(ABC):
         filter: dict[str, Any] | None = None,
         cursor: str | None = None,
         include_graph: bool | None = None,
+        include_superseded: bool | None = None,
+        include_sources: bool | None = None,
+        include_turns: bool | None = None,
         includeGraph: bool | None = None,
+        includeSuperseded: bool | None = None,
+        includeSources: bool | None = None,
+        includeTurns: bool | None = None,
     ) -> dict[str, Any]:
         """Search your memory for relevant past information."""
         return self.call(
@@ -124,9 +132,15 @@ class SyncTools(ABC):
                     "filter": filter,
                     "cursor": cursor,
                     "includeGraph": include_graph,
+                    "includeSuperseded": include_superseded,
+                    "includeSources": include_sources,
+                    "includeTurns": include_turns,
                 },
                 {
                     "includeGraph": includeGraph,
+                    "includeSuperseded": includeSuperseded,
+                    "includeSources": includeSources,
+                    "includeTurns": includeTurns,
                 },
             ),
         )
@@ -408,6 +422,57 @@ class SyncTools(ABC):
                     "tools": tools,
                     "success": success,
                     "error_type": error_type,
+                }
+            ),
+        )
+
+    def add_messages(
+        self,
+        *,
+        messages: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """Store chat turns as the caller's conversation, for the extraction strategies to learn from."""
+        return self.call(
+            "add_messages",
+            _given(
+                {
+                    "messages": messages,
+                }
+            ),
+        )
+
+    def memory_extract(
+        self,
+        *,
+        dry_run: bool | None = None,
+        strategies: list[str] | None = None,
+        dryRun: bool | None = None,
+    ) -> dict[str, Any]:
+        """Run the extraction strategies now over the caller's waiting turns, or preview them."""
+        return self.call(
+            "memory_extract",
+            _given(
+                {
+                    "dryRun": dry_run,
+                    "strategies": strategies,
+                },
+                {
+                    "dryRun": dryRun,
+                },
+            ),
+        )
+
+    def extraction_status(
+        self,
+        *,
+        runs: int | None = None,
+    ) -> dict[str, Any]:
+        """Report extraction for the caller's session: what is on, what waits, what ran, what failed."""
+        return self.call(
+            "extraction_status",
+            _given(
+                {
+                    "runs": runs,
                 }
             ),
         )
@@ -1153,7 +1218,13 @@ class AsyncTools(ABC):
         filter: dict[str, Any] | None = None,
         cursor: str | None = None,
         include_graph: bool | None = None,
+        include_superseded: bool | None = None,
+        include_sources: bool | None = None,
+        include_turns: bool | None = None,
         includeGraph: bool | None = None,
+        includeSuperseded: bool | None = None,
+        includeSources: bool | None = None,
+        includeTurns: bool | None = None,
     ) -> dict[str, Any]:
         """Search your memory for relevant past information."""
         return await self.call(
@@ -1169,9 +1240,15 @@ class AsyncTools(ABC):
                     "filter": filter,
                     "cursor": cursor,
                     "includeGraph": include_graph,
+                    "includeSuperseded": include_superseded,
+                    "includeSources": include_sources,
+                    "includeTurns": include_turns,
                 },
                 {
                     "includeGraph": includeGraph,
+                    "includeSuperseded": includeSuperseded,
+                    "includeSources": includeSources,
+                    "includeTurns": includeTurns,
                 },
             ),
         )
@@ -1453,6 +1530,57 @@ class AsyncTools(ABC):
                     "tools": tools,
                     "success": success,
                     "error_type": error_type,
+                }
+            ),
+        )
+
+    async def add_messages(
+        self,
+        *,
+        messages: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """Store chat turns as the caller's conversation, for the extraction strategies to learn from."""
+        return await self.call(
+            "add_messages",
+            _given(
+                {
+                    "messages": messages,
+                }
+            ),
+        )
+
+    async def memory_extract(
+        self,
+        *,
+        dry_run: bool | None = None,
+        strategies: list[str] | None = None,
+        dryRun: bool | None = None,
+    ) -> dict[str, Any]:
+        """Run the extraction strategies now over the caller's waiting turns, or preview them."""
+        return await self.call(
+            "memory_extract",
+            _given(
+                {
+                    "dryRun": dry_run,
+                    "strategies": strategies,
+                },
+                {
+                    "dryRun": dryRun,
+                },
+            ),
+        )
+
+    async def extraction_status(
+        self,
+        *,
+        runs: int | None = None,
+    ) -> dict[str, Any]:
+        """Report extraction for the caller's session: what is on, what waits, what ran, what failed."""
+        return await self.call(
+            "extraction_status",
+            _given(
+                {
+                    "runs": runs,
                 }
             ),
         )
@@ -2165,6 +2293,9 @@ TOOL_NAMES = (
     "add_execution",
     "retrieve_conversation",
     "retrieve_execution",
+    "add_messages",
+    "memory_extract",
+    "extraction_status",
     "memorize_general_info",
     "memorize_new_topic",
     "list_memories",

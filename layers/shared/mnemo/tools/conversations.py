@@ -36,7 +36,7 @@ SUMMARY = "Conversation and execution memory of the user, linked by message id"
 # Writes the record with its index outbox marker, indexes it and clears the marker.
 @tool(
     "conversations",
-    rights=Rights(records="read-write", embeds=True, index="write"),
+    rights=Rights(records="read-write", embeds=True, index="write", extraction_queue=True),
 )
 def add_conversation(
     services: Services, context: RequestContext, request: AddConversationInput
@@ -83,7 +83,7 @@ def add_conversation(
 # Writes the record with its index outbox marker, indexes it and clears the marker.
 @tool(
     "conversations",
-    rights=Rights(records="read-write", embeds=True, index="write"),
+    rights=Rights(records="read-write", embeds=True, index="write", extraction_queue=True),
 )
 def add_execution(services: Services, context: RequestContext, request: AddExecutionInput) -> AddExecutionOutput:
     """[SPECIFICATION] Store how a task was executed (tools used, errors, observations) in execution memory.

@@ -30,7 +30,9 @@ SUMMARY = "Chat turns stored and learned from: facts, preferences, summaries and
 
 
 # Stores every message with its waiting-turn marker in one write each; a notice goes to the queue.
-@tool("learning", rights=Rights(records="read-write", embeds=True, index="write"), repeatable=True)
+@tool(
+    "learning", rights=Rights(records="read-write", embeds=True, index="write", extraction_queue=True), repeatable=True
+)
 def add_messages(services: Services, context: RequestContext, request: AddMessagesInput) -> AddMessagesOutput:
     """[SPECIFICATION] Store chat turns as the caller's conversation, for the extraction strategies to learn from.
 

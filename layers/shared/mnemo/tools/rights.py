@@ -1,8 +1,8 @@
 """What a tool may touch on AWS, declared beside the tool, and what its function needs to run.
 
 Every ``@tool`` names its ``Rights``: which actions of the records table, whether it embeds (Titan) or
-extracts (the extraction model), what it does to the vector index and which objects of the bucket it
-reaches. template.yaml's policies are generated from these declarations alone
+extracts (the extraction model), what it does to the vector index, which objects of the bucket it
+reaches and whether it sends extraction notices (the extraction queue). template.yaml's policies are generated from these declarations alone
 (``mnemo.tools.template_gen``): a function is granted exactly the union of what the tools it runs
 declare, so a reviewer reads a tool's rights in one place, and the generator cannot grant more.
 
@@ -65,6 +65,9 @@ class Rights:
     extracts: bool = False
     index: IndexAccess | None = None
     bucket: frozenset[Grant] = frozenset()
+    #: Whether it announces stored turns to the extraction queue (sqs:SendMessage on the FIFO queue, and
+    #: MNEMO_EXTRACTION_QUEUE_URL): the tools that store conversation turns.
+    extraction_queue: bool = False
 
     def __post_init__(self) -> None:
         if self.records not in _RECORDS_ORDER:
@@ -88,6 +91,7 @@ class Rights:
             extracts=self.extracts or other.extracts,
             index=index,
             bucket=self.bucket | other.bucket,
+            extraction_queue=self.extraction_queue or other.extraction_queue,
         )
 
     @staticmethod

@@ -10,7 +10,7 @@ For every tool the blocks hold its function (policies from the tool's ``Rights``
 log group, its errors alarm, its route on the REST API and on the HTTP API and API Gateway's permission to
 invoke it; for every family, the function of its Bedrock action group (the union of its tools' rights),
 its invoke permission, log group, alarm and output, and the action groups of the stack's agent; for
-functions that run other tools (MCP, knowledge sync, the outline sync), their policies; the vector
+functions that run other tools (MCP, knowledge sync, the outline sync, the extraction), their policies; the vector
 collection's data access policy (each function's role under the access its tools declare), and the
 throttle alarms of every function, ten metrics to an alarm (CloudWatch's limit for metric math).
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import yaml
 
@@ -43,7 +43,7 @@ from mnemo.tools.template_names import (
     quoted,
     resource,
 )
-from mnemo.tools.template_policies import policies
+from mnemo.tools.template_policies import extraction_consumer_statements, policies
 
 #: The families the stack's agent always has; the others join with BedrockAgentAllFamilies (an agent has at
 #: most 11 APIs by default), experimental ones also only when deployed.
@@ -63,10 +63,15 @@ class Runner:
     what: str
     #: The tools it runs; None means every tool.
     runs: tuple[str, ...] | None
+    #: Whether it consumes the extraction queues: it also reads and deletes their messages, arms wake-ups on the
+    #: wake queue and forwards them into the FIFO queue (template_policies.extraction_consumer_statements).
+    extraction_consumer: bool = False
 
 
 RUNNERS = (
     Runner("mcp-policies", "McpFunction", "MCP", None),
+    # The extraction runs on the queues' notices what memory_extract runs on demand (mnemo.learning's pipeline).
+    Runner("extraction-policies", "ExtractionFunction", "extraction", ("memory_extract",), extraction_consumer=True),
     # The same sync, on a schedule and on bucket events.
     Runner("knowledge-sync-policies", "KnowledgeSyncFunction", "knowledge sync", ("sync_now",)),
     # Re-outlines one workspace file on its bucket event, as every outline tool's refresh does.
@@ -99,6 +104,8 @@ def _environment(rights: Rights, runtime: Runtime, extra: Mapping[str, str] | No
             variables["MNEMO_EXTRACTOR_TIMEOUT_SECONDS"] = f'"{max(1, runtime.deadline * 7 // 10)}"'
     if runtime.deadline is not None:
         variables["MNEMO_REQUEST_DEADLINE_SECONDS"] = f'"{runtime.deadline}"'
+    if rights.extraction_queue:
+        variables["MNEMO_EXTRACTION_QUEUE_URL"] = "!Ref ExtractionQueue"
     if not variables:
         return []
     return ["Environment:", "  Variables:", *(f"    {name}: {value}" for name, value in variables.items())]
@@ -204,7 +211,8 @@ def runner_rights(tools: Sequence[Tool], runner: Runner) -> Rights:
     ran = [tool for tool in tools if runner.runs is None or tool.name in runner.runs]
     if runner.runs is not None and len(ran) != len(runner.runs):
         raise StaleTemplate(f"{runner.logical_id} runs tools the catalog does not have: {runner.runs}")
-    return Rights.covering(tool.rights for tool in ran)
+    rights = Rights.covering(tool.rights for tool in ran)
+    return replace(rights, extraction_queue=True) if runner.extraction_consumer else rights
 
 
 # ------------------------------------------------------------------- API ---
@@ -410,7 +418,10 @@ class Block:
 
 def _runner_block(runner: Runner) -> Block:
     def render(tools: Sequence[Tool]) -> list[str]:
-        return policies(runner_rights(tools, runner))
+        lines = policies(runner_rights(tools, runner))
+        if runner.extraction_consumer:
+            lines += ["  - Statement:", *("      " + line for line in extraction_consumer_statements())]
+        return lines
 
     return Block(runner.block, render)
 

@@ -1,8 +1,9 @@
 """The IAM statements a function gets for a tool's ``Rights``: nothing it does not declare.
 
 The records table (reads, puts, deletes), the bucket's objects by place, the extraction model (with an
-inference profile's cross-region routing), Titan and the vector index (the collection, or an existing
-domain's HTTP methods), in the order template.yaml lists them (``mnemo.tools.template_gen``).
+inference profile's cross-region routing), Titan, the vector index (the collection, or an existing
+domain's HTTP methods) and the extraction queue, in the order template.yaml lists them
+(``mnemo.tools.template_gen``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ def policies(rights: Rights) -> list[str]:
         f"        Action: {actions}",
         f"        Resource: {TABLE}",
     ]
-    others = _bucket_statements(rights) + _model_statements(rights) + _index_statements(rights)
+    others = (
+        _bucket_statements(rights) + _model_statements(rights) + _index_statements(rights) + _queue_statements(rights)
+    )
     if others:
         lines += ["  - Statement:", *("      " + line for line in others)]
     return lines
@@ -116,4 +119,36 @@ def _index_statements(rights: Rights) -> list[str]:
         "    - CreateCollection",
         "    - !GetAtt VectorCollection.Arn",
         "    - !Sub arn:${AWS::Partition}:es:${AWS::Region}:${AWS::AccountId}:domain/${ExistingOpenSearchDomainName}/*",
+    ]
+
+
+def _queue_statements(rights: Rights) -> list[str]:
+    """Sending to the extraction FIFO queue: only SendMessage, only that queue (no receive, no purge).
+
+    No Sid here begins with ``Extract``: that prefix names the model statements (ExtractWithModel,
+    ExtractThroughProfile), which tests find by it."""
+    if not rights.extraction_queue:
+        return []
+    return [
+        "- Sid: NotifyExtractionQueue",
+        "  Effect: Allow",
+        "  Action: sqs:SendMessage",
+        "  Resource: !GetAtt ExtractionQueue.Arn",
+    ]
+
+
+def extraction_consumer_statements() -> list[str]:
+    """What the extraction function needs of the queues beyond sending notices (``NotifyExtractionQueue``): its two
+    event source mappings read and delete the messages of both queues (the rights Lambda's poller uses, which
+    SAM's SQS event would grant on every queue of the account through AWSLambdaSQSQueueExecutionRole), and it
+    arms idle wake-ups on the wake queue."""
+    return [
+        "- Sid: ConsumeExtractionQueues",
+        "  Effect: Allow",
+        "  Action: [sqs:ReceiveMessage, sqs:DeleteMessage, sqs:GetQueueAttributes]",
+        "  Resource: [!GetAtt ExtractionQueue.Arn, !GetAtt ExtractionWakeQueue.Arn]",
+        "- Sid: ArmExtractionWakeUps",
+        "  Effect: Allow",
+        "  Action: sqs:SendMessage",
+        "  Resource: !GetAtt ExtractionWakeQueue.Arn",
     ]
