@@ -9,6 +9,7 @@ tests/isolation/test_extraction_isolation.py).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -494,3 +495,16 @@ def test_turns_said_at_one_time_reach_the_model_in_the_order_they_were_sent(
     from tests.support.scripted_model import transcript_ids
 
     assert transcript_ids(request) == [f"D1:{n}" for n in range(1, 13)]
+
+
+def test_one_idle_wake_up_per_quiet_spell(tmp_path: Path, model: ScriptedModel) -> None:
+    services = learning_services(tmp_path, model, extraction_every_turns=5)
+    queue = RecordingQueue()
+    services.__dict__["extraction_queue"] = queue
+    learning: LearningService = services.learning
+    now = [time.time()]
+    learning._clock = lambda: now[0]
+    for start in (1, 2, 3):
+        call(services, "add_messages", said(f"turn {start}", start=start))
+        assert learning.on_notice(queue.notices[-1]) == "waiting"
+    assert len(queue.wakes) == 1, "a wake-up on its way is not sent again"

@@ -20,7 +20,7 @@ import logging
 import math
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from mnemo.context import RequestContext, parse_scope
 from mnemo.conversations.service import ConversationService
@@ -339,7 +339,24 @@ class LearningService:
         return max(_seconds(newest), _seconds(stored) if stored else 0.0)
 
     def _arm(self, notice: StreamNotice, delay: float) -> None:
-        wake = StreamNotice(notice.stream, notice.identity, "idle", f"{self._clock() + delay:.0f}")
+        """Send an idle wake-up, unless one is already on its way (the stream's ``wakeAt`` is still ahead): one
+        wake-up per quiet spell, not one per notice. A wake-up that comes while the stream is still busy arms
+        the next."""
+        now = self._clock()
+        state = self._pipeline.state(notice.stream)
+        armed = state.data.get("wakeAt") if state else None
+        if isinstance(armed, int | float) and armed > now:
+            return
+        due = now + delay
+        data = {**(state.data if state else {"stream": notice.stream, "runs": 0, "strategies": {}}), "wakeAt": due}
+        version = state.version + 1 if state else 1
+        expect: int | Literal["absent"] = state.version if state else "absent"
+        try:
+            item = Item(ledger.partition_of(notice.stream), ledger.STATE, data, version=version)
+            self._records.write([Put(item, expect=expect)])
+        except ConditionFailed:
+            return  # another worker changed the stream meanwhile; its notice or run looks again
+        wake = StreamNotice(notice.stream, notice.identity, "idle", f"{due:.0f}")
         try:
             self._queue().wake_later(wake, min(900, max(1, math.ceil(delay))))
         except MnemoError as error:
