@@ -135,3 +135,53 @@ def test_a_resent_batch_sends_nothing_and_queues_nothing(aws: Stack) -> None:
     again = aws.call("add_messages", said("one"))
     assert again["repeated"] == 1 and aws.receive(aws.fifo) == []
     assert again["pendingTurns"] == 1
+
+
+def test_every_strategy_writes_its_memories_on_dynamodb(aws: Stack) -> None:
+    def script(tool: str, request: dict[str, Any], ids: list[str]) -> dict[str, Any] | None:
+        item = {"subject": "s", "sourceIds": ids[:1]}
+        answers: dict[str, dict[str, Any]] = {
+            "record_facts": {"facts": [{"text": "Alice lives in Lisbon.", **item}]},
+            "record_preferences": {"preferences": [{"text": "Alice prefers tea.", **item}]},
+            "record_summary": {"summary": [{"text": "Alice talked about Lisbon and tea.", "sourceIds": ids}]},
+            "record_lessons": {"lessons": [{"text": "Retrying the weather API worked.", **item}]},
+            "record_knowledge_graph": {
+                "entities": [{"name": "Alice", "type": "person"}, {"name": "Lisbon", "type": "place"}],
+                "facts": [
+                    {"subject": "Alice", "predicate": "lives_in", "object": "Lisbon", "text": "Alice lives in Lisbon."}
+                ],
+            },
+        }
+        return answers.get(tool)
+
+    aws.model.script = script
+    every = ("facts", "preferences", "summary", "lessons", "graph")
+    services = Services(aws.services.settings.model_copy(update={"extraction_strategies": every}))
+    agent = ctx("alice", tenant="acme", session="s1", agent="helper")
+    get_tool("add_messages").invoke(aws.services, agent, said("I live in Lisbon", "I prefer tea"))
+    get_tool("add_execution").invoke(
+        services,
+        agent,
+        {
+            "message_id": "m1",
+            "explanation": "t",
+            "execution_summary": "weather API retried",
+            "tools_used": ["weather"],
+            "errors": [],
+            "observations": "retry helped",
+            "success": True,
+        },
+    )
+    run = get_tool("memory_extract").invoke(services, agent, {})
+    assert {p["strategy"]: p["failure"] for p in run["run"]["strategies"]} == dict.fromkeys(
+        ("facts", "preferences", "summary", "lessons", "graph")
+    )
+    listed = {
+        layer: [m["content"] for m in get_tool("memory_list").invoke(services, agent, {"layer": layer})["memories"]]
+        for layer in ("user", "session", "agent")
+    }
+    assert sorted(listed["user"]) == ["Alice lives in Lisbon.", "Alice prefers tea."]
+    assert listed["session"] == ["Alice talked about Lisbon and tea."]
+    assert listed["agent"] == ["Retrying the weather API worked."]
+    facts = get_tool("graph_search").invoke(services, agent, {"query": "Alice lives in"})["facts"]
+    assert facts and facts[0]["object"] == "Lisbon"
