@@ -86,6 +86,7 @@ unit: install
 
 bench: install
 	$(BIN)/python bench/retrieval.py
+	$(BIN)/python bench/extraction.py
 	$(BIN)/python bench/latency.py
 	$(BIN)/python bench/cold_start.py
 	$(BIN)/python bench/knowledge_check.py
