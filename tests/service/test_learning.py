@@ -508,3 +508,34 @@ def test_one_idle_wake_up_per_quiet_spell(tmp_path: Path, model: ScriptedModel) 
         call(services, "add_messages", said(f"turn {start}", start=start))
         assert learning.on_notice(queue.notices[-1]) == "waiting"
     assert len(queue.wakes) == 1, "a wake-up on its way is not sent again"
+
+
+def test_a_run_of_some_strategies_leaves_the_turns_waiting_for_the_others(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = lambda tool, request, ids: (
+        {"facts": [fact("Alice likes tea.", "drink", "m1")]} if tool == "record_facts" else None
+    )
+    services = learning_services(tmp_path, model, extraction_strategies=("facts", "summary"))
+    call(services, "add_messages", said("I like tea"))
+    first = call(services, "memory_extract", {"strategies": ["facts"]})
+    assert [p["strategy"] for p in first["run"]["strategies"]] == ["facts"]
+    assert first["pendingTurns"] == 1, "the summary has not read the turn yet"
+    second = call(services, "memory_extract", {})
+    assert [p["strategy"] for p in second["run"]["strategies"]] == ["summary"]
+    assert second["pendingTurns"] == 0
+    assert len(model.calls("record_facts")) == 1
+
+
+def test_memory_extract_leaves_what_the_deadline_cannot_fit_to_the_background(
+    tmp_path: Path, model: ScriptedModel
+) -> None:
+    services = learning_services(
+        tmp_path, model, extraction_strategies=("facts", "preferences", "summary"), request_deadline_seconds=1
+    )
+    call(services, "add_messages", said("I like tea"))
+    run = call(services, "memory_extract", {})
+    assert [p["strategy"] for p in run["run"]["strategies"]] == ["facts"], "the first always runs"
+    assert run["run"]["deferred"] == ["preferences", "summary"]
+    assert run["pendingTurns"] == 1
+    background = learning_services(tmp_path, model, extraction_strategies=("facts", "preferences", "summary"))
+    rest = call(background, "memory_extract", {})
+    assert [p["strategy"] for p in rest["run"]["strategies"]] == ["preferences", "summary"]

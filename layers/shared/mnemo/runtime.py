@@ -242,6 +242,7 @@ class Services:
             config,
             how_to_enable=HOW_TO_ENABLE,
             models=lambda model: self.extractor_for(model).name,
+            deadline_seconds=settings.request_deadline_seconds,
         )
 
     @cached_property

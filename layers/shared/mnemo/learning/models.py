@@ -116,6 +116,11 @@ class RunView(WireModel):
     session: str | None = None
     turns: list[str] = Field(description="The message ids of the turns it read.")
     strategies: list[StrategyRun]
+    deferred: list[StrategyName] = Field(
+        default_factory=list,
+        description="Strategies left for the background run because the request's deadline was near (their "
+        "turns still wait).",
+    )
 
 
 # memory_extract's answer.

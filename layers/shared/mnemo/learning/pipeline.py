@@ -47,6 +47,8 @@ logger = logging.getLogger(__name__)
 MAX_BATCH_TURNS = 50
 #: Runs a strategy may fail on the same turns before the failure stands and the turns are let go.
 MAX_ATTEMPTS = 3
+#: Seconds kept, under a deadline, to write what a run found after its last model call.
+SAVE_RESERVE_SECONDS = 4.0
 #: Tries of a throttled model call, and the first pause between them (doubled each time).
 THROTTLE_TRIES = 4
 THROTTLE_FIRST_PAUSE = 1.0
@@ -181,9 +183,22 @@ class Pipeline:
 
     # ---------------------------------------------------------------- run
     def run(
-        self, stream: str, trigger: str, *, dry_run: bool = False, only: tuple[str, ...] | None = None
+        self,
+        stream: str,
+        trigger: str,
+        *,
+        dry_run: bool = False,
+        only: tuple[str, ...] | None = None,
+        deadline_seconds: float | None = None,
     ) -> dict[str, Any] | None:
-        """One run over the oldest waiting turns; the run's record (RunView shape), or None when none wait."""
+        """One run over the oldest waiting turns; the run's record (RunView shape), or None when none wait.
+
+        With ``deadline_seconds`` (memory_extract behind API Gateway), a strategy is started only while the
+        longest call so far still fits before the deadline, with ``SAVE_RESERVE_SECONDS`` to spare; the
+        first always starts. The strategies left out are listed under ``deferred`` and their turns wait for
+        the background run, which finishes them."""
+        started = time.monotonic()
+        longest = 0.0
         markers = self.waiting(stream)
         if not markers:
             return None
@@ -197,7 +212,15 @@ class Pipeline:
         done: dict[str, set[str]] = {}  # strategy -> message ids it is finished with
         failed: dict[str, set[str]] = {}
         state = self.state(stream)
+        deferred: list[str] = []
         for name in enabled:
+            late = (
+                deadline_seconds is not None
+                and time.monotonic() - started + longest + SAVE_RESERVE_SECONDS > deadline_seconds
+            )
+            if outcomes and late:
+                deferred.append(name)
+                continue
             source = "execution" if name == "lessons" else "conversation"
             todo = [m for m in markers if m.data["kind"] == source and name not in m.data.get("done", [])]
             if not todo:
@@ -207,7 +230,9 @@ class Pipeline:
             if not turns:  # their records are gone: nothing to read
                 done[name] = ids
                 continue
+            call_started = time.monotonic()
             outcome = self._run_strategy(name, context, turns, state, run_id, at, dry_run)
+            longest = max(longest, time.monotonic() - call_started)
             outcomes.append(outcome)
             _count(outcome)
             (failed if outcome.failure else done)[name] = ids
@@ -219,6 +244,7 @@ class Pipeline:
             "session": identity.get("session"),
             "turns": [m.data["messageId"] for m in markers if m.data["messageId"] in present],
             "strategies": [outcome.view() for outcome in outcomes],
+            "deferred": deferred,
         }
         if not dry_run:
             through = self._settle(stream, markers, enabled, done, failed)
@@ -404,7 +430,7 @@ class Pipeline:
                     attempts[name] = attempts.get(name, 0) + 1
                     if attempts[name] >= MAX_ATTEMPTS:
                         finished.add(name)  # the failure stands in the run's record and the status
-            readers = [n for n in enabled if (n == "lessons") == (kind == "execution")]
+            readers = [n for n in self._config.strategies if (n == "lessons") == (kind == "execution")]
             if all(name in finished for name in readers):
                 operations.append(Delete(marker.pk, marker.sk, expect=marker.version))
                 through = max(through or "", data["at"])

@@ -78,7 +78,10 @@ class LearningService:
         how_to_enable: str,
         models: Callable[[str | None], str],
         clock: Callable[[], float] = lambda: datetime.now(UTC).timestamp(),
+        deadline_seconds: float | None = None,
     ) -> None:
+        #: How long memory_extract may run (the request deadline, below API Gateway's 29 s), if any.
+        self._deadline = deadline_seconds
         self._records = records
         self._conversations = conversations
         self._pipeline = pipeline
@@ -220,7 +223,7 @@ class LearningService:
                     {"field": "strategies", "strategy": off[0]},
                 )
         stream = stream_of(context)
-        view = self._pipeline.run(stream, "demand", dry_run=request.dry_run, only=only)
+        view = self._pipeline.run(stream, "demand", dry_run=request.dry_run, only=only, deadline_seconds=self._deadline)
         if view is not None and not request.dry_run:
             self._forget_if_done(stream)
         pending = len(self._pipeline.waiting(stream, MAX_BATCH_TURNS))
