@@ -539,3 +539,84 @@ def test_memory_extract_leaves_what_the_deadline_cannot_fit_to_the_background(
     background = learning_services(tmp_path, model, extraction_strategies=("facts", "preferences", "summary"))
     rest = call(background, "memory_extract", {})
     assert [p["strategy"] for p in rest["run"]["strategies"]] == ["preferences", "summary"]
+
+
+def test_a_failed_run_arms_a_wake_up_so_a_quiet_session_is_tried_again(tmp_path: Path, model: ScriptedModel) -> None:
+    from tests.support.scripted_model import Status
+
+    model.script = lambda tool, request, ids: Status(503)
+    services = learning_services(tmp_path, model, extraction_every_turns=1)
+    queue = RecordingQueue()
+    services.__dict__["extraction_queue"] = queue
+    call(services, "add_messages", said("I like tea"))
+    assert services.learning.on_notice(queue.notices[-1]) == "ran 1, failed"
+    assert len(queue.wakes) == 1 and queue.wakes[0][0].reason == "idle"
+
+
+def test_a_turn_dated_in_the_future_is_still_extracted_once_quiet(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = lambda tool, request, ids: {"facts": [fact("Alice plans a trip.", "trip", ids[0])]}
+    services = learning_services(tmp_path, model, extraction_every_turns=5)
+    queue = RecordingQueue()
+    services.__dict__["extraction_queue"] = queue
+    call(
+        services,
+        "add_messages",
+        {"messages": [{"role": "user", "content": "trip", "id": "f1", "at": "2099-01-01T00:00:00Z"}]},
+    )
+    learning: LearningService = services.learning
+    learning._clock = lambda: time.time() + 11 * 60  # quiet by the server's clock, whatever the turn's date
+    assert learning.on_notice(queue.notices[-1]) == "ran 1"
+
+
+def test_backfill_after_live_extraction_still_finds_the_older_turns(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = lambda tool, request, ids: {"facts": [fact(f"Fact {i}.", f"s {i}", i) for i in ids]}
+    off = Services(Settings(data_dir=tmp_path, embedder="hashing"))
+    call(off, "add_messages", said("one", "two"))
+    services = learning_services(tmp_path, model)
+    call(services, "add_messages", said("three", start=3))
+    call(services, "memory_extract", {})
+    assert services.learning.backfill(ALICE) == 1
+    contents = sorted(m["content"] for m in call(services, "memory_list", {"layer": "user"})["memories"])
+    assert contents == ["Fact m1.", "Fact m2.", "Fact m3."]
+    assert services.learning.backfill(ALICE) == 0
+
+
+def test_two_agents_of_one_session_learn_into_their_own_layers(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = lambda tool, request, ids: {"lessons": [fact(f"Lesson from {i}.", f"s {i}", i) for i in ids]}
+    services = learning_services(tmp_path, model, extraction_strategies=("lessons",))
+    for agent, message_id in (("a", "xa"), ("b", "xb")):
+        call(
+            services,
+            "add_execution",
+            {
+                "message_id": message_id,
+                "explanation": "t",
+                "execution_summary": f"ran {message_id}",
+                "tools_used": [],
+                "errors": [],
+                "observations": "",
+                "success": True,
+            },
+            ctx("alice", session="s1", agent=agent),
+        )
+    while call(services, "memory_extract", {})["pendingTurns"]:
+        pass
+    for agent, message_id in (("a", "xa"), ("b", "xb")):
+        listed = call(services, "memory_list", {"layer": "agent"}, ctx("alice", session="s1", agent=agent))
+        assert [m["content"] for m in listed["memories"]] == [f"Lesson from {message_id}."]
+
+
+def test_backfill_ignores_a_session_named_in_free_form_meta_data(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = lambda tool, request, ids: {"facts": [fact("Alice said hi.", "greeting", ids[0])]}
+    off = Services(Settings(data_dir=tmp_path, embedder="hashing"))
+    pair = {
+        "message_id": "p1",
+        "explanation": "t",
+        "user_input": "hi",
+        "agent_response": "hello",
+        "meta_data": {"session": "not a valid id"},
+    }
+    call(off, "add_conversation", pair)
+    services = learning_services(tmp_path, model)
+    assert services.learning.backfill(ctx("alice")) == 1
+    assert len(call(services, "memory_list", {"layer": "user"}, ctx("alice"))["memories"]) == 1

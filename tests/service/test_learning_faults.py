@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted_model import Answer, Block, Raw, ScriptedModel, Status
+from scripted_model import Answer, Block, Raw, ScriptedModel, Status, transcript_ids
 
 from helpers import ctx, free_port
 from mnemo.errors import MnemoError
@@ -204,11 +204,14 @@ def test_more_candidates_than_the_cap_are_refused_as_a_failure_and_nothing_is_wr
     call(services, "add_messages", {"messages": TURNS})
 
     answer = call(services, "memory_extract", {})
-    assert len(model.calls("record_facts")) == 1, "the answer was in shape: not asked again"
+    # The whole answer is refused, never cut; the turns are asked again in halves, and a single turn still
+    # over the cap is the failure.
+    asked = [transcript_ids(request) for request in model.calls("record_facts")]
+    assert asked == [["m-1", "m-2"], ["m-1"]]
     (part,) = answer["run"]["strategies"]
     assert part["candidates"] == []
     assert "the cap is 2" in part["failure"]["message"]
-    assert "proposed 3 memories" in part["failure"]["message"]
+    assert "proposed 3 memories for 1 turn(s)" in part["failure"]["message"]
     assert answer["pendingTurns"] == 2
     assert call(services, "memory_list", {"layer": "user"})["memories"] == []
     status = call(services, "extraction_status", {})
@@ -321,3 +324,34 @@ def test_strategies_without_a_model_leave_extraction_off_and_write_no_ledger(tmp
 
     assert list(services.records.scan("LEARN")) == [], "no LEARN| or LEARNQ| item without a model"
     assert call(services, "extraction_status", {})["pendingTurns"] == 0
+
+
+def test_a_dense_batch_over_the_cap_is_asked_in_halves_and_nothing_is_lost(
+    tmp_path: Path, model: ScriptedModel
+) -> None:
+    model.script = script(
+        lambda ids: {"facts": [fact(f"Fact {i}.", i, subject=f"s {i}") for i in ids for _ in (0,)] * 2}
+    )
+    services = learning(tmp_path, model.url, extraction_max_candidates=2)
+    call(services, "add_messages", {"messages": TURNS})
+    answer = call(services, "memory_extract", {})
+    (part,) = answer["run"]["strategies"]
+    assert part["failure"] is None
+    assert sorted(m["content"] for m in call(services, "memory_list", {"layer": "user"})["memories"]) == [
+        "Fact m-1.",
+        "Fact m-2.",
+    ]
+    assert answer["pendingTurns"] == 0
+
+
+def test_a_model_outage_never_lets_the_turns_go(tmp_path: Path, model: ScriptedModel) -> None:
+    model.script = script(lambda ids: Status(503))
+    services = learning(tmp_path, model.url)
+    call(services, "add_messages", {"messages": TURNS})
+    for _ in range(MAX_ATTEMPTS + 2):
+        assert call(services, "memory_extract", {})["pendingTurns"] == 2
+    model.script = script(lambda ids: {"facts": [fact("Alice works at Acme.", "m-1")]})
+    assert call(services, "memory_extract", {})["pendingTurns"] == 0
+    assert [m["content"] for m in call(services, "memory_list", {"layer": "user"})["memories"]] == [
+        "Alice works at Acme."
+    ]

@@ -290,7 +290,8 @@ class Services:
             max_calls=self.settings.extractor_max_calls,
             chunk_chars=self.settings.extractor_chunk_chars,
         )
-        return graph_candidates(builder, context, turns)
+        limit = self.settings.extractor_max_calls * self.settings.extractor_chunk_chars
+        return graph_candidates(builder, context, turns, limit)
 
     @cached_property
     def topics(self) -> TopicService:

@@ -126,7 +126,9 @@ class Consolidator:
         for position, candidate in enumerate(candidates):
             vector = vectors[position] if vectors else None
             candidate.memory_id = memory_id_for(target, candidate)
-            neighbours = self._memories.neighbours(target.scope, vector, digest(candidate.text), candidate.subject)
+            neighbours = self._memories.neighbours(
+                target.scope, vector, digest(candidate.text), candidate.subject, text=candidate.text
+            )
             same = next(
                 (
                     n

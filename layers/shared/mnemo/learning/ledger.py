@@ -6,8 +6,8 @@ key for turns written without a session). Its partition ``LEARN|{stream}`` holds
 ======================================  ===============================================================
 sk                                      holds
 ======================================  ===============================================================
-``STATE``                               ``{stream, identity, lastTurnAt, lastRunAt, runs, strategies:
-                                        {name: counters}, summaryMemoryId, wakeAt}``
+``STATE``                               ``{stream, lastRunAt, runs, strategies: {name: counters},
+                                        summaryText, summaryMemoryId, wakeAt, liveSince}``
 ``TURN#{at}#{storedAt}#{kind}#{id}``   a turn waiting ``{messageId, kind, at, scope, identity, done:
                                         [strategy], attempts: {strategy: n}}``, written with its record
 ``RUN#{at}#{runId}``                    what one run read, proposed and decided (RunView), kept 30 days
@@ -79,6 +79,7 @@ def turn_marker(
         "kind": kind,
         "at": at,
         "scope": scope,
+        "storedAt": stored_at,
         "identity": identity,
         "done": [],
         "attempts": {},

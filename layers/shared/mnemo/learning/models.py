@@ -33,7 +33,8 @@ class Message(WireModel):
     id: MessageId | None = Field(
         None,
         description="The message's id: storing it again is a no-op. Derived from the session, role, name, "
-        "content and time when omitted, so a resent batch is stored once.",
+        "content, time and place in the call when omitted: a resent batch with its `at` times is stored once "
+        "(without `at`, the time is the server's, so send an id or `at` to make a resend safe).",
     )
     at: UtcDateTime | None = Field(None, description="When it was said, ISO 8601 (now when omitted).")
 
@@ -121,6 +122,7 @@ class RunView(WireModel):
         description="Strategies left for the background run because the request's deadline was near (their "
         "turns still wait).",
     )
+    truncated: int = Field(0, description="Candidates left out of this record to keep it under the store's item size.")
 
 
 # memory_extract's answer.

@@ -19,6 +19,8 @@ fact twice.
 
 from __future__ import annotations
 
+import itertools
+import json
 import logging
 import secrets
 import time
@@ -115,11 +117,21 @@ class StrategyOutcome:
 
 
 class Failed(Exception):
-    """A strategy's model call failed for good in this run: the message, the raw answer, the attempts."""
+    """A strategy's model call failed for good in this run: the message, the raw answer, the attempts, and
+    whether it counts toward ``MAX_ATTEMPTS`` (an answer out of shape does; a model that did not answer,
+    down or throttled, does not: its turns wait however long the outage lasts)."""
 
-    def __init__(self, message: str, raw: str | None = None, attempts: int = 1, tokens: tuple[int, int] = (0, 0)):
+    def __init__(
+        self,
+        message: str,
+        raw: str | None = None,
+        attempts: int = 1,
+        tokens: tuple[int, int] = (0, 0),
+        *,
+        counts: bool = True,
+    ):
         super().__init__(message)
-        self.message, self.raw, self.attempts, self.tokens = message, raw, attempts, tokens
+        self.message, self.raw, self.attempts, self.tokens, self.counts = message, raw, attempts, tokens, counts
 
 
 def context_of(identity: dict[str, str]) -> RequestContext:
@@ -202,7 +214,9 @@ class Pipeline:
         markers = self.waiting(stream)
         if not markers:
             return None
-        identity = markers[-1].data.get("identity") or {}
+        # One identity per run: two agents of one user's session write lessons into their own agent layers.
+        identity = markers[0].data.get("identity") or {}
+        markers = list(itertools.takewhile(lambda m: (m.data.get("identity") or {}) == identity, markers))
         context = context_of(identity)
         conversation, execution, present = self._turns(markers)
         run_id = f"run_{secrets.token_hex(8)}"
@@ -231,11 +245,19 @@ class Pipeline:
                 done[name] = ids
                 continue
             call_started = time.monotonic()
+            if not self._applies(name, context):
+                done[name] = ids  # no session, no session summary: nothing to do, nothing failed
+                continue
             outcome = self._run_strategy(name, context, turns, state, run_id, at, dry_run)
             longest = max(longest, time.monotonic() - call_started)
             outcomes.append(outcome)
             _count(outcome)
-            (failed if outcome.failure else done)[name] = ids
+            failure = outcome.failure
+            if failure is None or failure.get("final"):
+                done[name] = ids
+            elif failure.get("counts", True):
+                failed[name] = ids
+            # else: the model did not answer; the turns wait, their attempts unchanged
         view = {
             "runId": run_id,
             "at": at,
@@ -247,9 +269,15 @@ class Pipeline:
             "deferred": deferred,
         }
         if not dry_run:
-            through = self._settle(stream, markers, enabled, done, failed)
-            self._record(stream, at, run_id, view, outcomes, through)
+            self._settle(stream, markers, enabled, done, failed)
+            stored = [str(m.data.get("storedAt") or m.data["at"]) for m in markers]
+            self._record(stream, at, run_id, view, outcomes, min(stored))
         return view
+
+    @staticmethod
+    def _applies(name: str, context: RequestContext) -> bool:
+        """Whether a strategy has anything to do for this identity: the summary is a session's."""
+        return name != "summary" or context.session is not None
 
     def _run_strategy(
         self,
@@ -274,26 +302,23 @@ class Pipeline:
             return outcome
         strategy = STRATEGIES[name]
         target = self._target(strategy, context, extractor.name, run_id, at)
-        if isinstance(target, str):
-            outcome.failure = {"message": target, "raw": None, "attempts": 1}
+        if isinstance(target, str):  # the same next time: shown once, and the turns let go for it
+            outcome.failure = {"message": target, "raw": None, "attempts": 1, "final": True}
             return outcome
         previous = (state.data.get("summaryText") if state and name == "summary" else None) or None
+        tokens = [0, 0]
         try:
-            answer, tokens = self._ask(strategy, extractor, settings, turns, previous)
+            items = self._gather(strategy, extractor, settings, turns, previous, tokens)
         except Failed as failure:
-            outcome.failure = {"message": failure.message, "raw": failure.raw, "attempts": failure.attempts}
-            outcome.input_tokens, outcome.output_tokens = failure.tokens
+            outcome.failure = {
+                "message": failure.message,
+                "raw": failure.raw,
+                "attempts": failure.attempts,
+                "counts": failure.counts,
+            }
+            outcome.input_tokens, outcome.output_tokens = tokens[0] + failure.tokens[0], tokens[1] + failure.tokens[1]
             return outcome
         outcome.input_tokens, outcome.output_tokens = tokens
-        items = answer[strategy.items_key]
-        if len(items) > self._config.max_candidates:
-            outcome.failure = {
-                "message": f"the model proposed {len(items)} memories; the cap is {self._config.max_candidates} "
-                "per batch, so none were kept (raise MNEMO_EXTRACTION_MAX_CANDIDATES or send fewer turns per run)",
-                "raw": None,
-                "attempts": 1,
-            }
-            return outcome
         candidates, refused = self._checked(strategy, items, turns, settings.metadata_keys)
         if name == "summary" and candidates:
             candidates = candidates[:1]
@@ -304,6 +329,33 @@ class Pipeline:
         outcome.input_tokens += consolidated.input_tokens
         outcome.output_tokens += consolidated.output_tokens
         return outcome
+
+    def _gather(
+        self,
+        strategy: Strategy,
+        extractor: Extractor,
+        settings: StrategyConfig,
+        turns: list[Turn],
+        previous: str | None,
+        tokens: list[int],
+    ) -> list[dict[str, Any]]:
+        """The strategy's items for the turns. An answer over the cap is refused whole, never cut: the turns are
+        asked again in halves, and only a single turn (or a summary) over the cap is a failure."""
+        answer, used = self._ask(strategy, extractor, settings, turns, previous)
+        tokens[0], tokens[1] = tokens[0] + used[0], tokens[1] + used[1]
+        items: list[dict[str, Any]] = answer[strategy.items_key]
+        cap = self._config.max_candidates
+        if len(items) <= cap:
+            return items
+        if len(turns) == 1 or strategy.name == "summary":
+            raise Failed(
+                f"the model proposed {len(items)} memories for {len(turns)} turn(s); the cap is {cap} per call, so "
+                "none were kept (raise MNEMO_EXTRACTION_MAX_CANDIDATES)"
+            )
+        half = len(turns) // 2
+        return self._gather(strategy, extractor, settings, turns[:half], previous, tokens) + self._gather(
+            strategy, extractor, settings, turns[half:], previous, tokens
+        )
 
     @staticmethod
     def _target(strategy: Strategy, context: RequestContext, model: str, run_id: str, at: str) -> Target | str:
@@ -346,11 +398,11 @@ class Pipeline:
                 tokens_in += int(details.get("inputTokens") or 0)
                 tokens_out += int(details.get("outputTokens") or 0)
                 if "raw" not in details:  # the model did not answer (down, refused): not worth asking again now
-                    raise Failed(error.message, None, attempt, (tokens_in, tokens_out)) from None
+                    raise Failed(error.message, None, attempt, (tokens_in, tokens_out), counts=False) from None
                 raw, message = details["raw"], error.message
                 continue
-            except MnemoError as error:
-                raise Failed(error.message, None, attempt, (tokens_in, tokens_out)) from None
+            except MnemoError as error:  # throttled past its retries, timed out
+                raise Failed(error.message, None, attempt, (tokens_in, tokens_out), counts=False) from None
             tokens_in += extraction.input_tokens
             tokens_out += extraction.output_tokens
             problems = sorted(
@@ -430,7 +482,12 @@ class Pipeline:
                     attempts[name] = attempts.get(name, 0) + 1
                     if attempts[name] >= MAX_ATTEMPTS:
                         finished.add(name)  # the failure stands in the run's record and the status
-            readers = [n for n in self._config.strategies if (n == "lessons") == (kind == "execution")]
+            writer = context_of(data.get("identity") or {})
+            readers = [
+                n
+                for n in self._config.strategies
+                if (n == "lessons") == (kind == "execution") and self._applies(n, writer)
+            ]
             if all(name in finished for name in readers):
                 operations.append(Delete(marker.pk, marker.sk, expect=marker.version))
                 through = max(through or "", data["at"])
@@ -453,18 +510,19 @@ class Pipeline:
         run_id: str,
         view: dict[str, Any],
         outcomes: list[StrategyOutcome],
-        through: str | None,
+        oldest_stored: str,
     ) -> None:
-        """The run's record, and the stream's counters (a conditional update, retried on a race)."""
-        self._records.write([ledger.run_item(stream, at, run_id, view)])
+        """The stream's counters (a conditional update, retried on a race), then the run's record, fitted under
+        the store's item size. ``liveSince`` keeps the oldest storage time of a turn a run has read: the
+        backfill queues only turns stored before it (the others were queued when they were stored)."""
         summary = next((o for o in outcomes if o.strategy == "summary" and not o.failure and o.candidates), None)
         for _ in range(5):
             state = self.state(stream)
             data: dict[str, Any] = dict(state.data) if state else {"stream": stream, "runs": 0, "strategies": {}}
             data["runs"] = int(data.get("runs", 0)) + 1
             data["lastRunAt"] = at
-            if through and through > data.get("extractedThrough", ""):
-                data["extractedThrough"] = through
+            if oldest_stored < data.get("liveSince", "\uffff"):
+                data["liveSince"] = oldest_stored
             counters = {name: dict(values) for name, values in (data.get("strategies") or {}).items()}
             for outcome in outcomes:
                 count = counters.setdefault(outcome.strategy, {})
@@ -488,10 +546,47 @@ class Pipeline:
                 self._records.write(
                     [Put(Item(ledger.partition_of(stream), ledger.STATE, data, version=version), expect=expect)]
                 )
-                return
+                break
             except ConditionFailed:
                 continue
-        logger.warning("could not update the extraction counters of %s", stream)
+        else:
+            logger.warning("could not update the extraction counters of %s", stream)
+        try:
+            self._records.write([ledger.run_item(stream, at, run_id, fitted(view))])
+        except MnemoError as error:  # the memories and the state stand; only the run's account is lost
+            logger.warning("could not store the record of run %s: %s", run_id, error.message)
+
+
+#: A run's record is kept under DynamoDB's 400 KB item limit, with room for the keys.
+MAX_RUN_RECORD_BYTES = 300_000
+
+
+def fitted(view: dict[str, Any]) -> dict[str, Any]:
+    """A run's record under ``MAX_RUN_RECORD_BYTES``: when it is over, each candidate keeps at most 10 source ids
+    and 500 characters of text and raw answers, then the candidates past what fits are left out (``truncated``
+    says how many)."""
+    if len(json.dumps(view)) <= MAX_RUN_RECORD_BYTES:
+        return view
+    parts = []
+    for part in view["strategies"]:
+        failure = part.get("failure")
+        if failure and failure.get("raw"):
+            failure = {**failure, "raw": failure["raw"][:500]}
+        candidates = [
+            {**c, "text": c["text"][:500], "sourceIds": c["sourceIds"][:10]} for c in part.get("candidates", [])
+        ]
+        parts.append({**part, "failure": failure, "candidates": candidates})
+    slim = {**view, "strategies": parts}
+    left_out = 0
+    while len(json.dumps(slim)) > MAX_RUN_RECORD_BYTES and any(p["candidates"] for p in parts):
+        longest = max(parts, key=lambda p: len(p["candidates"]))
+        longest["candidates"] = longest["candidates"][: len(longest["candidates"]) // 2]
+        left_out = sum(len(p.get("candidates", [])) for p in view["strategies"]) - sum(
+            len(p["candidates"]) for p in parts
+        )
+    if left_out:
+        slim["truncated"] = left_out
+    return slim
 
 
 def _count(outcome: StrategyOutcome) -> None:

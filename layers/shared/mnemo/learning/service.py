@@ -22,8 +22,10 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from mnemo.context import RequestContext, parse_scope
-from mnemo.conversations.service import ConversationService
+from mnemo.conversations.service import MESSAGE_META, ConversationService
 from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS, EntryStore, key_time
 from mnemo.errors import ConflictingRequest, InvalidInput, MnemoError
 from mnemo.learning import ledger
@@ -95,6 +97,19 @@ class LearningService:
     def how_to_enable(self) -> str:
         """The settings that turn extraction on."""
         return self._how_to_enable
+
+    @staticmethod
+    def _writer_of(context: RequestContext, conversation: bool, record: dict[str, Any]) -> RequestContext:
+        """The identity a stored record's turn belongs to: the user's, in the session add_messages stored it
+        for (``meta_data.session`` of a message; the free-form meta_data of a pair names no session)."""
+        meta = record.get("meta_data") or {}
+        session = meta.get("session") if conversation and MESSAGE_META in meta else None
+        if not isinstance(session, str):
+            return context
+        try:
+            return RequestContext(**{**context.model_dump(), "session": session})
+        except ValidationError:
+            return context
 
     def users_with_turns(self) -> list[RequestContext]:
         """Every user with stored conversation or execution records (a scan: maintenance only, never a request)."""
@@ -331,15 +346,21 @@ class LearningService:
                 return f"ran {runs}, waiting" if runs else "waiting"
             view = self._pipeline.run(stream, notice.reason)
             runs += 1
-            if view is not None and all(part.get("failure") for part in view["strategies"]) and view["strategies"]:
-                return f"ran {runs}, failed"  # the turns wait; the next notice or wake-up tries again
+            if view is not None and view["strategies"] and all(part.get("failure") for part in view["strategies"]):
+                # The turns wait; a wake-up tries again even if the session stays quiet from now on.
+                if arm:
+                    self._arm(notice, self._config.idle_minutes * 60)
+                return f"ran {runs}, failed"
         return f"ran {runs}, more waiting"
 
     def _last_turn(self, stream: str, waiting: list[Item]) -> float:
+        """When the stream's last turn was stored, by the server's clock (a turn's ``at`` is the client's and
+        may lie in the future, which would keep the stream from ever being quiet)."""
         entry = self._records.get(ledger.queue_partition(stream), stream)
-        newest = max(m.data["at"] for m in waiting)
-        stored = entry.data.get("lastTurnAt") if entry else None
-        return max(_seconds(newest), _seconds(stored) if stored else 0.0)
+        stored = [str(m.data.get("storedAt") or m.data["at"]) for m in waiting]
+        if entry and entry.data.get("lastTurnAt"):
+            stored.append(entry.data["lastTurnAt"])
+        return max(_seconds(at) for at in stored)
 
     def _arm(self, notice: StreamNotice, delay: float) -> None:
         """Send an idle wake-up, unless one is already on its way (the stream's ``wakeAt`` is still ahead): one
@@ -391,43 +412,37 @@ class LearningService:
     def backfill(self, context: RequestContext, progress: Callable[[int, int], None] = lambda done, total: None) -> int:
         """``mnemo extract``: queue every stored conversation and execution record of the caller that has no
         waiting-turn marker yet (each record's session from its meta_data), then run every stream to the end.
-        A stream's turns are extracted oldest first, so the stream's ``extractedThrough`` time says which
-        records are done; a record at or before it is not queued again. Returns the runs made."""
+        Every turn stored while extraction was on was queued when it was stored, and a run keeps the oldest
+        storage time it has read (``liveSince``), so only turns stored before that are queued here, once.
+        Turns stored while extraction was turned off again between two runs are not found (docs/extraction.md).
+        Returns the runs made."""
         if not self.enabled:
             raise InvalidInput(f"extraction is off: {self._how_to_enable}", {"field": "strategies", "enabled": False})
         scope = context.scope_key("user")
-        streams: dict[str, str] = {}  # stream -> the time its turns are extracted through
+        streams: dict[str, str] = {}  # stream -> liveSince: turns stored since were queued when stored
         for kind in (CONVERSATIONS, EXECUTIONS):
             store = EntryStore(self._records, kind)
             for entry in store.recent(scope):
                 record = store.get(scope, entry["message_id"])
                 if record is None:
                     continue
-                session = (record.get("meta_data") or {}).get("session") if kind is CONVERSATIONS else None
-                turn_context = context.model_copy(update={"session": session or context.session})
+                turn_context = self._writer_of(context, kind is CONVERSATIONS, record)
                 stream = stream_of(turn_context)
                 if stream not in streams:
                     state = self._pipeline.state(stream)
-                    streams[stream] = (state.data.get("extractedThrough") if state else None) or ""
-                if record["timestamp"] <= streams[stream]:
-                    continue  # extracted already
-                operations = [
-                    ledger.turn_marker(
-                        stream,
-                        record["timestamp"],
-                        record.get("stored_at") or record["timestamp"],
-                        kind.name,
-                        record["message_id"],
-                        scope,
-                        identity_of(turn_context),
-                    ),
-                    ledger.queue_entry(stream, identity_of(turn_context), record["timestamp"]),
-                ]
+                    streams[stream] = (state.data.get("liveSince") if state else None) or "\uffff"
+                stored_at = record.get("stored_at") or record["timestamp"]
+                if stored_at >= streams[stream]:
+                    continue  # queued when it was stored, or read by a run already
+                writer = identity_of(turn_context)
+                marker = ledger.turn_marker(
+                    stream, record["timestamp"], stored_at, kind.name, record["message_id"], scope, writer
+                )
                 try:
-                    self._records.write(operations[:1])
-                    self._records.write(operations[1:])
+                    self._records.write([marker])
                 except ConditionFailed:
                     continue  # it is waiting already
+                self._records.write([ledger.queue_entry(stream, writer, stored_at)])
         runs = 0
         total = len(streams)
         for done, stream in enumerate(streams):

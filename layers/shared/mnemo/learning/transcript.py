@@ -17,8 +17,9 @@ from typing import Any
 
 #: A transcript line: the message id, the time, the speaker and the content.
 LINE = re.compile(r"^\[(?P<id>[^\]]+)\] (?P<at>\S+) (?P<speaker>[^:]*): (?P<content>.*)$")
-#: The most characters of one turn a model is shown.
-MAX_TURN_CHARS = 4000
+#: The most characters of one turn a model is shown: a whole message (add_messages and add_conversation
+#: accept 10,000 characters), so no part of a turn is let go unread.
+MAX_TURN_CHARS = 10_000
 
 
 @dataclass(frozen=True)

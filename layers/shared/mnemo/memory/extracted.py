@@ -16,12 +16,13 @@ particular to them:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mnemo.context import Layer
-from mnemo.memory.indexing import NAMESPACE
+from mnemo.memory.indexing import CONTENT_HASH, NAMESPACE
 from mnemo.memory.outbox_sync import MemoryIndexSync
 from mnemo.memory.records import digest, history_item, iso, now, partition_of, record_data, record_sk
 from mnemo.outbox import IndexOutbox
@@ -68,20 +69,31 @@ class ExtractedMemories:
         return self._records.get(partition_of(scope), record_sk(memory_id))
 
     def neighbours(
-        self, scope: str, vector: Sequence[float] | None, content_hash: str, subject: str | None, k: int = 5
+        self,
+        scope: str,
+        vector: Sequence[float] | None,
+        content_hash: str,
+        subject: str | None,
+        k: int = 5,
+        text: str = "",
     ) -> list[Neighbour]:
         """The standing (not superseded, not orphaned) memories of ``scope`` closest to a candidate: the same
         content by hash, the nearest vectors, and the nearest about the same subject; best first."""
         ids: dict[str, float] = {}
-        found = (
-            self._index.knn(NAMESPACE, vector, {"scope": [scope], "contentHash": [content_hash]}, 1) if vector else []
-        )
+        same_content = {"scope": [scope], CONTENT_HASH: [content_hash]}
+        # The same content is found by its hash whatever the stored vector holds, and without a vector
+        # (the embedder down) by BM25 on the text under the same filter.
+        if vector is not None:
+            found = self._index.knn(NAMESPACE, vector, same_content, 1)
+        else:
+            found = self._index.lexical(NAMESPACE, text, same_content, 1) if text else []
         for hit in found:
             ids[hit.id] = 1.0
         if vector is not None:
             filters: list[dict[str, list[str]]] = [{"scope": [scope]}]
             if subject:
-                filters.append({"scope": [scope], SUBJECT_KEYWORD: [f'"{subject_key(subject)}"']})
+                # As meta_keywords writes it: the JSON of the value (non-ASCII and quotes escaped alike).
+                filters.append({"scope": [scope], SUBJECT_KEYWORD: [json.dumps(subject_key(subject))]})
             for flt in filters:
                 for hit in self._index.knn(NAMESPACE, vector, flt, k):
                     ids[hit.id] = max(ids.get(hit.id, -1.0), hit.score)
