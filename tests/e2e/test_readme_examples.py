@@ -38,6 +38,8 @@ from typing import Any
 
 import pytest
 
+from mnemo.tools.registry import FAMILIES
+
 pytestmark = pytest.mark.model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -396,7 +398,7 @@ def run_inspector(clone: Clone, block: Block) -> None:
 def run_bedrock_definitions(clone: Clone, block: Block) -> None:
     run_shell(clone, block)
     written = sorted(path.name for path in (clone.folder / "build" / "bedrock").iterdir())
-    families = ("memory", "knowledge", "sync", "conversations", "topics", "files", "graph")
+    families = FAMILIES
     assert written == sorted(f"{f}.{kind}.json" for f in families for kind in ("openapi", "functions"))
 
 

@@ -769,6 +769,7 @@ class IsolationMachine(RuleBasedStateMachine):
         scope = actor.user_scope
         message_id, cross = self._message_id(data, actor)
         existing = self.conversations.get((scope, message_id))
+        repeat = repeat and existing is not None and "messages" not in existing.body  # a message is no pair
         if existing is not None and repeat:
             body = dict(existing.body)
             secret = existing.secret
@@ -802,6 +803,48 @@ class IsolationMachine(RuleBasedStateMachine):
             self.granted.setdefault(message_id, set()).add(scope)
         if cross:
             self._verify_foreign_entries(message_id, actor)
+
+    @rule(actor=actors, data=st.data(), repeat=st.booleans())
+    def add_messages(self, actor: Actor, data: st.DataObject, repeat: bool) -> None:
+        """A chat turn stored as a conversation record of the caller: the same id in another scope is another
+        record; an own id with other content is CONFLICT."""
+        scope = actor.user_scope
+        message_id, cross = self._message_id(data, actor)
+        existing = self.conversations.get((scope, message_id))
+        # A message is the same one again only from the same session (its session is part of the record).
+        repeat = repeat and existing is not None and "messages" in existing.body
+        if existing is not None and repeat:
+            body, secret = existing.body, existing.secret
+            repeat = existing.owner.session == actor.session
+        else:
+            secret = self.secret(scope if existing is None else NOBODY)
+            stem = data.draw(st.sampled_from(MESSAGE_STEMS), label="stem")
+            turn = {"role": "user", "content": f"{stem}? {secret}", "name": "speaker", "id": message_id}
+            body = {"messages": [{**turn, "at": "2025-01-01T00:00:00Z"}]}
+        outcome = self.call(actor, "add_messages", body, cross=cross)
+        if existing is not None and not repeat:
+            self.expect(outcome, "CONFLICT", "add_messages: another content under an own message id")
+            return
+        self.expect(outcome, None, f"add_messages (message id of another scope: {cross})")
+        assert outcome.body["extraction"] == "off" and outcome.body["pendingTurns"] == 0
+        if existing is None:
+            self.conversations[(scope, message_id)] = Entry(scope, message_id, secret, body, actor)
+            self.message_ids.append(message_id)
+            self.granted.setdefault(message_id, set()).add(scope)
+        if cross:
+            self._verify_foreign_entries(message_id, actor)
+
+    @rule(actor=actors, runs=st.sampled_from([0, 5]))
+    def extraction_status(self, actor: Actor, runs: int) -> None:
+        """Extraction is off here (no model): every caller sees nothing waiting and no run, whatever others did."""
+        outcome = self.call(actor, "extraction_status", {"runs": runs})
+        self.expect(outcome, None, "extraction_status")
+        assert (outcome.body["enabled"], outcome.body["pendingTurns"], outcome.body["recentRuns"]) == (False, 0, [])
+
+    @rule(actor=actors, dry=st.booleans())
+    def memory_extract(self, actor: Actor, dry: bool) -> None:
+        outcome = self.call(actor, "memory_extract", {"dryRun": dry})
+        self.expect(outcome, "INVALID_INPUT", "memory_extract with extraction off")
 
     @rule(actor=actors, data=st.data(), repeat=st.booleans(), success=st.booleans())
     def add_execution(self, actor: Actor, data: st.DataObject, repeat: bool, success: bool) -> None:
@@ -1922,6 +1965,9 @@ class IsolationMachine(RuleBasedStateMachine):
             ("memory_search", {"query": "note", "threshold": 0.0}, _noop),
             ("memory_list", {"layer": "user"}, _noop),
             ("add_conversation", {"explanation": "x", "user_input": secret, "agent_response": "y"}, _noop),
+            ("add_messages", {"messages": [{"role": "user", "content": secret}]}, _noop),
+            ("extraction_status", {}, _noop),
+            ("memory_extract", {"dryRun": True}, _noop),
             ("retrieve_execution", {"query": "q", "explanation": "x"}, _noop),
             ("memorize_general_info", {"content": f"General {secret}"}, _noop),
             ("memorize_new_topic", {"topic": secret, "tags": ["x"], "summary": secret, "content": secret}, _noop),

@@ -212,10 +212,16 @@ class LearningService:
                 continue
             said = record.get("user_input") or record.get("agent_response")
             meta = (record.get("meta_data") or {}).get("mnemo_message") or {}
-            if said != body["content"] or meta.get("role") != body["role"] or meta.get("name") != body["name"]:
+            session = (record.get("meta_data") or {}).get("session")
+            if (
+                said != body["content"]
+                or meta.get("role") != body["role"]
+                or meta.get("name") != body["name"]
+                or session != context.session
+            ):
                 raise ConflictingRequest(
-                    f"messages: a message with id '{message_id}' is already stored with different content; "
-                    "use a new id",
+                    f"messages: a message with id '{message_id}' is already stored with different content (or in "
+                    "another session); use a new id",
                     {"field": "messages", "id": message_id},
                 )
 
@@ -228,7 +234,10 @@ class LearningService:
                 {"field": "user_id", "missingIds": ["user"]},
             )
         if not self.enabled:
-            raise InvalidInput(f"extraction is off: {self._how_to_enable}", {"field": "strategies", "enabled": False})
+            raise InvalidInput(
+                f"strategies: extraction is off in this deployment; {self._how_to_enable}",
+                {"field": "strategies", "enabled": False},
+            )
         only = tuple(request.strategies) if request.strategies else None
         if only:
             off = [name for name in only if name not in self._config.strategies]
@@ -417,7 +426,10 @@ class LearningService:
         Turns stored while extraction was turned off again between two runs are not found (docs/extraction.md).
         Returns the runs made."""
         if not self.enabled:
-            raise InvalidInput(f"extraction is off: {self._how_to_enable}", {"field": "strategies", "enabled": False})
+            raise InvalidInput(
+                f"strategies: extraction is off in this deployment; {self._how_to_enable}",
+                {"field": "strategies", "enabled": False},
+            )
         scope = context.scope_key("user")
         streams: dict[str, str] = {}  # stream -> liveSince: turns stored since were queued when stored
         for kind in (CONVERSATIONS, EXECUTIONS):

@@ -69,8 +69,8 @@ def add_messages(services: Services, context: RequestContext, request: AddMessag
       system or tool; empty content or over 10000 characters; an id with spaces or
       brackets, or the same id twice in one call; an unknown field; no user id in the
       request context (details name the field).
-    - CONFLICT: an id already stored with different content (nothing of the call is
-      written; use a new id).
+    - CONFLICT: an id already stored with different content, or from another session
+      (nothing of the call is written; use a new id).
     - PROVIDER_ERROR: the record store failed (retryable: the call is idempotent).
 
     @see mnemo.learning.service.LearningService.add_messages
