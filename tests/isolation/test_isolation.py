@@ -67,7 +67,7 @@ def test_no_caller_sees_or_changes_another_scope_over_http(
     try:
         with local_server(make_services(tmp_path)) as base:
             HttpIsolationMachine.base_url = base
-            run_state_machine_as_test(HttpIsolationMachine, settings=_settings(examples=50, steps=60))
+            run_state_machine_as_test(HttpIsolationMachine, settings=_settings(examples=100, steps=60))
     finally:
         isolation_report(f"{stats.line('over HTTP')} in {time.perf_counter() - started:.1f} s")
     _check(stats, least_cross_scope=100)
