@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -229,32 +230,23 @@ class Consolidator:
             metadata["subjectKey"] = subject_key(candidate.subject)
         assert candidate.memory_id is not None
         supersedes = neighbour if candidate.decision == "superseded" else None
+        add = partial(
+            self._memories.add,
+            scope=target.scope,
+            layer=target.layer,
+            memory_id=candidate.memory_id,
+            content=candidate.text,
+            tags=[target.tag],
+            metadata=metadata,
+            occurred_at=candidate.occurred_at,
+            actor=target.actor,
+            vector=vector,
+        )
         try:
-            written = self._memories.add(
-                scope=target.scope,
-                layer=target.layer,
-                memory_id=candidate.memory_id,
-                content=candidate.text,
-                tags=[target.tag],
-                metadata=metadata,
-                occurred_at=candidate.occurred_at,
-                actor=target.actor,
-                vector=vector,
-                supersedes=supersedes,
-            )
+            written = add(supersedes=supersedes)
         except ConditionFailed:
             # The memory it would replace changed meanwhile (another run superseded it): add beside it.
             candidate.decision, candidate.supersedes = "added", None
-            written = self._memories.add(
-                scope=target.scope,
-                layer=target.layer,
-                memory_id=candidate.memory_id,
-                content=candidate.text,
-                tags=[target.tag],
-                metadata=metadata,
-                occurred_at=candidate.occurred_at,
-                actor=target.actor,
-                vector=vector,
-            )
+            written = add()
         if not written:  # the same batch ran before (a retry after a crash): nothing new
             candidate.decision, candidate.supersedes = "kept", None

@@ -47,6 +47,8 @@ logger = logging.getLogger(__name__)
 
 #: The most waiting turns one run reads.
 MAX_BATCH_TURNS = 50
+#: Operations per write when settling turns: a batch's markers, under the store's all-or-nothing limit.
+SETTLE_WRITE_SIZE = 50
 #: Runs a strategy may fail on the same turns before the failure stands and the turns are let go.
 MAX_ATTEMPTS = 3
 #: Seconds kept, under a deadline, to write what a run found after its last model call.
@@ -465,11 +467,9 @@ class Pipeline:
         enabled: list[str],
         done: dict[str, set[str]],
         failed: dict[str, set[str]],
-    ) -> str | None:
-        """Each turn: gone once every strategy that reads it is done; else its progress and attempts kept.
-        Returns the time of the newest turn let go, if any."""
+    ) -> None:
+        """Each turn: gone once every strategy that reads it is done; else its progress and attempts kept."""
         operations: list[Put | Delete] = []
-        through: str | None = None
         for marker in markers:
             data = dict(marker.data)
             message_id, kind = data["messageId"], data["kind"]
@@ -490,18 +490,16 @@ class Pipeline:
             ]
             if all(name in finished for name in readers):
                 operations.append(Delete(marker.pk, marker.sk, expect=marker.version))
-                through = max(through or "", data["at"])
             elif finished != set(data.get("done", [])) or attempts != data.get("attempts", {}):
                 data.update(done=sorted(finished), attempts=attempts)
                 operations.append(
                     Put(Item(marker.pk, marker.sk, data, version=marker.version + 1), expect=marker.version)
                 )
-        for start in range(0, len(operations), ledger_write_size()):
+        for start in range(0, len(operations), SETTLE_WRITE_SIZE):
             try:
-                self._records.write(operations[start : start + ledger_write_size()])
+                self._records.write(operations[start : start + SETTLE_WRITE_SIZE])
             except ConditionFailed:  # another run settled them first: its view stands
                 logger.info("waiting turns of %s were settled by another run", stream)
-        return through
 
     def _record(
         self,
@@ -604,11 +602,6 @@ def _count(outcome: StrategyOutcome) -> None:
 #: identity and scope come from the turns' writer only).
 _RESERVED = {"source", "strategy", "provenance", "subject", "subjectKey", "knowledgePointer"}
 _RESERVED |= {"scope", "layer", "tenant", "user", "agent", "session"}
-
-
-def ledger_write_size() -> int:
-    """Operations per write when settling turns (under the store's all-or-nothing limit)."""
-    return 50
 
 
 def _date(value: Any) -> str | None:
