@@ -459,6 +459,9 @@ def test_mnemo_extract_backfills_every_user_with_a_progress_line(
         assert json.loads(capsys.readouterr().out) == {"users": 2, "runs": 0}
     finally:
         set_services(None)
+    assert main(["extract", "--data-dir", str(tmp_path), "--user", "not valid"]) == 2
+    assert "--user" in capsys.readouterr().err
+    set_services(None)
     monkeypatch.delenv("MNEMO_EXTRACTION_STRATEGIES")
     assert main(["extract", "--data-dir", str(tmp_path)]) == 2
     assert "extraction is off" in capsys.readouterr().err

@@ -15,6 +15,8 @@ import sys
 def cmd_extract(args: argparse.Namespace) -> int:
     """Backfill every user's (or one user's) stored turns; 2 when extraction is off (the message says how to turn
     it on)."""
+    from pydantic import ValidationError
+
     from mnemo.cli.progress import Progress
     from mnemo.context import RequestContext
     from mnemo.runtime import get_services
@@ -24,7 +26,11 @@ def cmd_extract(args: argparse.Namespace) -> int:
     if not learning.enabled:
         print(f"extraction is off: {learning.how_to_enable}", file=sys.stderr)
         return 2
-    users = [RequestContext(tenant=args.tenant, user=args.user)] if args.user else learning.users_with_turns()
+    try:
+        users = [RequestContext(tenant=args.tenant, user=args.user)] if args.user else learning.users_with_turns()
+    except ValidationError:
+        print("--user and --tenant use letters, digits and ._@:+=,/- (at most 256)", file=sys.stderr)
+        return 2
     progress = Progress("extracted", len(users), sys.stderr)
     runs = 0
     for done, context in enumerate(users, 1):
