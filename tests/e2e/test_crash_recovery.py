@@ -98,9 +98,13 @@ CUT_OFF: dict[str, tuple[str, dict[str, Any], Callable[[Client, Answer], bool]]]
 }
 
 
+#: The writes that index before they write their record: cut off at the same lock, before the record.
+INDEX_FIRST = {"memory_add"}
+
+
 @pytest.mark.parametrize("tool", list(CUT_OFF))
 def test_a_write_cut_off_between_records_and_index_is_found_once_resent(tmp_path: Path, tool: str) -> None:
-    """SIGKILL while a write has committed its record but waits for the vector index.
+    """SIGKILL while a write waits for the vector index: after its record (memory_add: before it).
 
     The test holds the local index's SQLite write lock (index.sqlite3 beside the records), so
     the write commits its record (and its index outbox marker) and then blocks on its index
@@ -137,7 +141,12 @@ def test_a_write_cut_off_between_records_and_index_is_found_once_resent(tmp_path
         lock.close()
         server.stop()
     thread.join()
-    assert reached, "the write did not reach the records before the kill: the window was not exercised"
+    if tool in INDEX_FIRST:
+        # memory_add writes the index before its record (mnemo.memory.writes): killed while it waits on the
+        # index, it has written nothing the records hold, and nothing was acknowledged.
+        assert not reached, "memory_add committed its record before its index write"
+    else:
+        assert reached, "the write did not reach the records before the kill: the window was not exercised"
     assert answers, f"the cut-off write was answered: {answers}"
     assert answers[0].transport_error is not None, f"the cut-off write was answered: {answers}"
 

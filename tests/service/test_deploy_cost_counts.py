@@ -118,10 +118,50 @@ def test_one_memory_add_on_moto_counts_its_write_and_its_titan_call(
     finally:
         set_services(None)
     assert answer["statusCode"] == 200, answer["body"]
-    writes = {name: n for name, n in tally.requests.items() if name.split(":")[1] in ("PutItem", "TransactWriteItems")}
-    assert writes
-    assert tally.wru >= 1
+    # Indexed first, so the record alone is written (its ADD history entry folded in): one PutItem of one
+    # item under 1 KB, no transaction, no outbox marker or its delete, no read-back (mnemo.memory.writes).
+    assert {name: n for name, n in tally.requests.items() if name.startswith("dynamodb:")} == {"dynamodb:PutItem": 1}
+    assert (tally.wru, tally.rru) == (1, 0)
     assert tally.titan_calls >= 1
     assert tally.requests["bedrock-runtime:InvokeModel"] == tally.titan_calls
     assert tally.titan_tokens == tally.titan_calls * math.ceil(len(content) / TITAN_CHARS_PER_TOKEN)
     assert tally.converse_calls == 0
+
+
+def test_memory_search_reads_back_limit_keys_eventually_consistent(
+    metered: tuple[Meter, Any, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnemo.entry.apigw import tool_handler
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    meter, _, table = metered
+    settings = Settings(
+        records="dynamodb",
+        records_table=table,
+        aws_endpoint=shared_moto_server().url,
+        aws_region=REGION,
+        data_dir=tmp_path,
+        embedder="hashing",
+    )
+    services = Services(settings)
+    meter.attach(services.records.client)  # type: ignore[attr-defined]
+    caller = {**IAM_CALLER, "userArn": f"arn:aws:iam::123456789012:user/{tmp_path.name[-12:]}"}
+    set_services(services)
+    try:
+        for n in range(12):
+            body = {"content": f"Release note {n}: the gateway build {n} ships with the cache fix"}
+            added = tool_handler("memory_add")(
+                rest_event("memory_add", body, authorizer=None, identity=caller), FakeLambdaContext()
+            )
+            assert added["statusCode"] == 200, added["body"]
+        with meter.attributed("memory_search") as tally:
+            answer = tool_handler("memory_search")(
+                rest_event("memory_search", {"query": "gateway build", "limit": 5, "threshold": 0}, identity=caller),
+                FakeLambdaContext(),
+            )
+    finally:
+        set_services(None)
+    assert answer["statusCode"] == 200, answer["body"]
+    assert tally.requests == {"dynamodb:BatchGetItem": 1}
+    assert (tally.rru, tally.rru_strong) == (5 * 0.5, 0)  # limit keys, each item under 4 KB, half a unit each

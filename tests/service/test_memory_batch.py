@@ -25,7 +25,13 @@ def memories(services: Services) -> list[dict[str, Any]]:
 
 
 def history(services: Services, event: str) -> list[dict[str, Any]]:
-    return [item.data for item in services.records.scan("MEM|") if item.sk.startswith("HIST#") and event in item.sk]
+    """History entries of ``event``: the items, and the ADD entries folded into records (mnemo.memory.records)."""
+    from mnemo.memory.records import folded
+
+    stored = list(services.records.scan("MEM|"))
+    entries = [item for item in stored if item.sk.startswith("HIST#")]
+    entries += [entry for item in stored if item.sk.startswith("MEM#") and (entry := folded(item)) is not None]
+    return [item.data for item in entries if event in item.sk]
 
 
 def shape(outputs: list[MemoryAddOutput]) -> list[tuple[int, bool, str, str]]:

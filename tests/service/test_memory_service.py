@@ -132,6 +132,40 @@ def test_delete_removes_from_search_and_records_history(services: Services) -> N
         services.memory.delete(alice, MemoryDeleteInput(memory_id=stored.memory_id))
 
 
+def test_the_add_entry_folded_into_the_record_reads_as_before_and_outlives_the_record(services: Services) -> None:
+    from mnemo.memory.models import MemoryHistoryInput
+
+    alice = ctx()
+    stored = add(services, alice, "The deploy freeze starts on Friday")
+    partition = f"MEM|{alice.scope_key('user')}"
+    # One item: the record holds its ADD entry (no HIST# item is written by the add).
+    assert [item.sk for item in services.records.query(partition, f"HIST#{stored.memory_id}#")] == []
+    [entry] = services.memory.history(alice, stored.memory_id)
+    record = services.records.get(partition, f"MEM#{stored.memory_id}")
+    assert record is not None
+    assert entry == {
+        "memoryId": stored.memory_id,
+        "event": "ADD",
+        "at": record.data["createdAt"],
+        "actor": alice.user,
+        "contentHash": record.data["contentHash"],
+    }
+    page = services.memory.history_page(alice, MemoryHistoryInput(memory_id=stored.memory_id))
+    assert [change.event for change in page.changes] == ["ADD"]
+
+    add(services, alice, "The deploy freeze starts on Friday")  # a DEDUPE: an item of its own
+    services.memory.delete(alice, MemoryDeleteInput(memory_id=stored.memory_id))
+    history = services.memory.history(alice, stored.memory_id)
+    assert [event["event"] for event in history] == ["ADD", "DEDUPE", "DELETE"]
+    assert history[0] == entry  # written out by the delete, as it read before
+    one = services.memory.history_page(alice, MemoryHistoryInput(memory_id=stored.memory_id, limit=1))
+    assert [change.event for change in one.changes] == ["ADD"] and one.next_cursor
+    rest = services.memory.history_page(
+        alice, MemoryHistoryInput(memory_id=stored.memory_id, limit=5, cursor=one.next_cursor)
+    )
+    assert [change.event for change in rest.changes] == ["DEDUPE", "DELETE"]
+
+
 def test_results_follow_layer_precedence_then_score(services: Services) -> None:
     alice = ctx(project="p1", agent="coder", roles=("writer",))
     project = add(services, alice, "coffee coffee coffee is the team drink", layer="project")

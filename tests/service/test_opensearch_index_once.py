@@ -85,6 +85,10 @@ class RefreshWindow:
     def _request(self, method: str, url: str, params: Any = None, body: Any = None, **kwargs: Any) -> Any:
         if isinstance(body, dict) and "knn" in (body.get("query") or {}):
             return {"took": 1, "timed_out": False, "hits": {"total": {"value": 0}, "hits": []}}
+        if url.endswith("/_msearch") and isinstance(body, (str, bytes)) and b'"knn"' in _bytes(body):
+            searches = [line for line in _bytes(body).splitlines() if line.strip()][1::2]
+            empty = {"took": 1, "timed_out": False, "hits": {"total": {"value": 0}, "hits": []}}
+            return {"took": 1, "responses": [empty for _ in searches]}
         response = self._perform(method, url, params=params, body=body, **kwargs)
         if url.endswith("/_bulk"):
             for item in response.get("items", []):
@@ -101,6 +105,10 @@ class RefreshWindow:
         hits = response.get("hits")
         if hits:
             hits["hits"] = [hit for hit in hits["hits"] if not self._hidden(hit)]
+
+
+def _bytes(body: str | bytes) -> bytes:
+    return body.encode() if isinstance(body, str) else body
 
 
 def _stream_event(*keys: tuple[str, str], event_name: str = "INSERT") -> dict[str, Any]:
@@ -152,25 +160,54 @@ def test_the_indexer_skips_a_memory_its_request_indexed(tmp_path: Path) -> None:
 
 
 def test_a_stream_record_that_comes_before_the_request_settles_is_left_to_it(tmp_path: Path) -> None:
-    """The stream can deliver the record while memory_add is still writing it to the index."""
+    """The stream can deliver a removal while memory_delete is still taking it out of the index.
+
+    (memory_add indexes before it writes its record, so its record never reaches the stream first.)
+    """
     records = make_services(tmp_path).records
     embedder, index = CountingEmbedder(), CountingIndex(tmp_path / "index.sqlite3")
     service, outbox = _memory_service(records, index, embedder, Clock())
+    added = service.add(ALICE, MemoryAddInput(content="The zebra gateway runs in Dublin"))
+    assert (index.writes, outbox.pending()) == (1, [])  # the add: one index write, no marker left
     seen: list[tuple[int, int]] = []
     settle = outbox.settle
 
     def settle_after_the_stream(marker: Any, family: Any, first: Any = None, **kwargs: Any) -> bool:
         before = (embedder.calls, index.writes)
-        _run_indexer(tmp_path, service, _stream_event((marker.item.data["ref"]["pk"], marker.item.data["ref"]["sk"])))
+        ref = (marker.item.data["ref"]["pk"], marker.item.data["ref"]["sk"])
+        _run_indexer(tmp_path, service, _stream_event(ref, event_name="REMOVE"))
         seen.append((embedder.calls - before[0], index.writes - before[1]))
         return settle(marker, family, first, **kwargs)
 
     outbox.settle = settle_after_the_stream  # type: ignore[method-assign]
-    service.add(ALICE, MemoryAddInput(content="The zebra gateway runs in Dublin"))
+    service.delete(ALICE, MemoryDeleteInput(memory_id=added.memory_id))
 
     assert seen == [(0, 0)]  # the indexer neither embedded nor wrote
+    assert index.count(NAMESPACE) == 0
+    assert index.writes == 2
+    assert outbox.pending() == []
+
+
+def test_the_indexer_drains_a_marker_queued_for_it(tmp_path: Path) -> None:
+    """The stream's filter passes a marker written with ``STREAM_LABEL``: the indexer drains that marker."""
+    from mnemo.outbox import OUTBOX_PREFIX, STREAM_LABEL
+
+    records = make_services(tmp_path).records
+    embedder, index = CountingEmbedder(), CountingIndex(tmp_path / "index.sqlite3")
+    service, outbox = _memory_service(records, index, embedder, Clock())
+    written: list[Any] = []
+    real_write, real_upsert = records.write, index.upsert
+    records.write = lambda operations: (written.extend(operations), real_write(operations))[1]  # type: ignore[method-assign]
+    index.upsert = lambda namespace, docs: (_ for _ in ()).throw(ConnectionError("waking"))  # type: ignore[method-assign]
+    service.add(ALICE, MemoryAddInput(content="The zebra gateway runs in Dublin"))
+    index.upsert = real_upsert  # type: ignore[method-assign]
+    [marker] = [op.item for op in written if op.item.pk.startswith(OUTBOX_PREFIX)]
+    assert marker.stream == STREAM_LABEL
+
+    answer = _run_indexer(tmp_path, service, _stream_event((marker.pk, marker.sk)))
+
+    assert answer == {"batchItemFailures": []}
     assert index.count(NAMESPACE) == 1
-    assert index.writes == 1
     assert outbox.pending() == []
 
 
@@ -232,6 +269,7 @@ def _after_the_window(outbox: IndexOutbox, clock: Clock) -> None:
 def test_serverless_add_then_delete_inside_the_refresh_window_leaves_no_document(serverless: Any) -> None:
     service, outbox, index, clock = serverless
     added = service.add(ALICE, MemoryAddInput(content="The zebra gateway runs in Dublin"))
+    assert outbox.pending() == []  # indexed before its record was written: no marker
     service.delete(ALICE, MemoryDeleteInput(memory_id=added.memory_id))  # the lookup cannot see the copy yet
 
     _after_the_window(outbox, clock)

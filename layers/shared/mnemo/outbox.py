@@ -9,6 +9,22 @@ embedder or the index fails, or the record moved on meanwhile, the marker
 stays and a drain (the indexer's schedule on AWS, the local server's
 background loop, ``mnemo reindex --pending``) brings the index in line later.
 
+One write needs no marker: memory_add of a new memory
+(``mnemo.memory.writes``). Its id is fresh, so nobody else can write its record
+or its document; it indexes first and then writes the record alone, and only
+when that index write failed or timed out does it write the record with a
+marker, already ``queued``. A crash between the two leaves an index document
+whose record does not exist, which readers drop (they hydrate from the
+records) and ``mnemo reindex`` removes; it never leaves a record the index
+lacks without a marker.
+
+The stream indexer sees only the marker writes labelled ``STREAM_LABEL``
+(``Item.stream``; template.yaml's filter on its stream event): a marker as it
+is queued, by ``marker(queued=True)`` or by ``settle`` giving up. It drains
+that marker at once (``on_marker``). The write of a failed drain carries no
+label, so a failing marker waits for the scheduled drains rather than coming
+straight back through the stream.
+
 ======================  ===================================  ===============================================
 pk                      sk                                   holds
 ======================  ===================================  ===============================================
@@ -26,15 +42,25 @@ reports; it can never hold the outbox up.
 Concurrent writers of one record may finish their index writes out of order.
 ``settle`` therefore reads the record's version back after indexing and
 indexes again until the index holds the version the records hold, so the last
-index write for a record is never a stale one.
+index write for a record is never a stale one. A new record has no concurrent
+writer before its write returns: memory_add writes no marker and reads
+nothing back, and the batch path's ``settle_many(new=True)`` clears its
+markers without waiting out the refresh window.
+
+The scans of whole shards (``drain``, ``dead_letters``) read eventually
+consistently: a marker written a moment ago and missed is the next drain's, and
+one read just after it was settled is indexed again (idempotent) and its
+clearing write, conditional on the version read, finds nothing. The reads of
+one marker or record that decide a write stay strongly consistent.
 
 Each record version is indexed once. A marker's ``state`` says who indexes it:
 
 - none: the request that wrote it is settling it. The stream indexer leaves it
   alone (it would embed and write the same version a second time) unless it is
   older than ``SETTLE_GRACE``, when that request must have died.
-- ``queued``: that request gave up (embedder or index down) or never meant to
-  index (no vector): the stream indexer and every drain take it at once.
+- ``queued``: that request gave up (embedder or index down, or an index
+  waking from idle) or never meant to index (no vector): the stream indexer
+  (through its label) and every drain take it at once.
 - ``recheck``: the index holds the version, but the index only shows a write to
   searches after a refresh window (``VectorIndex.refresh_window``, OpenSearch
   Serverless), so a delete or replacement made inside the window may have
@@ -70,6 +96,9 @@ GONE = "gone"
 #: Marker states (see the module docstring); a marker without one is being settled by its writer.
 QUEUED = "queued"
 RECHECK = "recheck"
+#: ``Item.stream`` of a marker write the stream indexer must see (a marker queued for it): template.yaml's
+#: filter on the indexer's stream event passes these, and memory record removals, and nothing else.
+STREAM_LABEL = "index"
 #: Seconds a writing request may hold its marker before the stream indexer takes it over: above the
 #: longest a tool Lambda runs (its timeout), so it never embeds a version its writer is still indexing.
 SETTLE_GRACE = 900.0
@@ -179,7 +208,7 @@ class IndexOutbox:
         data: dict[str, Any] = {"family": family, "ref": dict(ref), "attempts": 0, "queuedAt": _iso(self._clock())}
         if queued:
             data["state"] = QUEUED
-        return Put(Item(_shard(sk), sk, data, version=_fresh_version()))
+        return Put(Item(_shard(sk), sk, data, version=_fresh_version(), stream=STREAM_LABEL if queued else None))
 
     def settle(
         self, marker: Put, family: IndexedFamily, first: Callable[[], str] | None = None, *, new: bool = False
@@ -278,10 +307,9 @@ class IndexOutbox:
         if marker.data.get("state") == QUEUED:
             return
         data = {**marker.data, "state": QUEUED, "lastError": f"{type(error).__name__}: {error}"[:500]}
+        queued = Item(marker.pk, marker.sk, data, version=_fresh_version(), stream=STREAM_LABEL)
         with contextlib.suppress(ConditionFailed):  # settled or queued again meanwhile
-            self._records.write(
-                [Put(Item(marker.pk, marker.sk, data, version=_fresh_version()), expect=marker.version)]
-            )
+            self._records.write([Put(queued, expect=marker.version)])
 
     # ------------------------------------------------------------ draining
     def drain(self, limit: int = 1000) -> DrainReport:
@@ -292,7 +320,9 @@ class IndexOutbox:
         families = self._families()
         report = DrainReport()
         for shard in range(SHARDS):
-            for marker in self._records.query(f"{OUTBOX_PREFIX}{shard:02d}", "", limit=limit):
+            # Eventually consistent: a marker written a moment ago and missed is the next drain's, and one read
+            # after it was settled is indexed again harmlessly (idempotent) and its clearing write finds nothing.
+            for marker in self._records.query(f"{OUTBOX_PREFIX}{shard:02d}", "", limit=limit, consistent=False):
                 if not self._waiting(marker):
                     self._drain_one(marker, families, report)
         return report
@@ -312,6 +342,23 @@ class IndexOutbox:
             return "pending"
         report = DrainReport()
         self._drain_one(marker, {family.family: family}, report)
+        return "indexed" if report.indexed else "queued"
+
+    def on_marker(self, pk: str, sk: str) -> str:
+        """The stream indexer's view of a marker queued for it (``STREAM_LABEL``): drain it now.
+
+        Reads the marker as it is now (the stream may be late or redeliver): "settled" when it is gone,
+        "pending" when it is not queued (a writer settles it, or a recheck waits for a drain), else
+        "indexed", or "queued" when that failed (the attempt is counted, the drains retry it, and the
+        failed attempt's write carries no label, so the stream does not bring it straight back).
+        """
+        marker = self._records.get(pk, sk)
+        if marker is None:
+            return "settled"
+        if marker.data.get("state") != QUEUED:
+            return "pending"
+        report = DrainReport()
+        self._drain_one(marker, self._families(), report)
         return "indexed" if report.indexed else "queued"
 
     def _waiting(self, marker: Item) -> bool:
@@ -373,7 +420,8 @@ class IndexOutbox:
 
     def dead_letters(self, limit: int = 1000) -> list[dict[str, Any]]:
         """Markers that failed ``MAX_ATTEMPTS`` drains, up to ``limit``."""
-        return [item.data for item in self._records.query(DEAD_PARTITION, "", limit=limit)]
+        # Eventually consistent: a report (and the dead-letter metric); a letter moved a moment ago shows next time.
+        return [item.data for item in self._records.query(DEAD_PARTITION, "", limit=limit, consistent=False)]
 
     def retry_dead_letters(self, limit: int = 1000) -> int:
         """Queue the dead letters again (after the cause is fixed); returns how many."""

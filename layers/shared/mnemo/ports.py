@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 
 # ---------------------------------------------------------------- records ---
@@ -55,6 +55,10 @@ class Item:
     data: dict[str, Any]
     version: int = 1
     expires_at: int | None = None
+    #: A label for the table's change stream on this write only (DynamoDB: the top-level attribute
+    #: ``stream``, which the stream indexer's event filter matches); not part of the body, never read back,
+    #: and ignored by stores without a change stream. A later write of the item without it clears it.
+    stream: str | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -174,6 +178,26 @@ class Hit:
 
 #: field -> accepted values; a doc matches when, for every field, it has any of them.
 Filter = dict[str, list[str]]
+
+
+@runtime_checkable
+class InsertingIndex(Protocol):
+    """An optional capability of a VectorIndex: writing documents whose ids it has never held.
+
+    ``insert`` is ``upsert`` without looking for earlier copies to replace (OpenSearch Serverless looks
+    them up by a search before every replacement). Only for ids no write ever gave the index, such as a
+    memory id drawn at random for a new memory; callers check for it with ``isinstance``.
+    """
+
+    def insert(self, namespace: str, docs: Sequence[IndexDoc]) -> None: ...
+
+
+@runtime_checkable
+class BatchKnnIndex(Protocol):
+    """An optional capability of a VectorIndex: several ``knn`` searches in one request (OpenSearch
+    ``_msearch``), each answered exactly as ``knn`` would answer it alone."""
+
+    def knn_many(self, namespace: str, queries: Sequence[tuple[Sequence[float], Filter, int]]) -> list[list[Hit]]: ...
 
 
 class VectorIndex(Protocol):

@@ -12,6 +12,8 @@ the embedded default, so ``mnemo serve`` runs on a laptop with no cloud at all.
 | MNEMO_OPENSEARCH_ENDPOINT | https://... of a domain or Serverless collection | |
 | MNEMO_OPENSEARCH_SERVICE | SigV4 service: es (domain) or aoss (Serverless) | aoss |
 | MNEMO_INDEX_PREFIX | prefix of the OpenSearch index names | mnemo- |
+| MNEMO_OPENSEARCH_TIMEOUT | seconds a search may wait on OpenSearch (a collection waking takes 10-30 s) | 25 |
+| MNEMO_OPENSEARCH_WRITE_TIMEOUT | seconds memory_add's own index write may wait, then it queues | 3 |
 | MNEMO_EMBEDDER | bge (local model), hashing (tests) or titan (Bedrock) | bge |
 | MNEMO_TITAN_MODEL_ID | Bedrock model id | amazon.titan-embed-text-v2:0 |
 | MNEMO_TITAN_DIMENSIONS | 256, 512 or 1024 | 1024 |
@@ -64,6 +66,11 @@ class Settings(BaseModel):
     opensearch_endpoint: str | None = None
     opensearch_service: Literal["es", "aoss"] = "aoss"
     index_prefix: str = "mnemo-"
+    #: A search waits this long (a Serverless collection at 0 OCU wakes in 10-30 s), within API Gateway's
+    #: 29 s; then it answers a retryable TIMEOUT. The stream indexer's and drains' writes wait as long.
+    opensearch_timeout: float = Field(25.0, gt=0, le=900)
+    #: memory_add's own index write waits this long, then queues the memory for the stream indexer.
+    opensearch_write_timeout: float = Field(3.0, gt=0, le=900)
     embedder: Literal["bge", "hashing", "titan"] = "bge"
     hashing_dimensions: int = Field(256, ge=16, le=4096)
     titan_model_id: str = "amazon.titan-embed-text-v2:0"

@@ -1,21 +1,33 @@
-"""The indexer: DynamoDB Stream records of memories in, vector index brought in line.
+"""The indexer: DynamoDB Stream records in, vector index brought in line.
 
 A scheduled event (every five minutes) also drains the index outbox
 (``mnemo.outbox``): the memories, conversations, executions and topics whose
 index write did not complete when they were written.
 
-Every insert, update or removal of a ``MEM#`` item is indexed once
-(``IndexOutbox.on_stream``): a version the writing request indexed (its outbox
-marker is gone, or waits as a recheck) costs one read and no embedding; one
-that request gave up on (embedder or OpenSearch down) is indexed from the
-table (the source of truth) at once; one its request is still indexing is left
-to it (or, if it died, to the next drain). A memory that reached DynamoDB is
-therefore indexed even when OpenSearch failed during memory_add. An index
-write that fails here counts an attempt on the marker, which the drains retry
-(and dead-letter after ``MAX_ATTEMPTS``); a record that cannot be read at all is
-reported back (ReportBatchItemFailures) for Lambda to retry, then to the
-dead-letter queue; a later ``mnemo reindex`` rebuilds everything from the table
-anyway.
+The stream's event filter (template.yaml, the RecordsStream event) passes only
+what needs this function, so the common write costs it nothing:
+
+- an outbox marker queued for it (a write labelled ``STREAM_LABEL``: a
+  memory_add whose inline index write failed or timed out, or any family's
+  writer that gave up on its index write): drained at once
+  (``IndexOutbox.on_marker``), from the record as it is now (the source of
+  truth), with no API time limit, so a memory that reached DynamoDB is indexed
+  even when OpenSearch failed or was waking from idle during memory_add;
+- the removal of a ``MEM#`` item: a removal no marker covers, such as an item
+  deleted outside Mnemo, still takes the memory out of the index
+  (``MemoryIndexSync.sync_index``).
+
+Other ``MEM#`` writes (a stack whose filter still passes every ``MEM#`` write)
+are handled as before: a version whose writer indexed it costs one read. An
+index write that fails here counts an attempt on the marker, which the drains
+retry (and dead-letter after ``MAX_ATTEMPTS``); a record that cannot be read at
+all is reported back (ReportBatchItemFailures) for Lambda to retry, then to
+the dead-letter queue; a later ``mnemo reindex`` rebuilds everything from the
+table anyway.
+
+The drain's metrics (``IndexOutboxDepth``, ``IndexOutboxDeadLetters``) are
+emitted only when not zero, so an idle stack sends none: the alarms on them
+treat missing data as not breaching.
 """
 
 from __future__ import annotations
@@ -31,6 +43,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from mnemo import observability
 from mnemo.memory.records import is_record
 from mnemo.observability import logger
+from mnemo.outbox import OUTBOX_PREFIX
 from mnemo.runtime import get_services
 
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
@@ -45,6 +58,10 @@ def _keys(record: DynamoDBRecord) -> tuple[str, str]:
 
 def handle_record(record: DynamoDBRecord) -> str:
     pk, sk = _keys(record)
+    if pk.startswith(OUTBOX_PREFIX) and record.event_name != DynamoDBRecordEventName.REMOVE:
+        outcome = get_services().outbox.on_marker(pk, sk)
+        logger.debug("drained", extra={"marker": sk, "outcome": outcome})
+        return outcome
     if not is_record(sk):
         return "skipped"
     outcome = get_services().memory.sync_index(pk, sk, removed=record.event_name == DynamoDBRecordEventName.REMOVE)
@@ -64,8 +81,12 @@ def drain_pending() -> dict[str, Any]:
         "deadLetters": dead_letters,
         "indexedByFamily": report.by_family,
     }
-    observability.count("IndexOutboxDepth", report.failed)
-    observability.count("IndexOutboxDeadLetters", dead_letters)
+    # Only when not zero: a metric every five minutes is a cost of its own while the stack is idle, and the
+    # alarms on these two treat missing data as not breaching.
+    if report.failed:
+        observability.count("IndexOutboxDepth", report.failed)
+    if dead_letters:
+        observability.count("IndexOutboxDeadLetters", dead_letters)
     if summary["deadLetters"]:
         logger.warning("the index outbox holds dead letters: run `mnemo reindex --pending`", extra=summary)
     else:

@@ -19,7 +19,7 @@ from mnemo.memory.models import (
     MemoryListInput,
     MemoryListOutput,
 )
-from mnemo.memory.records import RECORD, history_prefix, partition_of, record_sk
+from mnemo.memory.records import RECORD, history_prefix, partition_of, record_sk, with_folded
 from mnemo.paging import decode_after, encode_after, fingerprint
 from mnemo.ports import RecordStore
 
@@ -78,6 +78,9 @@ class MemoryBrowse:
                 continue  # the cursor was issued for this memory in another layer (or is not ours)
             low = prefix if after is None else after + "\x00"
             items = self._records.query(partition_of(scope), between=(low, prefix + _TOP), limit=request.limit + 1)
+            # An added memory's ADD entry is folded into its record (mnemo.memory.records).
+            record = self._records.get(partition_of(scope), record_sk(request.memory_id))
+            items = with_folded(items, record, low, prefix + _TOP)[: request.limit + 1]
             if not items and after is None:
                 continue
             page = [_change(item.data) for item in items[: request.limit]]

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from mnemo.context import Layer
-from mnemo.graph.models import GraphContext
+from mnemo.graph.context_models import GraphContext
 from mnemo.models import Boolean, Integer, Number, ToolRequest, ToolResponse, UtcDateTime, WireModel
 
 MAX_CONTENT_CHARS = 8000

@@ -1,10 +1,13 @@
 """Keeping the vector index in line with the memory records: outbox markers, index writes, re-syncs, reindex.
 
-Every memory write carries an index outbox marker (``mnemo.outbox``) in the
-same all-or-nothing write; the writing request then indexes the record and
-settles its marker, and whatever it could not index is taken up by the stream
-indexer or a drain (``sync_index``, ``sync_reference``), from the record as it
-is now. ``reindex`` rebuilds the whole index from the records.
+A memory_add indexes the new memory before it writes the record and writes a
+(queued) outbox marker only when that index write failed (``try_insert``; the
+reasons: ``mnemo.memory.writes``). Every other memory write carries an index
+outbox marker (``mnemo.outbox``) in the same all-or-nothing write; the writing
+request then indexes the record and settles its marker, and whatever it could
+not index is taken up by the stream indexer or a drain (``sync_index``,
+``sync_reference``), from the record as it is now. ``reindex`` rebuilds the
+whole index from the records.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from mnemo.errors import MnemoError
 from mnemo.memory.indexing import NAMESPACE, embedding_text, index_doc
 from mnemo.memory.records import PARTITION, is_record, memory_id_of, partition_of, record_sk
 from mnemo.outbox import GONE, IndexOutbox, Reference
-from mnemo.ports import Embedder, Item, Put, RecordStore, VectorIndex
+from mnemo.ports import Embedder, InsertingIndex, Item, Put, RecordStore, VectorIndex
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +64,23 @@ class MemoryIndexSync:
         except MnemoError as error:
             logger.warning("embedding failed; the memory is stored and queued for indexing: %s", error.message)
             return []
+
+    def try_insert(self, data: dict[str, Any], vector: Sequence[float]) -> bool:
+        """Index a memory whose record is not written yet (a new id); False, logged, when the index failed.
+
+        An index that can write a never-held id without looking for earlier copies (``InsertingIndex``:
+        OpenSearch Serverless) does so, within its short write timeout.
+        """
+        docs = [index_doc(data, vector)]
+        try:
+            if isinstance(self._index, InsertingIndex):
+                self._index.insert(NAMESPACE, docs)
+            else:
+                self._index.upsert(NAMESPACE, docs)
+        except Exception as error:  # any index failure or timeout: the record is written with a queued marker
+            logger.warning("indexing memory %s failed; queued for the indexer: %s", data["memoryId"], error)
+            return False
+        return True
 
     def upsert(self, data: dict[str, Any], vector: Sequence[float], version: int) -> Callable[[], str]:
         """The first index write of a record just written at ``version``, for ``IndexOutbox.settle``."""

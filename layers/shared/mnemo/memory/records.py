@@ -9,12 +9,22 @@ sk (partition ``MEM|{scope}``)             holds
                                            createdAt, occurredAt, contentHash, embeddingModel,
                                            createdBy}``; ``after`` when it is linked to the dated memory
                                            before it, ``orphaned``/``orphanedAt`` when the knowledge item
-                                           it mirrors is gone
+                                           it mirrors is gone; ``added`` (memory_add and the batch
+                                           path): its ADD history entry, folded in
 ``HIST#{memoryId}#{at}#{event}#{rand}``    one history item per change ``{memoryId, event, at, actor}``
                                            (ADD, DEDUPE, DELETE, SYNC_ADD, SYNC_UPDATE, ORPHAN)
 ``IDEM#{key}``                             an idempotency record ``{requestHash, response}``, kept a day
 ``LAST``                                   the dated memory added last in the scope ``{memoryId, day}``
 =========================================  ==============================================================
+
+The ADD entry of a memory added by memory_add (or the batch path) is folded
+into its record (``added``: the random part of the history item's sort key;
+the rest of that item is the record's ``createdAt``, ``createdBy`` and
+``contentHash``), so that the add is one write of one item. Readers of a history merge it
+in at its sort key (``with_folded``), so memory_history shows it as before; the
+delete of such a memory writes it out as its own history item (``unfolded``),
+beside the DELETE, so the history outlives the record as it always did. Every
+later change stays a history item of its own.
 
 The service, the batch path, export and import and the stream indexer build
 and read these keys and items through this module only.
@@ -38,6 +48,8 @@ HISTORY = "HIST#"
 IDEMPOTENCY = "IDEM#"
 #: Sort key of each scope's pointer to the dated memory added last there: the next one links to it.
 LAST = "LAST"
+#: The record's field holding its folded ADD history entry (see the module docstring).
+ADDED = "added"
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 
 
@@ -154,12 +166,56 @@ def orphaned(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "orphaned": True, "orphanedAt": iso(now())}
 
 
-def history_item(scope: str, memory_id: str, event: str, actor: str | None, **extra: Any) -> Put:
-    """The history item of one change to a memory, written with the change."""
+def history_entry(scope: str, memory_id: str, event: str, actor: str | None, **extra: Any) -> Item:
+    """The history item of one change to a memory (its key and body)."""
     at = iso(now())
     data = {"memoryId": memory_id, "event": event, "at": at, "actor": actor, **extra}
     sk = f"{HISTORY}{memory_id}#{at}#{event}#{secrets.token_hex(3)}"
-    return Put(Item(partition_of(scope), sk, data), expect="absent")
+    return Item(partition_of(scope), sk, data)
+
+
+def history_item(scope: str, memory_id: str, event: str, actor: str | None, **extra: Any) -> Put:
+    """The history item of one change to a memory, written with the change."""
+    return Put(history_entry(scope, memory_id, event, actor, **extra), expect="absent")
+
+
+def fold(data: dict[str, Any]) -> dict[str, Any]:
+    """A new record's body with its ADD history entry folded in (``ADDED``).
+
+    The entry is what ``history_item(scope, memoryId, "ADD", createdBy, contentHash=...)`` at ``createdAt``
+    would hold, so the record keeps only the random part of that item's sort key: 14 bytes, not a second item.
+    """
+    return {**data, ADDED: secrets.token_hex(3)}
+
+
+def folded(record: Item | None) -> Item | None:
+    """The history item a record's folded ADD entry stands for (its key and body), or None."""
+    if record is None or not isinstance(record.data.get(ADDED), str):
+        return None
+    data = record.data
+    entry = {
+        "memoryId": data["memoryId"],
+        "event": "ADD",
+        "at": data["createdAt"],
+        "actor": data.get("createdBy"),
+        "contentHash": data["contentHash"],
+    }
+    return Item(record.pk, f"{HISTORY}{data['memoryId']}#{data['createdAt']}#ADD#{data[ADDED]}", entry)
+
+
+def unfolded(record: Item) -> list[Put]:
+    """What a delete of ``record`` writes to keep its folded ADD entry: that history item (if any)."""
+    entry = folded(record)
+    return [Put(entry, expect="absent")] if entry is not None else []
+
+
+def with_folded(items: list[Item], record: Item | None, low: str = "", high: str = "\U0010ffff") -> list[Item]:
+    """History items (in sort key order) with the record's folded ADD entry merged in at its sort key, if
+    that key falls in ``[low, high]`` and no item holds it already."""
+    entry = folded(record)
+    if entry is None or not low <= entry.sk <= high or any(item.sk == entry.sk for item in items):
+        return items
+    return sorted([*items, entry], key=lambda item: item.sk)
 
 
 def last_pointer(pk: str, memory_id: str, occurred_at: str, last: Item | Literal["unread"] | None = "unread") -> Put:

@@ -13,7 +13,7 @@ from mnemo.context import MEMORY_LAYERS, RequestContext
 from mnemo.errors import NotFound
 from mnemo.memory.indexing import NAMESPACE, meta_keywords
 from mnemo.memory.models import MemoryResult, MemorySearchInput, MemorySearchOutput
-from mnemo.memory.records import history_prefix, partition_of, record_sk
+from mnemo.memory.records import history_prefix, partition_of, record_sk, with_folded
 from mnemo.paging import decode_cursor, encode_cursor, fingerprint
 from mnemo.ports import Embedder, Filter, RecordStore, VectorIndex
 from mnemo.retrieval.ranker import hybrid_rank
@@ -37,7 +37,10 @@ class MemorySearch:
         caller's memory.
         """
         for layer in context.readable_layers():
-            items = self._records.query(partition_of(context.scope_key(layer)), history_prefix(memory_id), limit=1000)
+            partition = partition_of(context.scope_key(layer))
+            items = self._records.query(partition, history_prefix(memory_id), limit=1000)
+            # An added memory's ADD entry is folded into its record (mnemo.memory.records).
+            items = with_folded(items, self._records.get(partition, record_sk(memory_id)))[:1000]
             if items:
                 return [item.data for item in items]
         raise NotFound(f"Memory '{memory_id}' not found", {"field": "memoryId", "memoryId": memory_id})
@@ -100,19 +103,24 @@ class MemorySearch:
         """Read the best hits back from the records until ``limit`` results stand, each with its score's parts.
 
         Hits arrive in layer-precedence-then-score order. A hit with no record
-        (a stale index entry) or repeating content already taken from a more
-        specific layer is dropped; the count of those drops is returned so that
-        totalCount stays honest about what was seen.
+        (a stale index entry, or the document of an add whose record write never
+        happened: ``mnemo.memory.writes``), at another scope, orphaned, superseded
+        or repeating content already taken from a more specific layer is dropped;
+        the count of those drops is returned so that totalCount stays honest about
+        what was seen. Each read asks for exactly the results still missing (the
+        first one ``limit`` keys), so more keys are read only when some were dropped.
         """
         results: list[MemoryResult] = []
         seen_content: set[str] = set()
         dropped = 0
         position = 0
         while len(results) < limit and position < len(ranked):
-            batch = ranked[position : position + max(limit * 2, 10)]
+            batch = ranked[position : position + limit - len(results)]
             position += len(batch)
             keys = [(partition_of(scope), record_sk(memory_id)) for _, _, memory_id, scope in batch]
-            # A read-back: a hit missing or a version behind for a second is dropped or shown as it was.
+            # Eventually consistent (half the read units): search is eventually consistent anyway (the index
+            # shows a write after its refresh), so a hit missing or a version behind for a second is dropped
+            # or shown as it was; what a caller sees is still only what the records hold in its scopes.
             found = {item.data["memoryId"]: item.data for item in self._records.batch_get(keys, consistent=False)}
             for _, negative_score, memory_id, scope in batch:
                 data = found.get(memory_id)

@@ -1,10 +1,39 @@
 """Adding and deleting memories: layer checks, near-duplicates, idempotency, the dated chain, history.
 
-Each add or delete is one all-or-nothing write of the record, its history item,
-its index outbox marker and, as the case may be, its idempotency record and the
-scope's LAST pointer (``mnemo.memory.records``); the index follows through the
-outbox (``mnemo.memory.outbox_sync``). The batch path (``mnemo.memory.batch``)
-builds its records with the same builders.
+**memory_add writes the index first.** A new memory gets a fresh random id, so
+no other writer can touch its record or its index document before ``add``
+returns. ``add`` therefore indexes it first (a short-timeout write of a document
+for an id the index never held) and then writes its record in one write:
+
+- the index write succeeded: the record alone (its ADD history entry folded in,
+  ``mnemo.memory.records``), one PutItem, plus, in the same all-or-nothing
+  write, the idempotency record and the scope's LAST pointer when there are any;
+  no outbox marker, no marker delete, no version read-back;
+- the index write failed or timed out (OpenSearch down, or waking from idle),
+  or there is no vector (embedder down): the record and a **queued** outbox
+  marker (``mnemo.outbox``) in one all-or-nothing write; the stream indexer,
+  which has no API time limit, indexes it from the record at once, and the
+  drains retry it.
+
+An index document whose record write then fails, or never happens (the process
+is killed in between), is harmless: it names a memory id no record holds, and
+every reader hydrates from the records first (search drops a hit whose record
+is missing, the near-duplicate check reads the candidate's record, a delete
+re-indexes its followers from theirs). When the record write lost a race
+(ConditionFailed: the LAST pointer moved, or a retry with the same idempotency
+key won) a queued marker for the abandoned id is written, so the indexer
+removes the stray document; after a crash ``mnemo reindex`` removes it. A
+timed-out index write that in fact landed is replaced by the indexer's
+re-index from the record, and the copies checked again after the refresh
+window (``IndexOutbox`` rechecks).
+
+Concurrent writers and version order are unchanged: a new id is written once
+(``expect="absent"``); dated adds still race on the LAST pointer, and a delete
+still writes its record removal, its DELETE history item, the folded ADD entry
+written out as its own history item, and its outbox marker in one
+all-or-nothing write, then settles the marker (``mnemo.memory.outbox_sync``).
+The batch path (``mnemo.memory.batch``) builds its records with the same
+builders and keeps its markers.
 """
 
 from __future__ import annotations
@@ -24,6 +53,7 @@ from mnemo.memory.records import (
     LAST,
     day_of,
     digest,
+    fold,
     history_item,
     idempotency_item,
     idempotency_sk,
@@ -35,9 +65,10 @@ from mnemo.memory.records import (
     record_sk,
     replayed,
     request_hash,
+    unfolded,
 )
 from mnemo.outbox import IndexOutbox
-from mnemo.ports import ConditionFailed, Embedder, Item, Put, RecordStore, VectorIndex
+from mnemo.ports import BatchKnnIndex, ConditionFailed, Embedder, Item, Put, RecordStore, VectorIndex
 from mnemo.ports import Delete as DeleteOp
 from mnemo.retrieval.ranker import AFTER
 
@@ -71,10 +102,15 @@ class NewMemory:
 
     data: dict[str, Any]
     output: MemoryAddOutput
-    #: The index outbox marker written with the record (settled once the index holds it).
+    #: The index outbox marker the batch path writes with the record (settled once the index holds it).
     marker: Put
-    #: The record, its ADD history item, the marker and, for a dated memory, the scope's LAST pointer.
-    operations: list[Put | DeleteOp]
+    #: The record (its ADD history entry folded in) and, for a dated memory, the scope's LAST pointer.
+    writes: list[Put | DeleteOp]
+
+    @property
+    def operations(self) -> list[Put | DeleteOp]:
+        """The record, the marker and, for a dated memory, the scope's LAST pointer (the batch path's write)."""
+        return [self.writes[0], self.marker, *self.writes[1:]]
 
 
 def deduplicated(
@@ -113,9 +149,10 @@ class MemoryWrites:
     def add(self, context: RequestContext, request: MemoryAddInput) -> MemoryAddOutput:
         """Store one memory in the caller's scope of ``request.layer``, or name the one it repeats.
 
-        The record, its history item, its outbox marker and (as the case may be) its idempotency record and
-        the scope's LAST pointer go out in one all-or-nothing write; the index follows through the outbox,
-        so the memory is stored even while the embedder or the index is down. A repeated idempotency key
+        The memory is indexed first, then its record (its ADD history entry folded in) and, as the case may
+        be, its idempotency record and the scope's LAST pointer go out in one all-or-nothing write, with a
+        queued outbox marker only when the index write failed or timed out (the module docstring); so the
+        memory is stored even while the embedder or the index is down or waking from idle. A repeated idempotency key
         answers as the first call did (CONFLICT when the key was used for another request). Errors:
         INVALID_INPUT without the layer's ids, UNAUTHORIZED for a shared layer without the writer role,
         CONFLICT when a dated add keeps losing the race for the scope's LAST pointer.
@@ -146,6 +183,8 @@ class MemoryWrites:
         """One attempt of ``add``; ConditionFailed when its write lost a race."""
         partition = partition_of(scope)
         occurred_at = iso(request.occurred_at) if request.occurred_at else None
+        # Strongly consistent (the default), as every read here that decides the write: a stale LAST pointer
+        # would only cost a lost race and a retry, but a missed predecessor would leave the memory unlinked.
         last = self._records.get(partition, LAST) if occurred_at else None
         previous = self._previous(partition, occurred_at, last)
         # The near-duplicate check compares the content alone; the index holds the content in context.
@@ -155,22 +194,44 @@ class MemoryWrites:
         content_hash = digest(request.content)
         # Without a vector (embedder down) the memory is still stored and queued for
         # indexing; only the near-duplicate check is skipped.
-        duplicate = (
-            self._find_duplicate(partition, scope, content_vector, content_hash) if content_vector is not None else None
-        )
+        duplicate = None
+        if content_vector is not None:
+            try:
+                duplicate = self._find_duplicate(partition, scope, content_vector, content_hash)
+            except MnemoError as error:  # the index is down or waking: no check, and no inline index write
+                logger.warning("near-duplicate check failed; the memory is stored and queued: %s", error.message)
+                vector = None
         if duplicate is not None:
             output, operations = deduplicated(context, request, scope, duplicate, content_hash)
-        else:
-            # The LAST pointer moves only if no other add or delete moved it since it was read: a racing
-            # add would fork the chain, a racing delete would leave its content in this memory's vector.
-            new = self.new_record(context, request, scope, previous, content_hash, last=last, queued=vector is None)
-            data, output, marker, operations = new.data, new.output, new.marker, new.operations
+            if request.idempotency_key:
+                operations.append(idempotency_item(partition, request.idempotency_key, request_digest, output))
+            self._records.write(operations)
+            return output
+        # The LAST pointer moves only if no other add or delete moved it since it was read: a racing
+        # add would fork the chain, a racing delete would leave its content in this memory's vector.
+        new = self.new_record(context, request, scope, previous, content_hash, last=last)
+        memory_id = new.output.memory_id
+        # The index first (the module docstring): a new id, so nothing else can write its document.
+        indexed = vector is not None and self._sync.try_insert(new.data, vector)
+        operations = list(new.writes)
+        if not indexed:  # the stream indexer takes it from the record (no vector, or the index failed)
+            operations.append(self._sync.marker(partition, memory_id, queued=True))
         if request.idempotency_key:
-            operations.append(idempotency_item(partition, request.idempotency_key, request_digest, output))
-        self._records.write(operations)
-        if duplicate is None and vector is not None:  # without a vector the marker is queued for the indexer
-            self._outbox.settle(marker, self._sync, first=self._sync.upsert(data, vector, version=1), new=True)
-        return output
+            operations.append(idempotency_item(partition, request.idempotency_key, request_digest, new.output))
+        try:
+            self._records.write(operations)
+        except ConditionFailed:
+            if indexed:  # a document for an id no record will hold: the indexer removes it
+                self._abandon(partition, memory_id)
+            raise
+        return new.output
+
+    def _abandon(self, partition: str, memory_id: str) -> None:
+        """Queue the removal of the index document of an add whose record write lost its race."""
+        try:
+            self._records.write([self._sync.marker(partition, memory_id, queued=True)])
+        except (ConditionFailed, MnemoError) as error:  # a stray document stays until `mnemo reindex`
+            logger.warning("could not queue the removal of stray index document %s: %s", memory_id, error)
 
     def new_record(
         self,
@@ -211,14 +272,12 @@ class MemoryWrites:
         )
         output = MemoryAddOutput(memory_id=memory_id, message=STORED_MESSAGE, layer=request.layer)
         marker = self._sync.marker(partition, memory_id, queued=queued)
-        operations: list[Put | DeleteOp] = [
-            Put(Item(partition, record_sk(memory_id), data), expect="absent"),
-            history_item(scope, memory_id, "ADD", context.user, contentHash=data["contentHash"]),
-            marker,
-        ]
+        # The ADD history entry is folded into the record: one item to write (mnemo.memory.records).
+        data = fold(data)
+        writes: list[Put | DeleteOp] = [Put(Item(partition, record_sk(memory_id), data), expect="absent")]
         if occurred_at:  # the next memory of this scope on this day links to this one
-            operations.append(last_pointer(partition, memory_id, occurred_at, last))
-        return NewMemory(data, output, marker, operations)
+            writes.append(last_pointer(partition, memory_id, occurred_at, last))
+        return NewMemory(data, output, marker, writes)
 
     # ------------------------------------------------------------- delete
     def delete(self, context: RequestContext, request: MemoryDeleteInput) -> MemoryDeleteOutput:
@@ -267,6 +326,7 @@ class MemoryWrites:
                     [
                         DeleteOp(item.pk, item.sk, expect=item.version),
                         history_item(scope, memory_id, "DELETE", context.user, contentHash=item.data["contentHash"]),
+                        *unfolded(item),  # its folded ADD entry outlives the record as its own item
                         marker,
                         *followers,
                         *unlink,
@@ -311,7 +371,10 @@ class MemoryWrites:
     def _find_duplicate(
         self, partition: str, scope: str, vector: Sequence[float], content_hash: str | None = None
     ) -> str | None:
-        """The stored memory of the scope this one repeats (see ``repeat_candidates``), if its record stands."""
+        """The stored memory of the scope this one repeats (see ``repeat_candidates``), if its record stands.
+
+        Read strongly consistent: a candidate deleted a moment ago must not be named as the memory kept.
+        """
         for memory_id in self.repeat_candidates(scope, vector, content_hash):
             found = self._records.get(partition, record_sk(memory_id))
             if found is not None and not found.data.get("orphaned"):
@@ -325,12 +388,14 @@ class MemoryWrites:
         hash, whatever the stored vector holds), then vectors at or above ``floor`` (default: the near-duplicate
         similarity). The caller checks their records."""
         floor = self._dedupe_similarity if floor is None else floor
-        same = (
-            self._index.knn(NAMESPACE, vector, {"scope": [scope], CONTENT_HASH: [content_hash]}, 1)
-            if content_hash
-            else []
-        )
-        near = self._index.knn(NAMESPACE, vector, {"scope": [scope]}, 3)
+        queries: list[tuple[Sequence[float], dict[str, list[str]], int]] = [(vector, {"scope": [scope]}, 3)]
+        if content_hash:
+            queries.insert(0, (vector, {"scope": [scope], CONTENT_HASH: [content_hash]}, 1))
+        if isinstance(self._index, BatchKnnIndex):  # both in one request (OpenSearch _msearch), same answers
+            answers = self._index.knn_many(NAMESPACE, queries)
+        else:
+            answers = [self._index.knn(NAMESPACE, *query) for query in queries]
+        same, near = (answers[0], answers[1]) if content_hash else ([], answers[0])
         return [hit.id for hit in (*same, *(hit for hit in near if hit.score >= floor))]
 
     def replay(self, partition: str, key: str, request_digest: str) -> MemoryAddOutput | None:

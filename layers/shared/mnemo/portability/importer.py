@@ -572,7 +572,7 @@ class Importer:
                 self._history.setdefault((item.pk, head), set()).add(item.sk)
                 if there is not None:
                     self._shared.add((item.pk, head))
-            if head == item.sk and there is None and self._deleted_since(item.pk, head):
+            if head == item.sk and there is None and self._deleted_since(item.pk, head, item):
                 self._kept(line, item, head_record=True)
                 continue
             if head is not None and self._kept_object(item.pk, head, stored.get((item.pk, head))):
@@ -599,16 +599,24 @@ class Importer:
             size += unit_size
         self._write(group)
 
-    def _deleted_since(self, pk: str, head: str) -> bool:
+    def _deleted_since(self, pk: str, head: str, record: Item | None = None) -> bool:
         """Whether a memory whose record the target lacks was deleted there since the export: the target's
-        history of it holds items the file does not (a DELETE), which a resumed import never leaves."""
+        history of it holds items the file does not (a DELETE), which a resumed import never leaves.
+
+        A record's folded ADD entry (``mnemo.memory.records``) counts as a history item of the file; a
+        delete in the target wrote it out under the same key."""
         seen = self._history.pop((pk, head), set())
-        if (pk, head) not in self._shared:  # none of its history is there: a new memory (the common case)
-            return False
+        shared = (pk, head) in self._shared
         self._shared.discard((pk, head))
+        entry = memories.folded(record) if record is not None and memories.is_record(head) else None
+        if not shared and entry is None:  # none of its history is there: a new memory (the common case)
+            return False
         memory_id = memories.memory_id_of(head)
         theirs = {item.sk for item in self._services.records.query(pk, memories.history_prefix(memory_id), limit=1000)}
-        return bool(theirs - seen)
+        if entry is not None:
+            seen.add(entry.sk)
+            shared = shared or entry.sk in theirs
+        return shared and bool(theirs - seen)
 
     def _marker(self, line: RecordLine, item: Item) -> Put | None:
         """The index outbox marker written with a new record, if the index mirrors it. Every record's reference

@@ -25,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mnemo.errors import MnemoError
+from mnemo.errors import MnemoError, Timeout
 from mnemo.ports import Embedder, Filter, Hit, VectorIndex
 from mnemo.retrieval.scoring import Calibration, Context, calibration_for
 
@@ -172,6 +172,8 @@ def _knn(index: VectorIndex, namespace: str, vector: Sequence[float], flt: Filte
     """The k-NN hits, or None when the k-NN failed (ranking then falls back to keywords alone)."""
     try:
         return index.knn(namespace, vector, flt, k)
+    except Timeout:
+        raise  # the index itself did not answer (e.g. waking from idle): a keyword search would wait again
     except MnemoError as error:
         logger.warning("k-NN search failed; ranking by keywords only: %s", error.message)
         return None

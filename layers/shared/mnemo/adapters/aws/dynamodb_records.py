@@ -2,7 +2,8 @@
 
 Item layout: ``pk`` (S, hash), ``sk`` (S, range), ``version`` (N), ``data``
 (S: the record as JSON, so floats and nesting round-trip exactly) and
-``expires_at`` (N, the table's TTL attribute). DynamoDB deletes expired
+``expires_at`` (N, the table's TTL attribute) and, on the writes that carry one,
+``stream`` (S, ``Item.stream``: what the stream indexer's event filter matches). DynamoDB deletes expired
 items lazily, so reads treat an item past ``expires_at`` as absent, and so do
 the "absent" write conditions.
 """
@@ -46,6 +47,8 @@ class DynamoDbRecordStore(LazyClient):
         }
         if item.expires_at is not None:
             attributes["expires_at"] = {"N": str(item.expires_at)}
+        if item.stream is not None:  # for the stream indexer's event filter only: never read back
+            attributes["stream"] = {"S": item.stream}
         return attributes
 
     @staticmethod

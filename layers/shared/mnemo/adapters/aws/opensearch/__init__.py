@@ -40,6 +40,17 @@ created on the first upsert, with the dimension of the first vector, together wi
 index template for ``index_prefix*`` (see ``mapping.index_template``);
 ``infra/bootstrap_opensearch.py`` can create both ahead.
 
+Two optional capabilities serve memory_add (``mnemo.memory.writes``): ``insert`` writes documents
+for ids the index never held (a new memory) without the lookup of earlier copies that a
+Serverless replacement needs, and ``knn_many`` sends its near-duplicate check's two k-NN searches
+in one ``_msearch``. Both wait at most the write timeout (``MNEMO_OPENSEARCH_WRITE_TIMEOUT``, 3 s);
+on timeout memory_add queues the memory for the stream indexer. Everything else waits
+``MNEMO_OPENSEARCH_TIMEOUT`` (25 s): a Serverless collection scaled to zero (0 OCU after 10 idle
+minutes) answers its first request after 10 to 30 s, and a search must answer within API
+Gateway's 29 s. A request that times out answers a retryable TIMEOUT naming the wait
+(``errors.timed_out``), is not re-sent by the client (``client.MAX_RETRIES``), and a search's
+k-NN timeout is not followed by a keyword search that would wait again (``mnemo.retrieval.ranker``).
+
 The package's modules: ``mapping`` (the index definition, template and names), ``queries``
 (filters as keywords and the request bodies), ``scoring`` (faiss scores and BM25),
 ``errors`` (OpenSearch failures as Mnemo errors), ``client`` (the signed client) and

@@ -77,6 +77,9 @@ class OpenSearchVectorIndex:
         serverless: bool = True,
         refresh_window: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        timeout: float | None = None,
+        write_timeout: float | None = None,
     ) -> None:
         if (
             not index_prefix
@@ -99,6 +102,11 @@ class OpenSearchVectorIndex:
         #: index name -> (document count, mean length, when read): BM25's totals, kept STATS_TTL.
         self._totals: dict[str, tuple[int, float, float]] = {}
         self._clock = clock
+        #: Seconds a request waits (the client's own timeout), and memory_add's inline write (``insert``).
+        self._timeout = timeout
+        self._write_timeout = write_timeout
+        #: The timeout of the requests this thread sends now, when not the client's (``insert``).
+        self._local = threading.local()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenSearchVectorIndex:
@@ -110,10 +118,13 @@ class OpenSearchVectorIndex:
             raise ValueError("MNEMO_OPENSEARCH_ENDPOINT is required when MNEMO_VECTOR_INDEX is opensearch")
         service = settings.opensearch_service
         local = is_local_endpoint(endpoint)
+        timeout = settings.opensearch_timeout
         return cls(
-            lambda: make_client(endpoint, settings.aws_region, service, endpoint_is_local=local),
+            lambda: make_client(endpoint, settings.aws_region, service, endpoint_is_local=local, timeout=timeout),
             index_prefix=settings.index_prefix,
             serverless=service == "aoss",
+            timeout=timeout,
+            write_timeout=settings.opensearch_write_timeout,
         )
 
     @property
@@ -123,10 +134,20 @@ class OpenSearchVectorIndex:
         if client is None:
             with self._lock:
                 if self._client is None:
-                    with translated():
+                    with translated(self._waits()):
                         self._client = self._client_factory()
                 client = self._client
         return client
+
+    def _waits(self) -> float | None:
+        """The seconds this thread's requests wait now (named by a TIMEOUT), if known."""
+        override: float | None = getattr(self._local, "timeout", None)
+        return override if override is not None else self._timeout
+
+    def _params(self) -> dict[str, Any]:
+        """The per-request timeout of this thread's requests now, as opensearch-py takes it (none: the client's)."""
+        override = getattr(self._local, "timeout", None)
+        return {"request_timeout": override} if override is not None else {}
 
     def index_name(self, namespace: str) -> str:
         """The OpenSearch index that holds a namespace (``mapping.index_name``)."""
@@ -139,6 +160,20 @@ class OpenSearchVectorIndex:
         On Serverless the new copies are written before the old ones (found by ``doc_id``) are deleted, so a
         search never misses the document; a copy written inside the refresh window may survive (``prune``).
         """
+        self._write(namespace, docs, replace=True)
+
+    def insert(self, namespace: str, docs: Sequence[IndexDoc]) -> None:
+        """``upsert`` of ids the index never held (``InsertingIndex``): no lookup of earlier copies on
+        Serverless (one request, not two), and every request waits at most the write timeout (memory_add's
+        inline write, which queues the memory for the stream indexer when it times out)."""
+        previous = getattr(self._local, "timeout", None)
+        self._local.timeout = self._write_timeout if self._write_timeout is not None else previous
+        try:
+            self._write(namespace, docs, replace=False)
+        finally:
+            self._local.timeout = previous
+
+    def _write(self, namespace: str, docs: Sequence[IndexDoc], *, replace: bool) -> None:
         if not docs:
             return
         latest = {doc.id: doc for doc in docs}  # one document per id: the last one given wins
@@ -148,7 +183,7 @@ class OpenSearchVectorIndex:
             if len(vector) != dims:
                 raise ValueError(f"vector of {doc_id} has {len(vector)} dimensions, the batch has {dims}")
         index = self.index_name(namespace)
-        with translated():
+        with translated(self._waits()):
             created = self._check_dimension(index, dims, create=True) == "created"
             with self._lock:
                 unstamped = index in self._unstamped
@@ -158,7 +193,7 @@ class OpenSearchVectorIndex:
                 if not self._serverless:
                     meta["_id"] = doc_id
                 actions.append(({"index": meta}, _source(doc, vectors[doc_id], stamped=not unstamped)))
-            if self._serverless and not created:
+            if self._serverless and not created and replace:
                 # New copies first, then the old ones go: a search never misses the memory.
                 actions += [({"delete": {"_index": index, "_id": _id}}, None) for _id in self._ids_of(index, latest)]
             self._bulk(actions)
@@ -170,7 +205,7 @@ class OpenSearchVectorIndex:
         if not unique:
             return
         index = self.index_name(namespace)
-        with translated():
+        with translated(self._waits()):
             if self._dimension(index) is None:
                 return  # no index, nothing to delete (and a bulk must not create one)
             targets = self._ids_of(index, unique) if self._serverless else unique
@@ -184,7 +219,7 @@ class OpenSearchVectorIndex:
         """
         unique = list(dict.fromkeys(ids))
         index = self.index_name(namespace)
-        with translated():
+        with translated(self._waits()):
             if not unique or self._dimension(index) is None:
                 return
             copies: dict[str, list[tuple[int, str]]] = {}
@@ -202,26 +237,61 @@ class OpenSearchVectorIndex:
         if k <= 0 or clauses is None:
             return []
         index = self.index_name(namespace)
-        with translated():
+        with translated(self._waits()):
             if self._check_dimension(index, len(query), create=False) == "missing":
                 return []
             size = min(k, MAX_K)
             response = self._search_or_none(index, knn_body(query, size, clauses))
         if response is None:
             return []
-        hits: list[Hit] = []
-        seen: set[str] = set()
-        for hit in response["hits"]["hits"]:
-            source = hit.get("_source") or {}
-            doc_id = source.get("doc_id")
-            if doc_id is None or doc_id in seen:  # Serverless may briefly hold two copies
-                continue
-            seen.add(doc_id)
-            hits.append(
-                Hit(doc_id, cosine_from_score(float(hit["_score"])), keywords_from_filters(source.get("filters", [])))
-            )
-        hits.sort(key=lambda hit: -hit.score)
-        return hits[:k]
+        return _knn_hits(response, k)
+
+    def knn_many(self, namespace: str, queries: Sequence[tuple[Sequence[float], Filter, int]]) -> list[list[Hit]]:
+        """Several ``knn`` searches in one ``_msearch`` request (``BatchKnnIndex``), each answered as ``knn``
+        would answer it alone (the same body, the same hits).
+
+        Its caller is memory_add's near-duplicate check, part of its inline write, so it waits at most the
+        write timeout, as ``insert`` does (a TIMEOUT: the add skips the check and queues the memory).
+        """
+        previous = getattr(self._local, "timeout", None)
+        self._local.timeout = self._write_timeout if self._write_timeout is not None else previous
+        try:
+            return self._knn_many(namespace, queries)
+        finally:
+            self._local.timeout = previous
+
+    def _knn_many(self, namespace: str, queries: Sequence[tuple[Sequence[float], Filter, int]]) -> list[list[Hit]]:
+        answers: list[list[Hit]] = [[] for _ in queries]
+        wanted: list[tuple[int, dict[str, Any]]] = []
+        index = self.index_name(namespace)
+        for position, (vector, flt, k) in enumerate(queries):
+            query = _vector(vector, "the query")
+            clauses = filter_clauses(flt)
+            if k > 0 and clauses is not None:
+                wanted.append((position, knn_body(query, min(k, MAX_K), clauses)))
+        if not wanted:
+            return answers
+        dims = {len(body["query"]["knn"]["vector"]["vector"]) for _, body in wanted}
+        with translated(self._waits()):
+            for size in dims:
+                if self._check_dimension(index, size, create=False) == "missing":
+                    return answers
+            try:
+                lines = [line for _, body in wanted for line in ({"index": index}, body)]
+                response = self.client.msearch(body=lines, params=self._params())
+            except Exception as error:
+                if is_missing_index(error):
+                    self._forget(index)
+                    return answers
+                raise
+        for (position, _), item in zip(wanted, response["responses"], strict=True):
+            if "error" in item:
+                if error_type(item["error"]) == "index_not_found_exception":
+                    self._forget(index)
+                    return [[] for _ in queries]
+                raise status_error(int(item.get("status", 500)), error_type(item["error"]))
+            answers[position] = _knn_hits(item, queries[position][2])
+        return answers
 
     def lexical(self, namespace: str, text: str, flt: Filter, k: int) -> list[Hit]:
         """One msearch for candidates and statistics, scored here exactly as the local index scores.
@@ -238,7 +308,7 @@ class OpenSearchVectorIndex:
         if cached is not None and self._clock() - cached[2] >= STATS_TTL:
             cached = None
         bodies = lexical_bodies(terms, clauses, lexical_window(k), totals=cached is None)
-        with translated():
+        with translated(self._waits()):
             try:
                 response = self.client.msearch(body=[line for body in bodies for line in ({"index": index}, body)])
             except Exception as error:
@@ -283,14 +353,14 @@ class OpenSearchVectorIndex:
 
     def keywords_of(self, namespace: str, ids: Sequence[str]) -> dict[str, dict[str, list[str]]]:
         """The filter fields of the ids found by a ``doc_id`` search."""
-        with translated():
+        with translated(self._waits()):
             hits = self._by_doc_id(self.index_name(namespace), dict.fromkeys(ids), ["doc_id", "filters"])
             return {hit["_source"]["doc_id"]: keywords_from_filters(hit["_source"].get("filters", [])) for hit in hits}
 
     def count(self, namespace: str) -> int:
         """The index's document count (0 when it does not exist); on Serverless a second copy counts too."""
         index = self.index_name(namespace)
-        with translated():
+        with translated(self._waits()):
             try:
                 return int(self.client.count(index=index)["count"])
             except Exception as error:
@@ -302,7 +372,7 @@ class OpenSearchVectorIndex:
     def clear(self, namespace: str) -> None:
         """Delete the namespace's index (nothing if it does not exist)."""
         index = self.index_name(namespace)
-        with translated():
+        with translated(self._waits()):
             try:
                 self.client.indices.delete(index=index)
             except Exception as error:
@@ -320,7 +390,7 @@ class OpenSearchVectorIndex:
             if known is not None:
                 return known
         try:
-            mapping = self.client.indices.get_mapping(index=index)
+            mapping = self.client.indices.get_mapping(index=index, params=self._params())
         except Exception as error:
             if is_missing_index(error):
                 self._forget(index)
@@ -354,7 +424,9 @@ class OpenSearchVectorIndex:
         from opensearchpy.exceptions import TransportError
 
         try:
-            self.client.indices.put_mapping(index=index, body={"properties": {"written": {"type": "long"}}})
+            self.client.indices.put_mapping(
+                index=index, body={"properties": {"written": {"type": "long"}}}, params=self._params()
+            )
         except TransportError as error:
             if status_of(error) not in (401, 403):
                 raise
@@ -387,7 +459,9 @@ class OpenSearchVectorIndex:
         """Create the index; False if another writer created it first (its dimension then rules)."""
         self._put_template(dims)
         try:
-            self.client.indices.create(index=index, body=index_definition(dims, serverless=self._serverless))
+            self.client.indices.create(
+                index=index, body=index_definition(dims, serverless=self._serverless), params=self._params()
+            )
         except Exception as error:
             if error_type_of(error) == "resource_already_exists_exception":
                 return False
@@ -400,7 +474,7 @@ class OpenSearchVectorIndex:
         """Best effort: a collection that refuses templates still gets its indexes created."""
         try:
             body = index_template(self._prefix, dims, serverless=self._serverless)
-            self.client.indices.put_index_template(name=template_name(self._prefix), body=body)
+            self.client.indices.put_index_template(name=template_name(self._prefix), body=body, params=self._params())
         except Exception as error:
             from opensearchpy.exceptions import TransportError
 
@@ -470,13 +544,30 @@ class OpenSearchVectorIndex:
 
     def _send_bulk(self, lines: list[str]) -> None:
         """One bulk request; its failed items raise as one envelope (``errors.bulk_error``)."""
-        response = self.client.bulk(body="\n".join(lines) + "\n")
+        response = self.client.bulk(body="\n".join(lines) + "\n", params=self._params())
         error = bulk_error(response)
         if error is not None:
             raise error
 
 
 # ---------------------------------------------------------------- helpers ---
+def _knn_hits(response: dict[str, Any], k: int) -> list[Hit]:
+    """A k-NN answer's hits: faiss scores turned back into cosines, a second copy of an id dropped."""
+    hits: list[Hit] = []
+    seen: set[str] = set()
+    for hit in response["hits"]["hits"]:
+        source = hit.get("_source") or {}
+        doc_id = source.get("doc_id")
+        if doc_id is None or doc_id in seen:  # Serverless may briefly hold two copies
+            continue
+        seen.add(doc_id)
+        hits.append(
+            Hit(doc_id, cosine_from_score(float(hit["_score"])), keywords_from_filters(source.get("filters", [])))
+        )
+    hits.sort(key=lambda hit: -hit.score)
+    return hits[:k]
+
+
 def _vector(values: Sequence[float], owner: str) -> list[float]:
     """The vector as a list of floats; ValueError if it is empty or not numbers."""
     try:

@@ -6,7 +6,7 @@ default) with ``Urllib3AWSV4SignerAuth``, and ``RequestsHttpConnection`` with
 dependency of opensearch-py, so both work; the urllib3 pair is used because it is the
 client's default transport and urllib3 is what botocore already loads in Lambda.
 
-The signer takes boto3's credentials object and asks it for frozen credentials on every
+The signer takes botocore's credentials object and asks it for frozen credentials on every
 request, so credentials that refresh (ECS, SSO, assumed roles) keep working.
 """
 
@@ -22,9 +22,16 @@ if TYPE_CHECKING:
 
 Service = Literal["es", "aoss"]
 
-#: Seconds one request may take. Writes are not retried after a timeout: on Serverless the
-#: documents carry no chosen _id, so a retried bulk could index them twice.
-TIMEOUT_SECONDS = 10.0
+#: Seconds one request may take by default (``Settings.opensearch_timeout`` in the stack): a Serverless
+#: collection scaled to zero (0 OCU after 10 idle minutes) answers its first request after 10-30 s, and a
+#: search must still answer within API Gateway's 29 s. memory_add's own index write takes a shorter one
+#: (``Settings.opensearch_write_timeout``, per request) and queues the memory for the indexer on timeout.
+TIMEOUT_SECONDS = 25.0
+#: Retries of a request whose connection failed (a pooled connection the server closed while the function
+#: was idle, the common case after scale to zero): fast failures. A request that timed out or got an HTTP
+#: status back is never re-sent (``retry_on_timeout=False``, ``retry_on_status=()``): each retry would
+#: wait the whole timeout again, and on Serverless a retried bulk could index its documents twice (they
+#: carry no chosen _id).
 MAX_RETRIES = 2
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 
@@ -40,13 +47,15 @@ def make_client(
     region: str | None,
     service: Service,
     endpoint_is_local: bool = False,
+    timeout: float = TIMEOUT_SECONDS,
 ) -> OpenSearch:
     """An OpenSearch client for ``endpoint``.
 
     ``endpoint`` is the https URL (or bare host name) of a domain or Serverless collection;
     requests are signed with SigV4 for ``service`` ("es" for a domain, "aoss" for
-    Serverless) in ``region`` (default: boto3's region). With ``endpoint_is_local`` the URL
-    is used as given and nothing is signed (tests against a local server).
+    Serverless) in ``region`` (default: the AWS SDK's region). With ``endpoint_is_local`` the URL
+    is used as given and nothing is signed (tests against a local server). ``timeout``: seconds
+    a request may wait (``TIMEOUT_SECONDS``); a request may ask for another (``request_timeout``).
     """
     from opensearchpy import OpenSearch, Urllib3AWSV4SignerAuth, Urllib3HttpConnection
 
@@ -54,9 +63,10 @@ def make_client(
         raise ValueError(f"OpenSearch SigV4 service must be 'es' or 'aoss', not {service!r}")
     common: dict[str, Any] = {
         "connection_class": Urllib3HttpConnection,
-        "timeout": TIMEOUT_SECONDS,
+        "timeout": timeout,
         "max_retries": MAX_RETRIES,
         "retry_on_timeout": False,
+        "retry_on_status": (),
     }
     if endpoint_is_local:
         return OpenSearch(hosts=[endpoint], **common)
@@ -65,13 +75,14 @@ def make_client(
     if parsed.scheme != "https" or not parsed.hostname:
         raise ValueError(f"a signed OpenSearch endpoint must be an https URL, not {endpoint!r}")
 
-    import boto3
+    # botocore's own session (what a boto3 session wraps), without importing boto3 (mnemo.adapters.aws.clients).
+    import botocore.session
 
-    session = boto3.session.Session()
+    session = botocore.session.get_session()
     credentials = session.get_credentials()
     if credentials is None:
         raise ProviderError("No AWS credentials are available to sign OpenSearch requests", {"service": service})
-    signing_region = region or session.region_name
+    signing_region = region or session.get_config_variable("region")
     if not signing_region:
         raise ValueError("an AWS region is needed to sign OpenSearch requests (MNEMO_AWS_REGION or AWS_REGION)")
     auth = Urllib3AWSV4SignerAuth(credentials, signing_region, service)

@@ -80,9 +80,27 @@ def bulk_error(response: Mapping[str, Any]) -> MnemoError | None:
     return ProviderError("OpenSearch rejected documents", {"service": "opensearch", **details})
 
 
+#: What a timed-out request answers: on Serverless, most likely a collection scaled to zero waking up.
+WAKE_MESSAGE = (
+    "The vector index did not answer within {seconds:g} s: an OpenSearch Serverless collection waking "
+    "from idle takes 10-30 s; retry"
+)
+
+
+def timed_out(seconds: float | None) -> Timeout:
+    """The retryable TIMEOUT of a request that waited ``seconds`` (named in the message and details)."""
+    details: dict[str, Any] = {"service": "opensearch", "wakeSeconds": [10, 30]}
+    if seconds is None:
+        return Timeout("OpenSearch timed out; the vector index may be waking from idle (10-30 s); retry", details)
+    return Timeout(WAKE_MESSAGE.format(seconds=seconds), {**details, "waitedSeconds": seconds})
+
+
 @contextmanager
-def translated() -> Iterator[None]:
-    """OpenSearch and transport failures as Mnemo errors: retryable envelopes, never a trace."""
+def translated(timeout: float | None = None) -> Iterator[None]:
+    """OpenSearch and transport failures as Mnemo errors: retryable envelopes, never a trace.
+
+    ``timeout``: the seconds the requests inside may wait, named by the TIMEOUT a timed-out one answers.
+    """
     from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
     from opensearchpy.exceptions import ConnectionTimeout, OpenSearchException, TransportError
 
@@ -91,7 +109,7 @@ def translated() -> Iterator[None]:
     except (MnemoError, ValueError):
         raise
     except ConnectionTimeout:
-        raise Timeout("OpenSearch timed out", {"service": "opensearch"}) from None
+        raise timed_out(timeout) from None
     except OpenSearchConnectionError:
         raise ProviderError("OpenSearch is unreachable", {"service": "opensearch"}) from None
     except TransportError as error:
