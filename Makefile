@@ -58,7 +58,7 @@ $(VENV)/.installed-serve: pyproject.toml | $(VENV)/pyvenv.cfg
 
 $(VENV)/.installed: $(VENV)/.installed-serve pyproject.toml
 	@echo "==> Installing the AWS adapters and the test tool chain: boto3, moto, pytest, mypy, ruff, schemathesis, langchain, matplotlib (about 135 MB more to download the first time: a minute on a fast connection)"
-	$(BIN)/pip install -e ".[local,aws,outline,langchain,dev]"
+	$(BIN)/pip install -e ".[local,aws,tracing,outline,langchain,dev]"
 	touch $@
 
 run: serve-install
@@ -159,9 +159,12 @@ cfn-lint: sam-install
 sam-validate: sam-install
 	$(SAM_ENV) $(SAM_BIN)/sam validate --lint --region $(SAM_REGION)
 
-# sam build needs a python3.12 on PATH: the directory of $(PYTHON) goes first.
+# sam build needs a python3.12 on PATH: the directory of $(PYTHON) goes first. Then the bytecode of every
+# module, which sam build leaves out: Lambda's code folders are read-only, so without it each cold start
+# compiles every module it imports again (docs/deploy.md, "Build"; tests/support/rehearsal_build.py).
 sam-build: sam-install
 	PATH="$(dir $(PYTHON)):$$PATH" $(SAM_ENV) $(SAM_BIN)/sam build --region $(SAM_REGION)
+	$(PYTHON) -m compileall -q -f -j 0 --invalidation-mode unchecked-hash .aws-sam/build
 
 clean:
 	rm -rf $(VENV) .mnemo .pytest_cache .mypy_cache .ruff_cache $(MCP_CLIENTS)/node_modules $(CONSOLE_A11Y)/node_modules

@@ -2,7 +2,7 @@
 model package. `mnemo serve` must start and answer with nothing else importable.
 
 What the serving install leaves out is worked out from the installed metadata: every distribution the
-full install (`local,aws,outline,langchain,dev`) pulls in, minus every one the serving install pulls in.
+full install (`local,aws,tracing,outline,langchain,dev`) pulls in, minus every one the serving install pulls in.
 A ``sitecustomize`` on ``PYTHONPATH`` makes their modules unimportable in the server's process (as they
 are in a serving-only environment), then the server is driven over HTTP: every family the README shows
 with curl, the knowledge sync, the experimental outline, and MCP.

@@ -84,6 +84,8 @@ Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 _metrics: Metrics | None = None
 _tracer: Tracer | None = None
+#: Tracing is on but aws-xray-sdk is not installed (warned once).
+_tracer_missing = False
 #: True while a door runs an invocation: only then are metrics kept (and printed at its end).
 _recording = False
 #: Tool calls in the metrics not yet printed (a document carries one call's dimensions).
@@ -108,12 +110,24 @@ def tracing_enabled() -> bool:
 
 
 def tracer() -> Tracer | None:
-    """The process's Tracer, created on first use; None where tracing is off (aws-xray-sdk not imported)."""
-    global _tracer
-    if _tracer is None and tracing_enabled():
+    """The process's Tracer, created on first use; None where tracing is off (aws-xray-sdk not imported).
+
+    The shared layer leaves aws-xray-sdk out (the template's Tracing parameter is Disabled by default);
+    a layer built for Tracing Active adds it (docs/deploy.md, "Tracing"). Without it the function runs
+    untraced, with a warning, rather than failing every invocation: Lambda still records its own segment.
+    """
+    global _tracer, _tracer_missing
+    if _tracer is None and not _tracer_missing and tracing_enabled():
         from aws_lambda_powertools import Tracer
 
-        _tracer = Tracer(service=SERVICE, patch_modules=TRACED_MODULES)
+        try:
+            _tracer = Tracer(service=SERVICE, patch_modules=TRACED_MODULES)
+        except ImportError as error:
+            _tracer_missing = True
+            logger.warning(
+                "tracing is on but the layer has no X-Ray SDK (aws-xray-sdk): running untraced",
+                extra={"missing": getattr(error, "name", None) or str(error)},
+            )
     return _tracer
 
 

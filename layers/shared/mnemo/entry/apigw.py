@@ -16,16 +16,14 @@ import base64
 import json
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Annotated, Any
+from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from mnemo import observability
 from mnemo.entry.identity import context_from_event
-from mnemo.entry.tool_http import RESPONSE_BUDGET_BYTES, json_kind
-from mnemo.errors import MnemoError, NotFound, ProviderError, from_validation_errors, invalid_field
+from mnemo.entry.tool_http import RESPONSE_BUDGET_BYTES, json_kind, parse_body
+from mnemo.errors import MnemoError, NotFound, ProviderError, invalid_field
 from mnemo.identity_claims import IDENTITY_CLAIMS, strip_identity_claims
 from mnemo.observability import logger
 from mnemo.runtime import get_services
@@ -64,33 +62,32 @@ def error_response(error: MnemoError) -> Response[str]:
     return Response(status_code=error.status, content_type="application/json", body=json.dumps(error.envelope()))
 
 
-def _route(resolver: Resolver, tool: Tool) -> Callable[..., dict[str, Any]]:
-    def call_tool(body: Any) -> dict[str, Any]:
-        context = context_from_event(resolver.current_event.raw_event).model_copy(
-            update={"response_budget": RESPONSE_BUDGET_BYTES}
-        )
-        response = tool.run(get_services(), context, body)
+def _route(resolver: Resolver, tool: Tool) -> Callable[[], dict[str, Any]]:
+    def call_tool() -> dict[str, Any]:
+        event = resolver.current_event
+        # The body is validated first, as the tool's own request model (tool_http.parse_body, in the words
+        # Powertools' validation used), then the caller is read; identity claims are gone (_screened_body).
+        request = parse_body(tool, event.body, None)
+        context = context_from_event(event.raw_event).model_copy(update={"response_budget": RESPONSE_BUDGET_BYTES})
+        response = tool.run(get_services(), context, request)
         answer = response.model_dump(mode="json", by_alias=True)
         observability.answered(answer)
         return answer
 
-    # The body's type is the tool's own request model: Powertools validates it.
-    call_tool.__annotations__ = {"body": Annotated[tool.request, Body()], "return": dict[str, Any]}
     call_tool.__name__ = tool.name
     return call_tool
 
 
 def build_resolver(tools: Iterable[Tool], *, http_api: bool = False) -> Resolver:
-    """A resolver for ``tools``: REST events (payload format 1.0), or HTTP API events (2.0) with ``http_api``."""
-    resolver: Resolver = (
-        APIGatewayHttpResolver(enable_validation=True) if http_api else APIGatewayRestResolver(enable_validation=True)
-    )
+    """A resolver for ``tools``: REST events (payload format 1.0), or HTTP API events (2.0) with ``http_api``.
+
+    Powertools routes and answers; it does not validate (``enable_validation`` off): each route validates its
+    body with the tool's own model, as the local server does, so a cold start loads neither Powertools'
+    OpenAPI machinery nor a second schema of every request model.
+    """
+    resolver: Resolver = APIGatewayHttpResolver() if http_api else APIGatewayRestResolver()
     for tool in tools:
         resolver.post(f"/v1/tools/{tool.name}")(_route(resolver, tool))
-
-    @resolver.exception_handler(RequestValidationError)
-    def _invalid(error: RequestValidationError) -> Response[str]:
-        return error_response(from_validation_errors(error.errors(), drop_prefix="body"))
 
     @resolver.exception_handler(MnemoError)
     def _known(error: MnemoError) -> Response[str]:
@@ -197,16 +194,23 @@ def _screened_body(event: dict[str, Any]) -> Any:
 
 
 class ToolDoor:
-    """The resolvers of a set of tools: the REST one built at once, the HTTP API one on its first event.
+    """The resolvers of a set of tools, each built on the first event of its payload format.
 
-    A deployment serves one kind of API (REST, or an HTTP API with AuthMode
-    JWT), so a function builds the other resolver only if it is ever asked to.
+    A deployment serves one kind of API (REST, or an HTTP API), so a function
+    builds the other resolver only if it is ever asked to.
     """
 
     def __init__(self, tools: Iterable[Tool]) -> None:
         self._tools = list(tools)
-        self.rest: Resolver = build_resolver(self._tools)
+        self._rest: Resolver | None = None
         self._http: Resolver | None = None
+
+    @property
+    def rest(self) -> Resolver:
+        """The REST resolver (payload format 1.0)."""
+        if self._rest is None:
+            self._rest = build_resolver(self._tools)
+        return self._rest
 
     def resolver_for(self, event: Mapping[str, Any]) -> Resolver:
         if not is_http_api(event):

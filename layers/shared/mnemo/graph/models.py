@@ -1,4 +1,5 @@
-"""Request and response models of the memory graph tools (seed 001)."""
+"""Request and response models of the memory graph tools (seed 001); the views memory_search shares are in
+mnemo.graph.context_models."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
 from mnemo.context import Layer
+from mnemo.graph.context_models import FactSource, FactView
+from mnemo.graph.context_models import FactStatus as FactStatus
+from mnemo.graph.context_models import GraphContext as GraphContext
 from mnemo.models import Boolean, Integer, Number, OptionalInteger, ToolRequest, ToolResponse, UtcDateTime, WireModel
 from mnemo.visible import hidden_character
 
@@ -40,21 +44,9 @@ Predicate = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1
 ObjectId = Annotated[str, StringConstraints(pattern=r"^(ent|fct)_[0-9a-f]{24}$")]
 EntityId = Annotated[str, StringConstraints(pattern=r"^ent_[0-9a-f]{24}$")]
 FactId = Annotated[str, StringConstraints(pattern=r"^fct_[0-9a-f]{24}$")]
-FactStatus = Literal["valid", "invalid", "future"]
 
 
 # ------------------------------------------------------------------ shared parts
-class FactSource(WireModel):
-    """Where a fact came from, so an agent can go back to it."""
-
-    kind: Literal["manual", "conversation", "memory", "document", "extraction", "import"] = "manual"
-    memory_id: str | None = Field(None, max_length=128, description="The memory the fact was taken from.")
-    message_id: str | None = Field(None, max_length=256, description="The conversation message it was said in.")
-    ref: str | None = Field(None, max_length=1024, description="Any other reference: a URI, a document id.")
-
-    model_config = WireModel.model_config | {"extra": "forbid"}
-
-
 class EntityView(WireModel):
     entity_id: str
     name: str
@@ -65,25 +57,6 @@ class EntityView(WireModel):
     version: int
     created_at: datetime
     updated_at: datetime
-
-
-class FactView(WireModel):
-    fact_id: str
-    subject: str = Field(description="The subject entity's name (as it is now).")
-    subject_id: str
-    predicate: str
-    object: str = Field(description="The object entity's name (as it is now).")
-    object_id: str
-    text: str
-    valid_at: datetime = Field(description="When the fact became true in the world.")
-    invalid_at: datetime | None = Field(None, description="When it stopped being true; null while it holds.")
-    created_at: datetime = Field(description="When Mnemo learned it.")
-    expired_at: datetime | None = Field(None, description="When Mnemo learned it no longer holds.")
-    status: FactStatus = Field(description="At the time asked about (now, or asOf): valid, invalid or future.")
-    invalidated_by: str | None = Field(None, description="The fact that contradicted it, when one did.")
-    reason: str | None = None
-    source: FactSource | None = None
-    layer: Layer
 
 
 class EntityRef(WireModel):
@@ -290,13 +263,6 @@ class GraphSearchOutput(ToolResponse):
     searched_layers: list[Layer]
     retrieval: Literal["hybrid", "lexical"] = "hybrid"
     has_more: bool = Field(False, description="True when results were left out to fit the response size limit.")
-
-
-class GraphContext(WireModel):
-    """What memory_search adds with includeGraph: the entities the query found and their current facts."""
-
-    entities: list[str]
-    facts: list[FactView]
 
 
 # -------------------------------------------------------- build_memory_from_text

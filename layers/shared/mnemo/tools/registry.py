@@ -243,6 +243,18 @@ def load_catalog(experimental: bool | None = None) -> Mapping[str, Tool]:
 
 
 def get_tool(name: str) -> Tool:
+    """The served tool ``name``. The families are imported one at a time, in catalog order, until one
+    registers it: a function serving one tool loads its own family's models and the families before it
+    (a memory tool's, first in the order, alone), not the whole catalog. An unknown name loads the whole
+    catalog, for the error's list of the available tools."""
+    import importlib
+
+    served = experimental_enabled()
+    for family in FAMILIES + EXPERIMENTAL_FAMILIES if served else FAMILIES:
+        found = CATALOG.get(name)
+        if found is not None and (served or found.family not in EXPERIMENTAL_FAMILIES):
+            return found
+        importlib.import_module(f"mnemo.tools.{family}")
     catalog = load_catalog()
     found = catalog.get(name)
     if found is None:

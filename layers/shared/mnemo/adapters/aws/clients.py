@@ -1,4 +1,9 @@
-"""boto3 clients, created lazily and once per container (and per settings)."""
+"""AWS SDK clients, created lazily and once per container (and per settings).
+
+They are botocore's own clients, made from a botocore session: the same clients boto3 hands out (boto3's
+``Session.client`` makes them through botocore), without importing boto3, which loads s3transfer and its
+resource layer on the way (tens of milliseconds of every cold start that makes a client).
+"""
 
 from __future__ import annotations
 
@@ -12,10 +17,10 @@ _lock = threading.Lock()
 
 @cache
 def _session() -> Any:
-    """One boto3 session per process (sessions are not cheap to make)."""
-    import boto3
+    """One botocore session per process (sessions are not cheap to make)."""
+    import botocore.session
 
-    return boto3.session.Session()
+    return botocore.session.get_session()
 
 
 def aws_client(service: str, region: str | None = None, endpoint: str | None = None) -> Any:
@@ -37,7 +42,7 @@ def _client(
     from botocore.config import Config
 
     config = Config(retries=retries, connect_timeout=3, read_timeout=read_timeout)
-    return _session().client(service, region_name=region, endpoint_url=endpoint, config=config)
+    return _session().create_client(service, region_name=region, endpoint_url=endpoint, config=config)
 
 
 def model_client(region: str | None, endpoint: str | None, read_timeout: float) -> Any:
