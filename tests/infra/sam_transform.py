@@ -1,4 +1,4 @@
-"""Run the SAM transform offline for every AuthMode and OpenSearch choice, then cfn-lint the result.
+"""Run the SAM transform offline for every AuthMode, ApiType, OpenSearch, alarm and tracing choice, then cfn-lint.
 
 cfn-lint checks template.yaml as SAM source; this script checks what CloudFormation would
 actually receive. It needs aws-sam-translator and cfn-lint, so it runs in the SAM virtual
@@ -26,14 +26,40 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Each case is a set of parameter overrides that changes what the transform produces.
+COGNITO_POOL = "arn:aws:cognito-idp:eu-west-1:123456789012:userpool/eu-west-1_Example1"
+
+# Each case is a set of parameter overrides that changes what the transform produces. The defaults: AuthMode IAM
+# on the HTTP API, Stage dev (so alarms off, scale to zero on), tracing off.
 CASES: dict[str, dict[str, str]] = {
     "iam-serverless": {},
+    # AuthMode x ApiType: IAM on either API; API_KEY and COGNITO use the REST API whatever ApiType says (JWT
+    # with REST is refused by a rule, which the transform does not evaluate: the jwt cases below are HTTP).
+    "iam-rest": {"ApiType": "REST"},
+    "api-key-rest": {"AuthMode": "API_KEY", "ApiType": "REST"},
+    "cognito-http": {"AuthMode": "COGNITO", "CognitoUserPoolArn": COGNITO_POOL, "ApiType": "HTTP"},
+    # Stage x OpenSearchScaleToZero x Alarms: auto follows the stage; on and off override it either way.
+    "dev-alarms-on-scale-off": {"Alarms": "on", "OpenSearchScaleToZero": "off"},
+    "prod-defaults": {"Stage": "prod"},
+    "prod-alarms-off-scale-on-standby": {
+        "Stage": "prod",
+        "Alarms": "off",
+        "OpenSearchScaleToZero": "on",
+        "OpenSearchStandbyReplicas": "ENABLED",
+    },
+    "prod-rest-alarms-on-scale-off": {
+        "Stage": "prod",
+        "ApiType": "REST",
+        "Alarms": "on",
+        "OpenSearchScaleToZero": "off",
+    },
+    # Tracing Active (X-Ray on the functions and the REST API's stage), on either API; every LogLevel name.
+    "tracing-http": {"Tracing": "Active", "LogLevel": "WARNING"},
+    "tracing-rest": {"Tracing": "Active", "ApiType": "REST", "LogLevel": "DEBUG"},
     "iam-serverless-admin": {"OpenSearchAdminPrincipalArn": "arn:aws:iam::123456789012:role/MnemoAdmin"},
     "api-key": {"AuthMode": "API_KEY"},
     "cognito": {
         "AuthMode": "COGNITO",
-        "CognitoUserPoolArn": "arn:aws:cognito-idp:eu-west-1:123456789012:userpool/eu-west-1_Example1",
+        "CognitoUserPoolArn": COGNITO_POOL,
     },
     "jwt": {
         "AuthMode": "JWT",
@@ -50,7 +76,7 @@ CASES: dict[str, dict[str, str]] = {
     # The console's routes carry no authorizer, on either API (SAM must not add the JWT one).
     "cognito-console": {
         "AuthMode": "COGNITO",
-        "CognitoUserPoolArn": "arn:aws:cognito-idp:eu-west-1:123456789012:userpool/eu-west-1_Example1",
+        "CognitoUserPoolArn": COGNITO_POOL,
         "Console": "Enabled",
     },
     "jwt-console": {

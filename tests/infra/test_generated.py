@@ -85,7 +85,14 @@ def test_throttle_alarms_read_at_most_ten_metrics_each() -> None:
         assert len(metrics) - 1 <= MAX_METRICS_PER_ALARM
         watched += [m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Ref"] for m in metrics[1:]]
     assert sorted(watched) == sorted(functions)
-    assert sum(1 for alarm in doc.values() if alarm.get("Condition") == "ServeExperimental") == 1
+    # Every alarm needs the Alarms parameter: AlarmsOn, or combined with its functions' own condition.
+    assert sum(1 for alarm in doc.values() if alarm.get("Condition") == "ExperimentalAlarms") == 1
+    assert {alarm.get("Condition") for alarm in doc.values()} == {"AlarmsOn", "ExperimentalAlarms"}
+
+
+def test_an_alarm_on_a_condition_the_template_does_not_combine_is_refused() -> None:
+    with pytest.raises(ValueError, match="no alarm condition"):
+        throttle_alarms({"OtherFunction": "SomeNewCondition"})
 
 
 def test_count_markers_follow_the_figures() -> None:

@@ -7,7 +7,8 @@ functions too) is imported from its build directory by a plain python3.12 that s
 directory, the built layer and the runtime's boto3; each runs under its own role's policies, from
 the transformed template, enforced by moto (tests/infra/rehearsal_moto.py). Each tool
 family answers API Gateway REST proxy events through its built functions, the memory
-functions HTTP API (payload format 2.0) events too; knowledge sync
+functions and MCP HTTP API (payload format 2.0) events too, a JWT authorizer's and the IAM
+caller's (AuthMode IAM's default API); knowledge sync
 answers EventBridge's scheduled and S3 events; a Bedrock Agents event reaches a bedrock_*
 function; the console function serves the files `sam build` put in the layer; the indexer takes
 a DynamoDB Streams event built from moto's own stream records; the extraction function takes SQS
@@ -307,6 +308,38 @@ def test_the_tool_functions_answer_http_api_events(stage: Stage) -> None:
     )
     assert found["statusCode"] == 200, found
     assert memory_id in [result["memoryId"] for result in json.loads(found["body"])["results"]]
+
+
+#: The HTTP API's IAM authorizer hands over the SigV4 caller (requestContext.authorizer.iam), as for CALLER.
+IAM_CALLER = {"accountId": ACCOUNT, "userArn": CALLER, "callerId": "AIDAREHEARSALAGENT", "userId": "AIDAREHEARSALAGENT"}
+
+
+def test_the_tool_functions_and_mcp_answer_http_api_iam_events(stage: Stage) -> None:
+    """AuthMode IAM's default API (ApiType HTTP) sends payload format 2.0 with the SigV4 caller: the tools read
+    and write the same tenant's memories as through the REST API's events, and /mcp answers."""
+    body = {"content": "Signed with SigV4 through the HTTP API", "layer": "user"}
+    event = http_api_event("/v1/tools/memory_add", body, iam=IAM_CALLER)
+    added = stage.invoke("MemoryAddFunction", event, "memory")
+    assert added["statusCode"] == 200, added
+    memory_id = json.loads(added["body"])["memoryId"]
+    query = {"query": "signed with SigV4 through the HTTP API", "threshold": 0}
+    found = stage.invoke(
+        "MemorySearchFunction", http_api_event("/v1/tools/memory_search", query, iam=IAM_CALLER), "memory"
+    )
+    assert found["statusCode"] == 200, found
+    assert memory_id in [result["memoryId"] for result in json.loads(found["body"])["results"]]
+    # The same caller through the REST API's event sees it: one identity, whichever API.
+    listed = stage.tool("MemoryListFunction", {"layer": "user"}, "memory")["memories"]
+    assert memory_id in [memory["memoryId"] for memory in listed]
+    rpc = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-06-18",
+    }
+    listed = stage.invoke("McpFunction", http_api_event("/mcp", rpc, iam=IAM_CALLER, headers=headers), "memory")
+    assert listed["statusCode"] == 200, listed
+    assert "memory_search" in {tool["name"] for tool in json.loads(listed["body"])["result"]["tools"]}
 
 
 ADR = """---

@@ -20,6 +20,7 @@ from aws_fixtures import CloudFormationLoader
 
 from mnemo.files.scopes import WORKSPACE_ROOT
 from mnemo.knowledge.documents import ROOT as KNOWLEDGE_ROOT
+from mnemo.outbox import STREAM_LABEL
 from mnemo.settings import Settings
 from mnemo.sync.service import LOCK_RENEW_SECONDS, LOCK_SECONDS
 from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, Tool, load_catalog
@@ -57,8 +58,20 @@ def functions(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return resources_of(doc, "AWS::Serverless::Function")
 
 
-#: The tools API of each kind: REST (every AuthMode but JWT) and HTTP API (AuthMode JWT).
+#: The tools API of each kind: REST (API_KEY, COGNITO, IAM with ApiType REST) and HTTP API (JWT, IAM with ApiType
+#: HTTP, the default).
 APIS = ("MnemoApi", "MnemoHttpApi")
+#: (AuthMode, ApiType) -> the API deployed: ApiType chooses for IAM only; JWT with REST is refused by a rule
+#: (tests/infra/test_template_auth_modes.py).
+DEPLOYED_API = {
+    ("IAM", "HTTP"): "MnemoHttpApi",
+    ("IAM", "REST"): "MnemoApi",
+    ("API_KEY", "HTTP"): "MnemoApi",
+    ("API_KEY", "REST"): "MnemoApi",
+    ("COGNITO", "HTTP"): "MnemoApi",
+    ("COGNITO", "REST"): "MnemoApi",
+    ("JWT", "HTTP"): "MnemoHttpApi",
+}
 #: The console's routes (GET, Console Enabled): tests/infra/test_template_console.py.
 CONSOLE_PATHS = frozenset({"/ui", "/ui/{proxy+}"})
 
@@ -285,12 +298,12 @@ def test_each_routed_function_may_be_invoked_on_its_route_of_the_deployed_api_on
         assert permission.get("Condition") == doc["Resources"][function].get("Condition"), function
         properties = permission["Properties"]
         assert (properties["Principal"], properties["Action"]) == ("apigateway.amazonaws.com", "lambda:InvokeFunction")
-        for mode in ("IAM", "API_KEY", "COGNITO", "JWT"):
-            api = "MnemoHttpApi" if mode == "JWT" else "MnemoApi"
-            params = parameters(doc, AuthMode=mode) | {name: name for name in APIS}  # Ref: the logical id
+        for mode, api_type in DEPLOYED_API:
+            api = DEPLOYED_API[mode, api_type]
+            params = parameters(doc, AuthMode=mode, ApiType=api_type) | {name: name for name in APIS}  # Ref: its id
             assert substitute(doc, properties["SourceArn"], params) == (
                 f"arn:aws:execute-api:eu-west-1:123456789012:{api}/*/POST{path}"
-            ), (function, mode)
+            ), (function, mode, api_type)
 
 
 def test_runtime_and_shared_layer() -> None:
@@ -327,13 +340,18 @@ def test_auth_mode_parameter_and_conditions() -> None:
 
 
 def test_api_uses_iam_auth_by_default() -> None:
+    """IAM (SigV4) on the HTTP API by default; with ApiType REST, on the REST API (the HTTP API's:
+    tests/infra/test_template_auth_modes.py)."""
     doc = template()
-    definitions, security = _security(doc)
+    assert (doc["Parameters"]["AuthMode"]["Default"], doc["Parameters"]["ApiType"]["Default"]) == ("IAM", "HTTP")
+    assert condition(doc, "UseHttpApi", parameters(doc)) is True
+    definitions, security = _security(doc, ApiType="REST")
     assert definitions == {
         "sigv4": {"type": "apiKey", "name": "Authorization", "in": "header", "x-amazon-apigateway-authtype": "awsSigv4"}
     }
     assert all(requirement == [{"sigv4": []}] for requirement in security.values())
-    assert doc["Resources"]["MnemoApi"]["Properties"]["TracingEnabled"] is True
+    # X-Ray on the REST API's stage only with Tracing Active (tests/infra/test_template_observability.py).
+    assert doc["Resources"]["MnemoApi"]["Properties"]["TracingEnabled"] == {"If": ["TracingOn", True, False]}
 
 
 def test_api_key_mode_requires_a_key_and_creates_a_usage_plan() -> None:
@@ -416,7 +434,7 @@ def test_vector_collection_and_its_policies() -> None:
     assert collection["Type"] == "AWS::OpenSearchServerless::Collection"
     assert collection["Properties"]["Type"] == "VECTORSEARCH"
     name = substitute(doc, collection["Properties"]["Name"], params)
-    assert name == "mnemo-dev-vectors"
+    assert name == "mnemo-dev-vectors-ng"
     assert set(collection["DependsOn"]) == {
         "VectorCollectionEncryptionPolicy",
         "VectorCollectionNetworkPolicy",
@@ -430,8 +448,10 @@ def test_vector_collection_and_its_policies() -> None:
     }
     assert set(by_type) == {"encryption", "network"}
     assert by_type["encryption"]["AWSOwnedKey"] is True
-    # Both names the collection takes with OpenSearchStandbyReplicas (tests/infra/test_template_redeploy.py).
-    names = [f"collection/{name}", f"collection/{name}-standby"]
+    # Both names the collection takes with OpenSearchStandbyReplicas (tests/infra/test_template_redeploy.py),
+    # the two it had in a CLASSIC collection group, in the data access policy too (a stack being updated
+    # reaches its old collection until it is deleted)...
+    names = [f"collection/{n}" for n in (name, f"{name}-standby", "mnemo-dev-vectors", "mnemo-dev-vectors-standby")]
     # ...and the two it had before it joined a collection group (tests/infra/test_template_capacity.py).
     covered = [*names, "collection/mnemo-dev", "collection/mnemo-dev-standby"]
     assert by_type["encryption"]["Rules"] == [{"ResourceType": "collection", "Resource": covered}]
@@ -444,7 +464,8 @@ def test_vector_collection_and_its_policies() -> None:
     rights: dict[str, set[str]] = {}
     for statement in statements:
         for rule in statement["Rules"]:
-            expected = [f"index/{n}/*" for n in (name, f"{name}-standby")] if rule["ResourceType"] == "index" else names
+            indexes = [n.replace("collection/", "index/") + "/*" for n in names]
+            expected = indexes if rule["ResourceType"] == "index" else names
             assert rule["Resource"] == expected
             for principal in statement["Principal"]:
                 rights.setdefault(principal.rsplit("/", 1)[1], set()).update(rule["Permission"])
@@ -937,8 +958,12 @@ def test_indexer_consumes_the_records_stream_into_a_dead_letter_queue() -> None:
     assert stream["BisectBatchOnFunctionError"] is True
     assert stream["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert 0 < stream["MaximumRetryAttempts"] <= 10_000
-    (pattern,) = (json.loads(f["Pattern"]) for f in stream["FilterCriteria"]["Filters"])
-    assert pattern == {"dynamodb": {"Keys": {"sk": {"S": [{"prefix": "MEM#"}]}}}}
+    # Only what the indexer must see (mnemo.entry.indexer): markers queued for it, and memory removals.
+    patterns = [json.loads(f["Pattern"]) for f in stream["FilterCriteria"]["Filters"]]
+    assert patterns == [
+        {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"NewImage": {"stream": {"S": [STREAM_LABEL]}}}},
+        {"eventName": ["REMOVE"], "dynamodb": {"Keys": {"sk": {"S": [{"prefix": "MEM#"}]}}}},
+    ]
     destination = stream["DestinationConfig"]["OnFailure"]["Destination"]
     assert destination == {"GetAtt": "IndexerDeadLetterQueue.Arn"}
     queue = doc["Resources"]["IndexerDeadLetterQueue"]
@@ -1108,7 +1133,7 @@ def test_the_extraction_model_is_a_parameter_given_to_the_functions_that_extract
 def test_observability() -> None:
     doc = template()
     globals_ = doc["Globals"]["Function"]
-    assert globals_["Tracing"] == "Active"
+    assert globals_["Tracing"] == {"If": ["TracingOn", "Active", "PassThrough"]}  # test_template_observability.py
     env = globals_["Environment"]["Variables"]
     assert env["POWERTOOLS_SERVICE_NAME"] == "mnemo"
     assert env["POWERTOOLS_LOG_LEVEL"] == {"Ref": "LogLevel"}
@@ -1233,8 +1258,11 @@ def test_the_default_deployment_creates_nothing_experimental() -> None:
     assert {"OutlineSyncDeadLetterQueue", "OutlineSyncDeadLetterQueuePolicy"} <= outline
     for name in outline:
         resource = doc["Resources"][name]
-        assert resource.get("Condition") == "ServeExperimental", name
+        # An outline function's alarms also need the Alarms parameter (ExperimentalAlarms).
+        expected = "ExperimentalAlarms" if resource["Type"] == "AWS::CloudWatch::Alarm" else "ServeExperimental"
+        assert resource.get("Condition") == expected, name
         assert condition(doc, resource["Condition"], default) is False, name
+        assert condition(doc, resource["Condition"], parameters(doc, ExperimentalTools="true", Alarms="on")), name
     for name, output in doc["Outputs"].items():
         if "Outline" in name or _mentions(output, outline):
             assert output.get("Condition") == "ServeExperimental", name
@@ -1328,7 +1356,7 @@ def test_the_outline_functions_are_logged_and_alarmed() -> None:
         if {"Ref": "OutlineSyncFunction"} in [dimension for *_, dimension in _metrics(alarm)]
         and "MetricName" not in alarm
     ]
-    assert doc["Resources"][throttles]["Condition"] == "ServeExperimental"
+    assert doc["Resources"][throttles]["Condition"] == "ExperimentalAlarms"
     assert {dimension["Ref"] for *_, dimension in _metrics(alarms[throttles])} == OUTLINE_FUNCTIONS
     for name in OUTLINE_FUNCTIONS:
         group = doc["Resources"][name]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
@@ -1338,4 +1366,4 @@ def test_the_outline_functions_are_logged_and_alarmed() -> None:
             for alarm, properties in alarms.items()
             if properties.get("MetricName") == "Errors" and properties["Dimensions"][0]["Value"] == {"Ref": name}
         ]
-        assert [doc["Resources"][alarm]["Condition"] for alarm in errors] == ["ServeExperimental"], name
+        assert [doc["Resources"][alarm]["Condition"] for alarm in errors] == ["ExperimentalAlarms"], name

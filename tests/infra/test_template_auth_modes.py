@@ -1,8 +1,9 @@
-"""template.yaml serves one tools API per AuthMode, and gives every function the same identity settings.
+"""template.yaml serves one tools API per AuthMode and ApiType, and gives every function the same identity settings.
 
-IAM, API_KEY and COGNITO are served by the REST API (MnemoApi); JWT by an HTTP API (MnemoHttpApi) with a
-JWT authorizer. Each mode is checked for what CloudFormation would create with its parameters, evaluated
-with the template's own conditions (tests/infra/test_template.py).
+IAM is served by an HTTP API (MnemoHttpApi) with IAM authorization, or with ApiType REST by the REST API
+(MnemoApi); API_KEY and COGNITO by the REST API whatever ApiType says; JWT by the HTTP API with a JWT
+authorizer (JWT with ApiType REST is refused by a rule). Each mode is checked for what CloudFormation would
+create with its parameters, evaluated with the template's own conditions (tests/infra/test_template.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from infra.test_template import (
     APIS,
     CONSOLE_PATHS,
+    DEPLOYED_API,
     IDENTITY_VARIABLES,
     choose,
     condition,
@@ -38,8 +40,13 @@ MODES: dict[str, dict[str, str]] = {
     },
     "JWT": {"AuthMode": "JWT", "JwtIssuer": ISSUER, "JwtAudience": "client-a,client-b"},
 }
-#: The API each mode deploys, and the one it must not.
-DEPLOYED = {mode: "MnemoHttpApi" if mode == "JWT" else "MnemoApi" for mode in MODES}
+#: The API each mode deploys with ApiType's default (HTTP), and the one it must not.
+DEPLOYED = {mode: DEPLOYED_API[mode, "HTTP"] for mode in MODES}
+#: Every valid (AuthMode, ApiType): the parameters and the API it deploys.
+CASES = {
+    f"{mode}-{api_type}": (MODES[mode] | {"ApiType": api_type}, api) for (mode, api_type), api in DEPLOYED_API.items()
+}
+SIGV4 = {"type": "apiKey", "name": "Authorization", "in": "header", "x-amazon-apigateway-authtype": "awsSigv4"}
 
 
 def _created(doc: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
@@ -53,15 +60,72 @@ def _created(doc: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
     return found
 
 
-@pytest.mark.parametrize("mode", sorted(MODES))
-def test_each_mode_creates_one_api_and_nothing_refers_to_the_other(mode: str) -> None:
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_mode_creates_one_api_and_nothing_refers_to_the_other(case: str) -> None:
     doc = template()
-    params = parameters(doc, **MODES[mode])
+    overrides, deployed = CASES[case]
+    params = parameters(doc, **overrides)
     created = _created(doc, params)
-    (other,) = set(APIS) - {DEPLOYED[mode]}
-    assert f"Resources.{DEPLOYED[mode]}" in created and f"Resources.{other}" not in created
+    (other,) = set(APIS) - {deployed}
+    assert f"Resources.{deployed}" in created and f"Resources.{other}" not in created
     for name, node in created.items():
-        assert not re.search(rf"\b{other}\b", json.dumps(node)), f"{mode}: {name} refers to {other}"
+        assert not re.search(rf"\b{other}\b", json.dumps(node)), f"{case}: {name} refers to {other}"
+
+
+def test_api_type_is_a_parameter_for_iam_and_jwt_refuses_rest() -> None:
+    doc = template()
+    spec = doc["Parameters"]["ApiType"]
+    assert spec["Default"] == "HTTP" and spec["AllowedValues"] == ["HTTP", "REST"]
+    description = " ".join(spec["Description"].split())
+    for words in (
+        "API keys and usage plans",
+        "AWS WAF",
+        "private endpoints",
+        "API_KEY and COGNITO always use the REST",
+    ):
+        assert words in description, words
+    rule = doc["Rules"]["JwtNeedsHttpApi"]
+    assert rule["RuleCondition"] == {"Equals": [{"Ref": "AuthMode"}, "JWT"]}
+    assert [a["Assert"] for a in rule["Assertions"]] == [{"Equals": [{"Ref": "ApiType"}, "HTTP"]}]
+    # Every other combination is valid, and deploys exactly one API.
+    for mode in MODES:
+        for api_type in ("HTTP", "REST"):
+            params = parameters(doc, **MODES[mode], ApiType=api_type)
+            if (mode, api_type) not in DEPLOYED_API:
+                assert mode == "JWT" and api_type == "REST"
+                continue
+            assert condition(doc, "UseHttpApi", params) is (DEPLOYED_API[mode, api_type] == "MnemoHttpApi")
+            assert condition(doc, "UseRestApi", params) is (DEPLOYED_API[mode, api_type] == "MnemoApi")
+
+
+@pytest.mark.parametrize("mode", ["IAM", "JWT"])
+def test_the_http_api_authorizes_every_tool_route_and_mcp_for_its_mode(mode: str) -> None:
+    """IAM: IAM authorization (SigV4) on every route but the console's; JWT: the JWT authorizer."""
+    doc = template()
+    params = parameters(doc, **MODES[mode], ApiType="HTTP", ExperimentalTools="true", Console="Enabled")
+    body = choose(doc, doc["Resources"]["MnemoHttpApi"]["Properties"]["DefinitionBody"], params)
+    schemes = body["components"]["securitySchemes"]
+    if mode == "IAM":
+        assert schemes == {"sigv4": SIGV4}
+    else:
+        assert schemes == {
+            "jwt": {
+                "type": "oauth2",
+                "x-amazon-apigateway-authorizer": {
+                    "type": "jwt",
+                    "identitySource": "$request.header.Authorization",
+                    "jwtConfiguration": {
+                        "issuer": {"Ref": "JwtIssuer"},
+                        "audience": {"Split": [",", {"Ref": "JwtAudience"}]},
+                    },
+                },
+            }
+        }
+    (scheme,) = schemes
+    for path, item in body["paths"].items():
+        (operation,) = item.values()
+        assert operation["security"] == ([] if path in CONSOLE_PATHS else [{scheme: []}]), path
+    assert "Auth" not in doc["Resources"]["MnemoHttpApi"]["Properties"]  # SAM's Auth cannot follow AuthMode
 
 
 def test_both_apis_have_the_same_routes_on_the_same_functions() -> None:
@@ -85,27 +149,21 @@ def test_the_http_api_sends_payload_format_2_0_to_lambda_proxy_integrations() ->
         assert (integration["type"], integration["httpMethod"]) == ("aws_proxy", "POST"), path
         assert integration["payloadFormatVersion"] == "2.0", path
         if path in CONSOLE_PATHS:  # the page's files: no authorizer (tests/infra/test_template_console.py)
-            assert operation["security"] == [{"NONE": []}], path
+            assert operation["security"] == [], path
         else:
-            assert "security" not in operation, f"{path}: the default authorizer covers every route"
+            assert operation["security"] == {"If": ["UseJwtAuth", [{"jwt": []}], [{"sigv4": []}]]}, path
 
 
 def test_jwt_mode_authorizes_every_route_with_the_issuer_and_audiences() -> None:
     doc = template()
     api = doc["Resources"]["MnemoHttpApi"]
-    assert api["Type"] == "AWS::Serverless::HttpApi" and api["Condition"] == "UseJwtAuth"
+    assert api["Type"] == "AWS::Serverless::HttpApi" and api["Condition"] == "UseHttpApi"
     assert doc["Resources"]["MnemoApi"]["Condition"] == "UseRestApi"
     for mode in MODES:
         params = parameters(doc, **MODES[mode])
         assert condition(doc, "UseJwtAuth", params) is (mode == "JWT")
-        assert condition(doc, "UseRestApi", params) is (mode != "JWT")
-    auth = api["Properties"]["Auth"]
-    authorizer = auth["Authorizers"][auth["DefaultAuthorizer"]]
-    assert authorizer["IdentitySource"] == "$request.header.Authorization"
-    assert authorizer["JwtConfiguration"] == {
-        "issuer": {"Ref": "JwtIssuer"},
-        "audience": {"Split": [",", {"Ref": "JwtAudience"}]},
-    }
+        assert condition(doc, "UseHttpApi", params) is (mode in ("JWT", "IAM"))  # ApiType HTTP, the default
+    # The JWT authorizer, with the issuer and audiences: test_the_http_api_authorizes_every_tool_route_and_mcp...
     # The same throttling as the REST API's every method.
     (rest_limits,) = doc["Resources"]["MnemoApi"]["Properties"]["MethodSettings"]
     limits = api["Properties"]["DefaultRouteSettings"]
@@ -181,22 +239,24 @@ def test_every_function_gets_the_same_identity_settings() -> None:
         assert f'"{variable}"' in source, f"mnemo.entry.identity reads no {variable}"
 
 
-@pytest.mark.parametrize("mode", sorted(MODES))
-def test_outputs_and_the_5xx_alarm_follow_the_deployed_api(mode: str) -> None:
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_outputs_and_the_5xx_alarm_follow_the_deployed_api(case: str) -> None:
     doc = template()
-    params = parameters(doc, **MODES[mode]) | {api: api for api in APIS}  # an API's Ref: its logical id
+    overrides, deployed = CASES[case]
+    params = parameters(doc, **overrides, Alarms="on") | {api: api for api in APIS}  # an API's Ref: its logical id
     url = substitute(doc, doc["Outputs"]["ApiUrl"]["Value"], params)
-    assert url == f"https://{DEPLOYED[mode]}.execute-api.eu-west-1.AWS::URLSuffix/dev"
+    assert url == f"https://{deployed}.execute-api.eu-west-1.AWS::URLSuffix/dev"
+    assert choose(doc, doc["Outputs"]["ApiType"]["Value"], params) == ("HTTP" if deployed == "MnemoHttpApi" else "REST")
     # One 5xx alarm, on the deployed API's own metric: REST's 5XXError by ApiName, the HTTP API's 5xx by ApiId.
     (alarm,) = [
         choose(doc, r["Properties"], params)
         for r in doc["Resources"].values()
         if r["Type"] == "AWS::CloudWatch::Alarm"
         and r["Properties"].get("Namespace") == "AWS/ApiGateway"
-        and condition(doc, r.get("Condition", "UseRestApi"), params)
+        and condition(doc, r["Condition"], params)
     ]
     dimensions = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
-    if mode == "JWT":
+    if deployed == "MnemoHttpApi":
         assert alarm["MetricName"] == "5xx"
         assert dimensions == {"ApiId": {"Ref": "MnemoHttpApi"}, "Stage": {"Ref": "Stage"}}
     else:

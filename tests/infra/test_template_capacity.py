@@ -7,12 +7,14 @@ group, or its group's for a collection inside one; the two are independent
 The template gives the collection a group of its own whose CapacityLimits come from
 OpenSearchMaxIndexingOcu and OpenSearchMaxSearchOcu.
 
-- A Classic group's limits take the values 1, 2, 4, 8, 16 and multiples of 16 up to 1,696; a
-  minimum keeps (and bills) that many OCUs even when idle, so none is set.
-- The group's Name and StandbyReplicas, and the collection's CollectionGroupName, cannot change in
-  place, and CloudFormation cannot replace a resource under the name it already has: the names
-  follow OpenSearchStandbyReplicas, and the collection's names differ from the two it had before it
-  joined a group, so an existing stack gets a new collection in the group.
+- A group's limits take the values 1, 2, 4, 8, 16 and multiples of 16 up to 1,696.
+- The group is a NextGen one (only NextGen collections scale to zero), whose minimum follows
+  OpenSearchScaleToZero: 0 OCU (auto: in dev), or the floor a Classic collection kept, 0.5 + 0.5 OCU
+  (1 + 1 with standby replicas); the minimum changes in place.
+- The group's Name, StandbyReplicas and Generation, and the collection's CollectionGroupName, cannot
+  change in place, and CloudFormation cannot replace a resource under the name it already has: the
+  names follow OpenSearchStandbyReplicas, and the collection's names differ from those it had in the
+  Classic group and before it joined a group, so an existing stack gets a new collection in the group.
 """
 
 from __future__ import annotations
@@ -34,12 +36,15 @@ SETTINGS = ("DISABLED", "ENABLED")
 STAGES = ("dev", "prod")
 # The names the collection had outside a collection group, which it must not take again.
 LEGACY = {"dev": ("mnemo-dev", "mnemo-dev-standby"), "prod": ("mnemo-prod", "mnemo-prod-standby")}
+# ...and those it had in a Classic collection group (Generation cannot change in place).
+CLASSIC = {stage: (f"mnemo-{stage}-vectors", f"mnemo-{stage}-vectors-standby") for stage in ("dev", "prod")}
 # A Classic collection group's valid capacity limits (the page above, "Valid capacity limit values").
 MAX_LIMIT = 1696
 # The least OCUs a vector collection keeps for indexing and for search: 0.5, or 0.5 x 2 with standby
 # replicas (https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-scaling.html).
 FLOOR = {"DISABLED": 0.5, "ENABLED": 1.0}
 MAXIMA = ("OpenSearchMaxIndexingOcu", "OpenSearchMaxSearchOcu")
+MAXIMA_KEYS = ("MaxIndexingCapacityInOcu", "MaxSearchCapacityInOcu")
 # Collection and collection group names: lowercase letter first, 3-32 of a-z, 0-9 and hyphens.
 NAME = re.compile(r"[a-z][a-z0-9-]{2,31}")
 
@@ -82,22 +87,43 @@ def test_the_maxima_are_parameters_within_a_groups_valid_limits() -> None:
         assert "OCU" in spec["Description"]
 
 
-def test_the_limits_reach_the_group_and_no_minimum_is_kept() -> None:
+def test_the_limits_reach_the_group_and_its_minimum_follows_scale_to_zero() -> None:
     doc = template()
     group = doc["Resources"]["VectorCollectionGroup"]
     assert group["Type"] == "AWS::OpenSearchServerless::CollectionGroup"
     assert group["Condition"] == "CreateCollection"
-    assert "Generation" not in group["Properties"]  # CLASSIC, the generation of the collection
+    assert group["Properties"]["Generation"] == "NEXTGEN"  # only NextGen collections scale to zero
     limits = group["Properties"]["CapacityLimits"]
-    assert limits == {
-        "MaxIndexingCapacityInOcu": {"Ref": "OpenSearchMaxIndexingOcu"},
-        "MaxSearchCapacityInOcu": {"Ref": "OpenSearchMaxSearchOcu"},
+    assert set(limits) == {
+        "MaxIndexingCapacityInOcu",
+        "MaxSearchCapacityInOcu",
+        "MinIndexingCapacityInOcu",
+        "MinSearchCapacityInOcu",
     }
     params = parameters(doc, OpenSearchMaxIndexingOcu="16", OpenSearchMaxSearchOcu="4")
-    assert {key: substitute(doc, value, params) for key, value in limits.items()} == {
+    assert {key: substitute(doc, limits[key], params) for key in MAXIMA_KEYS} == {
         "MaxIndexingCapacityInOcu": "16",
         "MaxSearchCapacityInOcu": "4",
     }
+    for stage in STAGES:
+        for standby in SETTINGS:
+            for setting in ("auto", "on", "off"):
+                params = _params(doc, stage, standby, OpenSearchScaleToZero=setting)
+                to_zero = setting == "on" or (setting == "auto" and stage == "dev")
+                assert condition(doc, "ScaleToZero", params) is to_zero, (stage, setting)
+                minima = {
+                    choose(doc, limits[key], params) for key in ("MinIndexingCapacityInOcu", "MinSearchCapacityInOcu")
+                }
+                # Off: the floor a Classic collection kept, which standby replicas double; never above the maxima.
+                assert minima == {0 if to_zero else FLOOR[standby]}, (stage, standby, setting)
+                assert all(m <= min(float(v) for v in doc["Parameters"][MAXIMA[0]]["AllowedValues"]) for m in minima)
+
+
+def test_scale_to_zero_is_a_parameter_that_follows_the_stage() -> None:
+    spec = template()["Parameters"]["OpenSearchScaleToZero"]
+    assert spec["Default"] == "auto" and spec["AllowedValues"] == ["auto", "on", "off"]
+    for words in ("10 minutes", "10-30 s", "0.5", "auto: on for Stage dev, off for prod"):
+        assert words in " ".join(spec["Description"].split()), words
 
 
 def test_the_collection_is_in_its_group_under_either_setting() -> None:
@@ -123,8 +149,14 @@ def test_a_standby_change_replaces_the_group_and_the_collection_under_new_names(
     for stage in STAGES:
         off, on = (_names(doc, _params(doc, stage, standby)) for standby in SETTINGS)
         assert off[0] != on[0] and off[1] != on[1]
-        # Neither name is one the collection had outside a group: joining the group replaced it.
-        assert not {off[1], on[1]} & set(LEGACY[stage])
+        # Neither name is one the collection had outside a group or in the Classic group: joining the
+        # NextGen group replaced it.
+        assert not {off[1], on[1]} & (set(LEGACY[stage]) | set(CLASSIC[stage]))
+        assert not {off[0], on[0]} & {f"mnemo-{stage}", f"mnemo-{stage}-standby"}  # the Classic group's names
+        # Scale to zero changes nothing that would replace them.
+        for standby in SETTINGS:
+            names = {_names(doc, _params(doc, stage, standby, OpenSearchScaleToZero=s)) for s in ("on", "off")}
+            assert len(names) == 1
 
 
 def test_the_policies_cover_the_collection_under_either_setting_and_the_legacy_one() -> None:
@@ -138,12 +170,13 @@ def test_the_policies_cover_the_collection_under_either_setting_and_the_legacy_o
             for statement in statements:
                 named = _named(statement["Rules"])
                 if name == "VectorCollectionAccessPolicy":
-                    # Rights on the collection under its two names only.
-                    assert named == collections, (name, named)
+                    # Rights on the collection under its two names, and the Classic group's collection an
+                    # updated stack's functions reach until it is deleted.
+                    assert named == collections | set(CLASSIC[stage]), (name, named)
                 else:
                     # The encryption and network policies also keep an existing stack's collection covered
                     # until CloudFormation deletes it.
-                    assert named == collections | set(LEGACY[stage]), (name, named)
+                    assert named == collections | set(CLASSIC[stage]) | set(LEGACY[stage]), (name, named)
 
 
 def test_no_group_beside_an_existing_domain() -> None:

@@ -74,14 +74,10 @@ def test_the_default_deployment_creates_nothing_of_the_console() -> None:
     doc = template()
     default = parameters(doc)
     console = {name for name, resource in doc["Resources"].items() if resource.get("Condition") == "ServeConsole"}
-    assert console == {
-        "ConsoleFunction",
-        "ConsoleLogGroup",
-        "ConsoleApiPermission",
-        "ConsoleFilesApiPermission",
-        "ConsoleErrorsAlarm",
-        "ConsoleThrottlesAlarm",
-    }
+    assert console == {"ConsoleFunction", "ConsoleLogGroup", "ConsoleApiPermission", "ConsoleFilesApiPermission"}
+    # Its alarms also need the Alarms parameter.
+    alarms = {name for name, resource in doc["Resources"].items() if resource.get("Condition") == "ConsoleAlarms"}
+    assert alarms == {"ConsoleErrorsAlarm", "ConsoleThrottlesAlarm"}
     for name, resource in doc["Resources"].items():
         if "Condition" in resource and not condition(doc, resource["Condition"], default):
             continue
@@ -104,13 +100,10 @@ def test_both_apis_route_the_console_to_its_function_without_an_authorizer(api: 
         operation = items[path]["get"]
         integration = operation["x-amazon-apigateway-integration"]
         assert (integration["type"], integration["httpMethod"]) == ("aws_proxy", "POST"), path
+        # An empty security: no authorizer (the tools' routes name theirs).
+        assert operation["security"] == [], path
         if api == "MnemoHttpApi":
-            # SAM's own spelling of "no authorizer" (what an HttpApi event's Authorizer: NONE writes); a route
-            # with a security of its own is left without the DefaultAuthorizer.
-            assert operation["security"] == [{"NONE": []}], path
             assert integration["payloadFormatVersion"] == "2.0", path
-        else:
-            assert operation["security"] == [], path
 
 
 @pytest.mark.parametrize("mode", ["COGNITO", "JWT"])
@@ -124,8 +117,8 @@ def test_the_tools_keep_their_authorizer_beside_the_console(mode: str) -> None:
         if path in CONSOLE_PATHS:
             continue
         security = item["post"].get("security")
-        # REST: the body's own; HTTP API: none written, so SAM adds the JWT DefaultAuthorizer.
-        assert security == ([{"cognito": []}] if mode == "COGNITO" else None), path
+        # Each API's body names its authorizer on every tool's route.
+        assert security == ([{"cognito": []}] if mode == "COGNITO" else [{"jwt": []}]), path
 
 
 def test_the_console_function_serves_the_layers_files_and_may_reach_nothing() -> None:
@@ -152,7 +145,7 @@ def test_the_console_function_serves_the_layers_files_and_may_reach_nothing() ->
         for metric in r["Properties"].get("Metrics", [{}])
     }
     assert watched - {None} == {"Errors", "Throttles"}
-    assert {r["Condition"] for r in alarms.values()} == {"ServeConsole"}
+    assert {r["Condition"] for r in alarms.values()} == {"ConsoleAlarms"}
     assert "ConsoleFunction" in functions(doc)
 
 

@@ -114,12 +114,12 @@ def test_a_standby_change_creates_a_new_collection_under_another_name() -> None:
     off = parameters(doc, OpenSearchStandbyReplicas="DISABLED")
     on = parameters(doc, OpenSearchStandbyReplicas="ENABLED")
     names = {substitute(doc, collection["Name"], p) for p in (off, on)}
-    assert names == {"mnemo-dev-vectors", "mnemo-dev-vectors-standby"}
+    assert names == {"mnemo-dev-vectors-ng", "mnemo-dev-vectors-ng-standby"}
     assert choose(doc, collection["StandbyReplicas"], on) == {"Ref": "OpenSearchStandbyReplicas"}
     for name in names:  # within the collection name rules: 3-32 characters, lowercase, digits, hyphens
         assert re.fullmatch(r"[a-z][a-z0-9-]{2,31}", name)
     assert substitute(doc, collection["Name"], parameters(doc, Stage="prod", OpenSearchStandbyReplicas="ENABLED")) == (
-        "mnemo-prod-vectors-standby"
+        "mnemo-prod-vectors-ng-standby"
     )
 
 
@@ -131,11 +131,11 @@ def test_the_collection_policies_cover_both_names_and_do_not_change_with_the_set
     on = collection_policies(doc, parameters(doc, OpenSearchStandbyReplicas="ENABLED"))
     assert off == on
     text = json.dumps(on)
-    for name in ("mnemo-dev-vectors", "mnemo-dev-vectors-standby"):
+    for name in ("mnemo-dev-vectors-ng", "mnemo-dev-vectors-ng-standby"):
         assert f'"collection/{name}"' in text
-    # The security policies also name the collection's names from before it joined a collection group
-    # (tests/infra/test_template_capacity.py).
-    legacy = {"mnemo-dev", "mnemo-dev-standby"}
+    # The policies also name the collection's names in the Classic group, and the security policies those
+    # from before it joined a collection group (tests/infra/test_template_capacity.py).
+    legacy = {"mnemo-dev", "mnemo-dev-standby", "mnemo-dev-vectors", "mnemo-dev-vectors-standby"}
     for rules in re.findall(r'"Resource": \[([^\]]*)\]', text):
         named = set(re.findall(r'"(?:collection|index)/([a-z0-9-]+)', rules))
-        assert named - legacy == {"mnemo-dev-vectors", "mnemo-dev-vectors-standby"}, rules
+        assert named - legacy == {"mnemo-dev-vectors-ng", "mnemo-dev-vectors-ng-standby"}, rules

@@ -448,6 +448,7 @@ def lambda_environment(
     """
     return {
         **function.environment,
+        **function.lambda_logging,
         "AWS_REGION": REGION,
         "AWS_DEFAULT_REGION": REGION,
         "AWS_ACCESS_KEY_ID": credentials["aws_access_key_id"],
@@ -526,8 +527,13 @@ class OpenSearchStandIn:
                 body = json.loads(raw)
             except ValueError:
                 body = None
+        searches = _knn_msearch(path, raw)
         if isinstance(body, dict) and "knn" in (body.get("query") or {}):
             status, data, kind = self._knn(path.split("?")[0].rsplit("/", 1)[0], body)
+        elif searches:  # an _msearch of k-NN searches only (memory_add's near-duplicate check): each as above
+            answers = [self._knn(index_path, search) for index_path, search in searches]
+            responses = [{**json.loads(data), "status": status} for status, data, _ in answers]
+            status, data, kind = 200, json.dumps({"took": 1, "responses": responses}).encode(), "application/json"
         else:
             status, data, kind = self._osmem(request.command, path, raw, request.headers.get("Content-Type"))
             if raw and path.split("?")[0].endswith("/_bulk") and status == 200:
@@ -586,3 +592,17 @@ class OpenSearchStandIn:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def _knn_msearch(path: str, raw: bytes | None) -> list[tuple[str, dict[str, Any]]]:
+    """The (index path, body) of each search of an ``_msearch`` made of k-NN searches only (else [])."""
+    if not raw or not path.split("?")[0].endswith("/_msearch"):
+        return []
+    try:
+        lines = [json.loads(line) for line in raw.decode().splitlines() if line.strip()]
+    except ValueError:
+        return []
+    pairs = list(zip(lines[::2], lines[1::2], strict=False))
+    if not pairs or not all(isinstance(b, dict) and "knn" in (b.get("query") or {}) for _, b in pairs):
+        return []
+    return [(f"/{header.get('index', '')}", search) for header, search in pairs]

@@ -15,7 +15,7 @@ import logging
 import re
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rehearsal_build import REGION, ROOT, SAM_VENV
@@ -175,6 +175,9 @@ class Function:
     environment: dict[str, str]
     role_id: str
     policies: list[tuple[str, dict[str, Any]]]
+    #: The variables Lambda sets from the function's LoggingConfig: AWS_LAMBDA_LOG_FORMAT, and with JSON
+    #: AWS_LAMBDA_LOG_LEVEL, the application level (which Powertools' Logger takes before its own).
+    lambda_logging: dict[str, str] = field(default_factory=dict)
 
 
 def functions(template: Mapping[str, Any], resolver: Resolver) -> dict[str, Function]:
@@ -193,6 +196,13 @@ def functions(template: Mapping[str, Any], resolver: Resolver) -> dict[str, Func
             (policy["PolicyName"], resolver.resolve(policy["PolicyDocument"])) for policy in role.get("Policies", [])
         ]
         variables = resolver.resolve(properties.get("Environment", {}).get("Variables", {}))
+        # Only the format and the level: the log group's Ref has no value here (it stays on this machine).
+        logging_config = properties.get("LoggingConfig", {})
+        log_format = str(resolver.resolve(logging_config.get("LogFormat", "Text")))
+        lambda_logging = {"AWS_LAMBDA_LOG_FORMAT": log_format}
+        if log_format == "JSON":
+            level = resolver.resolve(logging_config.get("ApplicationLogLevel", "INFO"))
+            lambda_logging["AWS_LAMBDA_LOG_LEVEL"] = str(level)
         found[logical_id] = Function(
             logical_id=logical_id,
             name=str(resolver.resolve(properties.get("FunctionName", logical_id))),
@@ -202,6 +212,7 @@ def functions(template: Mapping[str, Any], resolver: Resolver) -> dict[str, Func
             environment={key: str(value) for key, value in variables.items()},
             role_id=role_id,
             policies=policies,
+            lambda_logging=lambda_logging,
         )
     logging.getLogger(__name__).debug("rehearsal functions: %s", sorted(found))
     return found

@@ -317,7 +317,9 @@ def delete_memory_object(
 @tool(
     "graph",
     rights=Rights(records="read-write", embeds=True, extracts=True, index="write"),
-    runtime=Runtime(timeout=29, deadline=26),
+    # 512 MB: model calls over a whole text, and the entities and facts they return (the Globals' 256 MB
+    # suit the tools that only make a few network calls).
+    runtime=Runtime(timeout=29, deadline=26, memory=512),
 )
 def build_memory_from_text(
     services: Services, context: RequestContext, request: BuildMemoryFromTextInput

@@ -82,7 +82,8 @@ def add_messages(services: Services, context: RequestContext, request: AddMessag
 @tool(
     "learning",
     rights=Rights(records="read-write", embeds=True, extracts=True, index="write"),
-    runtime=Runtime(timeout=120, deadline=25),
+    # 512 MB, as ExtractionFunction, which runs the same strategies over a session's turns.
+    runtime=Runtime(timeout=120, deadline=25, memory=512),
 )
 def memory_extract(services: Services, context: RequestContext, request: MemoryExtractInput) -> MemoryExtractOutput:
     """[SPECIFICATION] Run the extraction strategies now over the caller's waiting turns, or preview them.

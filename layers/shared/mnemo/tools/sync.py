@@ -25,7 +25,8 @@ SUMMARY = "Sync of organisational knowledge into memory, and its status"
 @tool(
     "sync",
     rights=Rights(records="read-write", embeds=True, index="write", bucket=KNOWLEDGE_CURRENT),
-    runtime=Runtime(timeout=29, deadline=26),
+    # 512 MB, as KnowledgeSyncFunction, which runs the same sync: whole files parsed and embedded.
+    runtime=Runtime(timeout=29, deadline=26, memory=512),
 )
 def sync_now(services: Services, context: RequestContext, request: SyncNowInput) -> SyncNowOutput:
     """[SPECIFICATION] Manually trigger synchronization between memory and knowledge systems.

@@ -16,6 +16,13 @@ from mnemo.tools.template_names import (
 )
 
 ALARM = "AWS::CloudWatch::Alarm"
+#: The condition of an alarm on a resource that exists under ``condition`` (None: always): the Alarms
+#: parameter (AlarmsOn) and the resource's own condition, which the template combines by name.
+ALARM_CONDITIONS: dict[str | None, str] = {
+    None: "AlarmsOn",
+    EXPERIMENTAL_CONDITION: "ExperimentalAlarms",
+    "ServeConsole": "ConsoleAlarms",
+}
 #: Metrics one metric-math alarm may read (a hard CloudWatch limit).
 MAX_METRICS_PER_ALARM = 10
 ALARM_ACTIONS = [
@@ -53,6 +60,15 @@ def log_groups(tools: Sequence[Tool]) -> list[str]:
     return lines[:-1]
 
 
+def alarm_condition(condition: str | None) -> str:
+    """The condition of an alarm watching something that exists under ``condition``: alarms exist only with
+    the Alarms parameter on (AlarmsOn), and never without what they watch."""
+    try:
+        return ALARM_CONDITIONS[condition]
+    except KeyError:
+        raise ValueError(f"no alarm condition combines AlarmsOn with {condition}: add one to the template") from None
+
+
 def _alarm_tail() -> list[str]:
     return [
         "    EvaluationPeriods: 1",
@@ -67,7 +83,7 @@ def error_alarms(tools: Sequence[Tool]) -> list[str]:
     """An alarm per generated function on Lambda's Errors: a crash or a timeout (an error envelope is an answer)."""
     lines: list[str] = []
     for stem, name, condition, what in _served(tools):
-        lines += resource(f"{stem}ErrorsAlarm", ALARM, condition)
+        lines += resource(f"{stem}ErrorsAlarm", ALARM, alarm_condition(condition))
         lines += [
             "  Properties:",
             f"    AlarmName: !Sub mnemo-${{Stage}}-{name}-errors",
@@ -102,7 +118,7 @@ def throttle_alarms(functions: Mapping[str, str | None]) -> list[str]:
             chunk = members[start : start + MAX_METRICS_PER_ALARM]
             number = "" if start == 0 else str(start // MAX_METRICS_PER_ALARM + 1)
             ids = [re.sub(r"[^a-z0-9]", "", logical_id.removesuffix("Function").lower()) for logical_id in chunk]
-            lines += resource(f"{stem}Throttles{number}Alarm", ALARM, condition)
+            lines += resource(f"{stem}Throttles{number}Alarm", ALARM, alarm_condition(condition))
             lines += [
                 "  Properties:",
                 f"    AlarmName: !Sub mnemo-${{Stage}}-{stem.lower()}-throttles{'-' + number if number else ''}",

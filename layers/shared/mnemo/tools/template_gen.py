@@ -257,15 +257,18 @@ def rest_routes(tools: Sequence[Tool]) -> list[str]:
 
 
 def http_routes(tools: Sequence[Tool]) -> list[str]:
-    """The HTTP API's tool paths (AuthMode JWT: its default authorizer), payload format 2.0."""
+    """The HTTP API's tool paths, payload format 2.0: the JWT authorizer (AuthMode JWT) or IAM authorization
+    (AuthMode IAM with ApiType HTTP), both written in the API's body (securitySchemes)."""
+    security = "security: !If [UseJwtAuth, [jwt: []], [sigv4: []]]"
     lines: list[str] = []
     for tool in tools:
-        lines += _route(tool, ["responses: {}", *_proxy_integration(tool), '  payloadFormatVersion: "2.0"'])
+        lines += _route(tool, [security, "responses: {}", *_proxy_integration(tool), '  payloadFormatVersion: "2.0"'])
     return lines
 
 
 def api_permissions(tools: Sequence[Tool]) -> list[str]:
-    """API Gateway may invoke each tool's function on its own route only, of whichever API AuthMode deploys."""
+    """API Gateway may invoke each tool's function on its own route only, of whichever API AuthMode and ApiType
+    deploy."""
     lines: list[str] = []
     for tool in tools:
         lines += resource(f"{camel(tool.name)}ApiPermission", PERMISSION, condition_of(tool.family))
@@ -276,13 +279,21 @@ def api_permissions(tools: Sequence[Tool]) -> list[str]:
             "    Principal: apigateway.amazonaws.com",
             "    SourceArn: !Sub",
             f"      - arn:${{AWS::Partition}}:execute-api:${{AWS::Region}}:${{AWS::AccountId}}:${{ApiId}}/*/POST/v1/tools/{tool.name}",
-            "      - ApiId: !If [UseJwtAuth, !Ref MnemoHttpApi, !Ref MnemoApi]",
+            "      - ApiId: !If [UseHttpApi, !Ref MnemoHttpApi, !Ref MnemoApi]",
             "",
         ]
     return lines[:-1]
 
 
 # ------------------------------------------------------ vector collection ---
+#: Every name the vector collection takes (template.yaml, VectorCollection): in its NextGen group without and
+#: with standby replicas, then in the CLASSIC group of earlier releases.
+COLLECTION_NAMES = (
+    "mnemo-${Stage}-vectors-ng",
+    "mnemo-${Stage}-vectors-ng-standby",
+    "mnemo-${Stage}-vectors",
+    "mnemo-${Stage}-vectors-standby",
+)
 _INDEX_RULES = {
     "read": ("Search", '"aoss:ReadDocument", "aoss:DescribeIndex"'),
     "delete": ("Delete", '"aoss:ReadDocument", "aoss:WriteDocument", "aoss:DescribeIndex"'),
@@ -317,8 +328,11 @@ def collection_access(tools: Sequence[Tool]) -> list[str]:
     for tool in tools:
         if tool.family in EXPERIMENTAL_FAMILIES and tool.rights.index:
             raise StaleTemplate(f"{tool.name}: an experimental tool may not reach the vector index")
-    index = "index/mnemo-${Stage}-vectors/*", "index/mnemo-${Stage}-vectors-standby/*"
-    collection = "collection/mnemo-${Stage}-vectors", "collection/mnemo-${Stage}-vectors-standby"
+    # The collection's names with and without standby replicas (-ng: in its NextGen group), then the names it
+    # had in a CLASSIC group: a stack updated from then keeps reaching its old collection while the update
+    # runs, until CloudFormation deletes it (template.yaml, VectorCollection).
+    index = ", ".join(f'"index/{name}/*"' for name in COLLECTION_NAMES)
+    collection = ", ".join(f'"collection/{name}"' for name in COLLECTION_NAMES)
     variables: list[str] = []
     for access, members in index_principals(tools).items():
         key, permissions = _INDEX_RULES[access]
@@ -327,18 +341,17 @@ def collection_access(tools: Sequence[Tool]) -> list[str]:
         variables += [
             f"{key}: !Sub >-",
             f'  {{"Description": "{description}", "Principal": [{principals}], "Rules": [',
-            f'  {{"ResourceType": "index", "Resource": ["{index[0]}", "{index[1]}"], "Permission": [{permissions}]}},',
-            f'  {{"ResourceType": "collection", "Resource": ["{collection[0]}", "{collection[1]}"], '
-            '"Permission": ["aoss:DescribeCollectionItems"]}]}',
+            f'  {{"ResourceType": "index", "Resource": [{index}], "Permission": [{permissions}]}},',
+            f'  {{"ResourceType": "collection", "Resource": [{collection}], "Permission": ["aoss:DescribeCollectionItems"]}}]}}',
         ]
     variables += [
         "Admin: !If",
         "  - HasOpenSearchAdmin",
         "  - !Sub >-",
         '    , {"Description": "index bootstrap and reindex", "Principal": ["${OpenSearchAdminPrincipalArn}"], "Rules": [',
-        f'    {{"ResourceType": "index", "Resource": ["{index[0]}", "{index[1]}"], "Permission": ["aoss:CreateIndex", '
+        f'    {{"ResourceType": "index", "Resource": [{index}], "Permission": ["aoss:CreateIndex", '
         '"aoss:UpdateIndex", "aoss:DescribeIndex", "aoss:DeleteIndex", "aoss:ReadDocument", "aoss:WriteDocument"]},',
-        f'    {{"ResourceType": "collection", "Resource": ["{collection[0]}", "{collection[1]}"], "Permission": '
+        f'    {{"ResourceType": "collection", "Resource": [{collection}], "Permission": '
         '["aoss:CreateCollectionItems", "aoss:UpdateCollectionItems", "aoss:DescribeCollectionItems"]}]}',
         '  - ""',
     ]
