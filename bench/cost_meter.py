@@ -365,6 +365,19 @@ def is_knn(body: Any) -> bool:
     return isinstance(body, dict) and "knn" in (body.get("query") or {})
 
 
+def knn_msearch(url: str, body: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The (index, body) of each search of an ``_msearch`` made of k-NN searches only (else [])."""
+    if not url.rstrip("/").endswith("_msearch") or not isinstance(body, (bytes, str)):
+        return []
+    text = body.decode() if isinstance(body, bytes) else body
+    lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+    pairs = list(zip(lines[::2], lines[1::2], strict=False))
+    if not pairs or not all(is_knn(search) for _, search in pairs):
+        return []
+    default = url.strip("/").split("/", 1)[0] if not url.startswith("/_msearch") else ""
+    return [(header.get("index") or default, search) for header, search in pairs]
+
+
 class OpenSearchMeter:
     """Wraps an opensearch-py client's transport: counts requests by kind into ``meter``'s phase.
 
@@ -384,9 +397,13 @@ class OpenSearchMeter:
 
         def record(method: str, url: str, params: Any = None, body: Any = None, **kwargs: Any) -> Any:
             decoded = json.loads(body) if isinstance(body, (bytes, str)) and is_knn(body) else body
-            self._meter.tally.requests[f"opensearch:{opensearch_kind(method, url, decoded)}"] += 1
+            searches = knn_msearch(url, body)
+            kind = "msearch k-NN" if searches else opensearch_kind(method, url, decoded)
+            self._meter.tally.requests[f"opensearch:{kind}"] += 1
             if self._knn is not None and isinstance(decoded, dict) and is_knn(decoded):
                 return self._knn(url.strip("/").split("/", 1)[0], decoded)
+            if self._knn is not None and searches:
+                return {"took": 1, "responses": [self._knn(index, search) for index, search in searches]}
             return perform(method, url, params=params, body=body, **kwargs)
 
         client.transport.perform_request = record

@@ -19,16 +19,28 @@ handed to the indexer as a DynamoDB Streams event (its documented shape).
 
 Counted per call (bench/cost_meter.py): DynamoDB requests by API and the read
 and write units they spend as DynamoDB bills them, Titan calls and tokens,
-Converse calls, OpenSearch requests by kind, the handler's own CPU time, and the
-bytes it logs. A first ("cold") call of each function is reported apart from the
-warm average of --calls calls. Prices (PRICES, with their sources) turn the
-counts into dollars per million calls by line item, the fixed monthly floor, the
-comparison with AgentCore Memory, and the distance from $5 per million calls.
-The environment is Globals.Function.Environment of template.yaml with its intrinsic functions
-(!If, !Ref, !Sub, !FindInMap...) evaluated for the parameters' defaults (the rehearsal's Resolver,
-tests/support/rehearsal_template.py), the run's table, bucket and endpoints standing for the stack's resources.
-Writes bench/results/deploy_cost.json and prints tables. --smoke: a corpus of 5 and 3 calls of each tool,
-the same path (results to a temporary folder, bench/common.py).
+Converse calls, OpenSearch requests by kind, the handler's own CPU time, the
+bytes it logs and the custom metrics its EMF documents define. A first ("cold")
+call of each function is measured apart from the warm average of --calls calls.
+One scheduled drain of the indexer and one scheduled knowledge sync run too, each
+with nothing to do (whether they touch OpenSearch decides whether they wake a
+collection that scales to zero).
+
+The money is bench/cost_model.py's: it reads from template.yaml, resolved for each
+case (CASES: Stage dev with every other parameter at its default, and Stage prod),
+the API that serves the tools, tracing, MemorySize and logging configuration, the
+alarms and their metrics, the collection group's minimum, the schedules and the
+polled queues, and turns the counts into dollars per million calls by line item
+at 1 million calls a month, the idle floor, a month's bill from 10 thousand to 100
+million calls beside AgentCore Memory, the break-even, and the issue's goals with
+a pass/fail column. The environment is Globals.Function.Environment of template.yaml
+(and each function's own) with its intrinsic functions evaluated for the parameters'
+defaults (the rehearsal's Resolver, tests/support/rehearsal_template.py), the run's
+table, bucket and endpoints standing for the stack's resources.
+
+Writes bench/results/deploy_cost.json and the plot (--plot, default docs/deploy-cost.png),
+and prints tables. --smoke: a corpus of 5 and 3 calls of each tool, the same path
+(results and the plot to a temporary folder, bench/common.py).
 """
 
 from __future__ import annotations
@@ -45,15 +57,18 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
+import cost_model
 from cost_meter import Meter, OpenSearchMeter, Tally
+from cost_model import DEFAULT_INIT_MS
 
-from common import RESULTS, parse_args, table, write_results
+from common import RESULTS, parse_args, results_dir, smoke, table, write_results
 
 # Lambda's own variables: the observability module logs to stdout (CloudWatch) only inside Lambda.
 for _variable, _value in {
@@ -71,93 +86,21 @@ from rehearsal_template import Resolver  # noqa: E402
 from aws_events import FakeLambdaContext, rest_event  # noqa: E402
 from mnemo.tools import cloudformation_yaml  # noqa: E402
 
-# --------------------------------------------------------------- prices ---
-#: US East (N. Virginia) list prices, without free tiers. Each figure's source is the stored copy
-#: read with the project's search tool on 2026-11-26 (the publication date of the page where it
-#: shows one); "unconfirmed" where no AWS page in that store gave the number.
-PRICES: dict[str, float] = {
-    # REST API, first 333 million requests a month: $3.50 per million; HTTP API, first 300 million:
-    # $1.00 per million. AWS whitepaper "Best Practices for Designing Amazon API Gateway Private APIs
-    # and Private Integration", Cost optimization, Table 4,
-    # https://docs.aws.amazon.com/pt_br/whitepapers/latest/best-practices-api-gateway-private-apis-integration/cost-optimization.html
-    "apigw_rest_per_million": 3.50,
-    "apigw_http_per_million": 1.00,
-    # Lambda, Arm: $0.0000133334 per GB-second (first 7.5 billion GB-s a month), $0.20 per million
-    # requests: https://cloudchipr.com/blog/aws-lambda-pricing ("US East (N. Virginia)", 2024) and
-    # https://git.mcrn.ar/mariano/lambda_local_runner/src/commit/957e45b8adae23ce50b966346229585b5df18b4d/docs/lambdas-md/lambda-13-cost.md
-    # (the AWS page https://aws.amazon.com/lambda/pricing/ was stored without its price table).
-    "lambda_request_per_million": 0.20,
-    "lambda_arm_gb_second": 0.0000133334,
-    # DynamoDB on-demand after the 50% cut of November 1, 2024: $0.625 per million write request
-    # units, $0.125 per million read request units: https://airbyte.com/data-engineering-resources/dynamodb-pricing
-    # (2025-07-21) and https://www.jusdb.com/blog/dynamodb-cost-optimization-a-comprehensive-guide-by-jusdb
-    # (2025-08-19: "Effective November 1, 2024 ... on-demand throughput costs reduced by 50%"). Pages
-    # written before the cut show $1.25 and $0.25. The unit rules are AWS's own:
-    # https://aws.amazon.com/dynamodb/pricing/on-demand/ (stored without its price table).
-    "dynamodb_wru_per_million": 0.625,
-    "dynamodb_rru_per_million": 0.125,
-    # Titan Text Embeddings V2: $0.02 per million input tokens on Amazon Bedrock, as OpenRouter
-    # passes it through "with no markup on the provider's price":
-    # https://openrouter.ai/amazon/titan-embed-text-v2/providers (2026). Unconfirmed on an AWS page:
-    # https://aws.amazon.com/bedrock/pricing/ was stored without the model table.
-    "titan_v2_per_1k_tokens": 0.00002,
-    # OpenSearch Serverless: $0.24 per OCU-hour, $0.024 per GB-month of managed storage:
-    # https://cloudburn.io/blog/amazon-opensearch-pricing ("US East (N. Virginia) rates from the
-    # official OpenSearch pricing page as of March 2026") and https://awsnegotiations.com/opensearch-serverless-cost
-    # (February 2026). Minimum OCUs: docs.aws.amazon.com serverless-scaling, see OCU_FLOOR.
-    "opensearch_ocu_hour": 0.24,
-    "opensearch_storage_gb_month": 0.024,
-    # CloudWatch Logs: $0.50 per GB ingested (standard class), $0.03 per GB-month stored:
-    # https://hykell.com/kb/platform-specific-guides/aws-cloudwatch-logs-pricing ("in standard
-    # regions like us-east-1") and https://www.factualminds.com/blog/amazon-cloudwatch-pricing-metrics-logs-alarms-dashboards/
-    "cloudwatch_logs_ingest_gb": 0.50,
-    "cloudwatch_logs_storage_gb_month": 0.03,
-    # CloudWatch: $0.10 per standard-resolution alarm a month (https://c3x.dev/resources/aws/aws_cloudwatch_metric_alarm),
-    # $0.30 per custom metric a month, first 10,000 (https://signoz.io/guides/cloudwatch-pricing, 2026-02-15);
-    # https://aws.amazon.com/cloudwatch/pricing/ was stored without these figures.
-    "cloudwatch_alarm_month": 0.10,
-    "cloudwatch_custom_metric_month": 0.30,
-    # X-Ray: $5.00 per million traces recorded (first 100,000 a month free): AWS's page,
-    # https://aws.amazon.com/de/xray/pricing/ ("5 USD pro Million"). The default sampling rule
-    # records the first request each second and 5% of the rest:
-    # https://awsnegotiations.com/x-ray-pricing-strategy.html
-    "xray_trace_per_million": 5.00,
-    # AgentCore Memory: $0.25 per 1,000 new short-term memory events, $0.50 per 1,000 long-term memory
-    # retrievals, $0.75 per 1,000 long-term records a month (built-in strategies). Third-party copies
-    # of https://aws.amazon.com/bedrock/agentcore/pricing/ (not itself stored):
-    # https://www.factualminds.com/blog/amazon-bedrock-agentcore-pricing-12-components/ (2026-06-13)
-    # and an AgentCore cost guide at http://brick-house.org/960d063e-4af9-4fcf-ad6c-5d7790c91c52?page=8
-    "agentcore_event_per_1k": 0.25,
-    "agentcore_retrieval_per_1k": 0.50,
-    "agentcore_record_month_per_1k": 0.75,
-}
-
-#: Vector collection minimum OCUs (indexing + search): 0.5 + 0.5 with standby replicas DISABLED,
-#: 1 + 1 (0.5 x 2 each) ENABLED. "Managing capacity limits for Amazon OpenSearch Serverless",
-#: https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-scaling.html
-#: (stored copies docs.aws.amazon.com/zh_cn/... and docs.amazonaws.cn/en_us/...), and the AWS Big
-#: Data Blog on half OCUs: https://aws.amazon.com/blogs/big-data/amazon-opensearch-serverless-cost-effective-search-capabilities-at-any-scale
-OCU_FLOOR = {"DISABLED": 1.0, "ENABLED": 2.0}
-HOURS_A_MONTH = 730
-
-#: Lambda gives a function one vCPU at 1,769 MB and CPU in proportion below that
-#: (https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html). The handler's own CPU
-#: time measured here (one core of this machine taken as one vCPU) is scaled by 1769 / MemorySize.
-FULL_VCPU_MB = 1769
-#: In-region service latency per request, ms (low, high): assumptions, not measured here (moto and
-#: osmem answer in-process or on loopback). Titan's is an embedding of a short text.
-LATENCY_MS = {"dynamodb": (4.0, 10.0), "bedrock-runtime": (30.0, 100.0), "opensearch": (15.0, 50.0)}
-#: Share of invocations that pay a cold start at the high end, and the goal per million calls.
-COLD_SHARE_HIGH = 0.02
-GOAL_PER_MILLION = 5.0
-#: Lambda platform lines per invocation in the Text log format (template.yaml sets no LogFormat).
-PLATFORM_LINES = (
-    "START RequestId: 52fdfc07-2182-154f-163f-5f0f9a621d72 Version: $LATEST\n"
-    "END RequestId: 52fdfc07-2182-154f-163f-5f0f9a621d72\n"
-    "REPORT RequestId: 52fdfc07-2182-154f-163f-5f0f9a621d72\tDuration: 123.45 ms\tBilled Duration: 124 ms\t"
-    "Memory Size: 512 MB\tMax Memory Used: 118 MB\t\n"
-    "XRAY TraceId: 1-674a1b2c-0123456789abcdef01234567\tSegmentId: 0123456789abcdef\tSampled: true\t\n"
-)
+#: A first ("cold") call of each function is reported apart; CPU time of this machine's core is one vCPU.
+#: Where the plot and the JSON go by default (the plot is committed under docs/, referenced from docs/deploy.md).
+DEFAULT_PLOT = Path(__file__).resolve().parents[1] / "docs" / "deploy-cost.png"
+#: The volumes of the table and the plot (calls a month).
+VOLUMES = [10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000, 10_000_000, 30_000_000, 100_000_000]
+#: The cases: Stage dev with every other parameter at its default (the template's defaults), and Stage prod.
+CASES = {"dev": {}, "prod": {"Stage": "prod"}}
+#: Parameters whose cost the run also prints, each from Stage=dev's defaults.
+OPTIONS = [
+    {"Tracing": "Active"},
+    {"ApiType": "REST"},
+    {"Alarms": "on"},
+    {"OpenSearchScaleToZero": "off"},
+    {"ExtractionStrategies": "all"},
+]
 
 WORDS = [
     "deploy",
@@ -222,9 +165,9 @@ def load_template() -> dict[str, Any]:
 aws_fixtures.load_template = load_template
 
 
-def template_environment(table_name: str, opensearch_url: str) -> dict[str, str]:
-    """Globals.Function.Environment.Variables of template.yaml, every parameter at its default, with this
-    run's table, bucket and OpenSearch endpoint in place of the stack's resources."""
+def template_environment(table_name: str, opensearch_url: str, function: str | None = None) -> dict[str, str]:
+    """Globals.Function.Environment.Variables of template.yaml (and ``function``'s own), every parameter at its
+    default, with this run's table, bucket and OpenSearch endpoint in place of the stack's resources."""
     template = load_template()
     resolver = Resolver(
         template,
@@ -232,8 +175,12 @@ def template_environment(table_name: str, opensearch_url: str) -> dict[str, str]
         refs={"RecordsTable": table_name, "KnowledgeBucket": table_name},
         attributes={"VectorCollection.CollectionEndpoint": opensearch_url},
     )
-    variables = resolver.resolve(template["Globals"]["Function"]["Environment"]["Variables"])
-    environment = {name: str(value) for name, value in variables.items()}  # AWS::NoValue ones are gone
+    variables = dict(template["Globals"]["Function"]["Environment"]["Variables"])
+    if function is not None:
+        own = function_settings(function)["properties"].get("Environment") or {}
+        variables.update(own.get("Variables") or {})
+    resolved = resolver.resolve(variables)
+    environment = {name: str(value) for name, value in resolved.items()}  # AWS::NoValue ones are gone
     environment["MNEMO_RECORDS_TABLE"] = table_name  # the run's own table, not mnemo-records-<Stage>
     environment["MNEMO_AWS_ENDPOINT"] = shared_moto_server().url
     environment["MNEMO_AWS_REGION"] = REGION
@@ -242,21 +189,20 @@ def template_environment(table_name: str, opensearch_url: str) -> dict[str, str]
 
 def function_settings(name: str) -> dict[str, Any]:
     resources = load_template()["Resources"]
-    memory = int(load_template()["Globals"]["Function"]["MemorySize"])
     for resource in resources.values():
         properties = resource.get("Properties") or {}
         if resource.get("Type") == "AWS::Serverless::Function" and str(properties.get("CodeUri", "")).rstrip(
             "/"
-        ).endswith(name):
-            return {"memoryMb": int(properties.get("MemorySize", memory)), "properties": properties}
+        ).endswith("/" + name):
+            return {"properties": properties}
     raise KeyError(name)
 
 
 def stream_filter() -> dict[str, Any]:
     indexer = function_settings("indexer")["properties"]
     stream = indexer["Events"]["RecordsStream"]["Properties"]
-    pattern = json.loads(stream["FilterCriteria"]["Filters"][0]["Pattern"])
-    return {"pattern": pattern, "batchSize": int(stream["BatchSize"])}
+    patterns = [json.loads(f["Pattern"]) for f in stream["FilterCriteria"]["Filters"]]  # a record passes any one
+    return {"patterns": patterns, "batchSize": int(stream["BatchSize"])}
 
 
 def matches(pattern: Any, value: Any) -> bool:
@@ -278,16 +224,16 @@ def matches(pattern: Any, value: Any) -> bool:
 class Stack:
     """DynamoDB on moto, OpenSearch on osmem, one Services per Lambda function, and the meter on all of them."""
 
-    def __init__(self, table_name: str) -> None:
+    def __init__(self, table_name: str, application_log_level: str | None = None) -> None:
         import boto3
         from osmem_server import OsmemServer
 
-        from mnemo.runtime import Services
-        from mnemo.settings import Settings
+        from mnemo.adapters.aws.bootstrap import ensure_bucket
 
         server = shared_moto_server()
         self.dynamodb = server.client("dynamodb")  # setup and peeking: not metered
         create_records_table(self.dynamodb, table_name)
+        ensure_bucket(server.client("s3"), table_name, REGION)  # the knowledge bucket of the scheduled sync
         self.table = table_name
         self.streams = boto3.client(
             "dynamodbstreams",
@@ -302,18 +248,28 @@ class Stack:
         environment = template_environment(table_name, self.osmem.url)
         os.environ.update({k: v for k, v in environment.items() if k.startswith("POWERTOOLS_")})
         os.environ["AWS_DEFAULT_REGION"] = REGION
+        if application_log_level:  # Lambda's JSON log format filters the application's lines (Powertools reads it)
+            os.environ["AWS_LAMBDA_LOG_FORMAT"] = "JSON"
+            os.environ["AWS_LAMBDA_LOG_LEVEL"] = application_log_level
+        # Settings and Services after the environment is set: the observability module reads it on import.
+        from mnemo.runtime import Services
+        from mnemo.settings import Settings
+
         self.environment = environment
         self.meter = Meter(self._peek)
         self.search_meter = OpenSearchMeter(self.meter, knn=self._knn)
         self.services: dict[str, Services] = {}
-        for function in ("memory_add", "memory_search", "indexer"):
-            settings = Settings.from_env(environment).model_copy(
+        for function in ("memory_add", "memory_search", "indexer", "knowledge_sync"):
+            own = template_environment(table_name, self.osmem.url, function)
+            settings = Settings.from_env(own).model_copy(
                 update={"data_dir": Path(tempfile.mkdtemp(prefix=f"mnemo-cost-{function}-"))}
             )
             services = Services(settings)
             self.meter.attach(services.records.client)  # type: ignore[attr-defined]
             self.meter.attach(services.embedder.client)  # type: ignore[attr-defined]
             self.search_meter.attach(services.index.client)  # type: ignore[attr-defined]
+            if function == "knowledge_sync":
+                self.meter.attach(services.blobs.client)  # type: ignore[attr-defined]
             self.services[function] = services
         self._plain = None
 
@@ -377,24 +333,44 @@ class Stack:
 
 
 @contextmanager
-def captured_stdout() -> Iterator[list[int]]:
-    """Bytes written to file descriptors 1 and 2 inside the block: in Lambda both reach CloudWatch Logs."""
+def captured_stdout() -> Iterator[list[bytes]]:
+    """What is written to file descriptors 1 and 2 inside the block: in Lambda both reach CloudWatch Logs."""
     sys.stdout.flush()
     sys.stderr.flush()
     saved = {fd: os.dup(fd) for fd in (1, 2)}
     with tempfile.TemporaryFile() as sink:
         for fd in saved:
             os.dup2(sink.fileno(), fd)
-        size: list[int] = []
+        written: list[bytes] = []
         try:
-            yield size
+            yield written
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
             for fd, copy in saved.items():
                 os.dup2(copy, fd)
                 os.close(copy)
-            size.append(sink.seek(0, os.SEEK_END))
+            sink.seek(0)
+            written.append(sink.read())
+
+
+def emf_metrics(logged: bytes) -> list[str]:
+    """The custom metrics the EMF documents among ``logged`` lines define: namespace, name and dimension set,
+    as CloudWatch bills them (one metric per name and set of dimension values)."""
+    found: set[str] = set()
+    for line in logged.decode(errors="replace").splitlines():
+        if '"_aws"' not in line:
+            continue
+        try:
+            document = json.loads(line)
+        except ValueError:
+            continue
+        for directive in document.get("_aws", {}).get("CloudWatchMetrics", []):
+            for dimensions in directive.get("Dimensions", []):
+                values = ",".join(f"{name}={document.get(name)}" for name in dimensions)
+                for metric in directive.get("Metrics", []):
+                    found.add(f"{directive.get('Namespace')}/{metric['Name']}[{values}]")
+    return sorted(found)
 
 
 def run_handler(
@@ -410,7 +386,13 @@ def run_handler(
         answer = handler(event, FakeLambdaContext())
         cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
     delta = _difference(stack.meter.tallies[function], before)
-    return answer, {**delta, "cpuMs": cpu * 1000, "wallMs": wall * 1000, "logBytes": logged[0]}
+    return answer, {
+        **delta,
+        "cpuMs": cpu * 1000,
+        "wallMs": wall * 1000,
+        "logBytes": len(logged[0]),
+        "emf": emf_metrics(logged[0]),
+    }
 
 
 def _snapshot(tally: Tally) -> dict[str, Any]:
@@ -480,8 +462,8 @@ def index_new_records(stack: Stack, batch_size: int) -> list[dict[str, Any]]:
     """Hand the stream records since the last call to the indexer, as Lambda would: filtered, in batches."""
     from mnemo.entry.indexer import handler
 
-    pattern = stream_filter()["pattern"]
-    records = [r for r in stack.new_stream_records() if matches(pattern, r)]
+    patterns = stream_filter()["patterns"]
+    records = [r for r in stack.new_stream_records() if any(matches(pattern, r) for pattern in patterns)]
     costs = []
     for start in range(0, len(records), batch_size):
         batch = [{**r, "eventSourceARN": stack.stream_arn} for r in records[start : start + batch_size]]
@@ -492,9 +474,9 @@ def index_new_records(stack: Stack, batch_size: int) -> list[dict[str, Any]]:
     return costs
 
 
-def measure(corpus: int, calls: int, seed: int = 7) -> dict[str, Any]:
+def measure(corpus: int, calls: int, seed: int = 7, application_log_level: str | None = None) -> dict[str, Any]:
     rng = random.Random(seed)
-    stack = Stack(f"mnemo-cost-{int(time.time())}")
+    stack = Stack(f"mnemo-cost-{int(time.time())}", application_log_level)
     batch_size = stream_filter()["batchSize"]
     try:
         first_add = tool_call(stack, "memory_add", {"content": memory_text(rng, 0)})[1]
@@ -512,25 +494,67 @@ def measure(corpus: int, calls: int, seed: int = 7) -> dict[str, Any]:
             found, cost = tool_call(stack, "memory_search", {"query": query_text(rng), "threshold": SEARCH_THRESHOLD})
             searches.append(cost)
             results.append(len(found["results"]))
-        from mnemo.entry.indexer import handler as indexer_handler
-
-        drain = run_handler(
-            stack, "indexer", indexer_handler, {"source": "aws.events", "detail-type": "Scheduled Event"}
-        )[1]
+        scheduled = measure_schedules(stack)
     finally:
         stack.close()
-    return {
+    measured = {
         "corpus": corpus,
         "calls": calls,
         "firstCall": {"memory_add": first_add, "indexer": first_index, "memory_search": first_search},
         "memory_add": average(adds),
-        "indexer": average(index_runs),
+        # An add whose inline index write succeeded may hand the indexer nothing (the stream filter).
+        "indexer": average(index_runs) if index_runs else {**NO_INVOCATION, "records": 1.0},
         "indexerInvocationsPerAdd": len(index_runs) / calls,
+        "indexerRecordsPerAdd": sum(run["records"] for run in index_runs) / calls,
         "memory_search": average(searches),
         "searchResultsMean": statistics.mean(results),
-        "drain": drain,
+        "scheduled": scheduled,
         "batchSize": batch_size,
     }
+    measured["emf"] = {
+        phase: sorted({metric for cost in costs for metric in cost["emf"]})
+        for phase, costs in {"memory_add": adds, "indexer": index_runs, "memory_search": searches}.items()
+    } | {f"scheduled:{function}": cost["emf"] for function, cost in scheduled.items()}
+    return measured
+
+
+#: The counts of a function that did not run.
+NO_INVOCATION: dict[str, Any] = {
+    "requests": {},
+    "rru": 0.0,
+    "rruStrong": 0.0,
+    "wru": 0.0,
+    "titanCalls": 0.0,
+    "titanTokens": 0.0,
+    "converseCalls": 0.0,
+    "cpuMs": 0.0,
+    "cpuMsP50": 0.0,
+    "wallMs": 0.0,
+    "logBytes": 0.0,
+}
+
+SCHEDULED_EVENT = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+
+
+def measure_schedules(stack: Stack) -> dict[str, dict[str, Any]]:
+    """One scheduled invocation of each function with a schedule, with nothing to do, in a warm container
+    (a first one is not counted): the index outbox empty, the knowledge files already synced (one tenant
+    with one file)."""
+    from mnemo.entry.indexer import handler as indexer_handler
+    from mnemo.entry.sync_events import handler as sync_handler
+
+    run_handler(stack, "indexer", indexer_handler, dict(SCHEDULED_EVENT))  # a warm container: not its first call
+    drain = run_handler(stack, "indexer", indexer_handler, dict(SCHEDULED_EVENT))[1]
+    stack.services["knowledge_sync"].repository.push(
+        "123456789012",
+        "notes/deploys.md",
+        b"# Deploys\n\nEvery release is checked first.\n",
+        author="bench",
+        message="a",
+    )
+    run_handler(stack, "knowledge_sync", sync_handler, dict(SCHEDULED_EVENT))  # the first sync indexes the file
+    sync = run_handler(stack, "knowledge_sync", sync_handler, dict(SCHEDULED_EVENT))[1]
+    return {"indexer": drain, "knowledge_sync": sync}
 
 
 def average(costs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -538,7 +562,7 @@ def average(costs: list[dict[str, Any]]) -> dict[str, Any]:
     requests: Counter[str] = Counter()
     for cost in costs:
         requests.update(cost["requests"])
-    numeric = [key for key in costs[0] if key != "requests"]
+    numeric = [key for key in costs[0] if key not in ("requests", "emf")]
     mean = {key: sum(cost[key] for cost in costs) / count for key in numeric}
     mean["requests"] = {name: value / count for name, value in sorted(requests.items())}
     mean["cpuMsP50"] = statistics.median(cost["cpuMs"] for cost in costs)
@@ -546,139 +570,128 @@ def average(costs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- money ---
-def service_of(request: str) -> str:
-    return request.split(":", 1)[0]
+def init_durations(memory: dict[str, int], api: str) -> tuple[dict[str, tuple[float, float]], str]:
+    """What a cold start adds to an invocation, by function: (INIT ms, the first call's extra ms over a warm
+    one), both on one vCPU of this machine. From the built-artifact measurement of bench/cold_start.py for the
+    API that serves the tools (cold-start-built-<api>.json: import; first call - warm call; medians), else
+    cold-start.json's in-process import and first call, else DEFAULT_INIT_MS. The indexer and the sync are
+    taken to cost what memory_add does."""
+    found: dict[str, tuple[float, float]] = {}
+    source = f"{DEFAULT_INIT_MS:.0f} ms (stated; no bench/results/cold-start*.json)"
+    built = RESULTS / f"cold-start-built-{api.lower()}.json"
+    if built.exists():
+        functions = json.loads(built.read_text()).get("functions", {})
+        for tool in cost_model.TOOLS:
+            medians = (functions.get(tool) or {}).get("medians") or {}
+            if "import" in medians:
+                extra = float(medians.get("first", 0.0)) - float(medians.get("warm", 0.0))
+                found[tool] = (float(medians["import"]), max(0.0, extra))
+        if found:
+            source = f"bench/results/{built.name} (built artifact, medians: import; first call - warm call)"
+    plain = RESULTS / "cold-start.json"
+    if not found and plain.exists():
+        medians = json.loads(plain.read_text()).get("medians", {})
+        for tool in cost_model.TOOLS:
+            figures = medians.get(tool) or {}
+            if "import" in figures:
+                found[tool] = (float(figures["import"]), float(figures.get("first", 0.0)))
+        if found:
+            source = "bench/results/cold-start.json (in process, medians: import; first call)"
+    default = found.get("memory_add", (DEFAULT_INIT_MS, 0.0))
+    return {function: found.get(function, default) for function in memory}, source
 
 
-def duration_ms(cost: dict[str, Any], memory_mb: int, *, high: bool, init_ms: float) -> float:
-    """Lambda billed time for one invocation: CPU scaled to the function's share of a vCPU, plus waiting."""
-    scaled = cost["cpuMs"] * FULL_VCPU_MB / memory_mb
-    waiting = sum(
-        count * LATENCY_MS[service_of(name)][1 if high else 0]
-        for name, count in cost["requests"].items()
-        if service_of(name) in LATENCY_MS
-    )
-    cold = COLD_SHARE_HIGH * init_ms * FULL_VCPU_MB / memory_mb if high else 0.0
-    return scaled + waiting + cold
+def dollars(value: float) -> str:
+    return f"{value:,.2f}" if value < 1000 else f"{value:,.0f}"
 
 
-def line_items(
-    tool: str, measured: dict[str, Any], memory_mb: int, init_ms: float, indexer_mb: int
-) -> dict[str, tuple[float, float]]:
-    """Dollars per million calls of ``tool`` by line item, as (low, high)."""
-    p = PRICES
-    cost = measured[tool]
-    items: dict[str, tuple[float, float]] = {}
-    items["API Gateway REST"] = (p["apigw_rest_per_million"],) * 2
-    invocations = (1.0, 1.0)
-    gb_seconds = [
-        memory_mb / 1024 * duration_ms(cost, memory_mb, high=h, init_ms=init_ms) / 1000 for h in (False, True)
-    ]
-    rru, wru = cost["rru"], cost["wru"]
-    tokens, log_bytes = cost["titanTokens"], cost["logBytes"] + len(PLATFORM_LINES)
-    if tool == "memory_add":
-        indexer = measured["indexer"]
-        per_record = {
-            key: indexer[key] / indexer["records"] for key in ("rru", "wru", "titanTokens", "cpuMs", "logBytes")
-        }
-        per_record["requests"] = {name: value / indexer["records"] for name, value in indexer["requests"].items()}
-        records_per_add = measured["indexerInvocationsPerAdd"] * indexer["records"]
-        batch = measured["batchSize"]
-        # Low: full batches of BatchSize records; high: one record per invocation (quiet traffic).
-        invocations = (1.0 + records_per_add / batch, 1.0 + records_per_add)
-        for n, high in enumerate((False, True)):
-            waiting_cost = dict(per_record, cpuMs=per_record["cpuMs"])
-            gb_seconds[n] += (
-                records_per_add
-                * indexer_mb
-                / 1024
-                * (duration_ms(waiting_cost, indexer_mb, high=high, init_ms=init_ms) / 1000)
+def plot(
+    series: dict[str, list[float]], volumes: list[float], path: Path, break_evens: dict[str, float | None]
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 5))
+    styles = {"Mnemo dev": "-", "Mnemo prod": "-", "AgentCore Memory": "--"}
+    for name, values in series.items():
+        axes.plot(volumes, values, styles.get(name, "-"), label=name, linewidth=1.8)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    top = max(max(values) for values in series.values())
+    for n, (name, volume) in enumerate(break_evens.items()):
+        if volume and volumes[0] <= volume <= volumes[-1]:
+            axes.axvline(volume, color="grey", linewidth=0.7, linestyle=":")
+            axes.text(
+                volume * 1.08, top / (2.2 + 3 * n), f"{name} = AgentCore\nat {volume / 1e6:.2g}M calls", fontsize=8
             )
-        rru += records_per_add * per_record["rru"]
-        wru += records_per_add * per_record["wru"]
-        tokens += records_per_add * per_record["titanTokens"]
-        log_bytes += records_per_add * per_record["logBytes"] + (invocations[1] - 1.0) * len(PLATFORM_LINES)
-    items["Lambda requests"] = tuple(n * p["lambda_request_per_million"] for n in invocations)  # type: ignore[assignment]
-    items["Lambda GB-seconds"] = (
-        gb_seconds[0] * p["lambda_arm_gb_second"] * 1e6,
-        gb_seconds[1] * p["lambda_arm_gb_second"] * 1e6,
-    )
-    items["DynamoDB writes"] = (wru * p["dynamodb_wru_per_million"],) * 2
-    items["DynamoDB reads"] = (rru * p["dynamodb_rru_per_million"],) * 2
-    items["Titan tokens"] = (tokens * 1e6 / 1000 * p["titan_v2_per_1k_tokens"],) * 2
-    items["CloudWatch Logs"] = (log_bytes * 1e6 / 2**30 * p["cloudwatch_logs_ingest_gb"],) * 2
-    # X-Ray: 5% sampled at sustained traffic, every request when under one request a second.
-    items["X-Ray traces"] = (0.05 * p["xray_trace_per_million"], p["xray_trace_per_million"])
-    items["OpenSearch Serverless"] = (0.0, 0.0)  # inside the OCU floor; see the floor table
-    return items
-
-
-def fixed_floor(measured: dict[str, Any], init_ms: float) -> dict[str, dict[str, float]]:
-    """Monthly costs that do not depend on calls."""
-    template = load_template()
-    alarms = sum(1 for r in template["Resources"].values() if r.get("Type") == "AWS::CloudWatch::Alarm")
-    drains = 30.4 * 24 * 12  # the indexer's rate(5 minutes) PendingDrain schedule
-    syncs = 30.4 * 24 * 4  # KnowledgeSyncFunction's default rate(15 minutes)
-    drain = measured["drain"]
-    memory_mb = function_settings("indexer")["memoryMb"]
-    drain_gbs = memory_mb / 1024 * duration_ms(drain, memory_mb, high=True, init_ms=init_ms) / 1000
-    scheduled = (
-        (drains + syncs) * PRICES["lambda_request_per_million"] / 1e6
-        + drains * drain_gbs * PRICES["lambda_arm_gb_second"]
-        + drains * drain["rru"] * PRICES["dynamodb_rru_per_million"] / 1e6
-    )
-    common = {"CloudWatch alarms": alarms * PRICES["cloudwatch_alarm_month"], "scheduled drains and syncs": scheduled}
-    return {
-        replicas: {
-            "OpenSearch Serverless OCUs": OCU_FLOOR[replicas] * HOURS_A_MONTH * PRICES["opensearch_ocu_hour"],
-            **common,
-        }
-        for replicas in ("DISABLED", "ENABLED")
-    } | {"_counts": {"alarms": float(alarms), "scheduledInvocations": drains + syncs}}
-
-
-def levers(items: dict[str, dict[str, tuple[float, float]]], measured: dict[str, Any]) -> list[list[Any]]:
-    """What each change would save per million calls (low-end figures), computed from the line items."""
-    rows = []
-    for tool, lines in items.items():
-        saving = {
-            "HTTP API instead of REST": PRICES["apigw_rest_per_million"] - PRICES["apigw_http_per_million"],
-            "X-Ray off (or a 1% rule)": lines["X-Ray traces"][0],
-            "logs at WARN (no INFO lines)": lines["CloudWatch Logs"][0]
-            * measured[tool]["logBytes"]
-            / (measured[tool]["logBytes"] + len(PLATFORM_LINES)),
-            "MemorySize 256 MB (I/O-bound: same waiting)": lines["Lambda GB-seconds"][0] / 2
-            - _cpu_share(lines, measured, tool),
-            "eventually consistent reads": measured[tool]["rruStrong"] / 2 * PRICES["dynamodb_rru_per_million"],
-        }
-        if tool == "memory_add" and measured[tool]["requests"].get("dynamodb:DeleteItem"):
-            # The index outbox marker: a transactional put (2 units) and its delete (1) on every add.
-            saving["outbox marker only when the inline index write fails"] = 3 * PRICES["dynamodb_wru_per_million"]
-        for name, dollars in saving.items():
-            rows.append([tool, name, round(dollars, 3)])
-    return rows
-
-
-def _cpu_share(lines: dict[str, tuple[float, float]], measured: dict[str, Any], tool: str) -> float:
-    """At half the memory the CPU part of the duration doubles: what that gives back (low end)."""
-    memory_mb = function_settings(tool)["memoryMb"]
-    cost = measured[tool]
-    cpu_gbs = memory_mb / 1024 * cost["cpuMs"] * FULL_VCPU_MB / memory_mb / 1000
-    return cpu_gbs / 2 * PRICES["lambda_arm_gb_second"] * 1e6
+    axes.set_xlabel("calls a month (half memory_add, half memory_search)")
+    axes.set_ylabel("US$ a month (us-east-1 list prices)")
+    axes.set_title("Monthly cost: Mnemo (template defaults, Stage dev and prod) and AgentCore Memory", fontsize=10)
+    axes.grid(True, which="both", linewidth=0.3)
+    axes.legend(loc="upper left")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=int, default=60, help="memories added before the measured calls")
     parser.add_argument("--calls", type=int, default=20, help="measured calls of each tool")
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        help=f"where to write the plot (default {DEFAULT_PLOT}; smoke mode: the results folder)",
+    )
     args = parse_args(parser, {"corpus": 5, "calls": 3})
+    plot_path = args.plot or (results_dir() / "deploy-cost.png" if smoke() else DEFAULT_PLOT)
 
-    measured = measure(args.corpus, args.calls)
-    cold = json.loads((RESULTS / "cold-start.json").read_text()) if (RESULTS / "cold-start.json").exists() else {}
-    init_ms = float(cold.get("medians", {}).get("memory_add", {}).get("import", 250.0))
-    memory = {tool: function_settings(tool)["memoryMb"] for tool in ("memory_add", "memory_search", "indexer")}
+    template = load_template()
+    cases = {name: cost_model.derive_case(template, name, parameters) for name, parameters in CASES.items()}
+    dev = cases["dev"]
+    measured = measure(args.corpus, args.calls, application_log_level=dev.application_log_level)
+    init_ms, init_source = init_durations(dev.memory_mb, dev.api["memory_add"])
 
-    print(f"Per call (warm mean of {args.calls}; the indexer per invocation):")
+    print("What the template says (resolved for each case):")
+    rows = []
+    for case in cases.values():
+        rows.append(
+            [
+                case.name,
+                "/".join(sorted(set(case.api.values()))),
+                ", ".join(f"{f} {'on' if t else 'off'}" for f, t in case.tracing.items() if f in ("memory_add",)),
+                ", ".join(f"{f} {m}" for f, m in case.memory_mb.items()),
+                f"{len(case.alarm_metrics)} / {sum(case.alarm_metrics.values())}",
+                "none" if case.ocu_min is None else f"{case.ocu_min[0]:g} + {case.ocu_min[1]:g}",
+                ", ".join(f"{f} {n:,.0f}" for f, n in case.schedules.items()),
+                ", ".join(case.polled_queues) or "none",
+                case.application_log_level or "-",
+                ", ".join(f"{f} {b}" for f, b in case.platform_log_bytes.items() if f == "memory_add"),
+            ]
+        )
+    print(
+        table(
+            [
+                "case",
+                "API",
+                "tracing",
+                "MemorySize MB",
+                "alarms / metrics",
+                "min OCU",
+                "schedules a month",
+                "SQS polled",
+                "app log level",
+                "platform log B",
+            ],
+            rows,
+        )
+    )
+
+    print(f"\nPer call (warm mean of {args.calls}; the indexer per invocation, one add's records a batch here):")
     rows = []
     for phase in ("memory_add", "indexer", "memory_search"):
         cost = measured[phase]
@@ -693,66 +706,177 @@ def main() -> None:
                 f"{cost['titanTokens']:.0f}",
                 f"{cost['cpuMs']:.1f}",
                 f"{cost['logBytes']:.0f}",
+                len(measured["emf"][phase]),
             ]
         )
-    print(table(["function", "requests", "WRU", "RRU", "Titan calls", "tokens", "CPU ms", "log B"], rows))
+    for function, cost in measured["scheduled"].items():
+        requests = ", ".join(f"{name} {count:g}" for name, count in cost["requests"].items())
+        rows.append(
+            [
+                f"{function} (schedule)",
+                requests or "none",
+                f"{cost['wru']:.2f}",
+                f"{cost['rru']:.2f}",
+                f"{cost['titanCalls']:g}",
+                f"{cost['titanTokens']:.0f}",
+                f"{cost['cpuMs']:.1f}",
+                f"{cost['logBytes']:.0f}",
+                len(cost["emf"]),
+            ]
+        )
     print(
-        f"indexer invocations per add (batches of 1 here): {measured['indexerInvocationsPerAdd']:.2f}; "
+        table(["function", "requests", "WRU", "RRU", "Titan calls", "tokens", "CPU ms", "log B", "EMF metrics"], rows)
+    )
+    print(
+        f"stream records the indexer's filter passes per add: {measured['indexerRecordsPerAdd']:.2f} "
+        f"(indexer invocations per add here: {measured['indexerInvocationsPerAdd']:.2f}); "
         f"search results per call: {measured['searchResultsMean']:.1f}"
     )
-    for phase, cost in measured["firstCall"].items():
-        cost = cost[0] if isinstance(cost, list) else cost
-        print(f"first call, {phase}: " + ", ".join(f"{n} {c:g}" for n, c in cost["requests"].items()))
+    woken = [f for f, c in measured["scheduled"].items() if any(n.startswith("opensearch:") for n in c["requests"])]
+    print("scheduled invocations with nothing to do touch OpenSearch: " + (", ".join(woken) if woken else "none"))
+    print(
+        f"cold start: {init_source}: "
+        + ", ".join(f"{f} {phase:.0f} + {first:.0f} ms" for f, (phase, first) in init_ms.items())
+    )
 
-    items = {
-        tool: line_items(tool, measured, memory[tool], init_ms, memory["indexer"])
-        for tool in ("memory_add", "memory_search")
+    reference = 1_000_000
+    per_million = {
+        name: {tool: cost_model.tool_per_million(case, measured, tool, reference, init_ms) for tool in cost_model.TOOLS}
+        for name, case in cases.items()
     }
-    print("\nDollars per million calls (low / high):")
-    names = list(items["memory_add"])
-    rows = [[name] + [f"{items[t][name][0]:.2f} / {items[t][name][1]:.2f}" for t in items] for name in names]
-    totals = {t: (sum(v[0] for v in items[t].values()), sum(v[1] for v in items[t].values())) for t in items}
-    rows.append(["total"] + [f"{totals[t][0]:.2f} / {totals[t][1]:.2f}" for t in items])
-    rows.append(
-        [
-            "AgentCore Memory",
-            f"{PRICES['agentcore_event_per_1k'] * 1000:.2f}",
-            f"{PRICES['agentcore_retrieval_per_1k'] * 1000:.2f}",
+    print(f"\nDollars per million calls at {reference:,} calls a month (half each), high-latency end:")
+    names = list(dict.fromkeys(n for case in per_million.values() for lines in case.values() for n in lines))
+    rows = [[n] + [dollars(per_million[c][t].get(n, 0.0)) for c in cases for t in cost_model.TOOLS] for n in names]
+    totals = {c: {t: sum(per_million[c][t].values()) for t in cost_model.TOOLS} for c in cases}
+    rows.append(["total"] + [dollars(totals[c][t]) for c in cases for t in cost_model.TOOLS])
+    print(table(["line item"] + [f"{t} ({c})" for c in cases for t in cost_model.TOOLS], rows))
+    low = {
+        c: {
+            t: sum(cost_model.tool_per_million(cases[c], measured, t, reference, init_ms, high=False).values())
+            for t in cost_model.TOOLS
+        }
+        for c in cases
+    }
+    print("low-latency end: " + "; ".join(f"{c} {t} {dollars(low[c][t])}" for c in cases for t in cost_model.TOOLS))
+
+    bills = {name: cost_model.monthly(case, measured, reference, init_ms) for name, case in cases.items()}
+    print(f"\nA month at {reference:,} calls (half each):")
+    items = list(dict.fromkeys(item for bill in bills.values() for item in bill))
+    rows = [[item] + [dollars(bills[c].get(item, 0.0)) for c in cases] for item in items]
+    rows.append(["total"] + [dollars(sum(bills[c].values())) for c in cases])
+    print(table(["item", *list(cases)], rows))
+
+    floors = {name: cost_model.idle_floor(case, measured, init_ms) for name, case in cases.items()}
+    print("\nIdle floor (a month with no calls):")
+    items = list(dict.fromkeys(item for floor in floors.values() for item in floor))
+    rows = [[item] + [dollars(floors[c].get(item, 0.0)) for c in cases] for item in items]
+    rows.append(["total"] + [dollars(sum(floors[c].values())) for c in cases])
+    print(table(["item", *list(cases)], rows))
+
+    series: dict[str, list[float]] = {f"Mnemo {c}": [] for c in cases} | {"AgentCore Memory": []}
+    rows = []
+    for volume in VOLUMES:
+        row: list[Any] = [f"{volume:,}"]
+        for name, case in cases.items():
+            bill = sum(cost_model.monthly(case, measured, volume, init_ms).values())
+            series[f"Mnemo {name}"].append(bill)
+            row.append(dollars(bill))
+        agentcore = cost_model.agentcore_monthly(volume)
+        series["AgentCore Memory"].append(agentcore)
+        rows.append([*row, dollars(agentcore)])
+    print("\nMonthly cost by volume (half memory_add, half memory_search):")
+    print(table(["calls a month"] + [f"Mnemo {c}" for c in cases] + ["AgentCore Memory"], rows))
+    break_evens = {f"Mnemo {c}": cost_model.break_even(case, measured, init_ms) for c, case in cases.items()}
+    for name, volume in break_evens.items():
+        if volume is None:
+            print(f"{name}: never cheaper than AgentCore Memory below 10 billion calls a month")
+        elif volume <= 1.0:
+            print(f"{name}: cheaper than AgentCore Memory at any volume")
+        else:
+            print(f"{name}: cheaper than AgentCore Memory above {volume:,.0f} calls a month")
+    dense = [10 ** (4 + k / 8) for k in range(33)]  # 10 thousand to 100 million, 8 points a decade
+    curves: dict[str, list[float]] = {
+        f"Mnemo {c}": [sum(cost_model.monthly(case, measured, v, init_ms).values()) for v in dense]
+        for c, case in cases.items()
+    } | {"AgentCore Memory": [cost_model.agentcore_monthly(v) for v in dense]}
+    plot(curves, dense, plot_path, break_evens)
+    print(f"wrote {plot_path}")
+
+    print("\nWhat a parameter changes, from Stage=dev's defaults (per million calls at 1M a month; idle floor):")
+    rows = []
+    for parameters in OPTIONS:
+        if not set(parameters) <= set(template.get("Parameters", {})):
+            continue  # a parameter this template does not have
+        option = cost_model.derive_case(template, "option", parameters)
+        changed = [
+            sum(cost_model.tool_per_million(option, measured, tool, reference, init_ms).values()) - totals["dev"][tool]
+            for tool in cost_model.TOOLS
         ]
-    )
-    rows.append(
-        [f"distance from ${GOAL_PER_MILLION:.0f}"]
-        + [f"{totals[t][0] - GOAL_PER_MILLION:+.2f} / {totals[t][1] - GOAL_PER_MILLION:+.2f}" for t in items]
-    )
-    print(table(["line item", "memory_add", "memory_search"], rows))
+        floor = sum(cost_model.idle_floor(option, measured, init_ms).values()) - sum(floors["dev"].values())
+        rows.append([", ".join(f"{k}={v}" for k, v in parameters.items())] + [f"{d:+.2f}" for d in [*changed, floor]])
+    print(table(["parameters", "memory_add", "memory_search", "idle floor a month"], rows))
+    options = rows
 
-    floor = fixed_floor(measured, init_ms)
-    counts = floor.pop("_counts")
-    print("\nFixed monthly floor:")
-    rows = [[name] + [f"{floor[r][name]:.2f}" for r in floor] for name in floor["DISABLED"]]
-    rows.append(["total"] + [f"{sum(floor[r].values()):.2f}" for r in floor])
-    print(table(["item", "standby replicas DISABLED", "ENABLED"], rows))
-
-    lever_rows = levers(items, measured)
-    print("\nLevers (saving per million calls, low end):")
-    print(table(["tool", "change", "$ saved"], lever_rows))
+    idle_dev = sum(floors["dev"].values())
+    goals = [
+        [
+            "memory_add, $ per million at 1M calls a month (defaults)",
+            dollars(totals["dev"]["memory_add"]),
+            f"<= {cost_model.GOAL_PER_MILLION:.2f}",
+            "pass" if totals["dev"]["memory_add"] <= cost_model.GOAL_PER_MILLION else "FAIL",
+        ],
+        [
+            "memory_search, $ per million at 1M calls a month (defaults)",
+            dollars(totals["dev"]["memory_search"]),
+            f"<= {cost_model.GOAL_PER_MILLION:.2f}",
+            "pass" if totals["dev"]["memory_search"] <= cost_model.GOAL_PER_MILLION else "FAIL",
+        ],
+        [
+            "Stage=dev idle floor, $ a month",
+            dollars(idle_dev),
+            f"<= {cost_model.GOAL_IDLE_FLOOR:.2f}",
+            "pass" if idle_dev <= cost_model.GOAL_IDLE_FLOOR else "FAIL",
+        ],
+    ]
+    print("\nDone when (issue 35):")
+    print(table(["figure", "value", "goal", "result"], goals))
 
     path = write_results(
         "deploy_cost",
         {
             "measured": measured,
-            "memoryMb": memory,
+            "cases": {
+                name: {**asdict(case), "ocu_min": case.ocu_min, "scaleToZero": case.scale_to_zero}
+                for name, case in cases.items()
+            },
             "initMs": init_ms,
-            "prices": PRICES,
-            "latencyMs": LATENCY_MS,
-            "perMillion": {t: {k: list(v) for k, v in items[t].items()} for t in items},
-            "totals": {t: list(v) for t, v in totals.items()},
-            "floor": floor,
-            "floorCounts": counts,
-            "levers": lever_rows,
+            "initSource": init_source,
+            "prices": cost_model.PRICES,
+            "assumptions": {
+                "latencyMs": cost_model.LATENCY_MS,
+                "keepWarmSeconds": cost_model.KEEP_WARM_SECONDS,
+                "environmentLifetimeSeconds": cost_model.ENVIRONMENT_LIFETIME_SECONDS,
+                "awakeOcu": cost_model.AWAKE_OCU,
+                "ocuCallsPerSecond": cost_model.OCU_CALLS_PER_SECOND,
+                "indexStorageGb": cost_model.INDEX_STORAGE_GB,
+                "mix": cost_model.DEFAULT_MIX,
+                "sessionCalls": cost_model.SESSION_CALLS,
+                "sessionSeconds": cost_model.SESSION_SECONDS,
+                "initUnthrottled": cost_model.INIT_UNTHROTTLED,
+            },
+            "perMillionAt1M": per_million,
+            "totalsAt1M": totals,
+            "totalsAt1MLowLatency": low,
+            "monthAt1M": bills,
+            "idleFloor": floors,
+            "monthly": {"volumes": VOLUMES, **series},
+            "breakEven": break_evens,
+            "goals": goals,
+            "options": options,
+            "plot": str(plot_path),
         },
     )
-    print(f"\nwrote {path}")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

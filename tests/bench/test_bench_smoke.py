@@ -26,6 +26,7 @@ MAIN = 'if __name__ == "__main__":'
 HELPERS = {
     "common.py": "stacks, the table printer, results and smoke mode",
     "cost_meter.py": "the AWS request meter of deploy_cost.py",
+    "cost_model.py": "deploy_cost.py's template reading and cost arithmetic",
     "locomo.py": "the LoCoMo loader of retrieval.py, calibrate.py and retrieval_lab.py",
 }
 #: Not a limit on speed: a run still going after this long is stuck.
