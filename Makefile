@@ -145,7 +145,8 @@ console-screenshots: install browser
 	$(BIN)/python tests/e2e/console_screenshots.py docs/console
 
 # cfn-lint and `sam validate --lint` check the SAM source; sam_transform.py runs the SAM transform
-# offline for each AuthMode and OpenSearch choice and cfn-lints what CloudFormation would receive
+# offline for each AuthMode, ApiType, OpenSearch, scale-to-zero, alarms and tracing choice and
+# cfn-lints what CloudFormation would receive
 # (its cases side by side, one process per core). Three targets, so that `make -j` (as `make test`
 # runs them) checks them side by side; the longest first.
 lint-template: sam-transform cfn-lint sam-validate
