@@ -33,6 +33,14 @@ first examples are printed, the server's log is kept, and the exit status is
 non-zero; a server that does not start or dies during a step stops the run
 with its log's tail.
 
+Where the cores go: inside each measured window, the CPU time (user + system,
+from /proc) of the server's process tree (`mnemo serve` and its worker
+processes) and of this client process is read at the window's start and end.
+The table shows the cores each used (CPU seconds / window), the server's CPU
+milliseconds per call, and the machine's idle share. At 8 clients on 2 cores
+this says whether the server is short of CPU, and how much of the machine the
+client itself takes.
+
 Prints one table and the ratio of the largest to the smallest client count's
 memory_search throughput (8 against 1 by default), and writes
 bench/results/concurrency-<label>.json. Client and server share the machine,
@@ -151,6 +159,63 @@ def source_commit(source: Path | None) -> str | None:
     return probe.stdout.strip() or None
 
 
+# ------------------------------------------------------------------ CPU time
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields after the command name (which may hold spaces), or None once it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def process_tree(root: int) -> list[int]:
+    """``root`` and every process descending from it (uvicorn's worker processes), from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if fields is not None:
+                parents[int(entry.name)] = int(fields[1])  # ppid: the 4th field, 2nd after the name
+    tree, frontier = [root], [root]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        tree += children
+        frontier = children
+    return tree
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds the processes have used so far (utime and stime, fields 14 and 15)."""
+    total = 0
+    for pid in pids:
+        fields = _stat_fields(pid)
+        if fields is not None:
+            total += int(fields[11]) + int(fields[12])
+    return total / _TICKS
+
+
+def machine_idle_seconds() -> float:
+    """Seconds every core of the machine spent idle so far (/proc/stat's idle and iowait, summed over cores)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return 0.0
+    return (int(fields[3]) + int(fields[4])) / _TICKS
+
+
+def cpu_sample(server_root: int | None) -> dict[str, float]:
+    """CPU seconds so far: the server's process tree, this (client) process, the machine's idle time."""
+    return {
+        "server": cpu_seconds(process_tree(server_root)) if server_root else 0.0,
+        "client": sum(os.times()[:2]),
+        "idle": machine_idle_seconds(),
+    }
+
+
 # ------------------------------------------------------------------- the load
 def sentence(rng: random.Random) -> str:
     return f"{rng.choice(NAMES)} {rng.choice(VERBS)} {rng.choice(THINGS)} {rng.choice(WHEN)} {rng.choice(ADJECTIVES)}"
@@ -231,6 +296,14 @@ def step(server: Server, tool: str, clients: int, warmup: float, duration: float
     threads = [threading.Thread(target=w.run, args=(tool, barrier, window)) for w in workers]
     for thread in threads:
         thread.start()
+    # This (main) thread only watches: it reads the CPU counters at the measured window's start and end.
+    root = server.process.pid if server.process is not None else None
+    while window[1] == 0.0 and any(thread.is_alive() for thread in threads):
+        time.sleep(0.01)
+    time.sleep(max(0.0, window[0] - time.perf_counter()))
+    before = cpu_sample(root)
+    time.sleep(max(0.0, window[1] - time.perf_counter()))
+    after = cpu_sample(root)
     for thread in threads:
         thread.join()
     server.check_alive()
@@ -248,6 +321,8 @@ def step(server: Server, tool: str, clients: int, warmup: float, duration: float
         "outcomes": outcomes,
         "errorSamples": [e for w in workers for e in w.errors][:10],
         "deduplicated": sum(w.deduplicated for w in workers),
+        # Cores used inside the measured window (CPU seconds / window seconds), and the machine's idle cores.
+        "cores": {key: round((after[key] - before[key]) / duration, 3) for key in ("server", "client", "idle")},
     }
 
 
@@ -268,6 +343,10 @@ def combine(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         "outcomes": dict(outcomes),
         "errorSamples": [e for r in rounds for e in r["errorSamples"]][:10],
         "deduplicated": sum(r["deduplicated"] for r in rounds),
+        # The median round's (the same round whose calls/s is reported when rounds are odd).
+        "cores": {
+            key: round(statistics.median(r["cores"][key] for r in rounds), 2) for key in ("server", "client", "idle")
+        },
     }
 
 
@@ -340,10 +419,16 @@ def run(args: argparse.Namespace) -> int:
             s["latencyMs"]["p95"],
             s["latencyMs"]["p99"],
             s["errors"],
+            s["cores"]["server"],
+            s["cores"]["client"],
+            s["cores"]["idle"],
+            round(1000 * s["cores"]["server"] / s["callsPerSecond"], 2) if s["callsPerSecond"] else None,
         ]
         for s in steps
     ]
-    print(table(["tool", "clients", "calls", "calls/s", "p50 ms", "p95 ms", "p99 ms", "errors"], rows))
+    headers = ["tool", "clients", "calls", "calls/s", "p50 ms", "p95 ms", "p99 ms", "errors"]
+    headers += ["server cores", "client cores", "idle cores", "server CPU ms/call"]
+    print(table(headers, rows))
     search = {s["clients"]: s["callsPerSecond"] for s in steps if s["tool"] == "memory_search"}
     low, high = min(counts), max(counts)
     ratio = round(search[high] / search[low], 2) if search[low] else None
