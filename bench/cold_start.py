@@ -24,14 +24,17 @@ the variables Lambda sets; the adapters reach DynamoDB on a moto server, OpenSea
 the rehearsal's k-NN stand-in) and Titan on the rehearsal's stand-in.
 
 Cost of a cold start = import + first call - a warm call (the median of 3 warm calls in the same
-process), each the median of --runs fresh interpreters, run in rounds (each function once a round); the
-ratio to the bare handler is the median of the rounds' ratios, and the least cost of the runs is shown too. The
-bare handler is measured in the same harness from the same layer: a Powertools resolver with validation
-(APIGatewayRestResolver, or APIGatewayHttpResolver with --api http), a Powertools Logger and one route
-taking a pydantic model. --api picks the event: REST payload 1.0 (the default) or HTTP API payload 2.0,
-each with an IAM caller. Prints the table and writes bench/results/cold-start-built-<api>.json; --importtime
-writes
-``python -X importtime`` of one cold start per function to DIR.
+process), each the median of --runs fresh interpreters, run in rounds (each function once a round); a
+ratio to a baseline is the median of the rounds' ratios, and the least cost of the runs is shown too. Two
+baselines are measured in the same harness from the same layer: "bare", a Powertools resolver with
+validation (APIGatewayRestResolver, or APIGatewayHttpResolver with --api http), a Powertools Logger and one
+route taking a pydantic model; and "bare+sdk", the same handler whose route also makes one DynamoDB client
+on its first call (a botocore session, standard retries: as mnemo.adapters.aws.clients makes them) and
+reads one item with it (GetItem, on the moto table), as any Lambda that reads DynamoDB through the AWS SDK
+does. Each function's ratio to both is shown ("× bare", "× bare+SDK"). --api picks the event: REST payload
+1.0 (the default) or HTTP API payload 2.0, each with an IAM caller. Prints the table and writes
+bench/results/cold-start-built-<api>.json; --importtime writes ``python -X importtime`` of one cold start
+per function to DIR.
 """
 
 from __future__ import annotations
@@ -127,10 +130,12 @@ for number, event in enumerate(request["events"]):
 answers.write(json.dumps({"import": 1000 * (imported - started), "calls": calls, "statuses": statuses,
                           "bodies": bodies, "modules": len(sys.modules)}) + "\n")
 """
-#: The baseline: a bare Powertools handler with validation, a Logger and one route taking a pydantic model.
-BARE_APP = '''"""The bare handler of bench/cold_start.py --built (generated)."""
+#: The baselines: a bare Powertools handler with validation, a Logger and one route taking a pydantic model;
+#: "bare+sdk" is the same handler whose route also reads one DynamoDB item through the AWS SDK.
+BARE_TOOLS = ("bare", "bare+sdk")
+BARE_APP = '''"""The {title} handler of bench/cold_start.py --built (generated)."""
 
-from typing import Annotated, Any
+{imports}from typing import Annotated, Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import {resolver}
@@ -139,7 +144,7 @@ from pydantic import BaseModel, Field
 
 logger = Logger(service="bare")
 app = {resolver}(enable_validation=True)
-
+{client}
 
 class Note(BaseModel):
     content: str = Field(min_length=1, max_length=8000)
@@ -148,18 +153,49 @@ class Note(BaseModel):
 
 @app.post("/v1/tools/memory_add")
 def memory_add(note: Annotated[Note, Body()]) -> dict[str, Any]:
-    return {{"success": True, "length": len(note.content)}}
+{read}    return {{"success": True, "length": len(note.content)}}
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return app.resolve(event, context)
 '''
+#: What "bare+sdk" adds, as mnemo.adapters.aws.clients makes a client: a botocore session (no boto3), made on the
+#: first call with standard retries, then kept; the endpoint and region are Lambda's (AWS_ENDPOINT_URL: moto).
+BARE_SDK_CLIENT = """_dynamodb: Any = None
+
+
+def dynamodb() -> Any:
+    global _dynamodb
+    if _dynamodb is None:
+        import botocore.session
+        from botocore.config import Config
+
+        config = Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=3, read_timeout=10)
+        _dynamodb = botocore.session.get_session().create_client("dynamodb", config=config)
+    return _dynamodb
+"""
+BARE_SDK_READ = """    key = {"pk": {"S": "COLD#START"}, "sk": {"S": "PROBE"}}
+    dynamodb().get_item(TableName=os.environ["MNEMO_RECORDS_TABLE"], Key=key)
+"""
+
+
+def _bare_app(tool: str, api: str) -> str:
+    """The source of a baseline handler (``bare`` or ``bare+sdk``) for this API's resolver."""
+    resolver = "APIGatewayHttpResolver" if api == "http" else "APIGatewayRestResolver"
+    sdk = tool == "bare+sdk"
+    return BARE_APP.format(
+        title="bare + SDK" if sdk else "bare",
+        resolver=resolver,
+        imports="import os\n" if sdk else "",
+        client="\n" + BARE_SDK_CLIENT if sdk else "",
+        read=BARE_SDK_READ if sdk else "",
+    )
 
 
 def _built_body(tool: str) -> dict[str, Any]:
     """A call's arguments; each add a new memory (words no other call shares), so that none is a duplicate."""
-    if tool in ("memory_add", "bare"):
+    if tool in ("memory_add", *BARE_TOOLS):
         words = " ".join(uuid.uuid4().hex[i : i + 6] for i in range(0, 24, 6))
         return {"content": f"Release note {words}", "layer": "user"}
     if tool == "memory_search":
@@ -174,7 +210,7 @@ def _built_event(tool: str, api: str) -> dict[str, Any]:
 
     from aws_events import rest_event
 
-    route = "memory_add" if tool == "bare" else tool
+    route = "memory_add" if tool in BARE_TOOLS else tool
     if api == "http":
         return http_api_event(f"/v1/tools/{route}", _built_body(tool), iam={"accountId": ACCOUNT, "userArn": CALLER})
     identity = {"accountId": ACCOUNT, "caller": "AIDACOLDSTART", "accessKey": "AKIACOLDSTART", "user": "AIDACOLDSTART",
@@ -235,12 +271,12 @@ class BuiltStage:
         return Resolver(self.template, {}, refs, attributes)
 
     def function(self, tool: str, api: str) -> tuple[Path, dict[str, str]]:
-        """The function's build folder and its environment as Lambda would set it (the bare handler: memory_add's)."""
+        """The function's build folder and its environment as Lambda would set it (the baselines: memory_add's)."""
         from rehearsal_stage import lambda_environment
         from rehearsal_template import Function
 
         resources = self.template["Resources"]
-        target = "memory_add" if tool == "bare" else tool
+        target = "memory_add" if tool in BARE_TOOLS else tool
         logical_id = next(
             name
             for name, resource in resources.items()
@@ -267,11 +303,10 @@ class BuiltStage:
         credentials = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "aws_session_token": "x"}
         environment = lambda_environment(function, self.build, self.runtime, credentials, self.moto.url, self.titan.url)
         folder = self.build.function_dir(logical_id)
-        if tool == "bare":
-            folder = self.work / f"bare-{api}"
+        if tool in BARE_TOOLS:
+            folder = self.work / f"{tool}-{api}"
             folder.mkdir(exist_ok=True)
-            resolver_class = "APIGatewayHttpResolver" if api == "http" else "APIGatewayRestResolver"
-            (folder / "app.py").write_text(BARE_APP.format(resolver=resolver_class))
+            (folder / "app.py").write_text(_bare_app(tool, api))
             environment = {**environment, "LAMBDA_TASK_ROOT": str(folder), "_HANDLER": "app.handler"}
         return folder, environment
 
@@ -306,9 +341,10 @@ class BuiltStage:
 
 
 def measure_built(args: argparse.Namespace) -> None:
-    tools = ["bare", *(args.functions.split(",") if args.functions else BUILT_FUNCTIONS)]
+    tools = [*BARE_TOOLS, *(args.functions.split(",") if args.functions else BUILT_FUNCTIONS)]
     stage = BuiltStage(args.build_dir, args.source)
-    rows, payload = [], {}
+    rows: list[list[Any]] = []
+    payload: dict[str, dict[str, Any]] = {}
     try:
         for tool in tools:  # unmeasured: the index and the table's first items exist, the disk cache is warm
             stage.run(tool, args.api, 2)
@@ -337,21 +373,22 @@ def measure_built(args: argparse.Namespace) -> None:
         for tool in tools:
             medians = {key: statistics.median(sample[key] for sample in samples[tool]) for key in samples[tool][0]}
             payload[tool] = {"medians": medians, "samples": samples[tool]}
-        bare = samples["bare"]
         for tool in tools:
             medians = payload[tool]["medians"]
-            # Each round's cost over the bare handler's in the same round, then their median: a load that
-            # comes and goes on a shared machine moves both sides of a round together.
-            ratios = [mine["cost"] / theirs["cost"] for mine, theirs in zip(samples[tool], bare, strict=True)]
-            medians["ratio"] = statistics.median(ratios)
+            # Each round's cost over a baseline's in the same round, then their median: a load that comes and
+            # goes on a shared machine moves both sides of a round together.
+            for key, baseline in (("ratio", "bare"), ("ratioSdk", "bare+sdk")):
+                pairs = zip(samples[tool], samples[baseline], strict=True)
+                medians[key] = statistics.median(mine["cost"] / theirs["cost"] for mine, theirs in pairs)
             payload[tool]["leastCost"] = min(sample["cost"] for sample in samples[tool])
             rows.append([tool, medians["import"], medians["first"], medians["warm"], medians["cost"],
-                         f"{medians['ratio']:.2f}x", payload[tool]["leastCost"], int(medians["modules"])])  # fmt: skip
+                         f"{medians['ratio']:.2f}x", f"{medians['ratioSdk']:.2f}x", payload[tool]["leastCost"],
+                         int(medians["modules"])])  # fmt: skip
         layer = stage.layer_megabytes()
     finally:
         stage.close()
-    headers = ["function", "import ms", "first call ms", "warm ms", "cold cost ms", "ratio to bare", "least cost ms"]
-    print(table([*headers, "modules"], rows))
+    headers = ["function", "import ms", "first call ms", "warm ms", "cold cost ms", "× bare", "× bare+SDK"]
+    print(table([*headers, "least cost ms", "modules"], rows))
     print(f"layer: {layer} MB ({stage.build.layer_python.parent})")
     result = {"runs": args.runs, "api": args.api, "warmCalls": WARM_CALLS, "layerMegabytes": layer,
               "buildDir": str(stage.build.build_dir), "functions": payload}  # fmt: skip

@@ -201,6 +201,53 @@ def test_memory_add_whose_record_write_loses_a_race_queues_the_removal_of_its_do
     assert services.index.count("memory") == 1
 
 
+def test_memory_add_whose_applied_write_is_retried_into_its_own_condition_answers_stored(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK re-sends a lone PutItem whose answer was lost; the retry fails "absent" on its own record."""
+    from mnemo.ports import ConditionFailed
+
+    records_write = type(services.records).write
+    retried: list[bool] = []
+
+    def applied_then_lost(self: Any, operations: Sequence[Any]) -> None:
+        records_write(self, operations)
+        if not retried and any(getattr(op, "item", None) and op.item.sk.startswith("MEM#") for op in operations):
+            retried.append(True)
+            raise ConditionFailed("the retry found the record its first attempt wrote")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(type(services.records), "write", applied_then_lost)
+        added = call(services, ALICE, "memory_add", {"content": "The zebra gateway runs in Dublin"})
+    assert retried and added["success"] and not added["deduplicated"]
+    # Stored once, indexed once, nothing queued against its document.
+    assert services.outbox.pending() == []
+    assert services.index.count("memory") == 1
+    results = call(services, ALICE, "memory_search", {"query": "zebra", "threshold": 0})["results"]
+    assert [result["memoryId"] for result in results] == [added["memoryId"]]
+
+
+def test_memory_add_whose_record_write_fails_queues_the_removal_of_its_document(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Throttled or down after the index write: the error reaches the caller, and no stray document stays."""
+    records_write = type(services.records).write
+
+    def throttled(self: Any, operations: Sequence[Any]) -> None:
+        if any(getattr(op, "item", None) and op.item.sk.startswith("MEM#") for op in operations):
+            raise ProviderError("DynamoDB throttled the write")
+        records_write(self, operations)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(type(services.records), "write", throttled)
+        with pytest.raises(ProviderError):
+            call(services, ALICE, "memory_add", {"content": "The zebra gateway runs in Dublin"})
+    assert services.index.count("memory") == 1
+    assert len(services.outbox.pending()) == 1
+    assert drained(services.outbox) == (1, 0)
+    assert services.index.count("memory") == 0
+
+
 def test_memory_add_whose_index_write_fails_queues_a_marker_for_the_stream_indexer(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,11 +6,14 @@ adapter, and the layer carries no numpy.
 
 from __future__ import annotations
 
+import importlib
+import importlib.machinery
+import importlib.util
 import math
 import re
+import sys
 from functools import lru_cache
-
-import snowballstemmer
+from typing import Any
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP_WORDS = frozenset(
@@ -145,7 +148,33 @@ _STOP_WORDS = frozenset(
         "t",
     ]
 )
-_stemmer = snowballstemmer.stemmer("english")
+#: The name under which :func:`_english_stemmer` imports snowballstemmer's folder without its ``__init__``.
+_SNOWBALL_ALIAS = "_mnemo_snowballstemmer"
+
+
+def _english_stemmer() -> Any:
+    """snowballstemmer's English stemmer, imported alone.
+
+    ``import snowballstemmer`` runs the package's ``__init__``, which imports its 36 stemmers to offer
+    ``stemmer(language)``: about 30 ms of every Lambda cold start, for one language. Its English module needs
+    only its siblings ``basestemmer`` and ``among``, so it is imported as a submodule of a bare alias of the
+    package's folder: the same module and class (so the same stems), the package's ``__init__`` never run, and
+    ``snowballstemmer`` itself left as it is for anyone else. Where the folder cannot be found so, the
+    package's own ``stemmer("english")``.
+    """
+    spec = importlib.util.find_spec("snowballstemmer")  # finds the package without running it
+    if spec is None or not spec.submodule_search_locations:
+        import snowballstemmer
+
+        return snowballstemmer.stemmer("english")
+    if _SNOWBALL_ALIAS not in sys.modules:
+        alias = importlib.util.module_from_spec(importlib.machinery.ModuleSpec(_SNOWBALL_ALIAS, None, is_package=True))
+        alias.__path__ = list(spec.submodule_search_locations)
+        sys.modules[_SNOWBALL_ALIAS] = alias
+    return importlib.import_module(f"{_SNOWBALL_ALIAS}.english_stemmer").EnglishStemmer()
+
+
+_stemmer = _english_stemmer()
 
 
 @lru_cache(maxsize=65536)

@@ -17,8 +17,8 @@ answers one ``MemoryAddOutput`` per request, in input order. The rules are
   ``deduplicated: true`` and a DEDUPE history item is written, as ``add``
   does. Exact repeats of content in one scope are caught without a vector, so
   they are deduplicated even while the embedder is down.
-* **Same-write outbox markers.** Each new record goes out with its ADD history
-  item, its index outbox marker and its idempotency record in the same
+* **Same-write outbox markers.** Each new record (its ADD history entry folded
+  in) goes out with its index outbox marker and its idempotency record in the same
   all-or-nothing write. Writes carry whole memories only, at most
   ``MAX_WRITE_OPERATIONS`` operations each.
 * **Indexing, then settling.** After a batch is written, its documents go to

@@ -77,9 +77,10 @@ class MemoryBrowse:
             except InvalidInput:
                 continue  # the cursor was issued for this memory in another layer (or is not ours)
             low = prefix if after is None else after + "\x00"
-            items = self._records.query(partition_of(scope), between=(low, prefix + _TOP), limit=request.limit + 1)
-            # An added memory's ADD entry is folded into its record (mnemo.memory.records).
+            # An added memory's ADD entry is folded into its record (mnemo.memory.records); the record is read
+            # first, so a delete in between leaves the entry in the history items the query then reads.
             record = self._records.get(partition_of(scope), record_sk(request.memory_id))
+            items = self._records.query(partition_of(scope), between=(low, prefix + _TOP), limit=request.limit + 1)
             items = with_folded(items, record, low, prefix + _TOP)[: request.limit + 1]
             if not items and after is None:
                 continue

@@ -38,9 +38,12 @@ class MemorySearch:
         """
         for layer in context.readable_layers():
             partition = partition_of(context.scope_key(layer))
+            # An added memory's ADD entry is folded into its record (mnemo.memory.records). The record is
+            # read before the history: a delete in between writes the entry out as an item, which the
+            # query then finds (with_folded keeps one of the two); read after, the entry could be in neither.
+            record = self._records.get(partition, record_sk(memory_id))
             items = self._records.query(partition, history_prefix(memory_id), limit=1000)
-            # An added memory's ADD entry is folded into its record (mnemo.memory.records).
-            items = with_folded(items, self._records.get(partition, record_sk(memory_id)))[:1000]
+            items = with_folded(items, record)[:1000]
             if items:
                 return [item.data for item in items]
         raise NotFound(f"Memory '{memory_id}' not found", {"field": "memoryId", "memoryId": memory_id})

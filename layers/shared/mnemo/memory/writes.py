@@ -212,7 +212,8 @@ class MemoryWrites:
         new = self.new_record(context, request, scope, previous, content_hash, last=last)
         memory_id = new.output.memory_id
         # The index first (the module docstring): a new id, so nothing else can write its document.
-        indexed = vector is not None and self._sync.try_insert(new.data, vector)
+        attempted = vector is not None
+        indexed = attempted and self._sync.try_insert(new.data, vector)
         operations = list(new.writes)
         if not indexed:  # the stream indexer takes it from the record (no vector, or the index failed)
             operations.append(self._sync.marker(partition, memory_id, queued=True))
@@ -221,16 +222,38 @@ class MemoryWrites:
         try:
             self._records.write(operations)
         except ConditionFailed:
-            if indexed:  # a document for an id no record will hold: the indexer removes it
+            # A lone record write (no idempotency record, no LAST pointer) has no token to make the SDK's
+            # retry of it idempotent: a first attempt that was applied but whose answer was lost makes the
+            # retry fail its "absent" condition. The record then holds this very memory: it is stored.
+            if len(operations) == 1 and self._holds(partition, new.data):
+                return new.output
+            if attempted:  # a document (even one whose write timed out but landed) no record will hold
+                self._abandon(partition, memory_id)
+            raise
+        except Exception:
+            # Throttled, or the store is down: the record may not exist, and the document written first
+            # must not outlive it (the marker goes to an outbox shard, not this scope's partition).
+            if attempted:
                 self._abandon(partition, memory_id)
             raise
         return new.output
 
+    def _holds(self, partition: str, data: dict[str, Any]) -> bool:
+        """Whether the record of ``data``'s memory id holds this very write (its content hash and creation)."""
+        # Strongly consistent: it decides whether the add answers success.
+        stored = self._records.get(partition, record_sk(data["memoryId"]))
+        return stored is not None and all(
+            stored.data.get(key) == data.get(key) for key in ("contentHash", "createdAt", "createdBy")
+        )
+
     def _abandon(self, partition: str, memory_id: str) -> None:
-        """Queue the removal of the index document of an add whose record write lost its race."""
+        """Queue the removal of the index document of an add whose record write failed or lost its race.
+
+        Harmless if the record was written after all: the indexer then indexes the record it finds.
+        """
         try:
             self._records.write([self._sync.marker(partition, memory_id, queued=True)])
-        except (ConditionFailed, MnemoError) as error:  # a stray document stays until `mnemo reindex`
+        except Exception as error:  # best effort: search drops a stray document; `mnemo reindex` removes it
             logger.warning("could not queue the removal of stray index document %s: %s", memory_id, error)
 
     def new_record(
