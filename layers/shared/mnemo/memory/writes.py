@@ -213,7 +213,7 @@ class MemoryWrites:
         memory_id = new.output.memory_id
         # The index first (the module docstring): a new id, so nothing else can write its document.
         attempted = vector is not None
-        indexed = attempted and self._sync.try_insert(new.data, vector)
+        indexed = vector is not None and self._sync.try_insert(new.data, vector)
         operations = list(new.writes)
         if not indexed:  # the stream indexer takes it from the record (no vector, or the index failed)
             operations.append(self._sync.marker(partition, memory_id, queued=True))
