@@ -111,11 +111,19 @@ NOT_PORT: dict[str, str] = {
 
 
 # ------------------------------------------------------------------ ports ---
+#: Optional capabilities of a port (``ports.CAPABILITIES``): not ports of their own, but what they name counts as
+#: named by their port for an adapter's public methods and a caller's uses.
+CAPABILITY_PROTOCOLS = {capability for capabilities in ports.CAPABILITIES.values() for capability in capabilities}
+
+
 def _ports() -> list[type]:
     return [
         value
         for value in vars(ports).values()
-        if inspect.isclass(value) and value.__module__ == ports.__name__ and typing.Protocol in value.__bases__
+        if inspect.isclass(value)
+        and value.__module__ == ports.__name__
+        and typing.Protocol in value.__bases__
+        and value not in CAPABILITY_PROTOCOLS
     ]
 
 
@@ -124,6 +132,14 @@ def port_members(port: type) -> dict[str, Any]:
     members: dict[str, Any] = {name: value for name, value in vars(port).items() if not name.startswith("_")}
     for name in vars(port).get("__annotations__", {}):
         members.setdefault(name, None)
+    return members
+
+
+def named_members(port: type) -> dict[str, Any]:
+    """What a port names, with the members of its optional capabilities."""
+    members = port_members(port)
+    for capability in ports.CAPABILITIES.get(port, ()):
+        members = {**port_members(capability), **members}
     return members
 
 
@@ -170,6 +186,28 @@ def test_the_adapter_has_every_member_of_its_port(port: type, adapter: type, tmp
         else:
             problems += [f"{name}: {problem}" for problem in _wrong_value(port, name, declared, instance)]
     assert not problems, f"{adapter.__name__} does not implement {port.__name__}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize(("port", "adapter"), CASES, ids=[f"{p.__name__}-{a.__name__}" for p, a in CASES])
+def test_an_adapter_that_offers_a_capability_offers_all_of_it(port: type, adapter: type, tmp_path: Path) -> None:
+    """A capability is all or nothing: an adapter with one of its members has every one, with its signature."""
+    instance = ADAPTERS[port][adapter](tmp_path)
+    problems: list[str] = []
+    for capability in ports.CAPABILITIES.get(port, ()):
+        members = port_members(capability)
+        offered = [name for name in members if hasattr(instance, name)]
+        if not offered:
+            continue
+        for name, declared in members.items():
+            if not hasattr(instance, name):
+                problems.append(f"{capability.__name__}.{name}: missing")
+            else:
+                problems += [
+                    f"{capability.__name__}.{name}: {p}" for p in _incompatible(declared, getattr(instance, name))
+                ]
+        if not isinstance(instance, capability):
+            problems.append(f"not an instance of {capability.__name__}")
+    assert not problems, f"{adapter.__name__}:\n" + "\n".join(problems)
 
 
 def _incompatible(declared: Callable[..., Any], implemented: Any) -> list[str]:
@@ -223,7 +261,7 @@ def _wrong_value(port: type, name: str, declared: Any, instance: object) -> list
 
 @pytest.mark.parametrize(("port", "adapter"), CASES, ids=[f"{p.__name__}-{a.__name__}" for p, a in CASES])
 def test_the_adapter_has_no_public_method_outside_its_port(port: type, adapter: type) -> None:
-    members = port_members(port)
+    members = named_members(port)
     outside = [
         qualified
         for name, qualified in _public_methods(adapter).items()
@@ -387,7 +425,7 @@ def _caller_files() -> list[Path]:
 
 def test_callers_use_only_what_the_ports_name() -> None:
     uses = [use for path in _caller_files() for use in _uses(path)]
-    outside = [use for use in uses if use.member not in port_members(PORT_NAMES[use.port])]
+    outside = [use for use in uses if use.member not in named_members(PORT_NAMES[use.port])]
     assert not outside, "\n".join(f"{use.where}: {use.port}.{use.member} is not in the port" for use in outside)
     # The walk must see the ports in use, or it proves nothing: the outbox's recheck among them.
     seen = {(use.port, use.member) for use in uses}

@@ -289,6 +289,11 @@ class VectorIndex(Protocol):
 
 
 # --------------------------------------------------------------- embedder ---
+#: The optional capabilities of a port: protocols of their own that an adapter may also implement, and that
+#: callers check for with ``isinstance`` before using (a test double or another backend may lack them).
+CAPABILITIES: dict[type, tuple[type, ...]] = {VectorIndex: (InsertingIndex, BatchKnnIndex)}
+
+
 class Embedder(Protocol):
     """A text embedding model. Every member is required."""
 
