@@ -158,3 +158,42 @@ def test_removing_every_document_leaves_nothing_to_score() -> None:
         bm25.remove(row, text)
 
     assert bm25.scores("coffee cat tea", None) == ({}, 0.0)
+
+
+def test_the_english_stemmer_imported_alone_stems_as_the_package_does() -> None:
+    """bm25_text imports snowballstemmer's English module without the package's __init__ (cold start)."""
+    import snowballstemmer
+
+    from mnemo.adapters import bm25_text
+
+    words = [
+        "running",
+        "runs",
+        "ran",
+        "databases",
+        "generously",
+        "connection",
+        "connected",
+        "caresses",
+        "ponies",
+        "relational",
+        "conditional",
+        "hopefulness",
+        "electricity",
+        "adjustment",
+        "dependent",
+        "replacement",
+        "Lisbon",
+        "moved",
+        "migrating",
+        "PostgreSQL",
+        "naïve",
+        "cafés",
+        "agreed",
+        "feed",
+        "hopping",
+        "tanned",
+    ]
+    package = snowballstemmer.stemmer("english")
+    assert type(bm25_text._stemmer).__name__ == "EnglishStemmer"
+    assert [bm25_text._stemmer.stemWord(w) for w in words] == [package.stemWord(w) for w in words]
