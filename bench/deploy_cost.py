@@ -637,6 +637,22 @@ def plot(
     plt.close(figure)
 
 
+def _count_row(label: str, cost: dict[str, Any], emf: Any) -> list[Any]:
+    """One row of the counts table: what one call (or one scheduled run) sends and spends."""
+    requests = ", ".join(f"{name} {count:g}" for name, count in cost["requests"].items())
+    return [
+        label,
+        requests or "none",
+        f"{cost['wru']:.2f}",
+        f"{cost['rru']:.2f}",
+        f"{cost['titanCalls']:g}",
+        f"{cost['titanTokens']:.0f}",
+        f"{cost['cpuMs']:.1f}",
+        f"{cost['logBytes']:.0f}",
+        len(emf),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=int, default=60, help="memories added before the measured calls")
@@ -692,38 +708,13 @@ def main() -> None:
     )
 
     print(f"\nPer call (warm mean of {args.calls}; the indexer per invocation, one add's records a batch here):")
-    rows = []
-    for phase in ("memory_add", "indexer", "memory_search"):
-        cost = measured[phase]
-        requests = ", ".join(f"{name} {count:g}" for name, count in cost["requests"].items())
-        rows.append(
-            [
-                phase,
-                requests,
-                f"{cost['wru']:.2f}",
-                f"{cost['rru']:.2f}",
-                f"{cost['titanCalls']:g}",
-                f"{cost['titanTokens']:.0f}",
-                f"{cost['cpuMs']:.1f}",
-                f"{cost['logBytes']:.0f}",
-                len(measured["emf"][phase]),
-            ]
-        )
-    for function, cost in measured["scheduled"].items():
-        requests = ", ".join(f"{name} {count:g}" for name, count in cost["requests"].items())
-        rows.append(
-            [
-                f"{function} (schedule)",
-                requests or "none",
-                f"{cost['wru']:.2f}",
-                f"{cost['rru']:.2f}",
-                f"{cost['titanCalls']:g}",
-                f"{cost['titanTokens']:.0f}",
-                f"{cost['cpuMs']:.1f}",
-                f"{cost['logBytes']:.0f}",
-                len(cost["emf"]),
-            ]
-        )
+    rows = [
+        _count_row(phase, measured[phase], measured["emf"][phase])
+        for phase in ("memory_add", "indexer", "memory_search")
+    ]
+    rows += [
+        _count_row(f"{function} (schedule)", cost, cost["emf"]) for function, cost in measured["scheduled"].items()
+    ]
     print(
         table(["function", "requests", "WRU", "RRU", "Titan calls", "tokens", "CPU ms", "log B", "EMF metrics"], rows)
     )

@@ -797,7 +797,13 @@ class IsolationMachine(RuleBasedStateMachine):
             assert (scope, message_id) not in self.conversations, f"a generated message_id was reused: {message_id}"
             self.tokens[message_id] = scope
         assert outcome.body["data"]["message_id"] == message_id
-        if existing is None:
+        self._remember_conversation(scope, message_id, secret, body, actor, new=existing is None, cross=cross)
+
+    def _remember_conversation(
+        self, scope: str, message_id: str, secret: str, body: dict[str, Any], actor: Actor, *, new: bool, cross: bool
+    ) -> None:
+        """Record a stored conversation record as this caller's, and check the other scopes' under its id."""
+        if new:
             self.conversations[(scope, message_id)] = Entry(scope, message_id, secret, body, actor)
             self.message_ids.append(message_id)
             self.granted.setdefault(message_id, set()).add(scope)
@@ -827,12 +833,7 @@ class IsolationMachine(RuleBasedStateMachine):
             return
         self.expect(outcome, None, f"add_messages (message id of another scope: {cross})")
         assert outcome.body["extraction"] == "off" and outcome.body["pendingTurns"] == 0
-        if existing is None:
-            self.conversations[(scope, message_id)] = Entry(scope, message_id, secret, body, actor)
-            self.message_ids.append(message_id)
-            self.granted.setdefault(message_id, set()).add(scope)
-        if cross:
-            self._verify_foreign_entries(message_id, actor)
+        self._remember_conversation(scope, message_id, secret, body, actor, new=existing is None, cross=cross)
 
     @rule(actor=actors, runs=st.sampled_from([0, 5]))
     def extraction_status(self, actor: Actor, runs: int) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,27 @@ def test_the_hook_counts_each_request_in_units_of_its_items(metered: tuple[Meter
     assert meter.tallies["put"].item_bytes == [item_size(big)]
 
 
+@contextmanager
+def serving(meter: Meter, table: str, tmp_path: Path, **settings: Any) -> Iterator[Services]:
+    """The tools served on the moto table, its DynamoDB client metered, as the handlers' services meanwhile."""
+    services = Services(
+        Settings(
+            records="dynamodb",
+            records_table=table,
+            aws_endpoint=shared_moto_server().url,
+            aws_region=REGION,
+            data_dir=tmp_path,
+            **settings,
+        )
+    )
+    meter.attach(services.records.client)  # type: ignore[attr-defined]
+    set_services(services)
+    try:
+        yield services
+    finally:
+        set_services(None)
+
+
 def test_one_memory_add_on_moto_counts_its_write_and_its_titan_call(
     metered: tuple[Meter, Any, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -95,28 +117,14 @@ def test_one_memory_add_on_moto_counts_its_write_and_its_titan_call(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
 
     meter, _, table = metered
-    settings = Settings(
-        records="dynamodb",
-        records_table=table,
-        aws_endpoint=shared_moto_server().url,
-        aws_region=REGION,
-        data_dir=tmp_path,
-        embedder="titan",
-        titan_dimensions=256,
-    )
-    services = Services(settings)
-    meter.attach(services.records.client)  # type: ignore[attr-defined]
-    meter.attach(services.embedder.client)  # type: ignore[attr-defined]
     content = "The deploy checklist now includes a schema migration dry run."
-    set_services(services)
-    try:
+    with serving(meter, table, tmp_path, embedder="titan", titan_dimensions=256) as services:
+        meter.attach(services.embedder.client)  # type: ignore[attr-defined]
         with meter.attributed("memory_add") as tally:
             answer = tool_handler("memory_add")(
                 rest_event("memory_add", {"content": content}, authorizer=None, identity=IAM_CALLER),
                 FakeLambdaContext(),
             )
-    finally:
-        set_services(None)
     assert answer["statusCode"] == 200, answer["body"]
     # Indexed first, so the record alone is written (its ADD history entry folded in): one PutItem of one
     # item under 1 KB, no transaction, no outbox marker or its delete, no read-back (mnemo.memory.writes).
@@ -136,19 +144,8 @@ def test_memory_search_reads_back_limit_keys_eventually_consistent(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     meter, _, table = metered
-    settings = Settings(
-        records="dynamodb",
-        records_table=table,
-        aws_endpoint=shared_moto_server().url,
-        aws_region=REGION,
-        data_dir=tmp_path,
-        embedder="hashing",
-    )
-    services = Services(settings)
-    meter.attach(services.records.client)  # type: ignore[attr-defined]
     caller = {**IAM_CALLER, "userArn": f"arn:aws:iam::123456789012:user/{tmp_path.name[-12:]}"}
-    set_services(services)
-    try:
+    with serving(meter, table, tmp_path, embedder="hashing"):
         for n in range(12):
             body = {"content": f"Release note {n}: the gateway build {n} ships with the cache fix"}
             added = tool_handler("memory_add")(
@@ -160,8 +157,6 @@ def test_memory_search_reads_back_limit_keys_eventually_consistent(
                 rest_event("memory_search", {"query": "gateway build", "limit": 5, "threshold": 0}, identity=caller),
                 FakeLambdaContext(),
             )
-    finally:
-        set_services(None)
     assert answer["statusCode"] == 200, answer["body"]
     assert tally.requests == {"dynamodb:BatchGetItem": 1}
     assert (tally.rru, tally.rru_strong) == (5 * 0.5, 0)  # limit keys, each item under 4 KB, half a unit each
