@@ -877,7 +877,8 @@ def crash_scenario(
     """Write from ``clients`` threads, SIGKILL the server after ``kill_after`` acknowledged writes,
     restart it on the same data directory, send the unanswered writes again (idempotently), and
     look for every acknowledged write, re-checking a missing one up to ``tries`` times 0.5 s apart
-    (the local server drains its index outbox every 15 s). Returns the counts."""
+    (``foundOnlyAfterRecheck`` counts those: the restarted server drains its index outbox before it
+    serves, so none should need it). Returns the counts."""
     server = ServerProcess(data_dir, embedder).start()
     try:
         owner = Client(server.port, identity("crash", "owner"))

@@ -104,3 +104,23 @@ def test_a_segment_longer_than_a_file_name_once_quoted_is_stored_and_listed(blob
     assert sibling is not None
     assert sibling.content == b"a sibling whose name shares the start"
     assert sorted(blobs.list_keys("workspace/acme/")) == sorted([key, other])
+
+
+def test_purge_removes_every_version_and_leaves_other_keys(blobs: BlobStore) -> None:
+    """Erasure's purge: the key's versions and delete markers all go, a neighbour sharing its prefix stays,
+    and purging again (or a key never put) is no error."""
+    blobs.put("workspace/acme/user/alice/notes.md", b"one")
+    blobs.put("workspace/acme/user/alice/notes.md", b"two")
+    blobs.delete("workspace/acme/user/alice/notes.md")
+    blobs.put("workspace/acme/user/alice/notes.md.bak", b"keep")
+    blobs.put("workspace/acme/user/alice/notes.md", b"three")
+    assert len(blobs.versions("workspace/acme/user/alice/notes.md")) == 4
+    blobs.purge("workspace/acme/user/alice/notes.md")
+    assert blobs.versions("workspace/acme/user/alice/notes.md") == []
+    assert blobs.get("workspace/acme/user/alice/notes.md") is None
+    assert blobs.list_keys("workspace/acme/user/alice/") == ["workspace/acme/user/alice/notes.md.bak"]
+    assert blobs.get("workspace/acme/user/alice/notes.md.bak").content == b"keep"  # type: ignore[union-attr]
+    blobs.purge("workspace/acme/user/alice/notes.md")
+    blobs.purge("workspace/acme/user/nobody/never.md")
+    with pytest.raises(InvalidInput):
+        blobs.purge("../escape.md")

@@ -42,6 +42,7 @@ from mnemo.adapters.aws.s3_blobs import S3BlobStore
 from mnemo.adapters.aws.sqs_extraction_queue import SqsExtractionQueue
 from mnemo.adapters.aws.titan import TitanEmbedder
 from mnemo.adapters.local.blobs import LocalBlobStore
+from mnemo.adapters.local.change_log import SqliteChangeLog
 from mnemo.adapters.local.embedders import BgeSmallEmbedder, HashingEmbedder
 from mnemo.adapters.local.events import LocalEventBus
 from mnemo.adapters.local.extraction_queue import LocalExtractionQueue
@@ -87,6 +88,10 @@ ADAPTERS: dict[type, dict[type, Factory]] = {
     ports.ExtractionQueue: {
         LocalExtractionQueue: lambda tmp: LocalExtractionQueue(),
         SqsExtractionQueue: lambda tmp: SqsExtractionQueue("queue.fifo", "wake", _no_client),
+    },
+    # Local only: on AWS the records table's stream is the change log (mnemo.entry.change_events).
+    ports.ChangeLog: {
+        SqliteChangeLog: lambda tmp: SqliteChangeLog(tmp / "records.sqlite3"),
     },
 }
 

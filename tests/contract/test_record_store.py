@@ -394,6 +394,30 @@ def test_expired_items_count_as_missing_for_expect_present(store: RecordStore) -
         store.write([Delete("P", "A", expect="present")])
 
 
+def test_expired_lists_only_the_items_past_their_time_with_their_data(store: RecordStore) -> None:
+    _put(store, "MEM|a", "LIVE", expires_at=_now() + 3600)
+    _put(store, "MEM|a", "FOREVER")
+    _put(store, "MEM|a", "GONE", {"v": "old"}, version=3, expires_at=_now() - 60)
+    _put(store, "CONV|a", "GONE", expires_at=_now() - 60)
+
+    (gone,) = store.expired("MEM|")
+    assert (gone.pk, gone.sk, gone.data, gone.version) == ("MEM|a", "GONE", {"v": "old"}, 3)
+    assert gone.expires_at is not None and gone.expires_at <= _now()
+    assert sorted(_keys(list(store.expired()))) == [("CONV|a", "GONE"), ("MEM|a", "GONE")]
+
+
+def test_delete_expect_expired_removes_only_an_expired_item(store: RecordStore) -> None:
+    _put(store, "P", "GONE", expires_at=_now() - 60)
+    _put(store, "P", "LIVE", expires_at=_now() + 3600)
+
+    store.write([Delete("P", "GONE", expect="expired")])
+    assert list(store.expired("P")) == []
+    for sk in ("LIVE", "GONE", "NEVER"):  # live, already removed, never written: each fails its condition
+        with pytest.raises(ConditionFailed):
+            store.write([Delete("P", sk, expect="expired")])
+    assert store.get("P", "LIVE") is not None
+
+
 # ----------------------------------------------------------- persistence ---
 def test_data_survives_reopening_the_store(store_opener: Opener) -> None:
     first = store_opener()

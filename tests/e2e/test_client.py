@@ -37,7 +37,8 @@ from mnemo.tools.registry import load_catalog
 from outline_support import push_shop
 
 ROOT = Path(__file__).resolve().parents[2]
-IDENTITY = LocalIdentity(tenant="acme", user="alice", project="p1", org="engineering", roles=("writer",))
+#: With the admin role, for erase_user's example (it erases bob, who holds nothing).
+IDENTITY = LocalIdentity(tenant="acme", user="alice", project="p1", org="engineering", roles=("writer", "admin"))
 
 
 def test_the_client_module_is_generated_from_the_catalog() -> None:

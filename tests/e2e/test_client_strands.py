@@ -120,3 +120,42 @@ def test_strands_tools_act_for_the_user_their_client_names(strands_python: Path,
     assert [hit["memoryId"] for hit in answer["alice"]["content"][0]["json"]["results"]] == [stored["memoryId"]]
     assert answer["bob"]["status"] == "success"
     assert answer["bob"]["content"][0]["json"]["results"] == []
+
+
+BATCH_SCRIPT = """
+import json, sys
+from strands import Agent
+from mnemo.client import LocalIdentity, MnemoClient
+from mnemo.client.strands import mnemo_tools
+
+client = MnemoClient(sys.argv[1], auth=LocalIdentity(user="alice"))
+tools = mnemo_tools(client, names=["memory_add_batch", "memory_delete_batch"])
+agent = Agent(tools=tools, callback_handler=None)
+added = agent.tool.memory_add_batch(items=[{"content": "Alice prefers window seats"},
+                                           {"content": "Notes of the standup", "layer": "session"}])
+stored = added["content"][0]["json"]["results"][0]["memoryId"]
+deleted = agent.tool.memory_delete_batch(memoryIds=[stored, "mem_nope"])
+refused = agent.tool.memory_add_batch(items=[])
+print(json.dumps({"names": [tool.tool_name for tool in tools], "added": added, "deleted": deleted,
+                  "refused": refused}))
+"""
+
+
+def test_strands_tools_add_and_delete_in_batches(strands_python: Path, services: Services) -> None:
+    with local_server(services) as url:
+        done = subprocess.run(
+            [strands_python, "-c", BATCH_SCRIPT, url], check=True, capture_output=True, text=True, timeout=120
+        )
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer["names"] == ["memory_add_batch", "memory_delete_batch"]
+    assert answer["added"]["status"] == "success"
+    added = answer["added"]["content"][0]["json"]
+    assert [(r["success"], r["errorCode"]) for r in added["results"]] == [(True, None), (False, "INVALID_INPUT")]
+    assert (added["added"], added["failed"]) == (1, 1)
+    deleted = answer["deleted"]["content"][0]["json"]
+    assert [(r["memoryId"], r["success"]) for r in deleted["results"]] == [
+        (added["results"][0]["memoryId"], True),
+        ("mem_nope", False),
+    ]
+    assert answer["refused"]["status"] == "error"
+    assert answer["refused"]["content"][0]["json"]["details"]["field"] == "items"

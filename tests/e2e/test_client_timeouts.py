@@ -11,7 +11,7 @@ import pytest
 
 from client_support import Answer, Script
 from mnemo.client import MnemoTimeoutError, TransportError
-from mnemo.client.repeat import KEYED_WRITES, READ_ONLY, safe_to_repeat
+from mnemo.client.repeat import KEYED_BATCHES, KEYED_WRITES, READ_ONLY, safe_to_repeat
 from mnemo.client.transport import Transport
 from mnemo.tools.registry import load_catalog
 
@@ -40,6 +40,8 @@ def timed_out_then_ok() -> list[Answer]:
         ("sync_now", {}),
         ("file_write", {"path": "/memories/a.md", "content": "x"}),
         ("add_memory_link", {"subject": "Ana", "predicate": "works_at", "object": "Acme"}),
+        ("memory_add_batch", {"items": [{"content": "x", "idempotencyKey": "k1"}, {"content": "y"}]}),
+        ("memory_delete_batch", {"memoryIds": ["mem_1"]}),
     ],
 )
 def test_a_write_without_a_key_is_not_sent_again_after_a_gateway_timeout(
@@ -61,6 +63,10 @@ def test_a_write_without_a_key_is_not_sent_again_after_a_gateway_timeout(
         ("memory_search", {"query": "x"}),
         ("sync_status", {}),
         ("memory_add", {"content": "x", "idempotencyKey": "k1"}),
+        (
+            "memory_add_batch",
+            {"items": [{"content": "x", "idempotencyKey": "k1"}, {"content": "y", "idempotencyKey": "k2"}]},
+        ),
         ("add_conversation", {"message_id": "m1", "explanation": "e", "user_input": "u", "agent_response": "a"}),
     ],
 )
@@ -110,5 +116,9 @@ def test_the_lists_name_catalog_tools_and_the_keys_their_requests_carry() -> Non
     for tool, key in KEYED_WRITES.items():
         properties = catalog[tool].request.model_json_schema(by_alias=True)["properties"]
         assert key in properties, (tool, key)
+    for tool, (items, names) in KEYED_BATCHES.items():
+        schema = catalog[tool].request.model_json_schema(by_alias=True)
+        item = schema["$defs"][schema["properties"][items]["items"]["$ref"].rsplit("/", 1)[1]]
+        assert names[0] in item["properties"], (tool, names)
     assert not safe_to_repeat("memory_add", {"content": "x"})
     assert not safe_to_repeat("unknown_tool", {})

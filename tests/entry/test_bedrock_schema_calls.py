@@ -33,7 +33,8 @@ from mnemo.tools.bedrock_schema import OPTIONS, action_group_name, action_groups
 from mnemo.tools.registry import load_catalog
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bedrock_agent"
-ATTRIBUTES = {"mnemoUser": "alice", "mnemoTenant": "acme", "mnemoOrg": "engineering", "mnemoRoles": "writer"}
+#: The admin role for erase_user, which erases bob (who holds nothing): alice's conversation goes on undisturbed.
+ATTRIBUTES = {"mnemoUser": "alice", "mnemoTenant": "acme", "mnemoOrg": "engineering", "mnemoRoles": "writer,admin"}
 BLOCK = "mnemo:///blocks/notes.md"
 State = dict[str, dict[str, Any]]
 
@@ -57,6 +58,7 @@ CONTEXT: dict[str, dict[str, Callable[[State], Any]]] = {
     "update_memory_object": {"name": lambda s: "Alice", "summary": lambda s: "An engineer."},
     "invalidate_memory_link": {"factId": lambda s: s["add_memory_link"]["factId"]},
     "delete_memory_object": {"name": lambda s: "Acme"},
+    "erase_user": {"subjectUserId": lambda s: "bob"},
 }
 #: What a tool needs called before it, where the catalog's order would call it first: a conversation reads
 #: or removes only what it wrote (or synced) earlier.

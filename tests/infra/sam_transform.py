@@ -42,6 +42,8 @@ CASES: dict[str, dict[str, str]] = {
     # Stage x OpenSearchScaleToZero x Alarms: auto follows the stage; on and off override it either way.
     "dev-alarms-on-scale-off-admin": {
         "Alarms": "on",
+        "ChangeEvents": "on",
+        "ChangeEventContent": "on",
         "OpenSearchScaleToZero": "off",
         "OpenSearchAdminPrincipalArn": "arn:aws:iam::123456789012:role/MnemoAdmin",
     },

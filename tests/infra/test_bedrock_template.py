@@ -142,6 +142,18 @@ FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool | None]] = {
         },
         True,
     ),
+    # memory_add_batch embeds and writes the index as memory_add does; memory_delete_batch deletes from it;
+    # erase_user lists the versions of the erased user's workspace files and deletes each of them.
+    "lifecycle": (
+        "RecordsReadWrite",
+        {
+            "KnowledgeBucketList": ["s3:ListBucket", "s3:ListBucketVersions"],
+            "WorkspaceObjects": ["s3:DeleteObject", "s3:DeleteObjectVersion"],
+            "EmbedWithTitan": "bedrock:InvokeModel",
+            "VectorIndexReadWrite": "aoss:APIAccessAll",
+        },
+        True,
+    ),
     # Outline (experimental): the outline index is items of the records table (put and deleted); workspace files
     # are read at the version their head names. No embedding, no vector index (None: no principal of the
     # collection).
@@ -183,6 +195,7 @@ def test_the_function_reaches_what_its_tools_need(family: str) -> None:
         assert by_sid[index_sid]["Resource"]["If"][1] == {"GetAtt": "VectorCollection.Arn"}
     if "KnowledgeBucketList" in by_sid:
         assert by_sid["KnowledgeBucketList"]["Resource"] == _S3_BUCKET
+    if "KnowledgeObjectRead" in by_sid:  # erase_user lists the bucket's versions but reads no knowledge object
         assert by_sid["KnowledgeObjectRead"]["Resource"] == _S3_OBJECTS
     if "WorkspaceObjects" in by_sid:
         assert by_sid["WorkspaceObjects"]["Resource"] == _S3_WORKSPACE

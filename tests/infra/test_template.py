@@ -665,6 +665,10 @@ def test_least_privilege_per_function() -> None:
         "SQSSendMessagePolicy": {"QueueName": {"GetAtt": "IndexerDeadLetterQueue.QueueName"}},
     }
     expected_templates["ConsoleFunction"] = {}
+    # Change events read only the stream (SAM's stream policy) and put events: nothing of the table.
+    expected_templates["ChangeEventsFunction"] = {
+        "SQSSendMessagePolicy": {"QueueName": {"GetAtt": "ChangeEventsDeadLetterQueue.QueueName"}}
+    }
     assert {name: _templates(r) for name, r in functions(doc).items()} == expected_templates
     statements = _statements(doc, parameters(doc))
     titan_arn = f"arn:aws:bedrock:eu-west-1::foundation-model/{TITAN_V2}"
@@ -771,7 +775,8 @@ def test_each_function_gets_exactly_what_its_tools_need() -> None:
     doc = template()
     catalog = load_catalog(experimental=True)
     served = _served_tools(doc)
-    assert set(functions(doc)) - set(served) == {"IndexerFunction", "ConsoleFunction"}  # neither runs a tool
+    # None of these runs a tool.
+    assert set(functions(doc)) - set(served) == {"IndexerFunction", "ConsoleFunction", "ChangeEventsFunction"}
     statements = _statements(doc, parameters(doc, **EXISTING_DOMAIN))
     for name, tools in served.items():
         needs = [tool_needs(catalog[tool]) for tool in tools]
@@ -865,11 +870,13 @@ def test_knowledge_sync_runs_on_a_schedule_and_on_knowledge_bucket_events() -> N
 
 
 def test_s3_rights_are_read_only_and_scoped_to_the_knowledge_bucket() -> None:
-    """Knowledge files are only read; only workspace files (the file tools') are written, under their root."""
+    """Knowledge files are only read; only workspace files (the file tools') are written, under their root; only
+    erase_user deletes workspace object versions for good (an erased user's files keep no version)."""
     doc = template()
     bucket_actions = {"s3:ListBucket", "s3:ListBucketVersions"}
     object_actions = {"s3:GetObject", "s3:GetObjectVersion"}
-    workspace_actions = {"s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject"}
+    workspace_actions = {"s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion"}
+    purge = {"s3:DeleteObject", "s3:DeleteObjectVersion"}
     workspace = {"Sub": "${KnowledgeBucket.Arn}/" + WORKSPACE_ROOT + "*"}
     assert WORKSPACE_ROOT == "workspace/"
     granted: dict[str, set[str]] = {}
@@ -900,15 +907,21 @@ def test_s3_rights_are_read_only_and_scoped_to_the_knowledge_bucket() -> None:
         "BedrockKnowledgeFunction",
         "BedrockSyncFunction",
         "McpFunction",
+        # erase_user lists a workspace key's versions to delete each of them
+        "EraseUserFunction",
+        "BedrockLifecycleFunction",
     }
+    assert granted["EraseUserFunction"] == bucket_actions
     assert in_workspace == {
         "FileWriteFunction": {"s3:PutObject"},
         "FileEditFunction": {"s3:GetObjectVersion", "s3:PutObject"},
         "FileReadFunction": {"s3:GetObjectVersion"},
         "ExpandPromptFunction": {"s3:GetObjectVersion"},
         "FileDeleteFunction": {"s3:DeleteObject"},
-        "BedrockFilesFunction": workspace_actions,
+        "BedrockFilesFunction": workspace_actions - {"s3:DeleteObjectVersion"},
         "McpFunction": workspace_actions,
+        "EraseUserFunction": purge,
+        "BedrockLifecycleFunction": purge,
         # The outline tools, their index sync and action group read workspace objects at their versions.
         "OutlineSymbolFunction": {"s3:GetObjectVersion"},
         "OutlineFileFunction": {"s3:GetObjectVersion"},
@@ -958,11 +971,17 @@ def test_indexer_consumes_the_records_stream_into_a_dead_letter_queue() -> None:
     assert stream["BisectBatchOnFunctionError"] is True
     assert stream["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert 0 < stream["MaximumRetryAttempts"] <= 10_000
-    # Only what the indexer must see (mnemo.entry.indexer): markers queued for it, and memory removals.
+    # Only what the indexer must see (mnemo.entry.indexer): markers queued for it, memory removals, and
+    # TTL's removals of expired turns (the userIdentity DynamoDB documents for them).
     patterns = [json.loads(f["Pattern"]) for f in stream["FilterCriteria"]["Filters"]]
     assert patterns == [
         {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"NewImage": {"stream": {"S": [STREAM_LABEL]}}}},
         {"eventName": ["REMOVE"], "dynamodb": {"Keys": {"sk": {"S": [{"prefix": "MEM#"}]}}}},
+        {
+            "eventName": ["REMOVE"],
+            "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+            "dynamodb": {"Keys": {"sk": {"S": [{"prefix": "MSG#"}]}}},
+        },
     ]
     destination = stream["DestinationConfig"]["OnFailure"]["Destination"]
     assert destination == {"GetAtt": "IndexerDeadLetterQueue.Arn"}
@@ -1235,7 +1254,8 @@ def test_only_the_experimental_tools_functions_are_conditional() -> None:
         else:
             assert "Condition" not in resource, function
     conditional = {name for name, r in functions(doc).items() if "Condition" in r}
-    assert conditional == OUTLINE_FUNCTIONS | {"ConsoleFunction"}
+    assert conditional == OUTLINE_FUNCTIONS | {"ConsoleFunction", "ChangeEventsFunction"}
+    assert doc["Resources"]["ChangeEventsFunction"]["Condition"] == "ChangeEventsOn"  # docs/events.md
     assert doc["Resources"]["ConsoleFunction"]["Condition"] == "ServeConsole"  # tests/infra/test_template_console.py
     for name in OUTLINE_FUNCTIONS:
         assert doc["Resources"][name]["Condition"] == "ServeExperimental", name

@@ -62,7 +62,7 @@ def _created(doc: dict[str, Any], params: dict[str, str]) -> dict[str, dict[str,
 @pytest.mark.parametrize(("stage", "setting"), sorted(ALARMS_ON))
 def test_every_alarm_exists_only_with_the_alarms_parameter(stage: str, setting: str) -> None:
     doc = template()
-    everything = parameters(doc, Stage=stage, Alarms=setting, ExperimentalTools="true")
+    everything = parameters(doc, Stage=stage, Alarms=setting, ExperimentalTools="true", ChangeEvents="on")
     params = everything | {
         "AuthMode": "JWT",
         "JwtIssuer": "https://x.example",
@@ -92,8 +92,16 @@ def test_the_alarm_conditions_combine_the_parameter_with_what_they_watch() -> No
     assert conditions["ConsoleAlarms"] == {"And": [{"Condition": "ServeConsole"}, {"Condition": "AlarmsOn"}]}
     assert conditions["RestApiAlarms"] == {"And": [{"Condition": "UseRestApi"}, {"Condition": "AlarmsOn"}]}
     assert conditions["HttpApiAlarms"] == {"And": [{"Condition": "UseHttpApi"}, {"Condition": "AlarmsOn"}]}
+    assert conditions["ChangeEventsAlarms"] == {"And": [{"Condition": "ChangeEventsOn"}, {"Condition": "AlarmsOn"}]}
     used = {resource["Condition"] for resource in resources_of(doc, ALARM).values()}
-    assert used == {"AlarmsOn", "ExperimentalAlarms", "ConsoleAlarms", "RestApiAlarms", "HttpApiAlarms"}
+    assert used == {
+        "AlarmsOn",
+        "ExperimentalAlarms",
+        "ConsoleAlarms",
+        "RestApiAlarms",
+        "HttpApiAlarms",
+        "ChangeEventsAlarms",
+    }
     # Nothing that costs while idle is left outside them: no dashboard, no log metric filter.
     kinds = {resource["Type"] for resource in doc["Resources"].values()}
     assert not kinds & {"AWS::CloudWatch::Dashboard", "AWS::Logs::MetricFilter", "AWS::CloudWatch::CompositeAlarm"}

@@ -3,7 +3,8 @@
 The DynamoDB actions come from the RecordStore calls (mnemo.adapters.aws.dynamodb_records): get is GetItem,
 batch_get BatchGetItem, query Query, scan Scan, and write is PutItem or DeleteItem for one operation, else
 TransactWriteItems, which IAM authorises by the actions inside it (PutItem and DeleteItem here; the
-adapter writes no Update or ConditionCheck). Scan is reindex's and export's (the CLI), never a function's.
+adapter writes no Update or ConditionCheck). Scan is reindex's and export's (the CLI), and a function's only
+for erase_user (an admin's erasure must find the partitions of every agent and session of the user).
 """
 
 from __future__ import annotations
@@ -45,10 +46,21 @@ NOT_TOOLS = {
     "OutlineSyncFunction": READ_WRITE,
     "ExtractionFunction": READ_WRITE,
     "ConsoleFunction": frozenset(),
+    # Change events read the stream only (SAM's stream policy): nothing of the table.
+    "ChangeEventsFunction": frozenset(),
 }
+#: The one function that may publish, and where: change events (docs/events.md) on the default bus.
+PUBLISHER = "ChangeEventsFunction"
+DEFAULT_BUS = "arn:aws:events:eu-west-1:123456789012:event-bus/default"
+
+
+#: The tools that scan the table (Rights.scans), and the functions serving them may.
+SCANNING = {"erase_user"}
 
 
 def tool_actions(tool: str) -> frozenset[str]:
+    if tool in SCANNING:
+        return READ_WRITE | {"dynamodb:Scan"}
     if tool in READ_ONLY:
         return READ
     return READ_PUT if tool in PUT_ONLY else READ_WRITE
@@ -105,26 +117,34 @@ def test_each_function_may_do_exactly_what_its_code_paths_do_on_the_table(stage:
     expected = expected_actions(doc)
     table = TABLE_ARN.replace("-dev", f"-{stage}")
     for name, rights in granted(doc, params).items():
+        rights = {resource: actions for resource, actions in rights.items() if resource != DEFAULT_BUS}
         assert rights == ({table: set(expected[name])} if expected[name] else {}), name
-        assert not rights.get(table, set()) & {"dynamodb:Scan", "dynamodb:BatchWriteItem", "dynamodb:UpdateItem"}, name
+        never = {"dynamodb:BatchWriteItem", "dynamodb:UpdateItem"} | ({"dynamodb:Scan"} - expected[name])
+        assert not rights.get(table, set()) & never, name
 
 
-def test_no_function_may_publish_events_and_none_is_configured_to() -> None:
-    """Nothing publishes (the specification's tools define no events), so no role may call PutEvents."""
+def test_only_the_change_events_function_publishes_and_only_change_events() -> None:
+    """No tool publishes (the specification's tools define no events): change events are derived from the
+    records' stream by ChangeEventsFunction, the only role that may call PutEvents, on the default bus only."""
     doc = template()
     for name, rights in granted(doc, parameters(doc)).items():
-        assert not any(a.startswith("events:") for actions in rights.values() for a in actions), name
+        published = {resource for resource, actions in rights.items() if any(a.startswith("events:") for a in actions)}
+        if name == PUBLISHER:
+            assert rights[DEFAULT_BUS] == {"events:PutEvents"} and published == {DEFAULT_BUS}
+        else:
+            assert not published, name
     variables = doc["Globals"]["Function"]["Environment"]["Variables"]
     assert "MNEMO_EVENTS" not in variables and "MNEMO_EVENT_BUS" not in variables
-    for resource in functions(doc).values():
-        assert "MNEMO_EVENTS" not in json.dumps(resource["Properties"].get("Environment", {}))
+    for name, resource in functions(doc).items():
+        configured = "MNEMO_EVENTS" in json.dumps(resource["Properties"].get("Environment", {}))
+        assert configured == (name == PUBLISHER), name
     layer = ROOT / "layers" / "shared" / "mnemo"
     publishers = [
-        path
+        path.relative_to(layer).as_posix()
         for path in layer.rglob("*.py")
         if re.search(r"\.events\.publish\(|\bevents\(\)\.publish\(", path.read_text())
     ]
-    assert publishers == []
+    assert publishers == ["entry/change_events.py"]
 
 
 # ------------------------------------------------------- derived from the code ---
@@ -150,6 +170,10 @@ class _RecordingStore:
     def scan(self, pk_prefix: str = "") -> Iterator[Item]:
         self.seen.add("dynamodb:Scan")
         return self.inner.scan(pk_prefix)  # type: ignore[no-any-return]
+
+    def expired(self, pk_prefix: str = "") -> Iterator[Item]:
+        self.seen.add("dynamodb:Scan")
+        return self.inner.expired(pk_prefix)  # type: ignore[no-any-return]
 
     def write(self, operations: Sequence[Put | Delete]) -> None:
         self.seen.update("dynamodb:PutItem" if isinstance(op, Put) else "dynamodb:DeleteItem" for op in operations)

@@ -685,6 +685,83 @@ class IsolationMachine(RuleBasedStateMachine):
         else:
             assert not found, f"deleted memory {memory} is still found by {owner.label}"
 
+    @rule(
+        actor=actors,
+        layers=st.lists(st.sampled_from(MEMORY_LAYERS), min_size=1, max_size=3),
+        keyed=st.booleans(),
+    )
+    def memory_add_batch(self, actor: Actor, layers: list[str], keyed: bool) -> None:
+        """A batch of fresh memories over several layers: each item answers as memory_add would."""
+        context = actor.context
+        items: list[dict[str, Any]] = []
+        plans: list[tuple[str, bool, str, str, str]] = []
+        for layer in layers:
+            allowed = context.can_read(layer) and (layer not in SHARED_LAYERS or actor.writer)
+            scope = context.scope_key(layer) if allowed else NOBODY
+            secret, handle = self.secret(scope), self._fresh("mh")
+            item: dict[str, Any] = {"content": f"{secret} {handle} note", "layer": layer, "tags": [handle]}
+            if keyed:
+                item["idempotencyKey"] = f"idem-{handle}"
+            items.append(item)
+            plans.append((layer, allowed, scope, secret, handle))
+        outcome = self.call(actor, "memory_add_batch", {"items": items})
+        self.expect(outcome, None, "memory_add_batch")
+        results = outcome.body["results"]
+        assert [result["index"] for result in results] == list(range(len(items))), results
+        for result, (layer, allowed, scope, secret, handle) in zip(results, plans, strict=True):
+            if context.missing_ids(layer):
+                assert result["errorCode"] == "INVALID_INPUT", f"memory_add_batch {layer} without its ids: {result}"
+                continue
+            if not allowed:
+                assert result["errorCode"] == "UNAUTHORIZED", f"memory_add_batch {layer} without the role: {result}"
+                continue
+            assert result["success"] and not result["deduplicated"], f"memory_add_batch: {result}"
+            memory_id = result["memoryId"]
+            assert memory_id not in self.memories, f"memory_add_batch answered an existing id {memory_id}"
+            self.tokens[memory_id] = scope
+            self.memories[memory_id] = Memory(memory_id, scope, layer, secret, handle, actor)
+            if keyed:
+                self.idempotency[(scope, f"idem-{handle}")] = memory_id
+                self.idempotency_keys.append(f"idem-{handle}")
+
+    @rule(actor=actors, data=st.data())
+    def memory_delete_batch(self, actor: Actor, data: st.DataObject) -> None:
+        """Someone's memories (an id possibly twice) deleted in one call: each id answers as memory_delete
+        would, a foreign one exactly as an unknown one."""
+        if not self.memories:
+            return
+        targets = data.draw(st.lists(st.sampled_from(list(self.memories)), min_size=1, max_size=3), label="targets")
+        cross = any(self.memories[target].scope not in actor.scopes for target in targets)
+        outcome = self.call(actor, "memory_delete_batch", {"memoryIds": targets}, cross=cross)
+        self.expect(outcome, None, "memory_delete_batch")
+        for result, target in zip(outcome.body["results"], targets, strict=True):
+            memory = self.memories[target]
+            assert result["memoryId"] == target, result
+            code: str | None = None
+            if not (memory.alive and memory.scope in actor.scopes):
+                code = "NOT_FOUND"
+                unknown = {"field": "memoryId", "memoryId": target}
+                assert (result["message"], result["details"]) == (f"Memory '{target}' not found", unknown), result
+            elif memory.layer in SHARED_LAYERS and not actor.writer:
+                code = "UNAUTHORIZED"
+            elif memory.pointer:
+                code = "INVALID_INPUT"
+            else:
+                memory.alive = False
+            assert result["errorCode"] == code, f"memory_delete_batch of {memory}: expected {code}, got {result}"
+        for target in dict.fromkeys(targets):
+            if self.memories[target].alive:
+                self.verify_memory(self.memories[target])
+
+    @rule(actor=actors, victim=actors)
+    def erase_user(self, actor: Actor, victim: Actor) -> None:
+        """No actor holds the admin role: erasing anyone, themselves included, is UNAUTHORIZED and erases nothing
+        (the later rules find everyone's data). An admin's erasure and what it keeps of the others:
+        test_erasure_isolation.py."""
+        outcome = self.call(actor, "erase_user", {"subjectUserId": victim.user}, cross=victim.user != actor.user)
+        self.expect(outcome, "UNAUTHORIZED", f"erase_user of {victim.user} as {actor.label}")
+        assert outcome.body["details"] == {"field": "subjectUserId", "requiredRole": "admin"}, outcome.body
+
     @rule(actor=actors, layer=st.sampled_from(MEMORY_LAYERS), paged=st.booleans())
     def memory_list(self, actor: Actor, layer: str, paged: bool) -> None:
         """A layer's listing holds the caller's own live memories of that layer and nobody else's."""

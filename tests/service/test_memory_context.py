@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from helpers import ctx
+from mnemo.memory.filters import ATTRS, attr_terms
 from mnemo.memory.indexing import NAMESPACE
 from mnemo.memory.models import MemoryAddInput, MemoryDeleteInput, MemorySearchInput
 from mnemo.memory.records import LAST, partition_of
@@ -71,6 +72,7 @@ def test_a_dated_memory_links_to_the_one_added_before_it_that_day_and_is_embedde
         AFTER: [first],
         EPISODE: ["2023-05-08"],
         SUBJECT: ["melanie"],
+        ATTRS: attr_terms(record(services, alice, second)),  # the typed terms of operator filters
     }
 
 

@@ -22,7 +22,7 @@ from mnemo.memory.indexing import NAMESPACE
 from mnemo.memory.models import MemoryAddInput, MemorySearchInput
 from mnemo.memory.service import MemoryService
 from mnemo.outbox import OUTBOX_PREFIX, SHARDS
-from mnemo.ports import ConditionFailed, Filter, Hit, IndexDoc, Item, Put
+from mnemo.ports import ConditionFailed, Filter, Hit, IndexDoc, Item, Match, Put
 from mnemo.runtime import Services, set_services
 from mnemo.settings import Settings
 
@@ -54,11 +54,13 @@ class FlakyIndex:
         self._maybe_fail()
         self.inner.delete(namespace, ids)
 
-    def knn(self, namespace: str, vector: Sequence[float], flt: Filter, k: int) -> list[Hit]:
-        return self.inner.knn(namespace, vector, flt, k)
+    def knn(
+        self, namespace: str, vector: Sequence[float], flt: Filter, k: int, *, where: Match | None = None
+    ) -> list[Hit]:
+        return self.inner.knn(namespace, vector, flt, k, where=where)
 
-    def lexical(self, namespace: str, text: str, flt: Filter, k: int) -> list[Hit]:
-        return self.inner.lexical(namespace, text, flt, k)
+    def lexical(self, namespace: str, text: str, flt: Filter, k: int, *, where: Match | None = None) -> list[Hit]:
+        return self.inner.lexical(namespace, text, flt, k, where=where)
 
     def count(self, namespace: str) -> int:
         return self.inner.count(namespace)

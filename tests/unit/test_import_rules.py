@@ -23,6 +23,7 @@ KERNEL = {
     "mnemo.budget",
     "mnemo.context",
     "mnemo.errors",
+    "mnemo.expiry",
     "mnemo.identity_claims",
     "mnemo.models",
     "mnemo.outbox",
@@ -35,6 +36,7 @@ KERNEL = {
 #: The services, one package per family, and the retrieval maths they share.
 DOMAIN = {
     "mnemo.conversations",
+    "mnemo.events",
     "mnemo.learning",
     "mnemo.files",
     "mnemo.graph",

@@ -10,7 +10,7 @@ import pytest
 from mnemo.adapters.local.embedders import HashingEmbedder
 from mnemo.adapters.local.vector_index import LocalVectorIndex
 from mnemo.errors import ProviderError
-from mnemo.ports import Hit, IndexDoc
+from mnemo.ports import Hit, IndexDoc, Match
 from mnemo.retrieval.ranker import Candidate, Ranking, hybrid_rank, query_names, subject_of
 from mnemo.retrieval.scoring import Context, calibration_for
 
@@ -183,7 +183,9 @@ def test_query_names_and_subjects() -> None:
 
 
 class KnnDown(LocalVectorIndex):
-    def knn(self, namespace: str, vector: Sequence[float], flt: dict[str, list[str]], k: int) -> list[Hit]:
+    def knn(
+        self, namespace: str, vector: Sequence[float], flt: dict[str, list[str]], k: int, *, where: Match | None = None
+    ) -> list[Hit]:
         raise ProviderError("k-NN unavailable")
 
 

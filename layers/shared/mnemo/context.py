@@ -19,6 +19,9 @@ Layer = Literal["agent", "user", "session", "project", "team", "org", "company"]
 MEMORY_LAYERS: tuple[Layer, ...] = ("agent", "user", "session", "project", "team", "org", "company")
 SHARED_LAYERS: frozenset[str] = frozenset({"project", "team", "org", "company"})
 WRITER_ROLE = "writer"
+#: Tenant administration (erase_user): granted as the writer role is (a Lambda authorizer's ``roles``, a token's
+#: roles claim, a trusted delegate's ``X-Mnemo-Roles``, ``MNEMO_ROLES``), and never by default.
+ADMIN_ROLE = "admin"
 
 # The ids a layer needs, in the order they make up its scope key.
 LAYER_IDS: dict[str, tuple[str, ...]] = {

@@ -312,17 +312,22 @@ class IndexOutbox:
             self._records.write([Put(queued, expect=marker.version)])
 
     # ------------------------------------------------------------ draining
-    def drain(self, limit: int = 1000) -> DrainReport:
+    def drain(self, limit: int = 1000, *, seconds: float | None = None) -> DrainReport:
         """Bring the index in line for up to ``limit`` markers per shard; failures count towards the dead letters.
 
-        Rechecks not yet due are left for a later drain (and not counted).
+        Rechecks not yet due are left for a later drain (and not counted). ``seconds``: start no marker once
+        that long has passed (a server draining before it serves must not wait out a long outage); what
+        is left is the next drain's.
         """
         families = self._families()
         report = DrainReport()
+        stop = None if seconds is None else time.monotonic() + seconds
         for shard in range(SHARDS):
             # Eventually consistent: a marker written a moment ago and missed is the next drain's, and one read
             # after it was settled is indexed again harmlessly (idempotent) and its clearing write finds nothing.
             for marker in self._records.query(f"{OUTBOX_PREFIX}{shard:02d}", "", limit=limit, consistent=False):
+                if stop is not None and time.monotonic() > stop:
+                    return report
                 if not self._waiting(marker):
                     self._drain_one(marker, families, report)
         return report
@@ -360,6 +365,31 @@ class IndexOutbox:
         report = DrainReport()
         self._drain_one(marker, self._families(), report)
         return "indexed" if report.indexed else "queued"
+
+    def complete(self, family: IndexedFamily, ref: Reference) -> bool:
+        """Finish now the index write a record's marker still waits for, whoever wrote it; True when none waits.
+
+        For a request that answers about a record written earlier, such as a resent memory_add
+        answered from its idempotency record: the first attempt may have died (or given up) before
+        its index write, and the caller must find the record by search as soon as it has the answer.
+        Indexing a record its writer is still settling is harmless (idempotent). A recheck is left
+        to the drains: the index already holds its version. False when the index write failed again:
+        the marker is left exactly as it was, with no attempt counted, so resends during an outage
+        never push it to the dead letters; the stream indexer and the drains still own it.
+        """
+        sk = _sort_key(family.family, ref)
+        # Strongly consistent: it decides whether the caller may be told the record is searchable.
+        marker = self._records.get(_shard(sk), sk)
+        if marker is None or marker.data.get("state") == RECHECK:
+            return True
+        try:
+            if not self._verified(family, ref, family.sync_reference(ref)):
+                return False
+        except Exception as error:  # the answer stands; the marker waits for the drains as it was
+            logger.warning("completing %s %s failed; left queued: %s", family.family, dict(ref), error)
+            return False
+        self._done(marker, exact=False)
+        return True
 
     def _waiting(self, marker: Item) -> bool:
         due = marker.data.get("dueAt")

@@ -25,11 +25,13 @@ adapter where each suite lists its backends, and every test must pass unchanged:
   ``test_files_on_dynamodb.py``, ``test_sync_on_aws_adapters.py``, ``test_outline_on_aws_adapters.py``
   and ``test_portability_on_aws.py`` run them on DynamoDB;
 - ``VectorIndex``: ``tests/contract/test_vector_index.py`` (``BACKENDS``, and ``KNN_BACKENDS`` when the
-  test server answers k-NN), and ``test_ranker_on_opensearch.py`` (the ranker ranks alike on it);
+  test server answers k-NN), ``test_ranker_on_opensearch.py`` (the ranker ranks alike on it) and
+  ``test_memory_filters.py`` (``BACKENDS``: ``where`` selects what the reference evaluator says);
 - ``BlobStore``: ``tests/contract/test_blob_store.py`` (``BACKENDS``);
 - ``Embedder`` and ``EventPublisher``: ``tests/contract/test_embedder_and_events.py``;
 - ``Extractor``: ``tests/contract/test_extractors.py``;
-- ``ExtractionQueue``: ``tests/contract/test_extraction_queue.py``.
+- ``ExtractionQueue``: ``tests/contract/test_extraction_queue.py``;
+- ``ChangeLog`` (local only): ``tests/unit/test_change_events.py``.
 
 Then wire it in ``mnemo.runtime.Services`` (one adapter per port, chosen by the settings).
 """
@@ -76,8 +78,9 @@ class Delete:
 
     pk: str
     sk: str
-    #: "present": the key must exist; an int: the stored version must equal it.
-    expect: Literal["present"] | int | None = None
+    #: "present": the key must exist; an int: the stored version must equal it; "expired": the key must hold an
+    #: item past its ``expires_at`` (the expiry sweeper's: never a live item written there since it looked).
+    expect: Literal["present", "expired"] | int | None = None
 
 
 #: The most operations one ``RecordStore.write`` applies together (a DynamoDB transaction's limit).
@@ -99,7 +102,8 @@ class RecordStore(Protocol):
     consistently. Adapters that are always consistent ignore it.
 
     An item whose ``expires_at`` has passed reads as absent everywhere (and counts as absent for a
-    write's ``expect``), even before the backend removes it. Errors: the provider envelope (see the
+    write's ``expect``, but for ``Delete(expect="expired")``), even before the backend removes it; only
+    ``expired`` lists such items. Errors: the provider envelope (see the
     module docstring); ``write`` also raises ``ConditionFailed``.
     """
 
@@ -151,6 +155,15 @@ class RecordStore(Protocol):
         """
         ...
 
+    def expired(self, pk_prefix: str = "") -> Iterator[Item]:
+        """Every item whose partition key starts with ``pk_prefix`` and whose ``expires_at`` has passed but
+        which the backend still holds (each read as absent everywhere else), with its data, version and
+        ``expires_at``: for the local expiry sweeper (``mnemo.memory.expiry``), never for a user request.
+
+        Not a snapshot, as ``scan``. DynamoDB removes such items itself (TTL), so there it is rarely needed.
+        """
+        ...
+
 
 # ----------------------------------------------------------- vector index ---
 @dataclass
@@ -178,6 +191,64 @@ class Hit:
 
 #: field -> accepted values; a doc matches when, for every field, it has any of them.
 Filter = dict[str, list[str]]
+
+
+# The term-match algebra of ``where`` (``VectorIndex.knn`` and ``lexical``): conditions on the values of a
+# document's keyword fields, compared as strings in code point order (the byte order of UTF-8). A field may
+# hold several values; a leaf matches when any one of them passes. Callers encode what they want ordered
+# (numbers, times) as strings whose order is that order (``mnemo.memory.filters``).
+@dataclass(frozen=True)
+class AnyTerm:
+    """The field holds one of ``values`` (none given: matches no document)."""
+
+    field: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TermRange:
+    """The field holds a value that starts with ``prefix`` and whose rest lies between ``low`` and ``high``
+    (each inclusive or not; None: unbounded on that side). No bounds: any value starting with ``prefix``."""
+
+    field: str
+    prefix: str
+    low: str | None = None
+    high: str | None = None
+    include_low: bool = True
+    include_high: bool = True
+
+
+@dataclass(frozen=True)
+class TermContains:
+    """The field holds a value that starts with ``prefix`` and whose rest contains ``infix`` (case-sensitive)."""
+
+    field: str
+    prefix: str
+    infix: str
+
+
+@dataclass(frozen=True)
+class AllOf:
+    """Every part matches (no parts: every document)."""
+
+    parts: tuple[Match, ...]
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """Some part matches (no parts: no document)."""
+
+    parts: tuple[Match, ...]
+
+
+@dataclass(frozen=True)
+class NoneOf:
+    """No part matches (no parts: every document)."""
+
+    parts: tuple[Match, ...]
+
+
+Match = AnyTerm | TermRange | TermContains | AllOf | AnyOf | NoneOf
 
 
 @runtime_checkable
@@ -254,18 +325,23 @@ class VectorIndex(Protocol):
         """
         ...
 
-    def knn(self, namespace: str, vector: Sequence[float], flt: Filter, k: int) -> list[Hit]:
-        """Up to ``k`` documents passing ``flt``, nearest first, scored by cosine similarity (vectors are
-        unit length), one hit per id.
+    def knn(
+        self, namespace: str, vector: Sequence[float], flt: Filter, k: int, *, where: Match | None = None
+    ) -> list[Hit]:
+        """Up to ``k`` documents passing ``flt`` and ``where``, nearest first, scored by cosine similarity
+        (vectors are unit length), one hit per id.
 
+        ``where`` (the term-match algebra above: ``AnyTerm``, ``TermRange``, ``TermContains``, ``AllOf``,
+        ``AnyOf``, ``NoneOf``) is ANDed with ``flt``; None adds no condition. Every adapter answers it alike
+        (``tests/contract/test_memory_filters.py``).
         Empty for a namespace the index does not hold, ``k <= 0``, or a filter field with no accepted values.
         ValueError when ``vector``'s length is not the namespace's dimension. Reads only.
         """
         ...
 
-    def lexical(self, namespace: str, text: str, flt: Filter, k: int) -> list[Hit]:
-        """Up to ``k`` documents passing ``flt`` that hold a term of ``text``, best first by BM25, scaled
-        to [0, 1] against the best score the query could reach; one hit per id.
+    def lexical(self, namespace: str, text: str, flt: Filter, k: int, *, where: Match | None = None) -> list[Hit]:
+        """Up to ``k`` documents passing ``flt`` and ``where`` (as for ``knn``) that hold a term of ``text``,
+        best first by BM25, scaled to [0, 1] against the best score the query could reach; one hit per id.
 
         Every adapter analyses text alike (``mnemo.adapters.bm25_text``) and scores with the same numbers,
         so rankings agree. Empty when no term survives analysis, as for ``knn`` otherwise. Reads only.
@@ -368,6 +444,15 @@ class BlobStore(Protocol):
         """Hide the key (``get`` and ``list_keys`` no longer see it) and keep its history.
 
         Idempotent in effect: deleting a deleted or missing key leaves it deleted.
+        """
+        ...
+
+    def purge(self, key: str) -> None:
+        """Remove the key with every version it ever had (delete markers too): nothing of it is kept.
+
+        For erasing a user's data (``mnemo.portability.erasure``), where ``delete`` keeping the history would
+        keep the content. Afterwards ``get`` answers None and ``versions`` []. Idempotent: purging a purged or
+        missing key is no error. Not atomic: a purge that fails part-way leaves some versions, and is repeated.
         """
         ...
 
@@ -485,4 +570,74 @@ class ExtractionQueue(Protocol):
 
         Errors: the provider envelope; ValueError for a delay outside 0..900.
         """
+        ...
+
+
+# ----------------------------------------------------------- change log ---
+@dataclass(frozen=True)
+class LoggedChange:
+    """One record change the local record store logged with it (``ChangeLog``): the key, the body and version
+    before and after (None: absent), and when (ISO 8601 UTC)."""
+
+    seq: int
+    pk: str
+    sk: str
+    old: dict[str, Any] | None
+    new: dict[str, Any] | None
+    old_version: int | None
+    new_version: int | None
+    at: str
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One event's delivery to one webhook, as the delivery log keeps it.
+
+    ``status``: pending (not yet delivered, attempts go on at ``next_at``), delivered, or failed (given up);
+    ``body``: the exact JSON sent every attempt.
+    """
+
+    event_id: str
+    target: str
+    kind: str
+    body: str
+    status: str = "pending"
+    attempts: int = 0
+    last_status: int | None = None
+    last_error: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    next_at: float = 0.0
+
+
+class ChangeLog(Protocol):
+    """The local change log and delivery log (SQLite): changes in, deliveries out, each leased to one worker.
+
+    Every member is required. A lease lets one worker of several processes hold a row for ``lease_seconds``;
+    a worker that dies leaves it to the next one after that.
+    """
+
+    def lease_changes(self, worker: str, limit: int, lease_seconds: float) -> list[LoggedChange]:
+        """The oldest logged changes no other worker holds, now held by ``worker``."""
+        ...
+
+    def settle_changes(self, seqs: Sequence[int], deliveries: Sequence[Delivery]) -> None:
+        """Store ``deliveries`` (pending, due at their ``next_at``; one per event id and target, a repeat is ignored)
+        and forget the changes ``seqs``, in one transaction."""
+        ...
+
+    def lease_deliveries(self, worker: str, limit: int, lease_seconds: float, now: float) -> list[Delivery]:
+        """Pending deliveries due by ``now`` that no other worker holds, oldest first, now held by ``worker``."""
+        ...
+
+    def record_attempt(self, delivery: Delivery) -> None:
+        """Store a delivery after an attempt (its status, attempts, last status or error, next_at) and free it."""
+        ...
+
+    def deliveries(self, limit: int, *, failed_only: bool = False) -> list[Delivery]:
+        """The most recent deliveries, newest first; ``failed_only``: those whose last attempt failed."""
+        ...
+
+    def pending_changes(self) -> int:
+        """How many logged changes are not yet made into deliveries."""
         ...

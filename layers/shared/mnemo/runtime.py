@@ -24,6 +24,7 @@ HOW_TO_ENABLE = (
 if TYPE_CHECKING:
     from mnemo.context import RequestContext
     from mnemo.conversations.service import ConversationService
+    from mnemo.events.delivery import WebhookDelivery
     from mnemo.files.expansion import Expander
     from mnemo.files.index import BlockIndex
     from mnemo.files.pinning import Pinning
@@ -60,7 +61,28 @@ class Services:
             return DynamoDbRecordStore(self.settings.records_table, lambda: self._aws("dynamodb"))
         from mnemo.adapters.local.sqlite_records import SqliteRecordStore
 
+        if self.settings.webhook_targets:  # change events go somewhere: log the changes they come from
+            from mnemo.events.mappers import captured
+
+            return SqliteRecordStore(self.settings.sqlite_path, capture=captured)
         return SqliteRecordStore(self.settings.sqlite_path)
+
+    @cached_property
+    def change_delivery(self) -> WebhookDelivery | None:
+        """The local change events' webhook worker; None unless webhooks are set and the records are SQLite's
+        (on AWS the records' stream feeds ``mnemo.entry.change_events`` instead)."""
+        if self.settings.records != "sqlite" or not self.settings.webhook_targets:
+            return None
+        from mnemo.adapters.local.change_log import SqliteChangeLog
+        from mnemo.adapters.local.webhooks import post
+        from mnemo.events.delivery import WebhookDelivery
+
+        return WebhookDelivery(
+            SqliteChangeLog(self.settings.sqlite_path),
+            post,
+            self.settings.webhook_targets,
+            include_content=self.settings.change_event_content,
+        )
 
     @cached_property
     def index(self) -> VectorIndex:
@@ -221,6 +243,7 @@ class Services:
                     model=values.get("model"),
                     append_to_prompt=values.get("appendToPrompt"),
                     metadata_keys=tuple(values.get("metadataKeys") or ()),
+                    expires_after_days=values.get("expiresAfterDays"),
                 )
                 for name, values in settings.extraction_config.items()
             },

@@ -40,9 +40,12 @@ the embedded default, so ``mnemo serve`` runs on a laptop with no cloud at all.
 | MNEMO_EXTRACTION_IDLE_MINUTES | ... or once a session with waiting turns has been quiet this long | 10 |
 | MNEMO_EXTRACTION_JUDGE | one batched model call decides update or add for close candidates: on or off | on |
 | MNEMO_EXTRACTION_MAX_CANDIDATES | the most memories one strategy may propose for one batch (more is a failure) | 50 |
-| MNEMO_EXTRACTION_CONFIG | JSON per strategy: {"facts": {"model", "appendToPrompt", "metadataKeys"}} | {} |
+| MNEMO_EXTRACTION_CONFIG | JSON per strategy: model, appendToPrompt, metadataKeys, expiresAfterDays | {} |
 | MNEMO_EXTRACTION_QUEUE_URL | the SQS FIFO queue extraction notices go to (AWS) | |
 | MNEMO_EXTRACTION_WAKE_QUEUE_URL | the SQS queue of delayed idle wake-ups (AWS) | |
+| MNEMO_WEBHOOKS | change events' webhooks (local): JSON [{"url", "secret", "kinds"?}] (docs/events.md) | none |
+| MNEMO_WEBHOOK_URL, MNEMO_WEBHOOK_SECRET | one webhook, every kind (beside MNEMO_WEBHOOKS) | none |
+| MNEMO_CHANGE_EVENT_CONTENT | change events carry what was written (memory text, fact text): on or off | off |
 """
 
 from __future__ import annotations
@@ -53,7 +56,28 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class Webhook(BaseModel):
+    """A webhook change events are POSTed to (docs/events.md): an http(s) URL, the secret its signature uses,
+    and the kinds it wants (None: all)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: str
+    secret: str = Field(min_length=1)
+    kinds: tuple[str, ...] | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("a webhook URL is http:// or https:// with a host")
+        return value
 
 
 class Settings(BaseModel):
@@ -115,12 +139,36 @@ class Settings(BaseModel):
     #: The most memories one strategy may propose for one batch; more is refused as a failure.
     extraction_max_candidates: int = Field(50, ge=1, le=500)
     #: Per strategy: ``model`` (a Bedrock model id or the OpenAI-compatible model), ``appendToPrompt``,
-    #: ``metadataKeys``.
+    #: ``metadataKeys``, ``expiresAfterDays`` (its memories expire that many days after extraction).
     extraction_config: dict[str, dict[str, Any]] = Field(default_factory=dict)
     extraction_queue_url: str | None = None
     extraction_wake_queue_url: str | None = None
+    #: Where the local server POSTs change events (docs/events.md); none: no change is even logged.
+    webhooks: tuple[Webhook, ...] = ()
+    webhook_url: str | None = None
+    webhook_secret: str | None = None
+    #: Whether change events carry content (memory text, fact text, a file's preview): off unless opted in.
+    change_event_content: bool = False
     #: Roles granted to a local-server caller that sends no X-Mnemo-Roles header.
     default_local_roles: tuple[str, ...] = ("writer",)
+
+    @model_validator(mode="after")
+    def _webhook_has_secret(self) -> Settings:
+        # Refused when the settings are read (the server does not start), not at every call that writes.
+        if self.webhook_url is not None and not self.webhook_secret:
+            raise ValueError("MNEMO_WEBHOOK_SECRET is required with MNEMO_WEBHOOK_URL")
+        return self
+
+    @field_validator("extraction_config")
+    @classmethod
+    def _expiry_days(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for name, values in value.items():
+            days = values.get("expiresAfterDays") if isinstance(values, dict) else None
+            # The same bound as a caller's expiresAt (mnemo.memory.models.MAX_EXPIRY_DAYS, docs/lifecycle.md).
+            number = isinstance(days, int | float) and not isinstance(days, bool)
+            if days is not None and not (number and 0 < days <= 3650):
+                raise ValueError(f"{name}.expiresAfterDays must be a number of days above 0 and at most 3650")
+        return value
 
     @field_validator("titan_dimensions")
     @classmethod
@@ -154,7 +202,7 @@ class Settings(BaseModel):
                 continue
             if name in ("default_local_roles", "extraction_strategies"):
                 values[name] = tuple(part.strip() for part in raw.split(",") if part.strip())
-            elif name == "extraction_config":
+            elif name in ("extraction_config", "webhooks"):
                 values[name] = json.loads(raw)
             else:
                 values[name] = raw
@@ -169,6 +217,15 @@ class Settings(BaseModel):
         if self.extractor is not None:
             return self.extractor
         return "openai" if self.openai_base_url else "none"
+
+    @property
+    def webhook_targets(self) -> tuple[Webhook, ...]:
+        """Every webhook: MNEMO_WEBHOOKS, and the one of MNEMO_WEBHOOK_URL with MNEMO_WEBHOOK_SECRET."""
+        if self.webhook_url is None:
+            return self.webhooks
+        if not self.webhook_secret:
+            raise ValueError("MNEMO_WEBHOOK_SECRET is required with MNEMO_WEBHOOK_URL")
+        return (*self.webhooks, Webhook(url=self.webhook_url, secret=self.webhook_secret))
 
     @property
     def sqlite_path(self) -> Path:

@@ -5,10 +5,12 @@ commands is a module of this package that adds its own parsers:
 
 - ``serve``: ``serve`` (HTTP) and ``mcp`` (stdio);
 - ``tools``: ``tools``, ``call``, ``openapi``, ``docs``, ``client-gen`` (the catalog);
-- ``reindex``: ``reindex`` (the vector index from the records);
+- ``reindex``: ``reindex`` (the vector index from the records), ``expire`` (expired memories and turns removed);
+- ``events``: ``events`` (the change events' deliveries to the webhooks);
 - ``knowledge``: ``knowledge validate|push`` and ``sync``;
 - ``workspace``: ``workspace push|pull``;
 - ``portability``: ``import`` and ``export`` (``memories``: the JSON Lines memories half of ``import``).
+- ``erasure``: ``erase-user`` (one user of a tenant, erased from every family).
 
 ``help`` makes every option's help show its default, ``progress`` draws the progress
 line of the long commands and ``output`` prints their JSON. Each command imports
@@ -37,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The `mnemo` parser: ``--version`` and every command group's sub-commands, in the order `mnemo --help` lists them;
     each sub-command sets ``run``."""
     from mnemo import __version__
-    from mnemo.cli import extract, knowledge, portability, reindex, serve, tools, workspace
+    from mnemo.cli import erasure, events, extract, knowledge, portability, reindex, serve, tools, workspace
     from mnemo.cli.help import CommandParser
 
     parser = CommandParser(prog="mnemo", description="Memory and knowledge tools for AI agents.")
@@ -48,10 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_commands(commands)
     tools.add_commands(commands)
     reindex.add_command(commands)
+    events.add_command(commands)
     extract.add_commands(commands)
     knowledge.add_commands(commands)
     workspace.add_commands(commands)
     portability.add_commands(commands)
+    erasure.add_command(commands)
     return parser
 
 

@@ -52,8 +52,9 @@ first, idempotent, re-embedded with this store's model. See `mnemo export -h`.
 Otherwise, format version 1:
   an optional first line {"mnemoExport": 1, "kind": "memories"}, then one
   memory_add input per line: {"content": "...", "layer": "user", "tags": [...],
-  "metadata": {...}, "occurredAt": "2024-03-01T00:00:00Z", "idempotencyKey": "..."}
-  (all but content optional; blank lines are skipped).
+  "metadata": {...}, "occurredAt": "2024-03-01T00:00:00Z", "idempotencyKey": "...",
+  "expiresAt": "2030-01-01T00:00:00Z"} (all but content optional; blank lines are
+  skipped; an expiresAt must lie ahead, at most 10 years).
 Identity comes from MNEMO_TENANT, MNEMO_USER, MNEMO_AGENT, MNEMO_SESSION,
 MNEMO_PROJECT, MNEMO_TEAM, MNEMO_ORG and MNEMO_ROLES, as for `mnemo call`.
 Every line is validated first; a bad line is refused with its number and field

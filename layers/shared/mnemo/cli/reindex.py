@@ -1,4 +1,5 @@
-"""`mnemo reindex`: the vector index rebuilt from the records, or only what failed to index earlier."""
+"""`mnemo reindex`: the vector index rebuilt from the records, or only what failed to index earlier; `mnemo expire`:
+expired memories and turns removed now (what the local server's maintenance does every minute)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,26 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from mnemo.outbox import IndexOutbox
+    from mnemo.runtime import Services
+
+
+def sweep_expired(services: Services) -> dict[str, int]:
+    """Remove the expired items the record store still holds (``mnemo.expiry.sweep``): memories with their
+    history kept, turns, and the rest; the counts ``memories``, ``turns``, ``other``."""
+    from mnemo.expiry import sweep
+
+    counts = sweep(services.records, [services.memory.expiry, services.conversations])
+    memory, turns = services.memory.expiry.expiring_prefixes[0], services.conversations.expiring_prefixes[0]
+    return {"memories": counts.get(memory, 0), "turns": counts.get(turns, 0), "other": counts.get("other", 0)}
+
+
+def cmd_expire(args: argparse.Namespace) -> int:
+    """`mnemo expire`: remove what has expired now and print the counts (DynamoDB's TTL does it on AWS)."""
+    from mnemo.runtime import get_services
+
+    counts = sweep_expired(get_services())
+    print(f"removed {counts['memories']} expired memories, {counts['turns']} turns and {counts['other']} other items")
+    return 0
 
 
 def _reindex_pending(outbox: IndexOutbox, *, retry_dead: bool) -> int:
@@ -61,3 +82,9 @@ def add_command(commands: argparse._SubParsersAction) -> None:
         "--retry-dead", action="store_true", help="with --pending: queue the dead letters again before draining"
     )
     reindex.set_defaults(run=cmd_reindex)
+    expire = commands.add_parser(
+        "expire",
+        help="remove expired memories and turns now, with their index documents (memory_history keeps EXPIRE)",
+    )
+    expire.add_argument("--data-dir", type=Path)
+    expire.set_defaults(run=cmd_expire)

@@ -41,10 +41,11 @@ def _use_aws_endpoint(endpoint: str) -> None:
 
 
 def _maintain_forever(interval: float, sync_every: int) -> None:
-    """Index what an index outage left queued every ``interval`` seconds, and sync knowledge
-    every ``sync_every`` rounds (what the indexer and the sync schedule do on AWS)."""
+    """Index what an index outage left queued every ``interval`` seconds, and sync knowledge and remove what has
+    expired every ``sync_every`` rounds (what the indexer, the sync schedule and DynamoDB TTL do on AWS)."""
     import time
 
+    from mnemo.cli.reindex import sweep_expired
     from mnemo.entry.sync_events import sync_all
     from mnemo.runtime import get_services
 
@@ -55,9 +56,40 @@ def _maintain_forever(interval: float, sync_every: int) -> None:
         try:
             get_services().outbox.drain()
             if rounds % sync_every == 0:
+                sweep_expired(get_services())
                 sync_all()
         except Exception as error:  # the next round tries again
             print(f"background maintenance failed: {error}", file=sys.stderr, flush=True)
+
+
+def _deliver_change_events(interval: float) -> None:
+    """POST change events to the webhooks (MNEMO_WEBHOOKS) every ``interval`` seconds, at once on start: what a
+    crash left logged or undelivered goes first (docs/events.md)."""
+    import time
+
+    from mnemo.runtime import get_services
+
+    delivery = get_services().change_delivery
+    if delivery is None:
+        return
+    while True:
+        try:
+            delivery.run_once()
+        except Exception as error:  # the next round tries again; nothing is lost, the rows stay
+            print(f"change event delivery failed: {error}", file=sys.stderr, flush=True)
+        time.sleep(interval)
+
+
+def _deliver_before_exit(timeout: float) -> None:
+    """One last delivery round at shutdown, given at most ``timeout`` seconds (what it leaves, the next start
+    delivers: the rows stay)."""
+    from mnemo.runtime import get_services
+
+    delivery = get_services().change_delivery
+    if delivery is not None:
+        last = threading.Thread(target=delivery.run_once, daemon=True, name="change-events-exit")
+        last.start()
+        last.join(timeout)
 
 
 def _start_learning() -> None:
@@ -105,6 +137,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"mnemo serving on http://{shown}:{port} (docs at /docs, console at /ui/{workers})", flush=True)
     # With worker processes, this one only supervises them, so it does the maintenance alone.
     threading.Thread(target=_maintain_forever, args=(15.0, 4), daemon=True).start()
+    threading.Thread(target=_deliver_change_events, args=(1.0,), daemon=True, name="change-events").start()
     _start_learning()
     try:
         serve(options, sock)
@@ -112,6 +145,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         pass
     finally:
         sock.close()
+        _deliver_before_exit(5.0)
     return 0
 
 

@@ -9,7 +9,8 @@ are sent again in that case:
   the workspace, which a repeat leaves as it was);
 - **writes carrying a key the service stores once under**: ``memory_add`` with ``idempotencyKey`` (a
   repeat answers the stored response), ``add_conversation`` and ``add_execution`` with ``message_id``
-  (one record per message id; the same content again is a repeat).
+  (one record per message id; the same content again is a repeat), and ``memory_add_batch`` when every
+  item carries its ``idempotencyKey``.
 
 Every other write (and build_memory_from_text, whose model calls are billed each time) raises the
 error instead, so the caller decides: look before writing again (``memory_search``, ``sync_status``,
@@ -30,6 +31,8 @@ READ_ONLY = REPEATABLE
 KEYED_WRITES = {"memory_add": "idempotencyKey", "add_conversation": "message_id", "add_execution": "message_id"}
 #: Statuses after which the call may have run: the gateway's integration timeout, a function that failed.
 OUTCOME_UNKNOWN_STATUSES = frozenset({502, 504})
+#: Batches of keyed writes: tool -> (the list of items, the key each item must carry, by either of its names).
+KEYED_BATCHES = {"memory_add_batch": ("items", ("idempotencyKey", "idempotency_key"))}
 
 
 def safe_to_repeat(tool: str, body: Mapping[str, Any]) -> bool:
@@ -37,7 +40,18 @@ def safe_to_repeat(tool: str, body: Mapping[str, Any]) -> bool:
     if tool in READ_ONLY:
         return True
     key = KEYED_WRITES.get(tool)
-    return key is not None and bool(body.get(key))
+    if key is not None:
+        return bool(body.get(key))
+    batch = KEYED_BATCHES.get(tool)
+    if batch is None:
+        return False
+    items, names = batch
+    found = body.get(items)
+    return (
+        isinstance(found, list)
+        and bool(found)
+        and all(isinstance(item, Mapping) and any(item.get(name) for name in names) for item in found)
+    )
 
 
 def outcome_unknown(code: str, status: int | None, details: Mapping[str, Any]) -> bool:

@@ -34,6 +34,7 @@ def _given(
 REPEATABLE = frozenset(
     {
         "add_messages",
+        "erase_user",
         "expand_prompt",
         "extraction_status",
         "file_list",
@@ -76,8 +77,10 @@ class SyncTools(ABC):
         metadata: dict[str, Any] | None = None,
         occurred_at: str | None = None,
         idempotency_key: str | None = None,
+        expires_at: str | None = None,
         occurredAt: str | None = None,
         idempotencyKey: str | None = None,
+        expiresAt: str | None = None,
     ) -> dict[str, Any]:
         """Store a piece of information in memory for future reference."""
         return self.call(
@@ -90,10 +93,12 @@ class SyncTools(ABC):
                     "metadata": metadata,
                     "occurredAt": occurred_at,
                     "idempotencyKey": idempotency_key,
+                    "expiresAt": expires_at,
                 },
                 {
                     "occurredAt": occurredAt,
                     "idempotencyKey": idempotencyKey,
+                    "expiresAt": expiresAt,
                 },
             ),
         )
@@ -171,6 +176,7 @@ class SyncTools(ABC):
         layer: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        filter: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """List the memories of one layer, newest first, without a query."""
         return self.call(
@@ -180,6 +186,7 @@ class SyncTools(ABC):
                     "layer": layer,
                     "limit": limit,
                     "cursor": cursor,
+                    "filter": filter,
                 }
             ),
         )
@@ -430,6 +437,8 @@ class SyncTools(ABC):
         self,
         *,
         messages: list[dict[str, Any]],
+        expires_at: str | None = None,
+        expiresAt: str | None = None,
     ) -> dict[str, Any]:
         """Store chat turns as the caller's conversation, for the extraction strategies to learn from."""
         return self.call(
@@ -437,7 +446,11 @@ class SyncTools(ABC):
             _given(
                 {
                     "messages": messages,
-                }
+                    "expiresAt": expires_at,
+                },
+                {
+                    "expiresAt": expiresAt,
+                },
             ),
         )
 
@@ -1082,6 +1095,61 @@ class SyncTools(ABC):
             ),
         )
 
+    def memory_add_batch(
+        self,
+        *,
+        items: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """Store up to 100 memories in one call, with one result per memory."""
+        return self.call(
+            "memory_add_batch",
+            _given(
+                {
+                    "items": items,
+                }
+            ),
+        )
+
+    def memory_delete_batch(
+        self,
+        *,
+        memory_ids: list[str] | None = None,
+        memoryIds: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Delete up to 100 memories in one call, with one result per id."""
+        return self.call(
+            "memory_delete_batch",
+            _given(
+                {
+                    "memoryIds": memory_ids,
+                },
+                {
+                    "memoryIds": memoryIds,
+                },
+                required=("memoryIds",),
+            ),
+        )
+
+    def erase_user(
+        self,
+        *,
+        subject_user_id: str | None = None,
+        subjectUserId: str | None = None,
+    ) -> dict[str, Any]:
+        """Erase everything stored for one user of the caller's tenant (GDPR), and answer a receipt."""
+        return self.call(
+            "erase_user",
+            _given(
+                {
+                    "subjectUserId": subject_user_id,
+                },
+                {
+                    "subjectUserId": subjectUserId,
+                },
+                required=("subjectUserId",),
+            ),
+        )
+
     def outline_symbol(
         self,
         *,
@@ -1184,8 +1252,10 @@ class AsyncTools(ABC):
         metadata: dict[str, Any] | None = None,
         occurred_at: str | None = None,
         idempotency_key: str | None = None,
+        expires_at: str | None = None,
         occurredAt: str | None = None,
         idempotencyKey: str | None = None,
+        expiresAt: str | None = None,
     ) -> dict[str, Any]:
         """Store a piece of information in memory for future reference."""
         return await self.call(
@@ -1198,10 +1268,12 @@ class AsyncTools(ABC):
                     "metadata": metadata,
                     "occurredAt": occurred_at,
                     "idempotencyKey": idempotency_key,
+                    "expiresAt": expires_at,
                 },
                 {
                     "occurredAt": occurredAt,
                     "idempotencyKey": idempotencyKey,
+                    "expiresAt": expiresAt,
                 },
             ),
         )
@@ -1279,6 +1351,7 @@ class AsyncTools(ABC):
         layer: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        filter: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """List the memories of one layer, newest first, without a query."""
         return await self.call(
@@ -1288,6 +1361,7 @@ class AsyncTools(ABC):
                     "layer": layer,
                     "limit": limit,
                     "cursor": cursor,
+                    "filter": filter,
                 }
             ),
         )
@@ -1538,6 +1612,8 @@ class AsyncTools(ABC):
         self,
         *,
         messages: list[dict[str, Any]],
+        expires_at: str | None = None,
+        expiresAt: str | None = None,
     ) -> dict[str, Any]:
         """Store chat turns as the caller's conversation, for the extraction strategies to learn from."""
         return await self.call(
@@ -1545,7 +1621,11 @@ class AsyncTools(ABC):
             _given(
                 {
                     "messages": messages,
-                }
+                    "expiresAt": expires_at,
+                },
+                {
+                    "expiresAt": expiresAt,
+                },
             ),
         )
 
@@ -2190,6 +2270,61 @@ class AsyncTools(ABC):
             ),
         )
 
+    async def memory_add_batch(
+        self,
+        *,
+        items: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """Store up to 100 memories in one call, with one result per memory."""
+        return await self.call(
+            "memory_add_batch",
+            _given(
+                {
+                    "items": items,
+                }
+            ),
+        )
+
+    async def memory_delete_batch(
+        self,
+        *,
+        memory_ids: list[str] | None = None,
+        memoryIds: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Delete up to 100 memories in one call, with one result per id."""
+        return await self.call(
+            "memory_delete_batch",
+            _given(
+                {
+                    "memoryIds": memory_ids,
+                },
+                {
+                    "memoryIds": memoryIds,
+                },
+                required=("memoryIds",),
+            ),
+        )
+
+    async def erase_user(
+        self,
+        *,
+        subject_user_id: str | None = None,
+        subjectUserId: str | None = None,
+    ) -> dict[str, Any]:
+        """Erase everything stored for one user of the caller's tenant (GDPR), and answer a receipt."""
+        return await self.call(
+            "erase_user",
+            _given(
+                {
+                    "subjectUserId": subject_user_id,
+                },
+                {
+                    "subjectUserId": subjectUserId,
+                },
+                required=("subjectUserId",),
+            ),
+        )
+
     async def outline_symbol(
         self,
         *,
@@ -2321,6 +2456,9 @@ TOOL_NAMES = (
     "invalidate_memory_link",
     "delete_memory_object",
     "build_memory_from_text",
+    "memory_add_batch",
+    "memory_delete_batch",
+    "erase_user",
     "outline_symbol",
     "outline_file",
     "outline_project",

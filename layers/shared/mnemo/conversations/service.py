@@ -11,8 +11,9 @@ until the record is indexed (``mnemo.outbox``).
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -42,10 +43,18 @@ from mnemo.conversations.models import (
     TimeRangeEcho,
 )
 from mnemo.conversations.retrieval import Criteria, Finder
-from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS, EntryStore, key_time, new_message_id, parse_time
+from mnemo.conversations.store import (
+    CONVERSATIONS,
+    EXECUTIONS,
+    RECORD,
+    EntryStore,
+    key_time,
+    new_message_id,
+    parse_time,
+)
 from mnemo.errors import Conflict, ConflictingRequest, InvalidInput
-from mnemo.outbox import IndexOutbox
-from mnemo.ports import ConditionFailed, Embedder, Filter, Put, RecordStore, VectorIndex
+from mnemo.outbox import GONE, IndexOutbox
+from mnemo.ports import ConditionFailed, Delete, Embedder, Filter, Item, Put, RecordStore, VectorIndex
 
 
 class TurnObserver(Protocol):
@@ -99,6 +108,7 @@ class ConversationService:
         observer: Callable[[], TurnObserver | None] = lambda: None,
     ) -> None:
         self._observer = observer
+        self._records = records
         self._indexer = Indexer(index, embedder)
         self._finder = Finder(index, embedder)
         self._outbox = outbox
@@ -184,12 +194,21 @@ class ConversationService:
         return f"stored and indexed in {elapsed_ms:.1f} ms"
 
     def add_message(
-        self, context: RequestContext, message_id: str, message: dict[str, Any], at: datetime | None
+        self,
+        context: RequestContext,
+        message_id: str,
+        message: dict[str, Any],
+        at: datetime | None,
+        *,
+        expires_at: datetime | None = None,
     ) -> str:
         """Store one chat message (add_messages) as a conversation record: a user's in ``user_input``, any
         other role's in ``agent_response``, the role and name in ``meta_data.mnemo_message`` and the session
         in ``meta_data.session``. "stored", or "repeat" when it is stored with this content already
-        (CONFLICT when with other content). Call ``notify`` once after a batch."""
+        (CONFLICT when with other content; a repeat keeps the expiry it was stored with). ``expires_at``: when
+        the record and its time entry expire (``expiresAt`` in the record, the items' ``expires_at``; the
+        stream indexer or the local sweeper then removes its index document). Call ``notify`` once after a
+        batch."""
         scope = self._scope(context)
         role, text = message["role"], message["content"]
         content: dict[str, Any] = {
@@ -207,7 +226,9 @@ class ConversationService:
             explanation="add_messages",
             meta_data=None,
         )
-        _, outcome = self._store(context, self._conversations, scope, message_id, content, request, {})
+        _, outcome = self._store(
+            context, self._conversations, scope, message_id, content, request, {}, expires_at=expires_at
+        )
         return "repeat" if outcome == "repeat" else "stored"
 
     def existing_messages(self, context: RequestContext, message_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -232,6 +253,8 @@ class ConversationService:
         content: dict[str, Any],
         request: AddConversationInput | AddExecutionInput,
         entry_fields: dict[str, Any],
+        *,
+        expires_at: datetime | None = None,
     ) -> tuple[dict[str, Any], str]:
         """Write a record once per message_id; the same content again is a repeat, another a CONFLICT."""
         existing = store.get(scope, message_id)
@@ -246,13 +269,20 @@ class ConversationService:
             "explanation": request.explanation,
             "stored_at": key_time(_now()),
         }
+        if expires_at is not None:
+            data["expiresAt"] = expires_at.astimezone(UTC).isoformat().replace("+00:00", "Z")
         family = self._family[store.kind.name]
         marker = self._outbox.marker(family.family, family.reference(scope, message_id))
         observer = self._observer()
         extra = observer.operations(context, store.kind.name, scope, data) if observer is not None else []
         try:
             store.create(
-                scope, data, {"message_id": message_id, "timestamp": data["timestamp"], **entry_fields}, marker, extra
+                scope,
+                data,
+                {"message_id": message_id, "timestamp": data["timestamp"], **entry_fields},
+                marker,
+                extra,
+                expires_at=int(expires_at.timestamp()) if expires_at is not None else None,
             )
         except ConditionFailed:
             existing = store.get(scope, message_id)
@@ -400,6 +430,50 @@ class ConversationService:
             output.data.max_results_applied = True
             output.message += f"; {len(found) - len(kept)} left out to fit the response size limit, ask for fewer"
         return kept
+
+    # ------------------------------------------------------------- expiry
+    #: The partitions whose expired items ``remove`` takes (``mnemo.expiry.ExpiringFamily``).
+    expiring_prefixes: tuple[str, ...] = (CONVERSATIONS.partition_prefix, EXECUTIONS.partition_prefix)
+
+    def _family_of(self, pk: str) -> tuple[EntryFamily, str] | None:
+        """The family of a partition of either kind, and the scope it belongs to."""
+        for family in self.families:
+            prefix = family.store.kind.partition_prefix
+            if pk.startswith(prefix):
+                return family, pk.removeprefix(prefix)
+        return None
+
+    def sync_removed(self, pk: str, sk: str) -> str:
+        """The stream indexer's entry for a record storage removed (an expired turn, DynamoDB TTL): its index
+        document goes unless the record is there again. "removed", or "skipped" for any other item."""
+        found = self._family_of(pk)
+        if found is None or not sk.startswith(RECORD):
+            return "skipped"
+        family, scope = found
+        outcome = family.sync_reference(family.reference(scope, sk.removeprefix(RECORD)))
+        return "removed" if outcome == GONE else "indexed"
+
+    def remove(self, items: Sequence[Item]) -> int:
+        """Remove expired items of conversation and execution partitions (the embedded store's sweep,
+        ``mnemo.expiry``): a record goes with an outbox marker whose settling removes its index document, a
+        time entry simply goes. The number of records removed."""
+        removed = 0
+        for item in items:
+            found = self._family_of(item.pk)
+            removal = Delete(item.pk, item.sk, expect="expired")
+            if found is None or not item.sk.startswith(RECORD):
+                with contextlib.suppress(ConditionFailed):  # written again, live, since the sweep looked
+                    self._records.write([removal])
+                continue
+            family, scope = found
+            marker = self._outbox.marker(family.family, family.reference(scope, item.sk.removeprefix(RECORD)))
+            try:
+                self._records.write([removal, marker])
+            except ConditionFailed:
+                continue
+            self._outbox.settle(marker, family)
+            removed += 1
+        return removed
 
     # ------------------------------------------------------------ reindex
     def reindex(self) -> int:

@@ -129,15 +129,27 @@ class EntryStore:
         return {item.data["message_id"]: item.data for item in self._records.batch_get(keys, consistent=consistent)}
 
     def create(
-        self, scope: str, data: dict[str, Any], time_entry: dict[str, Any], marker: Put, extra: Sequence[Put] = ()
+        self,
+        scope: str,
+        data: dict[str, Any],
+        time_entry: dict[str, Any],
+        marker: Put,
+        extra: Sequence[Put] = (),
+        *,
+        expires_at: int | None = None,
     ) -> None:
         """Write a new record, its time entry, its outbox marker and ``extra`` (the turn's extraction work), all
-        or none; ConditionFailed if it exists."""
+        or none; ConditionFailed if it exists. ``expires_at`` (epoch seconds): when the record and its time
+        entry expire (add_messages' ``expiresAt``); the extraction work does not (a turn gone by then is
+        left out of its run)."""
         partition, message_id = self.partition(scope), data["message_id"]
         self._records.write(
             [
-                Put(Item(partition, record_sk(message_id), data), expect="absent"),
-                Put(Item(partition, time_sk(data["timestamp"], message_id), time_entry), expect="absent"),
+                Put(Item(partition, record_sk(message_id), data, expires_at=expires_at), expect="absent"),
+                Put(
+                    Item(partition, time_sk(data["timestamp"], message_id), time_entry, expires_at=expires_at),
+                    expect="absent",
+                ),
                 marker,
                 *extra,
             ]

@@ -144,11 +144,14 @@ def create_app(allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str]
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         app.state.tool_threads = anyio.CapacityLimiter(TOOL_THREADS)
+        # Before the first request: what a crash (kill -9) left queued is indexed, so a caller who resends or
+        # searches after a restart finds every memory the records hold.
+        await anyio.to_thread.run_sync(_drain_outbox, "start")
         if warm_up:
             threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
         async with mcp.running():
             yield
-        await anyio.to_thread.run_sync(_drain_outbox)
+        await anyio.to_thread.run_sync(_drain_outbox, "shutdown")
 
     app = Starlette(
         routes=[
@@ -181,14 +184,20 @@ def _warm_up() -> None:
         logger.warning("embedder unavailable: %s", error.message)
 
 
-def _drain_outbox() -> None:
-    """On shutdown, index what is still queued, so that the next start finds the index whole."""
+#: The longest the start-up drain may hold the first request back: through a long index or embedder outage,
+#: the background maintenance drains the rest.
+START_DRAIN_SECONDS = 30.0
+
+
+def _drain_outbox(moment: str) -> None:
+    """Index what is still queued: at start (what a crash left; for at most ``START_DRAIN_SECONDS``) and on
+    shutdown (so the next start finds the index whole)."""
     from mnemo.runtime import get_services
 
     try:
-        get_services().outbox.drain()
-    except Exception:  # the next start drains it; shutting down must not fail on it
-        logger.warning("could not drain the index outbox on shutdown; the next start will", exc_info=True)
+        get_services().outbox.drain(seconds=START_DRAIN_SECONDS if moment == "start" else None)
+    except Exception:  # the background maintenance and the next start retry; neither moment may fail on it
+        logger.warning("could not drain the index outbox on %s; the drains retry it", moment, exc_info=True)
 
 
 def _swagger_dir() -> Path:

@@ -15,7 +15,14 @@ what needs this function, so the common write costs it nothing:
   even when OpenSearch failed or was waking from idle during memory_add;
 - the removal of a ``MEM#`` item: a removal no marker covers, such as an item
   deleted outside Mnemo, still takes the memory out of the index
-  (``MemoryIndexSync.sync_index``).
+  (``MemoryIndexSync.sync_index``);
+- a removal by DynamoDB TTL (``userIdentity`` ``{"type": "Service", "principalId":
+  "dynamodb.amazonaws.com"}``) of an expired memory (``MEM#``): its history is
+  kept from the stream's ``OldImage`` (the folded ADD entry and an EXPIRE item,
+  written once however often the record is delivered) and its index document
+  removed (``MemoryExpiry.on_removed``); of an expired turn (``MSG#`` in a
+  ``CONV|``/``EXEC|`` partition): its index document removed
+  (``ConversationService.sync_removed``). See docs/lifecycle.md.
 
 Other ``MEM#`` writes (a stack whose filter still passes every ``MEM#`` write)
 are handled as before: a version whose writer indexed it costs one read. An
@@ -41,6 +48,8 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 )
 
 from mnemo import observability
+from mnemo.adapters.aws.dynamodb_records import item_of
+from mnemo.conversations.store import RECORD as TURN_RECORD
 from mnemo.memory.records import is_record
 from mnemo.observability import logger
 from mnemo.outbox import OUTBOX_PREFIX
@@ -56,12 +65,43 @@ def _keys(record: DynamoDBRecord) -> tuple[str, str]:
     return str(keys["pk"]), str(keys["sk"])
 
 
+#: The ``userIdentity`` of a stream record whose item DynamoDB's TTL deleted (AWS: "Time to Live and Streams").
+TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+
+
+def _expired(record: DynamoDBRecord) -> bool:
+    """Whether a stream record is a removal by TTL: an expired item, not a delete by a caller."""
+    identity = record.get("userIdentity") or {}
+    return record.event_name == DynamoDBRecordEventName.REMOVE and all(
+        identity.get(key) == value for key, value in TTL_IDENTITY.items()
+    )
+
+
+def _on_expired(record: DynamoDBRecord, pk: str, sk: str) -> str:
+    """An item TTL removed: a memory's history kept and its document removed, a turn's document removed."""
+    services = get_services()
+    if is_record(sk):
+        image = (record.get("dynamodb") or {}).get("OldImage")
+        if image and "data" in image:  # NEW_AND_OLD_IMAGES (template.yaml): the record as it was
+            outcome = services.memory.expiry.on_removed(item_of(image))
+        else:  # a stream without old images: the document still goes
+            outcome = services.memory.sync_index(pk, sk, removed=True)
+    elif sk.startswith(TURN_RECORD):
+        outcome = services.conversations.sync_removed(pk, sk)
+    else:
+        outcome = "skipped"
+    logger.debug("expired", extra={"item": sk, "outcome": outcome})
+    return outcome
+
+
 def handle_record(record: DynamoDBRecord) -> str:
     pk, sk = _keys(record)
     if pk.startswith(OUTBOX_PREFIX) and record.event_name != DynamoDBRecordEventName.REMOVE:
         outcome = get_services().outbox.on_marker(pk, sk)
         logger.debug("drained", extra={"marker": sk, "outcome": outcome})
         return outcome
+    if _expired(record):
+        return _on_expired(record, pk, sk)
     if not is_record(sk):
         return "skipped"
     outcome = get_services().memory.sync_index(pk, sk, removed=record.event_name == DynamoDBRecordEventName.REMOVE)

@@ -101,6 +101,8 @@ class Target:
     run_id: str
     extracted_at: str
     actor: str | None
+    #: When the memories of this run expire (ISO 8601 UTC; the strategy's ``expiresAfterDays``), or None.
+    expires_at: str | None = None
 
 
 def memory_id_for(target: Target, candidate: Candidate) -> str:
@@ -241,6 +243,7 @@ class Consolidator:
             occurred_at=candidate.occurred_at,
             actor=target.actor,
             vector=vector,
+            expires_at=target.expires_at,
         )
         try:
             written = add(supersedes=supersedes)

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from mnemo.learning.strategies import StrategyName
+from mnemo.memory.models import ExpiresAt
 from mnemo.models import Boolean, Integer, ToolRequest, ToolResponse, UtcDateTime, WireModel
 
 #: The most messages one add_messages call stores.
@@ -45,6 +46,12 @@ class Message(WireModel):
 class AddMessagesInput(ToolRequest):
     messages: list[Message] = Field(
         min_length=1, max_length=MAX_MESSAGES, description="The turns to store, oldest first (at most 100)."
+    )
+    expires_at: ExpiresAt | None = Field(
+        None,
+        description="When the turns this call stores expire (ISO 8601, in the future, at most 10 years ahead): "
+        "from then on no search or retrieval finds them and storage deletes them. A message stored already keeps "
+        "its expiry. Never expires when omitted.",
     )
 
 

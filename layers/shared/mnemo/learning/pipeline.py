@@ -25,8 +25,8 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
@@ -65,6 +65,14 @@ class StrategyConfig:
     model: str | None = None
     append_to_prompt: str | None = None
     metadata_keys: tuple[str, ...] = ()
+    #: Days after which the memories this strategy writes expire (``expiresAfterDays``; None: never).
+    expires_after_days: float | None = None
+
+    def expires_at(self) -> str | None:
+        """When a memory this strategy writes now expires (ISO 8601 UTC), or None (docs/lifecycle.md)."""
+        if self.expires_after_days is None:
+            return None
+        return iso((datetime.now(UTC) + timedelta(days=self.expires_after_days)).replace(microsecond=0))
 
 
 @dataclass(frozen=True)
@@ -307,6 +315,7 @@ class Pipeline:
         if isinstance(target, str):  # the same next time: shown once, and the turns let go for it
             outcome.failure = {"message": target, "raw": None, "attempts": 1, "final": True}
             return outcome
+        target = replace(target, expires_at=settings.expires_at())
         previous = (state.data.get("summaryText") if state and name == "summary" else None) or None
         tokens = [0, 0]
         try:

@@ -163,4 +163,5 @@ def _turn_result(data: dict[str, Any], score: float) -> MemoryResult:
         metadata=data.get("meta_data") or {},
         created_at=_time(data.get("stored_at") or data["timestamp"]),
         occurred_at=_time(data["timestamp"]),
+        expires_at=data.get("expiresAt"),
     )

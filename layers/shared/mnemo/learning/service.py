@@ -183,7 +183,7 @@ class LearningService:
         self._refuse_conflicts(context, planned)  # before any write: nothing is half-written
         stored: list[StoredMessage] = []
         for message_id, body, at in planned:
-            outcome = self._conversations.add_message(context, message_id, body, at)
+            outcome = self._conversations.add_message(context, message_id, body, at, expires_at=request.expires_at)
             stored.append(StoredMessage(id=message_id, outcome=outcome))
         new = sum(1 for item in stored if item.outcome == "stored")
         if new:

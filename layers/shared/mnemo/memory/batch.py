@@ -49,7 +49,7 @@ from mnemo.memory.batch_similarity import SIMILAR_CAP, InCallMemories, ScopeWind
 from mnemo.memory.indexing import NAMESPACE, embedding_text, index_doc
 from mnemo.memory.models import MemoryAddInput, MemoryAddOutput
 from mnemo.memory.outbox_sync import token_of
-from mnemo.memory.records import LAST, day_of, idempotency_item, iso, record_sk, request_hash
+from mnemo.memory.records import LAST, day_of, epoch_of, idempotency_item, iso, outlives, record_sk, request_hash
 from mnemo.memory.service import MemoryService
 from mnemo.memory.writes import deduplicated
 from mnemo.outbox import Reference
@@ -105,6 +105,8 @@ class BatchAdd:
         self._by_content: dict[tuple[str, str], str] = {}
         #: Ids written in this call (they exist: no read needed to trust an index hit on them).
         self._written: set[str] = set()
+        #: memory id -> its expires_at (epoch seconds, None: never), for every memory stored in this call.
+        self._expires: dict[str, int | None] = {}
         self._similar = InCallMemories(SIMILAR_CAP, self._threshold)
         #: partition -> (memory id, day, content) of the dated memory added last there (None: none).
         self._last: dict[str, tuple[str, str | None, str] | None] = {}
@@ -207,9 +209,11 @@ class BatchAdd:
 
     def _duplicate_of(self, entry: Entry, in_call: tuple[float, str] | None) -> str | None:
         """The memory this entry repeats: the same content added in this call, else the most similar memory
-        at or above the threshold, stored (the index's top 3) or added in this call (``in_call``)."""
+        at or above the threshold, stored (the index's top 3) or added in this call (``in_call``), that lives
+        at least as long as the entry would (``outlives``: docs/lifecycle.md)."""
+        expires = epoch_of(iso(entry.request.expires_at)) if entry.request.expires_at else None
         in_call_repeat = self._by_content.get((entry.scope, entry.content_hash))
-        if in_call_repeat is not None:
+        if in_call_repeat is not None and outlives(self._expires.get(in_call_repeat), expires):
             return in_call_repeat
         if entry.vector is None:  # no vector: only exact repeats are caught (add skips the check entirely)
             return None
@@ -217,11 +221,15 @@ class BatchAdd:
         if not self._similar.fresh.get(entry.scope):
             for memory_id in self._service.repeat_candidates(entry.scope, entry.vector, entry.content_hash, floor):
                 if memory_id in self._written:
-                    return memory_id
+                    if outlives(self._expires.get(memory_id), expires):
+                        return memory_id
+                    continue
                 found = self._records.get(entry.partition, record_sk(memory_id))
-                if found is not None and not found.data.get("orphaned"):
+                if found is not None and not found.data.get("orphaned") and outlives(found.expires_at, expires):
                     return memory_id
-        return in_call[1] if in_call is not None and in_call[0] >= self._threshold else None
+        if in_call is not None and in_call[0] >= self._threshold and outlives(self._expires.get(in_call[1]), expires):
+            return in_call[1]
+        return None
 
     def _decide(self, entry: Entry, in_call: tuple[float, str] | None) -> None:
         """Deduplicate or build the new record (as ``add`` does, with its builders); the operations that go out
@@ -239,6 +247,7 @@ class BatchAdd:
             if occurred_at:  # the next dated memory of this scope on this day links to this one
                 self._last[entry.partition] = (new.data["memoryId"], day_of(occurred_at), request.content)
             self._by_content[(scope, entry.content_hash)] = new.data["memoryId"]
+            self._expires[new.data["memoryId"]] = epoch_of(new.data.get("expiresAt"))
         if request.idempotency_key:
             entry.operations.append(
                 idempotency_item(entry.partition, request.idempotency_key, entry.request_hash, output)

@@ -11,6 +11,7 @@ from typing import Any
 from mnemo.budget import fit_head
 from mnemo.context import Layer, RequestContext
 from mnemo.errors import InvalidInput, NotFound
+from mnemo.memory.filters import matches, parse_filter
 from mnemo.memory.models import (
     ListedMemory,
     MemoryChange,
@@ -38,18 +39,25 @@ class MemoryBrowse:
 
     # --------------------------------------------------------------- list
     def list_layer(self, context: RequestContext, request: MemoryListInput) -> MemoryListOutput:
-        """One page of the caller's memories in one layer, newest first, orphaned pointers left out.
+        """One page of the caller's memories in one layer passing ``filter``, newest first, orphaned pointers left
+        out.
 
-        Reads at most ``LISTED_RECORDS`` records, eventually consistent; the page fits the response budget
-        and ``nextCursor`` pages on from its last memory (INVALID_INPUT for a cursor of another listing).
-        INVALID_INPUT when the request context lacks the layer's ids.
+        Reads at most ``LISTED_RECORDS`` records, eventually consistent, and filters those (the records
+        themselves, ``mnemo.memory.filters.matches``: no index is involved); the page fits the response budget
+        and ``nextCursor`` pages on from its last memory under the same filter (INVALID_INPUT for a cursor of
+        another listing or filter). INVALID_INPUT when the request context lacks the layer's ids.
         """
         scope = readable_scope(context, request.layer)
-        owner = fingerprint({"list": scope})
+        wanted = parse_filter(request.filter)
+        owner = fingerprint({"list": scope} if request.filter is None else {"list": scope, "filter": request.filter})
         after = decode_after(request.cursor, owner)
         items = self._records.query(partition_of(scope), RECORD, limit=LISTED_RECORDS, consistent=False)
         # An orphaned knowledge pointer is hidden from search; a listing hides it too.
-        records = sorted((item.data for item in items if not item.data.get("orphaned")), key=_position, reverse=True)
+        records = sorted(
+            (item.data for item in items if not item.data.get("orphaned") and matches(wanted, item.data)),
+            key=_position,
+            reverse=True,
+        )
         if after is not None:
             records = [data for data in records if _position(data) < after]
         page = [_listed(data) for data in records[: request.limit]]
@@ -154,6 +162,7 @@ def _listed(data: dict[str, Any]) -> ListedMemory:
         occurred_at=data.get("occurredAt"),
         superseded_by=data.get("supersededBy"),
         supersedes=data.get("supersedes"),
+        expires_at=data.get("expiresAt"),
     )
 
 

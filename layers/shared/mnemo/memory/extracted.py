@@ -24,7 +24,7 @@ from typing import Any
 from mnemo.context import Layer
 from mnemo.memory.indexing import CONTENT_HASH, NAMESPACE
 from mnemo.memory.outbox_sync import MemoryIndexSync
-from mnemo.memory.records import digest, history_item, iso, now, partition_of, record_data, record_sk
+from mnemo.memory.records import digest, history_item, iso, now, partition_of, record_data, record_item, record_sk
 from mnemo.outbox import IndexOutbox
 from mnemo.ports import ConditionFailed, Embedder, Item, Put, RecordStore, VectorIndex
 
@@ -120,10 +120,12 @@ class ExtractedMemories:
         actor: str | None,
         vector: Sequence[float] | None,
         supersedes: Neighbour | None = None,
+        expires_at: str | None = None,
     ) -> bool:
         """Write a new extracted memory (and mark the one it supersedes), all or none; False when a memory with
         this id is already stored (a batch run again). ConditionFailed when the superseded memory changed
-        meanwhile (the caller looks again)."""
+        meanwhile (the caller looks again). ``expires_at`` (ISO 8601 UTC): when it expires (its strategy's
+        ``expiresAfterDays``); a superseded memory keeps its own expiry."""
         partition = partition_of(scope)
         content_hash = digest(content)
         data = record_data(
@@ -138,10 +140,11 @@ class ExtractedMemories:
             content_hash=content_hash,
             embedding_model=self._embedder.name,
             created_by=actor,
+            expires_at=expires_at,
         )
         marker = self._sync.marker(partition, memory_id, queued=vector is None)
         operations: list[Put] = [
-            Put(Item(partition, record_sk(memory_id), data), expect="absent"),
+            Put(record_item(partition, data), expect="absent"),
             history_item(
                 scope, memory_id, "EXTRACT", actor, contentHash=content_hash, provenance=metadata.get("provenance")
             ),
@@ -151,10 +154,7 @@ class ExtractedMemories:
             data["supersedes"] = supersedes.data["memoryId"]
             old = {**supersedes.data, "supersededBy": memory_id, "supersededAt": data["createdAt"]}
             operations += [
-                Put(
-                    Item(partition, record_sk(old["memoryId"]), old, version=supersedes.version + 1),
-                    expect=supersedes.version,
-                ),
+                Put(record_item(partition, old, supersedes.version + 1), expect=supersedes.version),
                 history_item(
                     scope, old["memoryId"], "SUPERSEDE", actor, contentHash=old["contentHash"], supersededBy=memory_id
                 ),
@@ -185,10 +185,7 @@ class ExtractedMemories:
         partition = partition_of(scope)
         self._records.write(
             [
-                Put(
-                    Item(partition, record_sk(data["memoryId"]), updated, version=neighbour.version + 1),
-                    expect=neighbour.version,
-                ),
+                Put(record_item(partition, updated, neighbour.version + 1), expect=neighbour.version),
                 history_item(
                     scope, data["memoryId"], "EXTEND", actor, contentHash=data["contentHash"], messageIds=added
                 ),

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from mnemo.memory.filters import ATTRS, attr_terms
 from mnemo.memory.records import day_of
 from mnemo.ports import IndexDoc
 from mnemo.retrieval.ranker import AFTER, EPISODE, SUBJECT, subject_of
@@ -56,6 +57,9 @@ def index_doc(data: dict[str, Any], vector: Sequence[float]) -> IndexDoc:
         "tags": sorted({tag.lower() for tag in data["tags"]}),
         **meta_keywords(data["metadata"]),
         CONTENT_HASH: [data["contentHash"]],
+        # The typed terms operator filters test (mnemo.memory.filters); documents written before them lack
+        # this keyword until ``mnemo reindex`` (docs/filters.md).
+        ATTRS: attr_terms(data),
     }
     # The context signals of the ranker (mnemo.retrieval.ranker): neighbour link, episode, subject.
     if data.get("after"):

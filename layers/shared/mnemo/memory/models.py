@@ -6,13 +6,14 @@ description of its JSON Schema, so a docstring would change the generated catalo
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
 from mnemo.context import Layer
 from mnemo.graph.context_models import GraphContext
+from mnemo.memory.filters import parse_filter
 from mnemo.models import Boolean, Integer, Number, ToolRequest, ToolResponse, UtcDateTime, WireModel
 
 MAX_CONTENT_CHARS = 8000
@@ -22,6 +23,28 @@ Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_
 Scalar = str | int | float | bool
 #: The ``metadata.source`` values a caller may give (``knowledge_sync`` marks sync's pointer memories).
 CALLER_SOURCES = ("manual", "conversation", "tool_result", "import")
+#: The furthest an ``expiresAt`` may lie ahead (docs/lifecycle.md): ten years of 365 days.
+MAX_EXPIRY_DAYS = 3650
+
+
+def future_expiry(value: datetime) -> datetime:
+    """An ``expiresAt`` as sent: in the future and at most ``MAX_EXPIRY_DAYS`` ahead (ValueError otherwise, so
+    INVALID_INPUT names the field); whole seconds, as storage keeps it (DynamoDB TTL is in epoch seconds)."""
+    now = datetime.now(UTC)
+    if value <= now:
+        raise ValueError("must be in the future (an ISO 8601 time after now)")
+    if value > now + timedelta(days=MAX_EXPIRY_DAYS):
+        raise ValueError(f"must be at most {MAX_EXPIRY_DAYS} days (10 years) from now")
+    return value.replace(microsecond=0)
+
+
+#: When a memory or a turn expires: search, list and the console leave it out from then on, and storage
+#: removes it later (docs/lifecycle.md).
+ExpiresAt = Annotated[UtcDateTime, AfterValidator(future_expiry)]
+EXPIRES_AT_DESCRIPTION = (
+    "When it expires (ISO 8601, in the future, at most 10 years ahead): from then on search and list leave it "
+    "out, memory_history shows EXPIRE, and storage deletes it. Never expires when omitted."
+)
 
 
 # memory_add's request: the content and where and how to store it.
@@ -43,6 +66,7 @@ class MemoryAddInput(ToolRequest):
         max_length=128,
         description="Makes retries safe: a repeated call with the same key stores once and answers the same.",
     )
+    expires_at: ExpiresAt | None = Field(None, description=EXPIRES_AT_DESCRIPTION)
 
     @field_validator("content")
     @classmethod
@@ -74,10 +98,20 @@ class MemoryAddOutput(ToolResponse):
     layer: Layer
 
 
-# memory_search's filters under ``filter`` (merged into the top-level ones).
-class SearchFilter(WireModel):
-    tags: list[Tag] | None = None
-    metadata: dict[str, Scalar] | None = None
+#: What ``filter`` says on memory_search and memory_list (the grammar is mnemo.memory.filters').
+FILTER_DESCRIPTION = (
+    "Only memories passing this filter (docs/filters.md): field conditions on metadata.<key>, tags, source, "
+    'createdAt, occurredAt, expiresAt, e.g. {"and": [{"metadata.priority": {"gte": 3}}, {"tags": {"all": ["a", '
+    '"b"]}}, {"source": "manual"}]}. Operators eq, ne, in, nin, gt, gte, lt, lte, contains, exists, all (tags), '
+    'combined with and/or/not (at most 5 deep, 50 conditions). {"tags": [...], "metadata": {...}} keeps its '
+    "meaning: any of the tags, each metadata key equal."
+)
+
+
+def _valid_filter(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A filter checked against the grammar: INVALID_INPUT naming the path of what is wrong."""
+    parse_filter(value)
+    return value
 
 
 # memory_search's request: the query, the layers, filters and paging.
@@ -92,7 +126,7 @@ class MemorySearchInput(ToolRequest):
     metadata: dict[str, Scalar] | None = Field(
         None, description="Only memories whose metadata has each of these key/value pairs."
     )
-    filter: SearchFilter | None = Field(None, description="Alternative place for the tags and metadata filters.")
+    filter: dict[str, Any] | None = Field(None, description=FILTER_DESCRIPTION)
     cursor: str | None = Field(
         None, max_length=512, description="The nextCursor of a previous answer, to get the following page."
     )
@@ -112,14 +146,10 @@ class MemorySearchInput(ToolRequest):
         "turns it came from.",
     )
 
-    @model_validator(mode="after")
-    def _merge_filter(self) -> MemorySearchInput:
-        if self.filter is not None:
-            if self.filter.tags:
-                self.tags = [*(self.tags or []), *self.filter.tags]
-            if self.filter.metadata:
-                self.metadata = {**(self.metadata or {}), **self.filter.metadata}
-        return self
+    @field_validator("filter")
+    @classmethod
+    def _filter(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return _valid_filter(value)
 
 
 # A turn an extracted memory came from, read back from the conversation or execution records.
@@ -158,6 +188,7 @@ class MemoryResult(WireModel):
     superseded_by: str | None = Field(
         None, description="The memory that replaced this one (only with includeSuperseded)."
     )
+    expires_at: datetime | None = Field(None, description="When the memory expires; null when it never does.")
     sources: list[SourceTurn] | None = Field(
         None, description="With includeSources, for an extracted memory: the turns it came from."
     )
@@ -202,7 +233,8 @@ class MemoryChange(WireModel):
         description="What happened: ADD, DEDUPE (the same content was added again and kept once), DELETE, "
         "SYNC_ADD or SYNC_UPDATE (knowledge sync wrote it), ORPHAN (its knowledge item is gone), EXTRACT (an "
         "extraction strategy wrote it), EXTEND (the same fact was extracted again: more source turns), SUPERSEDE "
-        "(a newer extracted memory replaced it)."
+        "(a newer extracted memory replaced it), EXPIRE (its expiresAt passed and it was removed; at is its "
+        "expiresAt)."
     )
     at: datetime = Field(description="When it happened (UTC).")
     actor: str | None = Field(None, description="The user whose call made the change.")
@@ -232,6 +264,12 @@ class MemoryListInput(ToolRequest):
     cursor: str | None = Field(
         None, max_length=512, description="The nextCursor of a previous answer, to get the following page."
     )
+    filter: dict[str, Any] | None = Field(None, description=FILTER_DESCRIPTION)
+
+    @field_validator("filter")
+    @classmethod
+    def _filter(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return _valid_filter(value)
 
 
 # One memory as memory_list shows it.
@@ -245,6 +283,7 @@ class ListedMemory(WireModel):
     occurred_at: datetime | None = None
     superseded_by: str | None = Field(None, description="The memory that replaced this one, if any.")
     supersedes: str | None = Field(None, description="The memory this one replaced (extraction), if any.")
+    expires_at: datetime | None = Field(None, description="When the memory expires; null when it never does.")
 
 
 # memory_list's answer: one page of a layer's memories, newest first.

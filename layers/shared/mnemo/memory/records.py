@@ -10,21 +10,35 @@ sk (partition ``MEM|{scope}``)             holds
                                            createdBy}``; ``after`` when it is linked to the dated memory
                                            before it, ``orphaned``/``orphanedAt`` when the knowledge item
                                            it mirrors is gone; ``added`` (memory_add and the batch
-                                           path): its ADD history entry, folded in
+                                           path): its ADD history entry, folded in; ``expiresAt``
+                                           when it expires (the item's ``expires_at`` too)
 ``HIST#{memoryId}#{at}#{event}#{rand}``    one history item per change ``{memoryId, event, at, actor}``
-                                           (ADD, DEDUPE, DELETE, SYNC_ADD, SYNC_UPDATE, ORPHAN)
+                                           (ADD, DEDUPE, DELETE, SYNC_ADD, SYNC_UPDATE, ORPHAN, EXPIRE);
+                                           never expiring
 ``IDEM#{key}``                             an idempotency record ``{requestHash, response}``, kept a day
 ``LAST``                                   the dated memory added last in the scope ``{memoryId, day}``
 =========================================  ==============================================================
 
-The ADD entry of a memory added by memory_add (or the batch path) is folded
-into its record (``added``: the random part of the history item's sort key;
+The ADD entry of a memory added by memory_add (or the batch path) without
+``expiresAt`` is folded into its record (``added``: the random part of the history item's sort key;
 the rest of that item is the record's ``createdAt``, ``createdBy`` and
 ``contentHash``), so that the add is one write of one item. Readers of a history merge it
 in at its sort key (``with_folded``), so memory_history shows it as before; the
 delete of such a memory writes it out as its own history item (``unfolded``),
 beside the DELETE, so the history outlives the record as it always did. Every
 later change stays a history item of its own.
+
+A memory sent with ``expiresAt`` keeps it in its body and, in epoch seconds, in
+the item's ``expires_at`` (DynamoDB's TTL attribute), and every rewrite of the
+record keeps both (``record_item``). Its ADD entry is a history item of its own
+from the start (not folded): once the time has passed, every read takes the
+record for absent, days before DynamoDB removes it, and its history must not
+lose the ADD meanwhile. When storage removes it (DynamoDB TTL, whose stream REMOVE
+the indexer handles; the local sweeper) ``expired_writes`` adds an EXPIRE item
+(and writes out a folded ADD entry, should a record hold one: a memory imported
+with its expiry), at sort keys derived from the record alone, so a second
+handling of the same removal finds them written and writes nothing
+(``mnemo.memory.expiry``).
 
 The service, the batch path, export and import and the stream indexer build
 and read these keys and items through this module only.
@@ -67,6 +81,11 @@ def iso(moment: datetime) -> str:
 def digest(text: str) -> str:
     """The SHA-256 of a text in hex: a memory's ``contentHash``, an idempotency record's ``requestHash``."""
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def epoch_of(at: str | None) -> int | None:
+    """A stored ISO 8601 time as epoch seconds (an item's ``expires_at``), or None."""
+    return int(datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()) if at else None
 
 
 def day_of(occurred_at: str | None) -> str | None:
@@ -141,8 +160,10 @@ def record_data(
     embedding_model: str,
     created_by: str | None,
     after: str | None = None,
+    expires_at: str | None = None,
 ) -> dict[str, Any]:
-    """A memory record's body; ``after`` is the id of the dated memory it is linked to, if any."""
+    """A memory record's body; ``after`` is the id of the dated memory it is linked to, if any; ``expires_at``
+    (ISO 8601 UTC) when it expires (``record_item`` puts it on the item too)."""
     data: dict[str, Any] = {
         "memoryId": memory_id,
         "content": content,
@@ -158,7 +179,27 @@ def record_data(
     }
     if after is not None:
         data["after"] = after
+    if expires_at is not None:
+        data["expiresAt"] = expires_at
     return data
+
+
+def record_item(pk: str, data: dict[str, Any], version: int = 1) -> Item:
+    """A memory record's item: its key from ``data``, and its ``expires_at`` from ``data["expiresAt"]``, so that
+    no write of a record drops its expiry."""
+    return Item(pk, record_sk(data["memoryId"]), data, version=version, expires_at=epoch_of(data.get("expiresAt")))
+
+
+def outlives(stored: int | None, expires_at: int | None) -> bool:
+    """Whether a stored memory expiring at ``stored`` lives at least as long as a new one expiring at
+    ``expires_at`` (epoch seconds; None: never).
+
+    Only such a memory may stand for the new one as its near-duplicate: a memory kept in place of another must
+    not vanish before it would have (docs/lifecycle.md).
+    """
+    if stored is None:
+        return True
+    return expires_at is not None and stored >= expires_at
 
 
 def orphaned(data: dict[str, Any]) -> dict[str, Any]:
@@ -207,6 +248,22 @@ def unfolded(record: Item) -> list[Put]:
     """What a delete of ``record`` writes to keep its folded ADD entry: that history item (if any)."""
     entry = folded(record)
     return [Put(entry, expect="absent")] if entry is not None else []
+
+
+def expire_entry(record: Item) -> Item:
+    """The EXPIRE history item of an expired memory record: at its ``expiresAt``, at a sort key derived from the
+    record alone (written once however often its removal is handled)."""
+    data = record.data
+    at = data.get("expiresAt") or (iso(datetime.fromtimestamp(record.expires_at, UTC)) if record.expires_at else "")
+    entry = {"memoryId": data["memoryId"], "event": "EXPIRE", "at": at, "actor": None}
+    entry["contentHash"] = data.get("contentHash")
+    return Item(record.pk, f"{HISTORY}{data['memoryId']}#{at}#EXPIRE#{record.version}", entry)
+
+
+def expired_writes(record: Item) -> list[Put]:
+    """What the removal of an expired memory record writes to keep its history: the folded ADD entry (if any)
+    and the EXPIRE item, each only if absent (a second handling of the removal fails on them: nothing to do)."""
+    return [*unfolded(record), Put(expire_entry(record), expect="absent")]
 
 
 def with_folded(items: list[Item], record: Item | None, low: str = "", high: str = "\U0010ffff") -> list[Item]:

@@ -11,7 +11,8 @@ from typing import Any
 from mnemo.budget import fit_head
 from mnemo.context import MEMORY_LAYERS, RequestContext
 from mnemo.errors import NotFound
-from mnemo.memory.indexing import NAMESPACE, meta_keywords
+from mnemo.memory.filters import Node, matches, request_filter, to_match
+from mnemo.memory.indexing import NAMESPACE
 from mnemo.memory.models import MemoryResult, MemorySearchInput, MemorySearchOutput
 from mnemo.memory.records import history_prefix, partition_of, record_sk, with_folded
 from mnemo.paging import decode_cursor, encode_cursor, fingerprint
@@ -63,12 +64,10 @@ class MemorySearch:
             return MemorySearchOutput(results=[], total_count=0, searched_layers=[])
         scopes = {context.scope_key(layer): layer for layer in layers}
         flt: Filter = {"scope": list(scopes)}
-        if request.tags:
-            flt["tags"] = sorted({tag.lower() for tag in request.tags})
-        for key, values in meta_keywords(request.metadata or {}).items():
-            flt[key] = values
-
-        ranking = hybrid_rank(self._index, self._embedder, NAMESPACE, request.query, flt, context=True)
+        # The filter narrows the index's candidates (``where``) and, below, every record read back.
+        wanted = request_filter(request.filter, request.tags, request.metadata)
+        where = to_match(wanted)
+        ranking = hybrid_rank(self._index, self._embedder, NAMESPACE, request.query, flt, context=True, where=where)
         precedence = {layer: position for position, layer in enumerate(MEMORY_LAYERS)}
         ranked: list[tuple[int, float, str, str]] = []
         parts: dict[str, tuple[float | None, float | None]] = {}
@@ -81,7 +80,7 @@ class MemorySearch:
 
         owner = fingerprint(request.model_dump(mode="json", exclude={"cursor", "limit"}) | {"scopes": sorted(scopes)})
         offset = decode_cursor(request.cursor, owner)
-        results, dropped = self._hydrate(ranked, parts, offset + request.limit, request.include_superseded)
+        results, dropped = self._hydrate(ranked, parts, offset + request.limit, request.include_superseded, wanted)
         page = results[offset:]
         output = MemorySearchOutput(
             results=page,
@@ -102,13 +101,15 @@ class MemorySearch:
         parts: dict[str, tuple[float | None, float | None]],
         limit: int,
         include_superseded: bool = False,
+        wanted: Node | None = None,
     ) -> tuple[list[MemoryResult], int]:
         """Read the best hits back from the records until ``limit`` results stand, each with its score's parts.
 
         Hits arrive in layer-precedence-then-score order. A hit with no record
         (a stale index entry, or the document of an add whose record write never
-        happened: ``mnemo.memory.writes``), at another scope, orphaned, superseded
-        or repeating content already taken from a more specific layer is dropped;
+        happened: ``mnemo.memory.writes``), at another scope, orphaned, superseded, failing the
+        filter ``wanted`` (the index document may be older than the record, or predate the filter's
+        terms) or repeating content already taken from a more specific layer is dropped;
         the count of those drops is returned so that totalCount stays honest about
         what was seen. Each read asks for exactly the results still missing (the
         first one ``limit`` keys), so more keys are read only when some were dropped.
@@ -135,6 +136,7 @@ class MemorySearch:
                     or data["scope"] != scope
                     or data.get("orphaned")
                     or superseded
+                    or (wanted is not None and not matches(wanted, data))
                     or normalized in seen_content
                 ):
                     dropped += 1
@@ -154,6 +156,7 @@ class MemorySearch:
                             created_at=data["createdAt"],
                             occurred_at=data.get("occurredAt"),
                             superseded_by=data.get("supersededBy"),
+                            expires_at=data.get("expiresAt"),
                         )
                     )
         return results, dropped

@@ -7,11 +7,13 @@ foreign index entry can never leak.
 ``MemoryService`` is one facade over parts that each do one job and hold only the ports they use:
 
 * ``mnemo.memory.writes``: ``add`` and ``delete`` (layer checks, near-duplicates, idempotency, history);
+* ``mnemo.memory.batch_items``: ``add_batch`` and ``delete_batch`` (the same writes, one result per item);
 * ``mnemo.memory.search``: ``search`` and ``history``;
 * ``mnemo.memory.browse``: ``list_layer`` and ``history_page`` (the reads that take no query);
 * ``mnemo.memory.pointers``: the knowledge pointers sync writes and orphans;
 * ``mnemo.memory.extracted``: the memories extraction writes (kept, added, superseded);
-* ``mnemo.memory.outbox_sync``: the index outbox family, the stream indexer's entry and ``reindex``.
+* ``mnemo.memory.outbox_sync``: the index outbox family, the stream indexer's entry and ``reindex``;
+* ``mnemo.memory.expiry``: expired memories removed, their history kept (``expiry``).
 
 The records' keys and item shape are in ``mnemo.memory.records``, the index
 documents in ``mnemo.memory.indexing``.
@@ -23,7 +25,15 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from mnemo.context import Layer, RequestContext
+from mnemo.memory.batch_items import MemoryBatches
+from mnemo.memory.batch_models import (
+    MemoryAddBatchInput,
+    MemoryAddBatchOutput,
+    MemoryDeleteBatchInput,
+    MemoryDeleteBatchOutput,
+)
 from mnemo.memory.browse import MemoryBrowse
+from mnemo.memory.expiry import MemoryExpiry
 from mnemo.memory.extracted import ExtractedMemories
 from mnemo.memory.indexing import NAMESPACE
 from mnemo.memory.models import (
@@ -74,10 +84,13 @@ class MemoryService:
         self._sync = MemoryIndexSync(records, index, embedder, outbox)
         self._writes = MemoryWrites(records, index, embedder, outbox, self._sync, dedupe_similarity=dedupe_similarity)
         self._search = MemorySearch(records, index, embedder)
+        self._batches = MemoryBatches(self._writes, self._sync)
         self._browse = MemoryBrowse(records)
         self._pointers = KnowledgePointers(records, embedder, outbox, self._sync)
         #: The writes of extracted memories (mnemo.learning decides, this writes).
         self.extracted = ExtractedMemories(records, index, embedder, outbox, self._sync)
+        #: Expired memories removed with their history kept (mnemo.memory.expiry; mnemo.expiry sweeps).
+        self.expiry = MemoryExpiry(records, outbox, self._sync)
 
     # The batch path (mnemo.memory.batch) writes through the same ports with its own transactions.
     @property
@@ -113,6 +126,14 @@ class MemoryService:
     def delete(self, context: RequestContext, request: MemoryDeleteInput) -> MemoryDeleteOutput:
         """Delete a memory the caller may write (see ``MemoryWrites.delete``)."""
         return self._writes.delete(context, request)
+
+    def add_batch(self, context: RequestContext, request: MemoryAddBatchInput) -> MemoryAddBatchOutput:
+        """Store up to 100 memories, one result per item (see ``MemoryBatches.add``)."""
+        return self._batches.add(context, request)
+
+    def delete_batch(self, context: RequestContext, request: MemoryDeleteBatchInput) -> MemoryDeleteBatchOutput:
+        """Delete up to 100 memories, one result per id (see ``MemoryBatches.delete``)."""
+        return self._batches.delete(context, request)
 
     def new_record(
         self,

@@ -53,6 +53,7 @@ from mnemo.memory.records import (
     LAST,
     day_of,
     digest,
+    epoch_of,
     fold,
     history_item,
     idempotency_item,
@@ -60,8 +61,10 @@ from mnemo.memory.records import (
     iso,
     last_pointer,
     now,
+    outlives,
     partition_of,
     record_data,
+    record_item,
     record_sk,
     replayed,
     request_hash,
@@ -146,7 +149,14 @@ class MemoryWrites:
         self._dedupe_similarity = dedupe_similarity
 
     # ---------------------------------------------------------------- add
-    def add(self, context: RequestContext, request: MemoryAddInput) -> MemoryAddOutput:
+    def add(
+        self,
+        context: RequestContext,
+        request: MemoryAddInput,
+        *,
+        content_vector: Sequence[float] | Literal["embed"] | None = "embed",
+        repeats: Sequence[str] = (),
+    ) -> MemoryAddOutput:
         """Store one memory in the caller's scope of ``request.layer``, or name the one it repeats.
 
         The memory is indexed first, then its record (its ADD history entry folded in) and, as the case may
@@ -156,6 +166,12 @@ class MemoryWrites:
         answers as the first call did (CONFLICT when the key was used for another request). Errors:
         INVALID_INPUT without the layer's ids, UNAUTHORIZED for a shared layer without the writer role,
         CONFLICT when a dated add keeps losing the race for the scope's LAST pointer.
+
+        The batch tool (``mnemo.memory.batch_items``) embeds every item's content in one call and passes its
+        ``content_vector`` (None: the embedder failed, store it unembedded and queued), and names in
+        ``repeats`` the memories its earlier items stored with the same content in this layer: each whose
+        record stands is taken as the memory this one repeats before the index is asked (which may not
+        show them yet).
         """
         scope = writable_scope(context, request.layer)
         partition = partition_of(scope)
@@ -166,7 +182,7 @@ class MemoryWrites:
                 return replay
         for _ in range(LINK_ATTEMPTS):
             try:
-                return self._add_once(context, request, scope, request_digest)
+                return self._add_once(context, request, scope, request_digest, content_vector, repeats)
             except ConditionFailed:
                 # A concurrent retry with the same idempotency key won the race: answer as it did.
                 if request.idempotency_key:
@@ -178,7 +194,13 @@ class MemoryWrites:
         raise Conflict("The memory changed while it was being written; retry")
 
     def _add_once(
-        self, context: RequestContext, request: MemoryAddInput, scope: str, request_digest: str
+        self,
+        context: RequestContext,
+        request: MemoryAddInput,
+        scope: str,
+        request_digest: str,
+        content_vector: Sequence[float] | Literal["embed"] | None = "embed",
+        repeats: Sequence[str] = (),
     ) -> MemoryAddOutput:
         """One attempt of ``add``; ConditionFailed when its write lost a race."""
         partition = partition_of(scope)
@@ -189,15 +211,22 @@ class MemoryWrites:
         previous = self._previous(partition, occurred_at, last)
         # The near-duplicate check compares the content alone; the index holds the content in context.
         texts = [request.content] + ([embedding_text(request.content, previous[1])] if previous else [])
-        vectors = self._sync.try_embed(texts)
-        content_vector, vector = (vectors[0], vectors[-1]) if vectors else (None, None)
+        vector: Sequence[float] | None = None
+        if isinstance(content_vector, str):  # "embed"
+            vectors = self._sync.try_embed(texts)
+            content_vector, vector = (vectors[0], vectors[-1]) if vectors else (None, None)
+        elif content_vector is not None:  # embedded by the caller; in context only when it follows another
+            in_context = self._sync.try_embed(texts[1:]) if previous else [content_vector]
+            vector = in_context[0] if in_context else None
         content_hash = digest(request.content)
         # Without a vector (embedder down) the memory is still stored and queued for
         # indexing; only the near-duplicate check is skipped.
-        duplicate = None
-        if content_vector is not None:
+        # Only a memory living at least as long stands for this one (``outlives``, docs/lifecycle.md).
+        expires = epoch_of(iso(request.expires_at)) if request.expires_at else None
+        duplicate = self._standing(partition, repeats, expires)
+        if duplicate is None and content_vector is not None:
             try:
-                duplicate = self._find_duplicate(partition, scope, content_vector, content_hash)
+                duplicate = self._find_duplicate(partition, scope, content_vector, content_hash, expires)
             except MnemoError as error:  # the index is down or waking: no check, and no inline index write
                 logger.warning("near-duplicate check failed; the memory is stored and queued: %s", error.message)
                 vector = None
@@ -292,12 +321,18 @@ class MemoryWrites:
             embedding_model=self._embedder.name,
             created_by=context.user,
             after=previous[0] if previous is not None else None,
+            expires_at=iso(request.expires_at) if request.expires_at else None,
         )
         output = MemoryAddOutput(memory_id=memory_id, message=STORED_MESSAGE, layer=request.layer)
         marker = self._sync.marker(partition, memory_id, queued=queued)
-        # The ADD history entry is folded into the record: one item to write (mnemo.memory.records).
-        data = fold(data)
-        writes: list[Put | DeleteOp] = [Put(Item(partition, record_sk(memory_id), data), expect="absent")]
+        # The ADD history entry is folded into the record: one item to write (mnemo.memory.records). Not for a
+        # memory that expires: reads take its record for absent once it has passed, days before storage removes
+        # it, and memory_history must still show the ADD meanwhile.
+        if request.expires_at is None:
+            data = fold(data)
+        writes: list[Put | DeleteOp] = [Put(record_item(partition, data), expect="absent")]
+        if request.expires_at is not None:
+            writes.append(history_item(scope, memory_id, "ADD", context.user, contentHash=data["contentHash"]))
         if occurred_at:  # the next memory of this scope on this day links to this one
             writes.append(last_pointer(partition, memory_id, occurred_at, last))
         return NewMemory(data, output, marker, writes)
@@ -392,15 +427,26 @@ class MemoryWrites:
 
     # ------------------------------------------ near-duplicates, replays
     def _find_duplicate(
-        self, partition: str, scope: str, vector: Sequence[float], content_hash: str | None = None
+        self,
+        partition: str,
+        scope: str,
+        vector: Sequence[float],
+        content_hash: str | None = None,
+        expires: int | None = None,
     ) -> str | None:
-        """The stored memory of the scope this one repeats (see ``repeat_candidates``), if its record stands.
+        """The stored memory of the scope this one repeats (see ``repeat_candidates``), if its record stands and
+        it lives as long as a memory expiring at ``expires`` (None: never; ``outlives``).
 
         Read strongly consistent: a candidate deleted a moment ago must not be named as the memory kept.
         """
-        for memory_id in self.repeat_candidates(scope, vector, content_hash):
+        return self._standing(partition, self.repeat_candidates(scope, vector, content_hash), expires)
+
+    def _standing(self, partition: str, memory_ids: Sequence[str], expires: int | None = None) -> str | None:
+        """The first of ``memory_ids`` whose record stands (exists, not orphaned) and outlives a memory expiring
+        at ``expires`` (None: never), read strongly consistent."""
+        for memory_id in memory_ids:
             found = self._records.get(partition, record_sk(memory_id))
-            if found is not None and not found.data.get("orphaned"):
+            if found is not None and not found.data.get("orphaned") and outlives(found.expires_at, expires):
                 return memory_id
         return None
 
@@ -424,9 +470,15 @@ class MemoryWrites:
     def replay(self, partition: str, key: str, request_digest: str) -> MemoryAddOutput | None:
         """The answer stored for an idempotency key, if any (CONFLICT when it was another request's).
 
-        A strongly consistent read, so a retry right after the first call's write sees its answer.
+        A strongly consistent read, so a retry right after the first call's write sees its answer. Before a
+        stored answer is given, the memory's index write, if one still waits in the outbox, is done
+        (``IndexOutbox.complete``): the resend then finds it by search at once.
         """
         stored = self._records.get(partition, idempotency_sk(key))
         if stored is None:
             return None
-        return replayed(stored, request_digest)
+        output = replayed(stored, request_digest)
+        # Read your own resend: the first call may have died (or given up on the index) after its record
+        # reached the store but before its index write; a caller told "stored" must find it by search at once.
+        self._outbox.complete(self._sync, {"pk": partition, "sk": record_sk(output.memory_id)})
+        return output

@@ -8,7 +8,7 @@ The format, version 1 (``mnemo import --help`` shows it too):
   ``mnemoExport`` 2 or later is a whole export, which ``mnemo.portability``
   reads (and refuses by name when its version is not one it knows).
 * Then one ``memory_add`` input per line: ``content`` and optionally ``layer``,
-  ``tags``, ``metadata``, ``occurredAt``, ``idempotencyKey``. Blank lines are
+  ``tags``, ``metadata``, ``occurredAt``, ``idempotencyKey``, ``expiresAt``. Blank lines are
   skipped. Identity never comes from the file: it is the caller's, from the
   MNEMO_* variables, as for ``mnemo call``.
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mnemo.errors import MnemoError, Timeout
-from mnemo.ports import Embedder, Filter, Hit, VectorIndex
+from mnemo.ports import Embedder, Filter, Hit, Match, VectorIndex
 from mnemo.retrieval.scoring import Calibration, Context, calibration_for
 
 #: Hits taken from each of k-NN and BM25 before ranking.
@@ -93,14 +93,16 @@ def hybrid_rank(
     k: int = CANDIDATES,
     lexical_only: bool = False,
     context: bool = False,
+    where: Match | None = None,
 ) -> Ranking:
-    """Rank the documents of ``namespace`` under ``flt`` for ``query`` (with the context signals if ``context``)."""
+    """Rank the documents of ``namespace`` under ``flt`` (and ``where``, see ``VectorIndex.knn``) for ``query``
+    (with the context signals if ``context``)."""
     calibration = calibration_for(embedder.name)
     vector = None if lexical_only else _embed_query(embedder, query)
-    dense_hits = _knn(index, namespace, vector, flt, k) if vector is not None else []
+    dense_hits = _knn(index, namespace, vector, flt, k, where) if vector is not None else []
     if dense_hits is None:
         vector, dense_hits = None, []
-    lexical_hits = index.lexical(namespace, query, flt, k)
+    lexical_hits = index.lexical(namespace, query, flt, k, where=where)
     dense = {hit.id: hit.score for hit in dense_hits}
     lexical = {hit.id: hit.score for hit in lexical_hits}
     hits = {hit.id: hit for hit in (*dense_hits, *lexical_hits)}
@@ -168,10 +170,12 @@ def _contexts(calibration: Calibration, found: list[tuple[Hit, float | None, flo
     return contexts
 
 
-def _knn(index: VectorIndex, namespace: str, vector: Sequence[float], flt: Filter, k: int) -> list[Hit] | None:
+def _knn(
+    index: VectorIndex, namespace: str, vector: Sequence[float], flt: Filter, k: int, where: Match | None = None
+) -> list[Hit] | None:
     """The k-NN hits, or None when the k-NN failed (ranking then falls back to keywords alone)."""
     try:
-        return index.knn(namespace, vector, flt, k)
+        return index.knn(namespace, vector, flt, k, where=where)
     except Timeout:
         raise  # the index itself did not answer (e.g. waking from idle): a keyword search would wait again
     except MnemoError as error:

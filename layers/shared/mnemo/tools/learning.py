@@ -48,7 +48,9 @@ def add_messages(services: Services, context: RequestContext, request: AddMessag
     The answer never waits for a model: when a deployment turns extraction on, the
     session's turns are extracted in the background (every 6 turns, after 10 minutes
     idle, or at once with memory_extract) into memories whose `metadata.provenance`
-    names the strategy, the model and the message ids they came from.
+    names the strategy, the model and the message ids they came from. `expiresAt` gives
+    every turn the call stores an end (at most 10 years ahead): from then on no search
+    or retrieval finds them and storage deletes them (docs/lifecycle.md).
 
     **When to use:** after each exchange (or at the end of a session), to let Mnemo
     learn facts, preferences and a summary from the conversation itself instead of
@@ -68,7 +70,8 @@ def add_messages(services: Services, context: RequestContext, request: AddMessag
     - INVALID_INPUT: no messages or more than 100; a role other than user, assistant,
       system or tool; empty content or over 10000 characters; an id with spaces or
       brackets, or the same id twice in one call; an unknown field; no user id in the
-      request context (details name the field).
+      request context; `expiresAt` in the past or more than 10 years ahead (details
+      name the field).
     - CONFLICT: an id already stored with different content, or from another session
       (nothing of the call is written; use a new id).
     - PROVIDER_ERROR: the record store failed (retryable: the call is idempotent).

@@ -43,6 +43,9 @@ def memory_add(services: Services, context: RequestContext, request: MemoryAddIn
     shared layers (project, team, org, company) need the writer role. A near-identical
     memory already in the same scope is not stored twice: its id comes back with
     `deduplicated: true`. An `idempotencyKey` makes a retried call store once.
+    `expiresAt` gives the memory an end (at most 10 years ahead): from then on search
+    and list leave it out, memory_history records EXPIRE and storage deletes it; a
+    memory repeating one that expires sooner is stored beside it (docs/lifecycle.md).
 
     **When to use:** a fact, preference or decision worth recalling later. Keep each
     memory one self-contained statement; set `occurredAt` when the fact happened at a
@@ -60,7 +63,8 @@ def memory_add(services: Services, context: RequestContext, request: MemoryAddIn
 
     **Errors:**
     - INVALID_INPUT: content missing, blank or over 8000 characters; unknown layer; the
-      layer's ids are not in the request context (details name the missing id).
+      layer's ids are not in the request context (details name the missing id);
+      `expiresAt` in the past or more than 10 years ahead.
     - UNAUTHORIZED: writing a shared layer without the writer role.
     - CONFLICT: the idempotency key was used for a different request (not retryable).
     - PROVIDER_ERROR: the embedder or the store failed (retryable).
@@ -97,6 +101,11 @@ def memory_search(services: Services, context: RequestContext, request: MemorySe
     `includeTurns` also ranks the caller's own stored turns (kind `turn`, the message
     id as `memoryId`) and fuses them with the memories: a fact that matches votes for
     its source turns. It answers one page (no cursor).
+    `filter` keeps only the memories passing it (docs/filters.md): conditions on
+    `metadata.<key>`, `tags`, `source`, `createdAt`, `occurredAt` and `expiresAt` with
+    eq, ne, in, nin, gt, gte, lt, lte, contains, exists and all (tags), combined by
+    and/or/not, e.g. `{"metadata.priority": {"gte": 3}}`; `tags` and `metadata` (top level
+    or in `filter`) keep their meaning: any of the tags, each metadata key equal.
 
     **When to use:** before answering anything that may depend on what was said or
     decided before.
@@ -113,7 +122,8 @@ def memory_search(services: Services, context: RequestContext, request: MemorySe
 
     **Errors:**
     - INVALID_INPUT: query missing; limit outside 1-100; threshold outside 0-1; an
-      unknown layer; a cursor with includeTurns.
+      unknown layer; a cursor with includeTurns; a malformed filter (details.field is
+      its path, e.g. `filter.and[1].createdAt.gt`).
 
     @see mnemo.memory.service.MemoryService.search
     @see mnemo.learning.recall.Recall.search
@@ -180,6 +190,8 @@ def memory_list(services: Services, context: RequestContext, request: MemoryList
     with its id, tags, metadata and dates, newest first, a page at a time. The layer
     defaults to `user`; only a layer whose ids are in the caller's request context can
     be listed. Memories whose knowledge item is gone are not listed (as in search).
+    `filter` keeps only the memories passing it, with the grammar of memory_search's
+    (docs/filters.md); the cursor pages on under the same filter.
 
     **When to use:** reviewing or cleaning up a layer; for recalling by meaning, use
     memory_search.
@@ -196,7 +208,8 @@ def memory_list(services: Services, context: RequestContext, request: MemoryList
 
     **Errors:**
     - INVALID_INPUT: unknown layer; the layer's ids are not in the request context
-      (details name the missing id); limit outside 1-100; a cursor from another listing.
+      (details name the missing id); limit outside 1-100; a cursor from another listing
+      or filter; a malformed filter (details.field is its path).
 
     @see mnemo.memory.service.MemoryService.list_layer
     """

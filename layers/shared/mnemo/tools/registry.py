@@ -187,7 +187,7 @@ def _unpaired(path: tuple[str, ...], where: str) -> InvalidInput:
 
 CATALOG: dict[str, Tool] = {}
 #: The family modules, in the order the catalog (and everything generated from it) lists them.
-FAMILIES = ("memory", "knowledge", "sync", "conversations", "learning", "topics", "files", "graph")
+FAMILIES = ("memory", "knowledge", "sync", "conversations", "learning", "topics", "files", "graph", "lifecycle")
 #: Families served only when the experimental setting is on; listed after the others.
 EXPERIMENTAL_FAMILIES = ("outline",)
 _TRUE = ("1", "true", "yes", "on")

@@ -30,6 +30,7 @@ S3_ACTIONS = (
     "s3:GetObjectVersion",
     "s3:PutObject",
     "s3:DeleteObject",
+    "s3:DeleteObjectVersion",
 )
 _RECORDS_ORDER: tuple[Records, ...] = ("read", "read-put", "read-write")
 _INDEX_ORDER: tuple[IndexAccess, ...] = ("read", "delete", "write")
@@ -54,6 +55,15 @@ KNOWLEDGE_HISTORY = frozenset({Grant("s3:ListBucketVersions", "bucket"), Grant("
 WORKSPACE_READ = frozenset({Grant("s3:GetObjectVersion", "workspace")})
 WORKSPACE_WRITE = frozenset({Grant("s3:PutObject", "workspace")})
 WORKSPACE_DELETE = frozenset({Grant("s3:DeleteObject", "workspace")})
+#: Erasing a user (erase_user): every version of their workspace files, delete markers included, goes for good.
+WORKSPACE_PURGE = frozenset(
+    {
+        Grant("s3:ListBucket", "bucket"),
+        Grant("s3:ListBucketVersions", "bucket"),
+        Grant("s3:DeleteObject", "workspace"),
+        Grant("s3:DeleteObjectVersion", "workspace"),
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,9 @@ class Rights:
     #: Whether it announces stored turns to the extraction queue (sqs:SendMessage on the FIFO queue, and
     #: MNEMO_EXTRACTION_QUEUE_URL): the tools that store conversation turns.
     extraction_queue: bool = False
+    #: Whether it scans the records table (dynamodb:Scan): only erase_user, which must find every partition of
+    #: a user's agents and sessions, whose ids nothing else lists. Every other tool reads by key and prefix.
+    scans: bool = False
 
     def __post_init__(self) -> None:
         if self.records not in _RECORDS_ORDER:
@@ -92,6 +105,7 @@ class Rights:
             index=index,
             bucket=self.bucket | other.bucket,
             extraction_queue=self.extraction_queue or other.extraction_queue,
+            scans=self.scans or other.scans,
         )
 
     @staticmethod

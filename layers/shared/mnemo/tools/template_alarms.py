@@ -22,6 +22,7 @@ ALARM_CONDITIONS: dict[str | None, str] = {
     None: "AlarmsOn",
     EXPERIMENTAL_CONDITION: "ExperimentalAlarms",
     "ServeConsole": "ConsoleAlarms",
+    "ChangeEventsOn": "ChangeEventsAlarms",
 }
 #: Metrics one metric-math alarm may read (a hard CloudWatch limit).
 MAX_METRICS_PER_ALARM = 10
@@ -102,7 +103,12 @@ def error_alarms(tools: Sequence[Tool]) -> list[str]:
 
 
 #: The names of the throttle alarms of each condition's functions.
-_THROTTLE_NAMES = {None: "Function", EXPERIMENTAL_CONDITION: "Experimental", "ServeConsole": "Console"}
+_THROTTLE_NAMES = {
+    None: "Function",
+    EXPERIMENTAL_CONDITION: "Experimental",
+    "ServeConsole": "Console",
+    "ChangeEventsOn": "ChangeEvents",
+}
 
 
 def throttle_alarms(functions: Mapping[str, str | None]) -> list[str]:

@@ -34,6 +34,8 @@ BUCKET_STATEMENTS = {
 def policies(rights: Rights) -> list[str]:
     """A function's ``Policies``: the records table, then the bucket, the models and the vector index."""
     sid, actions = RECORDS_ACTIONS[rights.records]
+    if rights.scans:
+        actions = actions.removesuffix("]") + ", dynamodb:Scan]"
     lines = [
         "Policies:",
         "  - Statement:",

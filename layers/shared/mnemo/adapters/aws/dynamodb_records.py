@@ -23,6 +23,18 @@ from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put
 _MAX_BATCH_GET = 100
 
 
+def item_of(attributes: dict[str, Any]) -> Item:
+    """An item's DynamoDB attributes (as a read or a stream record's ``OldImage``/``NewImage`` holds them, in
+    DynamoDB JSON) as an Item, expired or not: the stream indexer reads a TTL removal's old image with it."""
+    return Item(
+        pk=attributes["pk"]["S"],
+        sk=attributes["sk"]["S"],
+        data=json.loads(attributes["data"]["S"]),
+        version=int(attributes["version"]["N"]),
+        expires_at=int(attributes["expires_at"]["N"]) if "expires_at" in attributes else None,
+    )
+
+
 class DynamoDbRecordStore(LazyClient):
     """The RecordStore port on one DynamoDB table (the layout: the module docstring).
 
@@ -54,16 +66,10 @@ class DynamoDbRecordStore(LazyClient):
     @staticmethod
     def _from_item(attributes: dict[str, Any]) -> Item | None:
         """DynamoDB attributes as an Item; None once it has expired (DynamoDB removes it later)."""
-        expires = int(attributes["expires_at"]["N"]) if "expires_at" in attributes else None
-        if expires is not None and expires <= int(time.time()):
+        item = item_of(attributes)
+        if item.expires_at is not None and item.expires_at <= int(time.time()):
             return None
-        return Item(
-            pk=attributes["pk"]["S"],
-            sk=attributes["sk"]["S"],
-            data=json.loads(attributes["data"]["S"]),
-            version=int(attributes["version"]["N"]),
-            expires_at=expires,
-        )
+        return item
 
     def _call(self, operation: str, **kwargs: Any) -> Any:
         """Call one client operation; lost conditions as ConditionFailed, other failures as envelopes."""
@@ -169,6 +175,26 @@ class DynamoDbRecordStore(LazyClient):
                 return
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
+    def expired(self, pk_prefix: str = "") -> Iterator[Item]:
+        """Scan for items past ``expires_at`` that TTL has not removed yet (the local sweeper's, rarely needed)."""
+        now = int(time.time())
+        condition = "expires_at <= :now" + (" AND begins_with(pk, :prefix)" if pk_prefix else "")
+        values: dict[str, Any] = {":now": {"N": str(now)}, **({":prefix": {"S": pk_prefix}} if pk_prefix else {})}
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "FilterExpression": condition,
+            "ExpressionAttributeValues": values,
+        }
+        while True:
+            response = self._call("scan", **kwargs)
+            for attributes in response.get("Items", []):
+                item = item_of(attributes)
+                if item.expires_at is not None and item.expires_at <= now:
+                    yield item
+            if "LastEvaluatedKey" not in response:
+                return
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
     # ------------------------------------------------------------- writes
     @staticmethod
     def _condition(expect: object) -> dict[str, Any]:
@@ -179,6 +205,11 @@ class DynamoDbRecordStore(LazyClient):
             # An item past its TTL that DynamoDB has not yet removed counts as absent.
             return {
                 "ConditionExpression": f"attribute_not_exists(pk) OR NOT {live}",
+                "ExpressionAttributeValues": now,
+            }
+        if expect == "expired":  # the expiry sweeper's delete: only an item TTL has not removed yet
+            return {
+                "ConditionExpression": "attribute_exists(pk) AND expires_at <= :now",
                 "ExpressionAttributeValues": now,
             }
         if expect == "present":

@@ -8,6 +8,7 @@ from typing import Any
 from mnemo.adapters.aws.clients import LazyClient
 from mnemo.adapters.aws.errors import provider_error
 from mnemo.blob_keys import check_blob_key
+from mnemo.errors import ProviderError
 from mnemo.ports import Blob, BlobVersion
 
 
@@ -98,3 +99,24 @@ class S3BlobStore(LazyClient):
     def delete(self, key: str) -> None:
         """DeleteObject: S3 adds a delete marker and keeps the versions."""
         self._call("delete_object", Key=self._key(key))
+
+    def purge(self, key: str) -> None:
+        """ListObjectVersions of the key, then DeleteObjects of every version and delete marker (1000 a call):
+        deleting by version id removes the version for good. Needs s3:ListBucketVersions and
+        s3:DeleteObjectVersion."""
+        full = self._key(key)
+        kwargs: dict[str, Any] = {"Prefix": full}
+        found: list[dict[str, str]] = []
+        while True:
+            response = self._call("list_object_versions", **kwargs) or {}
+            for entry in [*response.get("Versions", []), *response.get("DeleteMarkers", [])]:
+                if entry["Key"] == full:
+                    found.append({"Key": full, "VersionId": entry["VersionId"]})
+            if not response.get("IsTruncated"):
+                break
+            kwargs.update(KeyMarker=response["NextKeyMarker"], VersionIdMarker=response["NextVersionIdMarker"])
+        for start in range(0, len(found), 1000):
+            answer = self._call("delete_objects", Delete={"Objects": found[start : start + 1000], "Quiet": True}) or {}
+            if answer.get("Errors"):
+                error = answer["Errors"][0]
+                raise ProviderError("S3 failed", {"service": "S3", "awsCode": str(error.get("Code", "Unknown"))})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import threading
 from datetime import UTC, datetime
@@ -143,3 +144,14 @@ class LocalBlobStore:
         """Add a tombstone version, unless the key is already missing or deleted."""
         if self.get(key) is not None:
             self._write_version(key, None, {})
+
+    def purge(self, key: str) -> None:
+        """Remove the key's directory (every version, tombstones and sidecars), then the folders it leaves empty."""
+        directory = self._dir(key)
+        with self._lock:
+            if directory.is_dir():
+                shutil.rmtree(directory)
+            parent = directory.parent
+            while parent != self._root and parent.is_dir() and not any(parent.iterdir()):
+                parent.rmdir()
+                parent = parent.parent

@@ -1,4 +1,11 @@
-"""RecordStore on SQLite (WAL): the embedded default's source of truth."""
+"""RecordStore on SQLite (WAL): the embedded default's source of truth.
+
+With change capture on (``capture``: which keys to capture), every write also logs, in its own
+transaction, one ``changes`` row per captured item it changes: the key, the body and version before
+and after, and the time. That log is where local change events come from
+(``mnemo.adapters.local.change_log``); with capture off (no webhook configured) nothing is logged
+and a write costs what it always did.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,8 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from mnemo.adapters.local.sqlite_connect import connect
@@ -21,7 +29,30 @@ CREATE TABLE IF NOT EXISTS items (
     data TEXT NOT NULL,
     PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID;
+-- The expiry sweep (``expired``) reads only the rows that can expire, never the whole table.
+CREATE INDEX IF NOT EXISTS items_expiring ON items (expires_at) WHERE expires_at IS NOT NULL;
 """
+
+#: The change log a write fills when capture is on (read and emptied by ``change_log.SqliteChangeLog``).
+CHANGES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    pk TEXT NOT NULL,
+    sk TEXT NOT NULL,
+    old TEXT,
+    new TEXT,
+    old_version INTEGER,
+    new_version INTEGER,
+    at TEXT NOT NULL,
+    leased_by TEXT,
+    leased_until REAL
+);
+"""
+
+
+def _stamp() -> str:
+    """Now, as a change is stamped: ISO 8601 UTC with microseconds and a ``Z``."""
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _prefix_upper_bound(prefix: str) -> str:
@@ -33,11 +64,13 @@ class SqliteRecordStore:
     """The RecordStore port on one SQLite file in WAL mode: always consistent, writes in one transaction.
 
     One connection per thread; threads of one process take turns to write. Expired items are filtered
-    out on every read (and count as absent for conditions); nothing purges them.
+    out on every read (and count as absent for conditions); the expiry sweeper
+    (``mnemo.expiry``, through ``expired`` and ``Delete(expect="expired")``) purges them.
     """
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, capture: Callable[[str, str], bool] | None = None) -> None:
         self._path = str(path)
+        self._capture = capture
         if self._path != ":memory:":
             Path(self._path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
@@ -46,7 +79,7 @@ class SqliteRecordStore:
         # writes, set the pace. Other processes on the same file still meet the busy timeout.
         self._write_lock = threading.Lock()
         with self._connection() as conn:
-            conn.executescript(_SCHEMA)
+            conn.executescript(_SCHEMA + (CHANGES_SCHEMA if capture is not None else ""))
 
     def _connection(self) -> sqlite3.Connection:
         """This thread's connection, opened on first use."""
@@ -148,6 +181,20 @@ class SqliteRecordStore:
         for row in rows:
             yield self._item(row)
 
+    def expired(self, pk_prefix: str = "") -> Iterator[Item]:
+        """Every row under the prefix past its ``expires_at`` (still held: only the sweeper deletes rows)."""
+        rows = (
+            self._connection()
+            .execute(
+                "SELECT pk, sk, version, expires_at, data FROM items "
+                "WHERE pk >= ? AND pk < ? AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY pk, sk",
+                (pk_prefix, _prefix_upper_bound(pk_prefix), int(time.time())),
+            )
+            .fetchall()
+        )
+        for row in rows:
+            yield self._item(row)
+
     def write(self, operations: Sequence[Put | Delete]) -> None:
         """Check every condition and apply every operation in one immediate transaction."""
         if len(operations) > MAX_WRITE_OPERATIONS:
@@ -163,22 +210,43 @@ class SqliteRecordStore:
         try:
             for op in operations:
                 key = (op.item.pk, op.item.sk) if isinstance(op, Put) else (op.pk, op.sk)
+                if isinstance(op, Delete) and op.expect == "expired":  # the expiry sweeper's (mnemo.expiry)
+                    self._delete_expired(conn, key, now)
+                    continue
+                captured = self._capture is not None and self._capture(*key)
                 row = conn.execute(
-                    f"SELECT version FROM items WHERE pk = ? AND sk = ? AND {live}", (*key, now)
+                    f"SELECT version{', data' if captured else ''} FROM items WHERE pk = ? AND sk = ? AND {live}",
+                    (*key, now),
                 ).fetchone()
                 current = row[0] if row else None
                 self._check(op, current, key)
                 if isinstance(op, Put):
+                    body = json.dumps(op.item.data)
                     conn.execute(
                         "INSERT OR REPLACE INTO items (pk, sk, version, expires_at, data) VALUES (?, ?, ?, ?, ?)",
-                        (op.item.pk, op.item.sk, op.item.version, op.item.expires_at, json.dumps(op.item.data)),
+                        (op.item.pk, op.item.sk, op.item.version, op.item.expires_at, body),
                     )
                 else:
                     conn.execute("DELETE FROM items WHERE pk = ? AND sk = ?", key)
+                if captured and (row is not None or isinstance(op, Put)):
+                    new = (body, op.item.version) if isinstance(op, Put) else (None, None)
+                    conn.execute(
+                        "INSERT INTO changes (pk, sk, old, new, old_version, new_version, at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (*key, row[1] if row else None, new[0], current, new[1], _stamp()),
+                    )
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+    @staticmethod
+    def _delete_expired(conn: sqlite3.Connection, key: tuple[str, str], now: int) -> None:
+        """Delete the item at ``key`` if it is past its ``expires_at``; ConditionFailed otherwise."""
+        held = "SELECT 1 FROM items WHERE pk = ? AND sk = ? AND expires_at IS NOT NULL AND expires_at <= ?"
+        if conn.execute(held, (*key, now)).fetchone() is None:
+            raise ConditionFailed(f"{key} holds no expired item")
+        conn.execute("DELETE FROM items WHERE pk = ? AND sk = ?", key)
 
     @staticmethod
     def _check(op: Put | Delete, current: int | None, key: tuple[str, str]) -> None:

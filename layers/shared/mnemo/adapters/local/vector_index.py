@@ -8,7 +8,8 @@ namespace whose dead rows outnumber its live ones is reloaded compactly.
 k-NN is exact (one pass over the allowed rows) while the filter allows at most
 ``exact_below`` rows; above that it asks an HNSW graph (``ann.py``, faiss) with
 the filter and the alive mask as one bitmap, and falls back to exact if the
-graph finds fewer than ``k`` rows. Filters resolve to boolean masks over rows.
+graph finds fewer than ``k`` rows. Filters resolve to boolean masks over rows: ``flt`` and the
+term-match algebra of ``where`` alike, a range or substring test through the sorted values of its keyword.
 
 Persistence: SQLite holds every document (``vectors``) and a log of changes
 (``changes``: one row per upserted or deleted id, or a clear), in the same
@@ -25,6 +26,7 @@ connection committed, replays the changes logged since it last looked.
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import threading
@@ -37,7 +39,7 @@ import numpy as np
 from mnemo.adapters.local import ann
 from mnemo.adapters.local.lexical import Bm25
 from mnemo.adapters.local.sqlite_connect import connect
-from mnemo.ports import Filter, Hit, IndexDoc
+from mnemo.ports import AllOf, AnyOf, AnyTerm, Filter, Hit, IndexDoc, Match, NoneOf, TermContains, TermRange
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +100,9 @@ class _Space:
         self.keywords: list[str] = []  # JSON, parsed only for hits
         self.row_of: dict[str, int] = {}
         self.postings: dict[tuple[str, str], _Rows] = {}
+        #: Each keyword's values (those of dead rows too), sorted when a range or substring test asks.
+        self.values: dict[str, list[str]] = {}
+        self._unsorted: set[str] = set()
         self.bm25 = Bm25()
         self.graph: ann.Graph | None = None
         self.saved_rows = 0  # graph rows when it was last saved or loaded
@@ -170,6 +175,8 @@ class _Space:
                 posting = self.postings.get((name, value))
                 if posting is None:
                     posting = self.postings[(name, value)] = _Rows()
+                    self.values.setdefault(name, []).append(value)
+                    self._unsorted.add(name)
                 posting.append(row)
         self.bm25.add(row, text)
         self.n += 1
@@ -189,30 +196,89 @@ class _Space:
         """The row as a search hit with this score."""
         return Hit(self.ids[row], score, json.loads(self.keywords[row]))
 
-    def select(self, flt: Filter) -> tuple[np.ndarray | None, int]:
-        """Live rows passing the filter as a boolean mask over rows (None: every live row) and their count."""
-        if not flt:
+    def select(self, flt: Filter, where: Match | None = None) -> tuple[np.ndarray | None, int]:
+        """Live rows passing the filter and ``where`` as a boolean mask over rows (None: every live row) and
+        their count."""
+        if not flt and where is None:
             return None, len(self.row_of)
         if self._selections_generation != self._generation:
             self._selections.clear()
             self._selections_generation = self._generation
-        key = json.dumps(flt, sort_keys=True)
+        key = json.dumps(flt, sort_keys=True) + repr(where)  # frozen dataclasses: the repr is the value
         cached = self._selections.get(key)
         if cached is not None:
             return cached  # knn and lexical of one search share it
         mask = self.alive[: self.n].copy()
         for name, values in flt.items():
-            field = np.zeros(self.n, dtype=bool)
-            for value in values:
-                posting = self.postings.get((name, value))
-                if posting is not None:
-                    field[posting.rows[: posting.size]] = True
-            mask &= field
+            mask &= self._rows_holding(name, values)
+        if where is not None:
+            mask &= self._matching(where)
         selection = mask, int(np.count_nonzero(mask))
         if len(self._selections) >= 16:
             self._selections.clear()
         self._selections[key] = selection
         return selection
+
+    def _rows_holding(self, name: str, values: Sequence[str]) -> np.ndarray:
+        """Rows (dead ones too) whose keyword ``name`` holds any of ``values``."""
+        rows = np.zeros(self.n, dtype=bool)
+        for value in values:
+            posting = self.postings.get((name, value))
+            if posting is not None:
+                rows[posting.rows[: posting.size]] = True
+        return rows
+
+    def _sorted_values(self, name: str) -> list[str]:
+        values = self.values.get(name, [])
+        if name in self._unsorted:
+            values.sort()
+            self._unsorted.discard(name)
+        return values
+
+    def _with_prefix(self, name: str, prefix: str) -> tuple[list[str], int, int]:
+        """The sorted values of a keyword and the slice of them that start with ``prefix``."""
+        values = self._sorted_values(name)
+        start = bisect.bisect_left(values, prefix)
+        end = start
+        if not prefix:
+            end = len(values)
+        elif ord(prefix[-1]) < 0x10FFFF:
+            end = bisect.bisect_left(values, prefix[:-1] + chr(ord(prefix[-1]) + 1))
+        else:
+            while end < len(values) and values[end].startswith(prefix):
+                end += 1
+        return values, start, end
+
+    def _matching(self, where: Match) -> np.ndarray:
+        """Rows (dead ones too) passing a term-match expression (``mnemo.ports.Match``)."""
+        if isinstance(where, AnyTerm):
+            return self._rows_holding(where.field, where.values)
+        if isinstance(where, TermRange):
+            values, start, end = self._with_prefix(where.field, where.prefix)
+            if where.low is not None:
+                low = where.prefix + where.low
+                lower = bisect.bisect_left if where.include_low else bisect.bisect_right
+                start = max(start, lower(values, low, start, end))
+            if where.high is not None:
+                high = where.prefix + where.high
+                upper = bisect.bisect_right if where.include_high else bisect.bisect_left
+                end = min(end, upper(values, high, start, end))
+            return self._rows_holding(where.field, values[start:end])
+        if isinstance(where, TermContains):
+            values, start, end = self._with_prefix(where.field, where.prefix)
+            skip = len(where.prefix)
+            return self._rows_holding(where.field, [v for v in values[start:end] if where.infix in v[skip:]])
+        if isinstance(where, AllOf):
+            rows = np.ones(self.n, dtype=bool)
+            for part in where.parts:
+                rows &= self._matching(part)
+            return rows
+        if not isinstance(where, AnyOf | NoneOf):
+            raise ValueError(f"not a term-match expression: {where!r}")
+        rows = np.zeros(self.n, dtype=bool)
+        for part in where.parts:
+            rows |= self._matching(part)
+        return ~rows if isinstance(where, NoneOf) else rows
 
     def __len__(self) -> int:
         return len(self.row_of)
@@ -482,7 +548,9 @@ class LocalVectorIndex:
     def prune(self, namespace: str, ids: Sequence[str]) -> None:
         """Nothing to do: this index holds one copy per id (``refresh_window`` is 0)."""
 
-    def knn(self, namespace: str, vector: Sequence[float], flt: Filter, k: int) -> list[Hit]:
+    def knn(
+        self, namespace: str, vector: Sequence[float], flt: Filter, k: int, *, where: Match | None = None
+    ) -> list[Hit]:
         """Exact cosine k-NN; above ``exact_below`` allowed rows the HNSW graph's (exact if it finds too few)."""
         with self._lock:
             space = self._space(namespace)
@@ -491,7 +559,7 @@ class LocalVectorIndex:
             query = np.asarray(vector, dtype=np.float32)
             if query.shape != (space.dims,):
                 raise ValueError(f"query has shape {query.shape}, the index holds {space.dims} dimensions")
-            mask, count = space.select(flt)
+            mask, count = space.select(flt, where)
             if count == 0 or k <= 0:
                 return []
             allowed = space.alive[: space.n] if mask is None else mask
@@ -514,11 +582,11 @@ class LocalVectorIndex:
                 best = np.argsort(-scores)
             return [space.hit(int(rows[i]), float(scores[i])) for i in best]
 
-    def lexical(self, namespace: str, text: str, flt: Filter, k: int) -> list[Hit]:
+    def lexical(self, namespace: str, text: str, flt: Filter, k: int, *, where: Match | None = None) -> list[Hit]:
         """BM25 over the namespace's postings, scaled by the query's reference score."""
         with self._lock:
             space = self._space(namespace)
-            mask, count = space.select(flt)
+            mask, count = space.select(flt, where)
             if count == 0 or k <= 0:
                 return []
             if count == len(space):

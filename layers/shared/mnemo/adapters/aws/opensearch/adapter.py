@@ -31,11 +31,12 @@ from mnemo.adapters.aws.opensearch.queries import (
     knn_body,
     lexical_bodies,
     lexical_window,
+    where_clause,
 )
 from mnemo.adapters.aws.opensearch.scoring import CorpusStats, cosine_from_score
 from mnemo.adapters.bm25_text import analyse
 from mnemo.errors import ProviderError
-from mnemo.ports import Filter, Hit, IndexDoc
+from mnemo.ports import Filter, Hit, IndexDoc, Match
 
 if TYPE_CHECKING:
     from opensearchpy import OpenSearch
@@ -230,10 +231,12 @@ class OpenSearchVectorIndex:
             self._bulk([({"delete": {"_index": index, "_id": _id}}, None) for _id in extra])
             self._changed(index)  # after the write: a search meanwhile cannot keep the old totals
 
-    def knn(self, namespace: str, vector: Sequence[float], flt: Filter, k: int) -> list[Hit]:
+    def knn(
+        self, namespace: str, vector: Sequence[float], flt: Filter, k: int, *, where: Match | None = None
+    ) -> list[Hit]:
         """One filtered k-NN search; faiss scores turned back into cosines, a second copy of an id dropped."""
         query = _vector(vector, "the query")
-        clauses = filter_clauses(flt)
+        clauses = _clauses(flt, where)
         if k <= 0 or clauses is None:
             return []
         index = self.index_name(namespace)
@@ -293,13 +296,13 @@ class OpenSearchVectorIndex:
             answers[position] = _knn_hits(item, queries[position][2])
         return answers
 
-    def lexical(self, namespace: str, text: str, flt: Filter, k: int) -> list[Hit]:
+    def lexical(self, namespace: str, text: str, flt: Filter, k: int, *, where: Match | None = None) -> list[Hit]:
         """One msearch for candidates and statistics, scored here exactly as the local index scores.
 
         The namespace's totals (document count, mean length) are cached for ``STATS_TTL`` seconds per handle.
         """
         terms = analyse(text)
-        clauses = filter_clauses(flt)
+        clauses = _clauses(flt, where)
         if not terms or k <= 0 or clauses is None:
             return []
         index = self.index_name(namespace)
@@ -551,6 +554,14 @@ class OpenSearchVectorIndex:
 
 
 # ---------------------------------------------------------------- helpers ---
+def _clauses(flt: Filter, where: Match | None) -> list[dict[str, Any]] | None:
+    """The filter clauses of ``flt`` and ``where`` (ANDed); None if nothing can match."""
+    clauses = filter_clauses(flt)
+    if clauses is not None and where is not None:
+        clauses.append(where_clause(where))
+    return clauses
+
+
 def _knn_hits(response: dict[str, Any], k: int) -> list[Hit]:
     """A k-NN answer's hits: faiss scores turned back into cosines, a second copy of an id dropped."""
     hits: list[Hit] = []

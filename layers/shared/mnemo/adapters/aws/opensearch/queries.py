@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mnemo.ports import Filter
+from mnemo.ports import AllOf, AnyOf, AnyTerm, Filter, Match, NoneOf, TermContains, TermRange
 
 #: The k-NN query accepts k in [1, 10000]; a search returns at most 10000 hits.
 MAX_K = 10_000
@@ -37,6 +37,56 @@ def filter_clauses(flt: Filter) -> list[dict[str, Any]] | None:
             return None
         clauses.append({"terms": {"filters": filter_strings({name: values})}})
     return clauses
+
+
+def where_clause(where: Match) -> dict[str, Any]:
+    """A term-match expression (``mnemo.ports.Match``) as one query clause over the ``filters`` keyword.
+
+    A keyword ``name`` holding ``value`` is the string ``name=value`` there, so a test on the values of
+    ``name`` is one on the strings after ``name=``: ``terms`` for ``AnyTerm``, ``range`` (keyword bounds
+    compare as UTF-8 bytes, the code point order the port promises) for ``TermRange``, ``wildcard`` with
+    ``*``, ``?`` and ``\\`` escaped for ``TermContains``, and ``bool`` for the combinations.
+    """
+    if isinstance(where, AnyTerm):
+        if not where.values:
+            return _NOTHING
+        return {"terms": {"filters": filter_strings({where.field: where.values})}}
+    if isinstance(where, TermRange):
+        prefix = f"{_escape_field(where.field)}={where.prefix}"
+        bounds: dict[str, str] = {"gte": prefix, "lt": _successor(prefix)}
+        if where.low is not None:
+            bounds.pop("gte")
+            bounds["gte" if where.include_low else "gt"] = prefix + where.low
+        if where.high is not None:
+            bounds.pop("lt")
+            bounds["lte" if where.include_high else "lt"] = prefix + where.high
+        return {"range": {"filters": bounds}}
+    if isinstance(where, TermContains):
+        prefix = f"{_escape_field(where.field)}={where.prefix}"
+        pattern = f"{_wildcard_literal(prefix)}*{_wildcard_literal(where.infix)}*"
+        return {"wildcard": {"filters": {"value": pattern}}}
+    parts = [where_clause(part) for part in where.parts]
+    if isinstance(where, AllOf):
+        return {"bool": {"filter": parts}} if parts else {"match_all": {}}
+    if isinstance(where, AnyOf):
+        return {"bool": {"should": parts, "minimum_should_match": 1}} if parts else _NOTHING
+    if isinstance(where, NoneOf):
+        return {"bool": {"must_not": parts}} if parts else {"match_all": {}}
+    raise ValueError(f"not a term-match expression: {where!r}")
+
+
+#: A clause no document passes.
+_NOTHING: dict[str, Any] = {"bool": {"must_not": [{"match_all": {}}]}}
+
+
+def _successor(prefix: str) -> str:
+    """The least string above every string that starts with ``prefix`` (which ends with ``=`` or more)."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def _wildcard_literal(text: str) -> str:
+    """Text matched literally inside a wildcard pattern."""
+    return text.replace("\\", "\\\\").replace("*", "\\*").replace("?", "\\?")
 
 
 def _escape_field(name: str) -> str:

@@ -1,0 +1,26 @@
+"""Change events: one event per change to what a user keeps, derived from record changes.
+
+No write path publishes an event. A change event is derived, after the fact, from
+the change of one record (``RecordChange``: its key, its body before and after,
+its versions, and whether the store itself removed it, as DynamoDB's TTL does):
+
+- on AWS from the records table's DynamoDB stream (``mnemo.entry.change_events``,
+  which publishes to EventBridge, one detail-type per kind);
+- locally from the change log the SQLite record store writes in the same
+  transaction as the change (``mnemo.events.delivery``, which POSTs each event,
+  signed, to the webhooks in the settings).
+
+So a write costs what it cost before, an event is never lost once its change is
+stored (the stream or the change log holds it until it is delivered), and a
+change delivered again gives the same event id.
+
+Modules: ``changes`` (the change, the event and its envelope), ``mappers`` (one
+mapper per family, which knows that family's keys), ``signing`` (the webhook
+signature) and ``delivery`` (the local webhook worker). docs/events.md is the
+reference; docs/events/<kind>.schema.json the schema of each kind.
+"""
+
+from mnemo.events.changes import KINDS, ChangeEvent, RecordChange
+from mnemo.events.mappers import captured, events_of
+
+__all__ = ["KINDS", "ChangeEvent", "RecordChange", "captured", "events_of"]

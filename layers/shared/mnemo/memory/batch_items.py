@@ -1,0 +1,119 @@
+"""memory_add_batch and memory_delete_batch: up to 100 memories per call, one result per item, in order.
+
+Each item goes through the very write its single tool uses, so its rules hold per item unchanged:
+
+* **add**: ``MemoryWrites.add`` (``memory_add``): layer checks, idempotency (a resent item with its
+  ``idempotencyKey`` answers as it first did, and stores nothing again; the key with another content is a
+  CONFLICT), near-duplicates (DEDUPE history), the dated chain, index-first writes with the outbox as
+  fallback. Each item's record, history, idempotency record and LAST pointer go out in one all-or-nothing
+  write, so an item that fails leaves nothing of itself behind, whatever happened to the others.
+* **delete**: ``MemoryWrites.delete`` (``memory_delete``): NOT_FOUND for an id outside the caller's scopes,
+  UNAUTHORIZED for a shared layer without the writer role, INVALID_INPUT for a knowledge pointer.
+
+What the batch adds:
+
+* **One embedder call.** Every item's content is embedded at once before the first write and handed to
+  ``add`` (``content_vector``); a dated item that follows another on the same day still embeds its
+  text in context itself. If that call fails, the items are stored unembedded and queued for the
+  indexer, as ``memory_add`` stores one while the embedder is down.
+* **Repeats within the batch.** An item whose content and layer repeat an earlier item's deduplicates
+  against the memory that item stored (or repeats), even before the index shows it (OpenSearch refreshes
+  about a second later): its memory is named to ``add`` (``repeats``), which checks its record.
+* **Per-item errors.** A domain error of an item (``MnemoError``) becomes that item's result with the
+  envelope's code, message, retryable flag and details; anything else is logged and answered as the
+  doors answer it (PROVIDER_ERROR, "Internal error; it has been logged"). The other items go on.
+
+The request's shape is checked whole by its model before any item runs (``mnemo.memory.batch_models``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from mnemo.context import RequestContext
+from mnemo.errors import MnemoError, ProviderError
+from mnemo.memory.batch_models import (
+    AddedItem,
+    BatchItemResult,
+    MemoryAddBatchInput,
+    MemoryAddBatchOutput,
+    MemoryDeleteBatchInput,
+    MemoryDeleteBatchOutput,
+)
+from mnemo.memory.models import MemoryDeleteInput
+from mnemo.memory.outbox_sync import MemoryIndexSync
+from mnemo.memory.writes import MemoryWrites
+
+logger = logging.getLogger(__name__)
+
+
+def failure(error: Exception) -> dict[str, Any]:
+    """An item's failed result fields (``success`` false, the envelope's code, message, retryable, details)."""
+    if not isinstance(error, MnemoError):
+        logger.exception("batch item failed", exc_info=error)
+        error = ProviderError("Internal error; it has been logged", {"type": type(error).__name__})
+    envelope = error.envelope()
+    return {
+        "success": False,
+        "error_code": envelope["errorCode"],
+        "message": envelope["message"],
+        "retryable": envelope["retryable"],
+        "details": envelope["details"],
+    }
+
+
+class MemoryBatches:
+    """The batch tools over the single writes (see the module docstring)."""
+
+    def __init__(self, writes: MemoryWrites, sync: MemoryIndexSync) -> None:
+        self._writes = writes
+        self._sync = sync
+
+    def add(self, context: RequestContext, request: MemoryAddBatchInput) -> MemoryAddBatchOutput:
+        """Store each item as ``memory_add`` would, in order; one result per item, and the counts."""
+        embedded = self._sync.try_embed([item.content for item in request.items])  # [] when the embedder failed
+        vectors: Sequence[Sequence[float] | None] = embedded or [None] * len(request.items)
+        #: (layer, content) -> the memory an earlier item of this batch stored or repeats.
+        earlier: dict[tuple[str, str], str] = {}
+        results: list[AddedItem] = []
+        for index, (item, vector) in enumerate(zip(request.items, vectors, strict=True)):
+            same = earlier.get((item.layer, item.content))
+            try:
+                output = self._writes.add(context, item, content_vector=vector, repeats=[same] if same else [])
+            except Exception as error:  # this item's failure is its result; the others go on
+                results.append(AddedItem(index=index, **failure(error)))
+                continue
+            earlier.setdefault((item.layer, item.content), output.memory_id)
+            results.append(
+                AddedItem(
+                    index=index,
+                    success=True,
+                    memory_id=output.memory_id,
+                    deduplicated=output.deduplicated,
+                    layer=output.layer,
+                    message=output.message,
+                )
+            )
+        stored = [result for result in results if result.success]
+        return MemoryAddBatchOutput(
+            results=results,
+            added=sum(1 for result in stored if not result.deduplicated),
+            deduplicated=sum(1 for result in stored if result.deduplicated),
+            failed=len(results) - len(stored),
+        )
+
+    def delete(self, context: RequestContext, request: MemoryDeleteBatchInput) -> MemoryDeleteBatchOutput:
+        """Delete each id as ``memory_delete`` would, in order; one result per id (an id given twice: the
+        second answers NOT_FOUND), and the counts."""
+        results: list[BatchItemResult] = []
+        for index, memory_id in enumerate(request.memory_ids):
+            try:
+                output = self._writes.delete(context, MemoryDeleteInput(memory_id=memory_id))
+            except Exception as error:  # this id's failure is its result; the others go on
+                results.append(BatchItemResult(index=index, memory_id=memory_id, **failure(error)))
+                continue
+            results.append(BatchItemResult(index=index, success=True, memory_id=memory_id, message=output.message))
+        deleted = sum(1 for result in results if result.success)
+        return MemoryDeleteBatchOutput(results=results, deleted=deleted, failed=len(results) - deleted)
