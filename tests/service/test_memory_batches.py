@@ -258,3 +258,35 @@ def test_with_the_embedder_down_a_batch_is_stored_and_left_for_the_drain(
     assert drained(services.outbox) == (2, 0)
     found = call(services, ALICE, "memory_search", {"query": "queued fact two", "threshold": 0.0})
     assert found["results"][0]["memoryId"] == answer["results"][1]["memoryId"]
+
+
+def test_items_not_started_by_the_request_deadline_answer_a_retryable_timeout_and_store_nothing(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch's clock is scripted (no real time is measured): one tick per item, the deadline at tick 2."""
+    from types import SimpleNamespace
+
+    from mnemo.memory import batch_items
+    from mnemo.memory.batch_models import MemoryAddBatchInput, MemoryDeleteBatchInput
+    from mnemo.memory.models import MemoryAddInput
+
+    ticks = itertools.count()
+    monkeypatch.setattr(batch_items, "time", SimpleNamespace(monotonic=lambda: float(next(ticks))))
+    items = [
+        MemoryAddInput(content=text) for text in ("Copper kettles boil fast", "Brass doors creak", "Tin roofs drum")
+    ]
+
+    answer = services.memory.add_batch(ctx(), MemoryAddBatchInput(items=items), deadline=2.0)
+
+    assert [result.success for result in answer.results] == [True, True, False]
+    late = answer.results[2]
+    assert (late.error_code, late.retryable) == ("TIMEOUT", True)
+    assert (answer.added, answer.failed) == (2, 1)
+    assert contents(services) == {"Copper kettles boil fast", "Brass doors creak"}
+
+    ticks = itertools.count()
+    memory_ids = [result.memory_id or "" for result in answer.results[:2]]
+    request = MemoryDeleteBatchInput(memory_ids=[*memory_ids, "mem_unknown"])
+    deleted = services.memory.delete_batch(ctx(), request, deadline=2.0)
+    assert [result.error_code for result in deleted.results] == [None, None, "TIMEOUT"]
+    assert contents(services) == set()

@@ -254,6 +254,35 @@ def test_a_strategy_with_expires_after_days_writes_expiring_memories(tmp_path: P
     assert newer is not None and newer.expires_at is not None and newer.expires_at >= item.expires_at
 
 
+def test_a_lasting_extracted_fact_is_not_kept_on_a_memory_that_expires_sooner(tmp_path: Path) -> None:
+    from scripted_model import ScriptedModel
+
+    fact = "Alice is allergic to peanuts."
+
+    def script(tool: str, request: dict, ids: list[str]) -> dict:
+        return {"facts": [{"text": fact, "subject": "Alice", "sourceIds": ids}]}
+
+    model = ScriptedModel()
+    try:
+        model.script = script
+        services = Services(
+            Settings(data_dir=tmp_path, embedder="hashing", openai_base_url=model.url, extraction_strategies=("facts",))
+        )
+        soon = call(services, "memory_add", {"content": fact, "expiresAt": later(1)})
+        call(
+            services,
+            "add_messages",
+            {"messages": [{"role": "user", "content": "I am allergic to peanuts", "id": "m1"}]},
+        )
+        run = call(services, "memory_extract", {})
+    finally:
+        model.close()
+    (candidate,) = run["run"]["strategies"][0]["candidates"]
+    assert candidate["decision"] == "added", "kept on a memory that expires tomorrow: the fact would vanish with it"
+    lasting = [m for m in call(services, "memory_list", {})["memories"] if m["memoryId"] != soon["memoryId"]]
+    assert [(m["content"], m["expiresAt"]) for m in lasting] == [(fact, None)]
+
+
 @pytest.mark.parametrize("days", [0, -1, 3651, "7", True])
 def test_expires_after_days_out_of_range_is_refused(tmp_path: Path, days: Any) -> None:
     with pytest.raises(ValueError, match="expiresAfterDays"):

@@ -29,7 +29,7 @@ from jsonschema import Draft202012Validator
 from mnemo.context import Layer
 from mnemo.errors import MnemoError
 from mnemo.memory.extracted import EXTRACTION_SOURCE, ExtractedMemories, Neighbour, subject_key
-from mnemo.memory.records import digest
+from mnemo.memory.records import digest, epoch_of, outlives
 from mnemo.ports import ConditionFailed, ExtractionTool, Extractor
 
 logger = logging.getLogger(__name__)
@@ -132,11 +132,15 @@ class Consolidator:
             neighbours = self._memories.neighbours(
                 target.scope, vector, digest(candidate.text), candidate.subject, text=candidate.text
             )
+            expires = epoch_of(target.expires_at)
+            # A standing memory keeps the fact only if it lives at least as long (docs/lifecycle.md), and a new
+            # memory supersedes one only if it lives at least as long: else the fact would vanish with it.
             same = next(
                 (
                     n
                     for n in neighbours
-                    if n.similarity >= self._same or n.data["contentHash"] == digest(candidate.text)
+                    if (n.similarity >= self._same or n.data["contentHash"] == digest(candidate.text))
+                    and outlives(epoch_of(n.data.get("expiresAt")), expires)
                 ),
                 None,
             )
@@ -144,7 +148,9 @@ class Consolidator:
                 candidate.decision, candidate.memory_id = "kept", same.data["memoryId"]
                 found.append((candidate, vector, same))
                 continue
-            subject = self._same_subject(target, candidate, neighbours)
+            subject = self._same_subject(
+                target, candidate, [n for n in neighbours if outlives(expires, epoch_of(n.data.get("expiresAt")))]
+            )
             if subject is not None:
                 close.append((len(found), candidate, subject))
                 candidate.decision, candidate.supersedes = "superseded", subject.data["memoryId"]

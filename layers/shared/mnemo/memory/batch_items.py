@@ -29,11 +29,12 @@ The request's shape is checked whole by its model before any item runs (``mnemo.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from mnemo.context import RequestContext
-from mnemo.errors import MnemoError, ProviderError
+from mnemo.errors import MnemoError, ProviderError, Timeout
 from mnemo.memory.batch_models import (
     AddedItem,
     BatchItemResult,
@@ -64,6 +65,15 @@ def failure(error: Exception) -> dict[str, Any]:
     }
 
 
+def not_started() -> dict[str, Any]:
+    """The result fields of an item left unstarted at the request deadline: a retryable TIMEOUT, nothing stored."""
+    return failure(Timeout("Not started: the request deadline came first; nothing was stored for it, send it again"))
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
+
+
 class MemoryBatches:
     """The batch tools over the single writes (see the module docstring)."""
 
@@ -71,14 +81,24 @@ class MemoryBatches:
         self._writes = writes
         self._sync = sync
 
-    def add(self, context: RequestContext, request: MemoryAddBatchInput) -> MemoryAddBatchOutput:
-        """Store each item as ``memory_add`` would, in order; one result per item, and the counts."""
+    def add(
+        self, context: RequestContext, request: MemoryAddBatchInput, *, deadline: float | None = None
+    ) -> MemoryAddBatchOutput:
+        """Store each item as ``memory_add`` would, in order; one result per item, and the counts.
+
+        ``deadline`` (``time.monotonic()``): no item is started after it; each left answers a retryable TIMEOUT
+        (``not_started``) and stores nothing, so the call answers inside the API's time limit with every item's
+        fate known, and the caller sends only those items again.
+        """
         embedded = self._sync.try_embed([item.content for item in request.items])  # [] when the embedder failed
         vectors: Sequence[Sequence[float] | None] = embedded or [None] * len(request.items)
         #: (layer, content) -> the memory an earlier item of this batch stored or repeats.
         earlier: dict[tuple[str, str], str] = {}
         results: list[AddedItem] = []
         for index, (item, vector) in enumerate(zip(request.items, vectors, strict=True)):
+            if _past(deadline):
+                results.append(AddedItem(index=index, **not_started()))
+                continue
             same = earlier.get((item.layer, item.content))
             try:
                 output = self._writes.add(context, item, content_vector=vector, repeats=[same] if same else [])
@@ -104,11 +124,16 @@ class MemoryBatches:
             failed=len(results) - len(stored),
         )
 
-    def delete(self, context: RequestContext, request: MemoryDeleteBatchInput) -> MemoryDeleteBatchOutput:
+    def delete(
+        self, context: RequestContext, request: MemoryDeleteBatchInput, *, deadline: float | None = None
+    ) -> MemoryDeleteBatchOutput:
         """Delete each id as ``memory_delete`` would, in order; one result per id (an id given twice: the
-        second answers NOT_FOUND), and the counts."""
+        second answers NOT_FOUND), and the counts. ``deadline`` as for ``add``."""
         results: list[BatchItemResult] = []
         for index, memory_id in enumerate(request.memory_ids):
+            if _past(deadline):
+                results.append(BatchItemResult(index=index, memory_id=memory_id, **not_started()))
+                continue
             try:
                 output = self._writes.delete(context, MemoryDeleteInput(memory_id=memory_id))
             except Exception as error:  # this id's failure is its result; the others go on

@@ -127,13 +127,17 @@ class MemoryService:
         """Delete a memory the caller may write (see ``MemoryWrites.delete``)."""
         return self._writes.delete(context, request)
 
-    def add_batch(self, context: RequestContext, request: MemoryAddBatchInput) -> MemoryAddBatchOutput:
+    def add_batch(
+        self, context: RequestContext, request: MemoryAddBatchInput, *, deadline: float | None = None
+    ) -> MemoryAddBatchOutput:
         """Store up to 100 memories, one result per item (see ``MemoryBatches.add``)."""
-        return self._batches.add(context, request)
+        return self._batches.add(context, request, deadline=deadline)
 
-    def delete_batch(self, context: RequestContext, request: MemoryDeleteBatchInput) -> MemoryDeleteBatchOutput:
+    def delete_batch(
+        self, context: RequestContext, request: MemoryDeleteBatchInput, *, deadline: float | None = None
+    ) -> MemoryDeleteBatchOutput:
         """Delete up to 100 memories, one result per id (see ``MemoryBatches.delete``)."""
-        return self._batches.delete(context, request)
+        return self._batches.delete(context, request, deadline=deadline)
 
     def new_record(
         self,

@@ -28,6 +28,7 @@ SUMMARY = "Memories added and deleted in batches, and a user erased (GDPR)"
 @tool(
     "lifecycle",
     rights=Rights(records="read-write", embeds=True, index="write"),
+    runtime=Runtime(timeout=29, deadline=26),
 )
 def memory_add_batch(services: Services, context: RequestContext, request: MemoryAddBatchInput) -> MemoryAddBatchOutput:
     """[SPECIFICATION] Store up to 100 memories in one call, with one result per memory.
@@ -44,6 +45,8 @@ def memory_add_batch(services: Services, context: RequestContext, request: Memor
     `retryable` and `details`; a failed item stores nothing and the others are
     stored all the same. The answer counts `added`, `deduplicated` and `failed`.
     Resending a batch whose items carry idempotency keys stores nothing twice.
+    Items not started when the request deadline comes (behind API Gateway) answer a
+    retryable TIMEOUT each and store nothing: send those items again.
     A request whose shape is wrong (no items, more than 100, an item that memory_add
     would refuse as invalid) is refused whole before anything is stored, naming the
     field (`items.3.content`).
@@ -67,17 +70,19 @@ def memory_add_batch(services: Services, context: RequestContext, request: Memor
     - Per item (in its result, not for the call): INVALID_INPUT when the layer's ids are
       not in the request context, UNAUTHORIZED for a shared layer without the writer
       role, CONFLICT when its idempotency key was used for a different request,
-      PROVIDER_ERROR when the store failed (retryable).
+      PROVIDER_ERROR when the store failed (retryable), TIMEOUT when the request
+      deadline came before it was started (retryable; nothing stored).
 
     @see mnemo.memory.service.MemoryService.add_batch
     @see mnemo.memory.batch_items.MemoryBatches.add
     """
-    return services.memory.add_batch(context, request)
+    return services.memory.add_batch(context, request, deadline=_deadline(services))
 
 
 @tool(
     "lifecycle",
     rights=Rights(records="read-write", index="delete"),
+    runtime=Runtime(timeout=29, deadline=26),
 )
 def memory_delete_batch(
     services: Services, context: RequestContext, request: MemoryDeleteBatchInput
@@ -113,12 +118,13 @@ def memory_delete_batch(
       characters.
     - Per id (in its result, not for the call): NOT_FOUND, UNAUTHORIZED, INVALID_INPUT
       (a knowledge pointer), CONFLICT when the memory changed during the delete
-      (retryable).
+      (retryable), TIMEOUT when the request deadline came before it was started
+      (retryable; nothing deleted).
 
     @see mnemo.memory.service.MemoryService.delete_batch
     @see mnemo.memory.batch_items.MemoryBatches.delete
     """
-    return services.memory.delete_batch(context, request)
+    return services.memory.delete_batch(context, request, deadline=_deadline(services))
 
 
 # Erasure deletes records of every family, their index documents and every version of the personal workspace's
@@ -175,3 +181,9 @@ def erase_user(services: Services, context: RequestContext, request: EraseUserIn
     deadline = time.monotonic() + seconds if seconds else None
     erasure = Erasure(services.records, services.index, services.blobs)
     return erasure.erase(context.tenant, request.subject_user_id, deadline=deadline)
+
+
+def _deadline(services: Services) -> float | None:
+    """When a batch stops starting items (``time.monotonic()``), from the request deadline, if one is set."""
+    seconds = services.settings.request_deadline_seconds
+    return time.monotonic() + seconds if seconds else None
