@@ -105,6 +105,7 @@ RUN = [
     "topics-curl",
     "files-curl",
     "graph-curl",
+    "lifecycle-curl",
     "python-client",
     "python-langchain",
     "mcp-inspector",
