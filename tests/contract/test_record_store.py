@@ -377,6 +377,18 @@ def test_expired_items_are_invisible(store: RecordStore) -> None:
     assert _keys(list(store.scan("P"))) == [("P", "LIVE")]
 
 
+def test_get_with_expired_reads_an_item_past_its_time_the_store_still_holds(store: RecordStore) -> None:
+    _put(store, "P", "LIVE")
+    _put(store, "P", "GONE", expires_at=_now() - 60)
+
+    gone = store.get("P", "GONE", expired=True)
+    assert gone is not None and gone.expires_at is not None and gone.expires_at < _now()
+    live = store.get("P", "LIVE", expired=True)
+    assert live is not None and live.expires_at is None
+    assert store.get("P", "NEVER", expired=True) is None
+    assert store.get("P", "GONE") is None  # only when asked
+
+
 def test_expired_items_do_not_block_expect_absent(store: RecordStore) -> None:
     _put(store, "P", "IDEM#k", {"v": "old"}, expires_at=_now() - 60)
 

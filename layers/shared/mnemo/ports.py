@@ -103,12 +103,16 @@ class RecordStore(Protocol):
 
     An item whose ``expires_at`` has passed reads as absent everywhere (and counts as absent for a
     write's ``expect``, but for ``Delete(expect="expired")``), even before the backend removes it; only
-    ``expired`` lists such items. Errors: the provider envelope (see the
+    ``expired`` lists such items, and ``get(..., expired=True)`` reads one. Errors: the provider envelope (see the
     module docstring); ``write`` also raises ``ConditionFailed``.
     """
 
-    def get(self, pk: str, sk: str, *, consistent: bool = True) -> Item | None:
-        """The item at this key, or None. Reads nothing else and changes nothing."""
+    def get(self, pk: str, sk: str, *, consistent: bool = True, expired: bool = False) -> Item | None:
+        """The item at this key, or None. Reads nothing else and changes nothing.
+
+        ``expired``: also an item past its ``expires_at`` that the backend still holds (a history read of an
+        expired memory, whose record holds its folded ADD entry until storage removes it).
+        """
         ...
 
     def batch_get(self, keys: Sequence[tuple[str, str]], *, consistent: bool = True) -> list[Item]:

@@ -86,8 +86,9 @@ class MemoryBrowse:
                 continue  # the cursor was issued for this memory in another layer (or is not ours)
             low = prefix if after is None else after + "\x00"
             # An added memory's ADD entry is folded into its record (mnemo.memory.records); the record is read
-            # first, so a delete in between leaves the entry in the history items the query then reads.
-            record = self._records.get(partition_of(scope), record_sk(request.memory_id))
+            # first, so a delete in between leaves the entry in the history items the query then reads. Read
+            # even once expired: until storage removes it (writing the entry out), the record holds its ADD.
+            record = self._records.get(partition_of(scope), record_sk(request.memory_id), expired=True)
             items = self._records.query(partition_of(scope), between=(low, prefix + _TOP), limit=request.limit + 1)
             items = with_folded(items, record, low, prefix + _TOP)[: request.limit + 1]
             if not items and after is None:

@@ -19,10 +19,10 @@ sk (partition ``MEM|{scope}``)             holds
 ``LAST``                                   the dated memory added last in the scope ``{memoryId, day}``
 =========================================  ==============================================================
 
-The ADD entry of a memory added by memory_add (or the batch path) without
-``expiresAt`` is folded into its record (``added``: the random part of the history item's sort key;
-the rest of that item is the record's ``createdAt``, ``createdBy`` and
-``contentHash``), so that the add is one write of one item. Readers of a history merge it
+The ADD entry of a memory added by memory_add (or the batch path) is folded into
+its record (``added``: the random part of the history item's sort key; the rest
+of that item is the record's ``createdAt``, ``createdBy`` and ``contentHash``),
+so that the add is one write of one item. Readers of a history merge it
 in at its sort key (``with_folded``), so memory_history shows it as before; the
 delete of such a memory writes it out as its own history item (``unfolded``),
 beside the DELETE, so the history outlives the record as it always did. Every
@@ -30,14 +30,13 @@ later change stays a history item of its own.
 
 A memory sent with ``expiresAt`` keeps it in its body and, in epoch seconds, in
 the item's ``expires_at`` (DynamoDB's TTL attribute), and every rewrite of the
-record keeps both (``record_item``). Its ADD entry is a history item of its own
-from the start (not folded): once the time has passed, every read takes the
-record for absent, days before DynamoDB removes it, and its history must not
-lose the ADD meanwhile. When storage removes it (DynamoDB TTL, whose stream REMOVE
-the indexer handles; the local sweeper) ``expired_writes`` adds an EXPIRE item
-(and writes out a folded ADD entry, should a record hold one: a memory imported
-with its expiry), at sort keys derived from the record alone, so a second
-handling of the same removal finds them written and writes nothing
+record keeps both (``record_item``). Its ADD entry is folded like any other: once
+the time has passed, every read takes the record for absent, days before DynamoDB
+removes it, except the history reads, which read it with ``get(expired=True)``
+and so keep showing the ADD meanwhile. When storage removes it (DynamoDB TTL, whose
+stream REMOVE the indexer handles; the local sweeper) ``expired_writes`` writes the
+folded ADD entry out and adds an EXPIRE item, at sort keys derived from the record
+alone, so a second handling of the same removal finds them written and writes nothing
 (``mnemo.memory.expiry``).
 
 The service, the batch path, export and import and the stream indexer build

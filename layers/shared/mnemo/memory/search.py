@@ -42,7 +42,8 @@ class MemorySearch:
             # An added memory's ADD entry is folded into its record (mnemo.memory.records). The record is
             # read before the history: a delete in between writes the entry out as an item, which the
             # query then finds (with_folded keeps one of the two); read after, the entry could be in neither.
-            record = self._records.get(partition, record_sk(memory_id))
+            # Read even once expired: until storage removes it (writing the entry out), the record holds its ADD.
+            record = self._records.get(partition, record_sk(memory_id), expired=True)
             items = self._records.query(partition, history_prefix(memory_id), limit=1000)
             items = with_folded(items, record)[:1000]
             if items:

@@ -325,14 +325,11 @@ class MemoryWrites:
         )
         output = MemoryAddOutput(memory_id=memory_id, message=STORED_MESSAGE, layer=request.layer)
         marker = self._sync.marker(partition, memory_id, queued=queued)
-        # The ADD history entry is folded into the record: one item to write (mnemo.memory.records). Not for a
-        # memory that expires: reads take its record for absent once it has passed, days before storage removes
-        # it, and memory_history must still show the ADD meanwhile.
-        if request.expires_at is None:
-            data = fold(data)
+        # The ADD history entry is folded into the record: one item to write (mnemo.memory.records), an expiring
+        # memory's too. Its history reads the record even once it has expired (``get(expired=True)``), until
+        # storage removes it and the expiry writes the entry out (``expired_writes``).
+        data = fold(data)
         writes: list[Put | DeleteOp] = [Put(record_item(partition, data), expect="absent")]
-        if request.expires_at is not None:
-            writes.append(history_item(scope, memory_id, "ADD", context.user, contentHash=data["contentHash"]))
         if occurred_at:  # the next memory of this scope on this day links to this one
             writes.append(last_pointer(partition, memory_id, occurred_at, last))
         return NewMemory(data, output, marker, writes)

@@ -93,12 +93,14 @@ class DynamoDbRecordStore(LazyClient):
 
     # -------------------------------------------------------------- reads
     # ConsistentRead=False costs half the read units; the port says which reads may take it.
-    def get(self, pk: str, sk: str, *, consistent: bool = True) -> Item | None:
-        """One GetItem."""
+    def get(self, pk: str, sk: str, *, consistent: bool = True, expired: bool = False) -> Item | None:
+        """One GetItem (``expired``: an item past its TTL that DynamoDB still holds is answered too)."""
         response = self._call(
             "get_item", TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=consistent
         )
-        return self._from_item(response["Item"]) if "Item" in response else None
+        if "Item" not in response:
+            return None
+        return item_of(response["Item"]) if expired else self._from_item(response["Item"])
 
     def batch_get(self, keys: Sequence[tuple[str, str]], *, consistent: bool = True) -> list[Item]:
         """BatchGetItem, 100 keys a call; unprocessed keys are asked again with backoff, then ProviderError."""

@@ -100,14 +100,14 @@ class SqliteRecordStore:
         return "(expires_at IS NULL OR expires_at > ?)", int(time.time())
 
     # ``consistent`` is accepted and ignored: one SQLite file has no stale replica to read from.
-    def get(self, pk: str, sk: str, *, consistent: bool = True) -> Item | None:
-        """One row by key."""
-        live, now = self._live()
+    def get(self, pk: str, sk: str, *, consistent: bool = True, expired: bool = False) -> Item | None:
+        """One row by key (``expired``: a row past its ``expires_at`` the sweeper has not removed too)."""
+        live, now = self._live() if not expired else ("1 = 1", 0)
         row = (
             self._connection()
             .execute(
                 f"SELECT pk, sk, version, expires_at, data FROM items WHERE pk = ? AND sk = ? AND {live}",
-                (pk, sk, now),
+                (pk, sk, now) if not expired else (pk, sk),
             )
             .fetchone()
         )
