@@ -37,9 +37,12 @@ BASES: dict[str, dict[str, Any]] = {
     "graph_search": {"query": "edge"},
     "invalidate_memory_link": {"factId": "fct_" + "0" * 24},  # a fact of its own is made for the accepted ones
     "build_memory_from_text": {"content": "Edge text about time.", "dryRun": True},
+    "add_messages": {"messages": [{"role": "user", "content": "Edge turn about time"}]},
 }
 #: An end at the first instant is never after its fact's start: INVALID_INPUT naming the field, not a range error.
 ENDS = {("add_memory_link", "invalidAt"), ("invalidate_memory_link", "invalidAt")}
+#: An expiry must lie ahead, within MAX_EXPIRY_DAYS: every edge instant is INVALID_INPUT naming the field.
+EXPIRIES = {("memory_add", "expiresAt"), ("add_messages", "expiresAt")}
 
 DATE_FIELDS = [
     (name, path) for name, tool in sorted(load_catalog().items()) for path in date_time_paths(input_schema(tool))
@@ -70,6 +73,8 @@ def test_the_date_fields_are_the_known_ones() -> None:
         ("graph_search", "knownAt"),
         ("invalidate_memory_link", "invalidAt"),
         ("build_memory_from_text", "referenceTime"),
+        ("memory_add", "expiresAt"),
+        ("add_messages", "expiresAt"),
     }
     missing = {name for name, _ in DATE_FIELDS} - set(BASES)
     assert not missing, f"add a valid base body for {missing} so that its date fields are tested"
@@ -104,7 +109,7 @@ def test_the_first_and_last_instants_are_accepted(
             body["factId"] = added["factId"]
     reply = client.post_tool(tool, _json(body), kind="setup")
     answer = check_answer(reply, output=output_validator(catalog[tool]["outputSchema"]))
-    if (tool, _wire(path)) in ENDS and value != IN_RANGE[1]:
+    if (tool, _wire(path)) in EXPIRIES or ((tool, _wire(path)) in ENDS and value != IN_RANGE[1]):
         assert reply.status == 400, answer
         assert answer["details"]["field"] == _wire(path), answer
         return
