@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mnemo.adapters.local.sqlite_connect import connect
+from mnemo.adapters.local.sqlite_connect import thread_connection
 from mnemo.adapters.local.sqlite_records import CHANGES_SCHEMA
 from mnemo.ports import Delivery, LoggedChange
 
@@ -72,11 +72,8 @@ class SqliteChangeLog:
         self._connection().executescript(CHANGES_SCHEMA + DELIVERIES_SCHEMA)
 
     def _connection(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = connect(self._path)
-            self._local.conn = conn
-        return conn
+        """This thread's connection, opened on first use."""
+        return thread_connection(self._local, self._path)
 
     @staticmethod
     def _holder(worker: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 
 #: How long to keep asking for the write-ahead log while other connections switch the same file to it.
@@ -27,4 +28,13 @@ def connect(path: str) -> sqlite3.Connection:
                 raise
             time.sleep(_WAL_PAUSE_SECONDS)
     conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def thread_connection(local: threading.local, path: str) -> sqlite3.Connection:
+    """The calling thread's connection to ``path`` kept in ``local``, opened (``connect``) on its first use."""
+    conn: sqlite3.Connection | None = getattr(local, "conn", None)
+    if conn is None:
+        conn = connect(path)
+        local.conn = conn
     return conn

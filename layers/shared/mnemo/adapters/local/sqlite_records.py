@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mnemo.adapters.local.sqlite_connect import connect
+from mnemo.adapters.local.sqlite_connect import thread_connection
 from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put
 
 _SCHEMA = """
@@ -83,11 +83,7 @@ class SqliteRecordStore:
 
     def _connection(self) -> sqlite3.Connection:
         """This thread's connection, opened on first use."""
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = connect(self._path)
-            self._local.conn = conn
-        return conn
+        return thread_connection(self._local, self._path)
 
     @staticmethod
     def _item(row: tuple[str, str, int, int | None, str]) -> Item:
