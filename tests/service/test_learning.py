@@ -221,22 +221,27 @@ def test_a_changed_fact_supersedes_the_old_one_which_stays(tmp_path: Path, model
     assert [v["content"] for v in history["versions"]] == ["Alice lives in Lisbon.", "Alice now lives in Porto."]
 
 
-def test_the_judge_can_keep_both_facts_of_one_subject(tmp_path: Path, model: ScriptedModel) -> None:
+def test_the_judge_can_keep_both_facts_of_one_subject_in_one_merged_memory(
+    tmp_path: Path, model: ScriptedModel
+) -> None:
     answers = {"m1": "Alice speaks Portuguese.", "m2": "Alice speaks French too."}
+    merged = "Alice speaks Portuguese and French."
 
     def script(tool: str, request: dict, ids: list[str]) -> dict | None:
         if tool == "decide_updates":
-            return {"decisions": [{"pair": 0, "decision": "add"}]}
+            return {"decisions": [{"pair": 0, "decision": "merge", "text": merged}]}
         return {"facts": [fact(answers[ids[0]], "Alice's languages", ids[0])]}
 
     model.script = script
     services = learning_services(tmp_path, model)
     call(services, "add_messages", said("Eu falo português"))
-    call(services, "memory_extract", {})
+    first = call(services, "memory_extract", {})["run"]["strategies"][0]["candidates"][0]["memoryId"]
     call(services, "add_messages", said("Je parle français aussi", start=2))
     second = call(services, "memory_extract", {})
-    assert second["run"]["strategies"][0]["candidates"][0]["decision"] == "added"
-    assert len(call(services, "memory_list", {"layer": "user"})["memories"]) == 2
+    (candidate,) = second["run"]["strategies"][0]["candidates"]
+    assert (candidate["decision"], candidate["text"], candidate["supersedes"]) == ("superseded", merged, first)
+    listed = call(services, "memory_list", {"layer": "user"})["memories"]
+    assert [m["content"] for m in listed if not m.get("supersededBy")] == [merged], "one current, stating both"
 
 
 def test_a_fact_about_another_subject_never_supersedes(tmp_path: Path, model: ScriptedModel) -> None:

@@ -21,7 +21,7 @@ MAX_MESSAGE_CHARS = 10_000
 #: A message id: shown to the model between square brackets, so none of ``[]`` or whitespace.
 MessageId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:@#/+=,\-]{1,100}$")]
 Role = Literal["user", "assistant", "system", "tool"]
-Decision = Literal["added", "kept", "superseded", "refused"]
+Decision = Literal["added", "kept", "superseded", "merged", "outdated", "refused"]
 
 
 # One chat turn, in the shape chat clients hold (Mem0's add(messages), AgentCore's CreateEvent payload).
@@ -91,7 +91,9 @@ class CandidateView(WireModel):
     occurred_at: datetime | None = None
     decision: Decision = Field(
         description="added (new), kept (the same fact was stored: its provenance is extended), superseded (it "
-        "replaces an older memory about the same subject), refused (not valid: see reason)."
+        "replaces every current memory about the same subject), merged (another candidate of the batch about the "
+        "same subject stands for it, citing its turns too), outdated (older than the subject's current memory: "
+        "written as its history, already superseded), refused (not valid: see reason)."
     )
     memory_id: str | None = Field(None, description="The memory written or kept (a dry run names the one it would).")
     supersedes: str | None = Field(None, description="The memory it replaces, when superseded.")
@@ -155,6 +157,8 @@ class StrategyStatus(WireModel):
     added: int = 0
     kept: int = 0
     superseded: int = 0
+    merged: int = Field(0, description="Candidates merged into another of their batch about the same subject.")
+    outdated: int = Field(0, description="Candidates older than their subject's current memory, kept as history.")
     input_tokens: int = 0
     output_tokens: int = 0
     last_run_at: datetime | None = None

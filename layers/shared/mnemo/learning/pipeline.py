@@ -458,6 +458,7 @@ class Pipeline:
             )
             if strategy.dated and candidate.occurred_at is None and cited:
                 candidate.occurred_at = at[cited[0]]  # undated by the model: when it was said
+            candidate.said_at = max((at[source] for source in cited), key=_instant, default=None)
             if not cited:
                 candidate.decision, candidate.reason = "refused", "it cites no message id of this batch"
             elif not candidate.text or hidden_character(candidate.text) is not None:
@@ -603,14 +604,22 @@ def _count(outcome: StrategyOutcome) -> None:
     telemetry.count(f"{prefix}InputTokens", outcome.input_tokens)
     telemetry.count(f"{prefix}OutputTokens", outcome.output_tokens)
     telemetry.count(f"{prefix}Failures", 1 if outcome.failure else 0)
-    for decision in ("added", "kept", "superseded", "refused"):
+    for decision in DECISIONS:
         telemetry.count(f"{prefix}{decision.title()}", sum(1 for c in outcome.candidates if c.decision == decision))
 
 
+#: What consolidation may decide for a candidate (``mnemo.learning.consolidation``), and a refusal.
+DECISIONS = ("added", "kept", "superseded", "merged", "outdated", "refused")
+
 #: Metadata keys Mnemo owns: never taken from a model, even when a deployment asks for one of them (the
 #: identity and scope come from the turns' writer only).
-_RESERVED = {"source", "strategy", "provenance", "subject", "subjectKey", "knowledgePointer"}
+_RESERVED = {"source", "strategy", "provenance", "subject", "subjectKey", "statedAt", "knowledgePointer"}
 _RESERVED |= {"scope", "layer", "tenant", "user", "agent", "session"}
+
+
+def _instant(at: str) -> float:
+    """A turn's stored time, as a number to compare (times are ISO 8601 UTC, some with a fraction)."""
+    return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
 
 
 def _date(value: Any) -> str | None:

@@ -305,6 +305,8 @@ class LearningService:
                     added=count.get("added", 0),
                     kept=count.get("kept", 0),
                     superseded=count.get("superseded", 0),
+                    merged=count.get("merged", 0),
+                    outdated=count.get("outdated", 0),
                     input_tokens=count.get("inputTokens", 0),
                     output_tokens=count.get("outputTokens", 0),
                     last_run_at=count.get("lastRunAt"),

@@ -11,7 +11,12 @@ particular to them:
   absent: a batch run twice writes nothing new;
 * superseding never deletes. The old record gets ``supersededBy`` and ``supersededAt`` and a SUPERSEDE
   history item, the new one ``supersedes``, in one all-or-nothing write; search leaves a superseded
-  memory out unless asked, and memory_history shows both.
+  memory out unless asked, and memory_history shows both;
+* each subject (strategy and subject key) of a scope has a pointer to its one current memory
+  (``SUBJ#...``, ``SubjectHead``), moved in the same all-or-nothing write that adds the memory, on the
+  version it was read at: two runs writing one subject at once cannot both make theirs current;
+* a statement older than the subject's current memory is written as history from the start
+  (``outdated_by``): superseded by the newer one, never current.
 """
 
 from __future__ import annotations
@@ -19,12 +24,23 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 from mnemo.context import Layer
 from mnemo.memory.indexing import CONTENT_HASH, NAMESPACE
 from mnemo.memory.outbox_sync import MemoryIndexSync
-from mnemo.memory.records import digest, history_item, iso, now, partition_of, record_data, record_item, record_sk
+from mnemo.memory.records import (
+    digest,
+    history_item,
+    iso,
+    now,
+    partition_of,
+    record_data,
+    record_item,
+    record_sk,
+    subject_sk,
+)
 from mnemo.outbox import IndexOutbox
 from mnemo.ports import ConditionFailed, Embedder, Item, Put, RecordStore, VectorIndex
 
@@ -41,6 +57,41 @@ class Neighbour:
     data: dict[str, Any]
     version: int
     similarity: float
+
+
+@dataclass(frozen=True)
+class SubjectHead:
+    """A subject's pointer to its current extracted memory, as read: the memory id and its time (None when the
+    subject has no pointer yet), and the item's version (None: absent)."""
+
+    strategy: str
+    key: str
+    memory_id: str | None
+    at: str | None
+    version: int | None
+
+
+def standing(data: dict[str, Any]) -> bool:
+    """Whether a memory record is current: neither superseded nor orphaned."""
+    return not data.get("supersededBy") and not data.get("orphaned")
+
+
+def time_of(data: dict[str, Any]) -> str | None:
+    """The time that decides between two statements of a subject: when the newest of the turns that stated the
+    memory was said (``metadata.statedAt``), or its ``occurredAt`` for a memory written before that was kept;
+    None when unknown (then any new statement is newer)."""
+    return (data.get("metadata") or {}).get("statedAt") or data.get("occurredAt")
+
+
+def epoch(at: str | None) -> float | None:
+    """An ISO 8601 time as epoch seconds (compared as times: a fraction of a second sorts right), or None."""
+    if not at:
+        return None
+    try:
+        moment = datetime.fromisoformat(at.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def subject_key(subject: str) -> str:
@@ -74,7 +125,7 @@ class ExtractedMemories:
         vector: Sequence[float] | None,
         content_hash: str,
         subject: str | None,
-        k: int = 5,
+        k: int = 10,
         text: str = "",
     ) -> list[Neighbour]:
         """The standing (not superseded, not orphaned) memories of ``scope`` closest to a candidate: the same
@@ -100,12 +151,43 @@ class ExtractedMemories:
         if not ids:
             return []
         items = self._records.batch_get([(partition_of(scope), record_sk(memory_id)) for memory_id in ids])
-        standing = [
-            Neighbour(item.data, item.version, ids[item.data["memoryId"]])
-            for item in items
-            if not item.data.get("supersededBy") and not item.data.get("orphaned")
-        ]
-        return sorted(standing, key=lambda neighbour: (-neighbour.similarity, neighbour.data["memoryId"]))
+        found = [Neighbour(item.data, item.version, ids[item.data["memoryId"]]) for item in items if standing(item.data)]
+        return sorted(found, key=lambda neighbour: (-neighbour.similarity, neighbour.data["memoryId"]))
+
+    def heads(self, scope: str, subjects: Sequence[tuple[str, str]]) -> dict[tuple[str, str], SubjectHead]:
+        """The pointer of each (strategy, subject key) of ``scope`` to its current memory: one read for all; a
+        subject with no pointer yet gets an empty one (version None)."""
+        partition = partition_of(scope)
+        wanted = list(dict.fromkeys(subjects))
+        found = {item.sk: item for item in self._records.batch_get([(partition, subject_sk(s, k)) for s, k in wanted])}
+        heads = {}
+        for strategy, key in wanted:
+            item = found.get(subject_sk(strategy, key))
+            data = item.data if item else {}
+            heads[(strategy, key)] = SubjectHead(
+                strategy, key, data.get("memoryId"), data.get("at"), item.version if item else None
+            )
+        return heads
+
+    def current(self, scope: str, head: SubjectHead, neighbours: Sequence[Neighbour]) -> list[Neighbour]:
+        """The standing memories of a subject: the one its pointer names, and any other the index finds with the
+        same strategy and subject key (written before pointers existed, or by a run that lost no race: none),
+        newest first (``time_of``)."""
+        similarity = {n.data["memoryId"]: n.similarity for n in neighbours}
+        found: dict[str, Neighbour] = {}
+        if head.memory_id is not None:
+            item = self.get(scope, head.memory_id)
+            if item is not None and standing(item.data):
+                found[head.memory_id] = Neighbour(item.data, item.version, similarity.get(head.memory_id, 0.0))
+        for neighbour in neighbours:
+            metadata = neighbour.data.get("metadata") or {}
+            if (
+                metadata.get("source") == EXTRACTION_SOURCE
+                and metadata.get("strategy") == head.strategy
+                and metadata.get("subjectKey") == head.key
+            ):
+                found.setdefault(neighbour.data["memoryId"], neighbour)
+        return sorted(found.values(), key=lambda n: (-(epoch(time_of(n.data)) or 0.0), n.data["memoryId"]))
 
     def add(
         self,
@@ -119,13 +201,21 @@ class ExtractedMemories:
         occurred_at: str | None,
         actor: str | None,
         vector: Sequence[float] | None,
-        supersedes: Neighbour | None = None,
+        supersedes: Sequence[Neighbour] = (),
         expires_at: str | None = None,
+        head: SubjectHead | None = None,
+        outdated_by: str | None = None,
     ) -> bool:
-        """Write a new extracted memory (and mark the one it supersedes), all or none; False when a memory with
-        this id is already stored (a batch run again). ConditionFailed when the superseded memory changed
-        meanwhile (the caller looks again). ``expires_at`` (ISO 8601 UTC): when it expires (its strategy's
-        ``expiresAfterDays``); a superseded memory keeps its own expiry."""
+        """Write a new extracted memory, all or none; False when a memory with this id is already stored (a batch
+        run again). ConditionFailed when a memory it supersedes, or the subject's pointer, changed meanwhile (the
+        caller looks again).
+
+        * ``supersedes``: every current memory of its subject, each marked superseded by it;
+        * ``head``: the subject's pointer as read, moved to the new memory (``metadata.statedAt`` is its time);
+        * ``outdated_by``: the memory is history from the start, superseded by that newer current memory, and the
+          pointer is left alone;
+        * ``expires_at`` (ISO 8601 UTC): when it expires (its strategy's ``expiresAfterDays``); a superseded
+          memory keeps its own expiry."""
         partition = partition_of(scope)
         content_hash = digest(content)
         data = record_data(
@@ -143,22 +233,42 @@ class ExtractedMemories:
             expires_at=expires_at,
         )
         marker = self._sync.marker(partition, memory_id, queued=vector is None)
-        operations: list[Put] = [
-            Put(record_item(partition, data), expect="absent"),
+        history = [
             history_item(
                 scope, memory_id, "EXTRACT", actor, contentHash=content_hash, provenance=metadata.get("provenance")
-            ),
-            marker,
+            )
         ]
-        if supersedes is not None:
-            data["supersedes"] = supersedes.data["memoryId"]
-            old = {**supersedes.data, "supersededBy": memory_id, "supersededAt": data["createdAt"]}
+        operations: list[Put] = []
+        if outdated_by is not None:
+            data.update(supersededBy=outdated_by, supersededAt=data["createdAt"])
+            history.append(
+                history_item(
+                    scope,
+                    memory_id,
+                    "SUPERSEDE",
+                    actor,
+                    contentHash=content_hash,
+                    supersededBy=outdated_by,
+                    reason="outdated",
+                )
+            )
+        elif head is not None:
+            pointer = {"strategy": head.strategy, "subjectKey": head.key, "memoryId": memory_id}
+            pointer["at"] = metadata.get("statedAt")
+            version = (head.version or 0) + 1
+            expect: int | Literal["absent"] = head.version if head.version is not None else "absent"
+            operations.append(Put(Item(partition, subject_sk(head.strategy, head.key), pointer, version), expect))
+        if supersedes:
+            data["supersedes"] = supersedes[0].data["memoryId"]
+        for old_one in supersedes:
+            old = {**old_one.data, "supersededBy": memory_id, "supersededAt": data["createdAt"]}
             operations += [
-                Put(record_item(partition, old, supersedes.version + 1), expect=supersedes.version),
+                Put(record_item(partition, old, old_one.version + 1), expect=old_one.version),
                 history_item(
                     scope, old["memoryId"], "SUPERSEDE", actor, contentHash=old["contentHash"], supersededBy=memory_id
                 ),
             ]
+        operations = [Put(record_item(partition, data), expect="absent"), *history, marker, *operations]
         try:
             self._records.write(operations)
         except ConditionFailed:

@@ -17,6 +17,11 @@ sk (partition ``MEM|{scope}``)             holds
                                            never expiring
 ``IDEM#{key}``                             an idempotency record ``{requestHash, response}``, kept a day
 ``LAST``                                   the dated memory added last in the scope ``{memoryId, day}``
+``SUBJ#{strategy}#{hash of subjectKey}``   the current extracted memory of one subject ``{strategy,
+                                           subjectKey, memoryId, at}`` (``at``: the time that decides
+                                           between two statements of it); written in the same all-or-
+                                           nothing write as the memory, so a subject has one current
+                                           memory (``mnemo.memory.extracted``); never expiring
 =========================================  ==============================================================
 
 The ADD entry of a memory added by memory_add (or the batch path) is folded into
@@ -59,6 +64,7 @@ PARTITION = "MEM|"
 RECORD = "MEM#"
 HISTORY = "HIST#"
 IDEMPOTENCY = "IDEM#"
+SUBJECT = "SUBJ#"
 #: Sort key of each scope's pointer to the dated memory added last there: the next one links to it.
 LAST = "LAST"
 #: The record's field holding its folded ADD history entry (see the module docstring).
@@ -131,6 +137,11 @@ def idempotency_sk(key: str) -> str:
 def idempotency_key_of(sk: str) -> str:
     """The idempotency key of an idempotency record's sort key."""
     return sk.removeprefix(IDEMPOTENCY)
+
+
+def subject_sk(strategy: str, subject_key: str) -> str:
+    """The sort key of the pointer to a subject's current extracted memory (a hash: subjects are free text)."""
+    return f"{SUBJECT}{strategy}#{hashlib.sha256(subject_key.encode()).hexdigest()[:32]}"
 
 
 def head_of(sk: str) -> str | None:

@@ -1,0 +1,198 @@
+"""Consolidation keeps its promises (docs/extraction.md, "Consolidation"), with a scripted model and the judge off.
+
+The cases users meet first: an echoed fact, a paraphrase in one batch, a change that must supersede every
+statement of its subject, a backfill older than what is current, a resend, a retraction; and the stores
+written by the code before the subject pointer (duplicates), which search and ``--repair`` put right. The
+state machine (tests/service/test_consolidation_machine.py) generates the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mnemo.learning.consolidation import Target
+from mnemo.memory.extracted import subject_key
+from mnemo.runtime import Services
+from mnemo.settings import Settings
+from mnemo.tools.registry import get_tool
+from tests.support.helpers import ctx
+from tests.support.scripted_model import ScriptedModel
+
+ALICE = ctx("alice", session="s1")
+EMPLOYER = "Alice's employer"
+
+Facts = Callable[[list[str]], list[dict[str, Any]]]
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModel]:
+    server = ScriptedModel()
+    yield server
+    server.close()
+
+
+def services_for(tmp_path: Path, model: ScriptedModel, **settings: Any) -> Services:
+    values: dict[str, Any] = {
+        "data_dir": tmp_path,
+        "embedder": "hashing",
+        "openai_base_url": model.url,
+        "extraction_strategies": ("facts",),
+        "extraction_judge": False,
+        **settings,
+    }
+    return Services(Settings(**values))
+
+
+def script(model: ScriptedModel, facts: Facts) -> None:
+    model.script = lambda tool, request, ids: {"facts": facts(ids)} if tool == "record_facts" else None
+
+
+def call(services: Services, name: str, payload: dict[str, Any], context: Any = ALICE) -> dict[str, Any]:
+    return get_tool(name).invoke(services, context, payload)
+
+
+def turns(*said: tuple[str, str, str, str]) -> dict[str, Any]:
+    """(id, role, content, at) each."""
+    return {"messages": [{"id": i, "role": role, "content": text, "at": at} for i, role, text, at in said]}
+
+
+def fact(text: str, subject: str, *ids: str) -> dict[str, Any]:
+    return {"text": text, "subject": subject, "sourceIds": list(ids)}
+
+
+def current(services: Services, subject: str = EMPLOYER) -> list[dict[str, Any]]:
+    listed = call(services, "memory_list", {"layer": "user", "limit": 100})["memories"]
+    return [m for m in listed if m["metadata"].get("subjectKey") == subject_key(subject) and not m.get("supersededBy")]
+
+
+def everything(services: Services) -> list[dict[str, Any]]:
+    found = call(services, "memory_search", {"query": "Alice", "threshold": 0, "limit": 100, "includeSuperseded": True})
+    return found["results"]
+
+
+def test_an_echoed_fact_is_one_memory_citing_both_turns(tmp_path: Path, model: ScriptedModel) -> None:
+    script(model, lambda ids: [fact("Alice works at Acme Corp.", EMPLOYER, i) for i in ids])
+    services = services_for(tmp_path, model)
+    call(
+        services,
+        "add_messages",
+        turns(
+            ("m1", "user", "I started a job at Acme", "2025-03-01T09:00:00Z"),
+            ("m2", "assistant", "Congratulations on the Acme job!", "2025-03-01T09:00:05Z"),
+        ),
+    )
+    run = call(services, "memory_extract", {})["run"]
+    decisions = [c["decision"] for c in run["strategies"][0]["candidates"]]
+    assert sorted(decisions) == ["added", "merged"]
+    (memory,) = current(services)
+    assert memory["metadata"]["provenance"]["messageIds"] == ["m1", "m2"]
+
+
+def test_a_paraphrase_in_one_batch_keeps_the_latest_wording(tmp_path: Path, model: ScriptedModel) -> None:
+    script(
+        model,
+        lambda ids: [
+            fact("Alice is vegetarian.", "Alice's diet", ids[0]),
+            fact("Alice follows a vegetarian diet.", "alice's diet ", ids[1]),
+        ],
+    )
+    services = services_for(tmp_path, model)
+    call(
+        services,
+        "add_messages",
+        turns(
+            ("m1", "user", "I'm vegetarian", "2025-03-01T09:00:00Z"),
+            ("m2", "user", "No meat for me, ever", "2025-03-01T09:01:00Z"),
+        ),
+    )
+    call(services, "memory_extract", {})
+    (memory,) = current(services, "Alice's diet")
+    assert memory["content"] == "Alice follows a vegetarian diet."
+    assert memory["metadata"]["provenance"]["messageIds"] == ["m1", "m2"]
+
+
+def test_a_change_supersedes_every_current_memory_of_its_subject_only(tmp_path: Path, model: ScriptedModel) -> None:
+    services = services_for(tmp_path, model)
+    # Two current memories of one subject, as the code before the subject pointer left them.
+    legacy(services, "Alice works at Acme Corp.", EMPLOYER, "m1", "2025-03-01T09:00:00Z")
+    legacy(services, "Alice is employed by Acme.", EMPLOYER, "m2", "2025-03-01T09:00:05Z")
+    legacy(services, "Alice lives in Lisbon.", "Alice's home city", "m3", "2025-03-01T09:00:09Z")
+    assert len(current(services)) == 2
+    script(model, lambda ids: [fact("Alice works at Globex.", EMPLOYER, *ids)])
+    call(services, "add_messages", turns(("m9", "user", "I left Acme and joined Globex", "2025-06-01T09:00:00Z")))
+    call(services, "memory_extract", {})
+    (memory,) = current(services)
+    assert memory["content"] == "Alice works at Globex."
+    assert [m["content"] for m in current(services, "Alice's home city")] == ["Alice lives in Lisbon."]
+    found = call(services, "memory_search", {"query": "Alice works at", "threshold": 0, "limit": 20})
+    assert [r["content"] for r in found["results"] if "work" in r["content"] or "employ" in r["content"]] == [
+        "Alice works at Globex."
+    ]
+    superseded = {r["content"]: r["supersededBy"] for r in everything(services)}
+    assert superseded["Alice works at Acme Corp."] == superseded["Alice is employed by Acme."] == memory["memoryId"]
+
+
+def test_a_backfilled_older_fact_never_replaces_a_newer_one(tmp_path: Path, model: ScriptedModel) -> None:
+    script(
+        model,
+        lambda ids: [
+            fact("Alice works at Globex." if i == "new" else "Alice works at Initech.", EMPLOYER, i) for i in ids
+        ],
+    )
+    services = services_for(tmp_path, model)
+    call(services, "add_messages", turns(("new", "user", "I work at Globex", "2025-06-01T09:00:00Z")))
+    call(services, "memory_extract", {})
+    call(services, "add_messages", turns(("old", "user", "I work at Initech", "2020-01-01T09:00:00Z")))
+    run = call(services, "memory_extract", {})["run"]
+    (candidate,) = run["strategies"][0]["candidates"]
+    assert candidate["decision"] == "outdated"
+    (memory,) = current(services)
+    assert memory["content"] == "Alice works at Globex."
+    history = {r["content"]: r.get("supersededBy") for r in everything(services)}
+    assert history["Alice works at Initech."] == memory["memoryId"], "kept as history, already superseded"
+
+
+def test_a_retraction_supersedes_and_a_rerun_changes_nothing(tmp_path: Path, model: ScriptedModel) -> None:
+    services = services_for(tmp_path, model)
+    script(model, lambda ids: [fact("Alice works at Acme Corp.", EMPLOYER, *ids)])
+    call(services, "add_messages", turns(("m1", "user", "I work at Acme", "2025-03-01T09:00:00Z")))
+    call(services, "memory_extract", {})
+    script(model, lambda ids: [fact("Alice no longer works at Acme Corp.", EMPLOYER, *ids)])
+    call(services, "add_messages", turns(("m2", "user", "I no longer work there", "2025-04-01T09:00:00Z")))
+    call(services, "memory_extract", {})
+    (memory,) = current(services)
+    assert memory["content"] == "Alice no longer works at Acme Corp."
+    before = everything(services)
+    # The same turns again (a resend), and the same batch again through the consolidator (a redelivery).
+    call(services, "add_messages", turns(("m2", "user", "I no longer work there", "2025-04-01T09:00:00Z")))
+    assert call(services, "memory_extract", {})["run"] is None
+    assert sorted(map(str, everything(services))) == sorted(map(str, before))
+
+
+def legacy(services: Services, text: str, subject: str, message_id: str, at: str) -> str:
+    """A memory as the code before the subject pointer wrote it: added beside the others, no pointer moved."""
+    memory_id = f"mem_legacy_{message_id}"
+    target = Target(ALICE.scope_key("user"), "user", "fact", "facts", "scripted", "run_old", at, "alice")
+    vector = services.memory.extracted.embed([text])
+    services.memory.extracted.add(
+        scope=target.scope,
+        layer="user",
+        memory_id=memory_id,
+        content=text,
+        tags=["fact"],
+        metadata={
+            "source": "extraction",
+            "strategy": "facts",
+            "subject": subject,
+            "subjectKey": subject_key(subject),
+            "provenance": {"strategy": "facts", "model": "old", "messageIds": [message_id], "runId": "run_old"},
+        },
+        occurred_at=at,
+        actor="alice",
+        vector=vector[0] if vector else None,
+    )
+    return memory_id
