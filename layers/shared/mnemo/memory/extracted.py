@@ -151,7 +151,9 @@ class ExtractedMemories:
         if not ids:
             return []
         items = self._records.batch_get([(partition_of(scope), record_sk(memory_id)) for memory_id in ids])
-        found = [Neighbour(item.data, item.version, ids[item.data["memoryId"]]) for item in items if standing(item.data)]
+        found = [
+            Neighbour(item.data, item.version, ids[item.data["memoryId"]]) for item in items if standing(item.data)
+        ]
         return sorted(found, key=lambda neighbour: (-neighbour.similarity, neighbour.data["memoryId"]))
 
     def heads(self, scope: str, subjects: Sequence[tuple[str, str]]) -> dict[tuple[str, str], SubjectHead]:
