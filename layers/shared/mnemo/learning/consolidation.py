@@ -272,8 +272,15 @@ class Consolidator:
             else:
                 lead.decision, lead.supersedes = "superseded", newest.data["memoryId"]
             return
+        # No current memory of the subject: the same content elsewhere in the scope stands for it (for a
+        # subject, only word for word: a close one of another subject is another memory).
         same = next(
-            (n for n in group.neighbours if self._says_same(lead, n) and _lasts(n, expires)),
+            (
+                n
+                for n in group.neighbours
+                if (n.data["contentHash"] == digest(lead.text) or (group.key is None and self._says_same(lead, n)))
+                and _lasts(n, expires)
+            ),
             None,
         )
         if same is not None:
@@ -349,11 +356,20 @@ class Consolidator:
     def _write_once(self, target: Target, group: _Group) -> None:
         lead = group.lead
         if lead.decision == "kept" and group.against is not None:
-            try:
-                self._memories.extend(target.scope, group.against, lead.source_ids, target.actor)
-            except ConditionFailed:  # changed meanwhile: its provenance is extended by the next sighting
-                logger.info("a kept memory changed while its provenance was extended; left as is")
             lead.memory_id = group.against.data["memoryId"]
+            ours = any(n.data["memoryId"] == lead.memory_id for n in group.current)
+            if not ours:
+                try:
+                    self._memories.extend(target.scope, group.against, lead.source_ids, target.actor)
+                except ConditionFailed:  # changed meanwhile: its provenance is extended by the next sighting
+                    logger.info("a kept memory changed while its provenance was extended; left as is")
+                return
+            # The subject's current memory now stands for this statement too (its time with it): a race with
+            # another run is decided again.
+            stated = _said(target, lead)
+            self._memories.extend(
+                target.scope, group.against, lead.source_ids, target.actor, stated_at=stated, head=group.head
+            )
             return
         metadata = {
             **lead.metadata,

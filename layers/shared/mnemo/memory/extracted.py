@@ -281,26 +281,42 @@ class ExtractedMemories:
             self._outbox.settle(marker, self._sync, first=self._sync.upsert(data, vector, version=1), new=True)
         return True
 
-    def extend(self, scope: str, neighbour: Neighbour, message_ids: list[str], actor: str | None) -> bool:
+    def extend(
+        self,
+        scope: str,
+        neighbour: Neighbour,
+        message_ids: list[str],
+        actor: str | None,
+        *,
+        stated_at: str | None = None,
+        head: SubjectHead | None = None,
+    ) -> bool:
         """Add message ids to the provenance of a memory that states the same fact; False when they were all
-        there already. ConditionFailed when the memory changed meanwhile."""
+        there already and nothing newer was said. ``stated_at``: when the candidate it stands for was said: a
+        newer time becomes the memory's ``statedAt`` (and its subject pointer's, given ``head``), since it now
+        stands for that statement. ConditionFailed when the memory or the pointer changed meanwhile."""
         data = neighbour.data
         metadata = dict(data.get("metadata") or {})
         provenance = dict(metadata.get("provenance") or {})
         known = list(provenance.get("messageIds") or [])
         added = [message_id for message_id in message_ids if message_id not in known]
-        if not added:
+        newer = stated_at is not None and (epoch(stated_at) or 0.0) > (epoch(time_of(data)) or float("-inf"))
+        if not added and not newer:
             return False
         provenance["messageIds"] = known + added
         metadata["provenance"] = provenance
+        if newer:
+            metadata["statedAt"] = stated_at
         updated = {**data, "metadata": metadata}
         partition = partition_of(scope)
-        self._records.write(
-            [
-                Put(record_item(partition, updated, neighbour.version + 1), expect=neighbour.version),
-                history_item(
-                    scope, data["memoryId"], "EXTEND", actor, contentHash=data["contentHash"], messageIds=added
-                ),
-            ]
-        )
+        operations = [
+            Put(record_item(partition, updated, neighbour.version + 1), expect=neighbour.version),
+            history_item(scope, data["memoryId"], "EXTEND", actor, contentHash=data["contentHash"], messageIds=added),
+        ]
+        if newer and head is not None and head.memory_id == data["memoryId"] and head.version is not None:
+            pointer = {"strategy": head.strategy, "subjectKey": head.key, "memoryId": head.memory_id, "at": stated_at}
+            operations.append(
+                Put(Item(partition, subject_sk(head.strategy, head.key), pointer, head.version + 1), head.version)
+            )
+        self._records.write(operations)
         return True
