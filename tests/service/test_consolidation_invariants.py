@@ -196,3 +196,72 @@ def legacy(services: Services, text: str, subject: str, message_id: str, at: str
         vector=vector[0] if vector else None,
     )
     return memory_id
+
+
+# ---------------------------------------------- stores written before the pointer
+def duplicated_store(services: Services) -> dict[str, str]:
+    """Duplicates as the code before the subject pointer left them: three statements of the employer, two of the
+    diet, one of the city, all current."""
+    return {
+        "acme": legacy(services, "Alice works at Acme Corp.", EMPLOYER, "m1", "2025-03-01T09:00:00Z"),
+        "acme2": legacy(services, "Alice is employed by Acme.", EMPLOYER, "m2", "2025-03-01T09:00:05Z"),
+        "globex": legacy(services, "Alice works at Globex.", EMPLOYER, "m3", "2025-05-01T09:00:00Z"),
+        "veg": legacy(services, "Alice is vegetarian.", "Alice's diet", "m4", "2025-03-02T09:00:00Z"),
+        "veg2": legacy(services, "Alice follows a vegetarian diet.", "Alice's diet", "m5", "2025-03-03T09:00:00Z"),
+        "city": legacy(services, "Alice lives in Lisbon.", "Alice's home city", "m6", "2025-03-04T09:00:00Z"),
+    }
+
+
+def test_search_answers_the_newest_of_a_subjects_duplicates_and_names_the_rest(
+    tmp_path: Path, model: ScriptedModel
+) -> None:
+    services = services_for(tmp_path, model)
+    ids = duplicated_store(services)
+    found = call(services, "memory_search", {"query": "Alice works at Acme employed", "threshold": 0, "limit": 20})
+    employer = [r for r in found["results"] if r["metadata"]["subjectKey"] == subject_key(EMPLOYER)]
+    (newest,) = employer
+    assert newest["memoryId"] == ids["globex"]
+    assert sorted(newest["duplicates"]) == sorted([ids["acme"], ids["acme2"]])
+    (diet,) = [r for r in found["results"] if r["metadata"]["subjectKey"] == subject_key("Alice's diet")]
+    assert (diet["memoryId"], diet["duplicates"]) == (ids["veg2"], [ids["veg"]])
+
+
+def test_repair_merges_the_duplicates_twice_over_with_the_same_result(tmp_path: Path, model: ScriptedModel) -> None:
+    from mnemo.learning.repair import Repair
+
+    services = services_for(tmp_path, model)
+    ids = duplicated_store(services)
+    first = Repair(services.records).run().view()
+    assert first == {"memories": 6, "subjects": 3, "duplicates": 3, "pointers": 3, "conflicts": 0, "done": True}
+    state = everything(services)
+    assert {r["memoryId"]: r.get("supersededBy") for r in state} == {
+        ids["acme"]: ids["globex"],
+        ids["acme2"]: ids["globex"],
+        ids["globex"]: None,
+        ids["veg"]: ids["veg2"],
+        ids["veg2"]: None,
+        ids["city"]: None,
+    }
+    history = call(services, "memory_history", {"memoryId": ids["acme"]})
+    assert [c["event"] for c in history["changes"]] == ["EXTRACT", "SUPERSEDE"]
+    again = Repair(services.records).run().view()
+    assert again == {"memories": 6, "subjects": 3, "duplicates": 0, "pointers": 0, "conflicts": 0, "done": True}
+    assert everything(services) == state
+    # The pointers it wrote are the ones consolidation reads: a change supersedes the repaired memory.
+    script(model, lambda message_ids: [fact("Alice works at Initech.", EMPLOYER, *message_ids)])
+    call(services, "add_messages", turns(("m9", "user", "I joined Initech", "2025-07-01T09:00:00Z")))
+    call(services, "memory_extract", {})
+    assert [m["content"] for m in current(services)] == ["Alice works at Initech."]
+
+
+def test_a_repair_cut_short_by_its_deadline_is_finished_by_the_next_pass(tmp_path: Path, model: ScriptedModel) -> None:
+    from mnemo.learning.repair import Repair
+
+    services = services_for(tmp_path, model)
+    duplicated_store(services)
+    ticks = iter(range(100))
+    cut = Repair(services.records).run(deadline=0.5, clock=lambda: next(ticks)).view()
+    assert (cut["done"], cut["pointers"]) == (False, 1), "one subject begun before the deadline, the rest left"
+    rest = Repair(services.records).run().view()
+    assert (rest["done"], rest["pointers"]) == (True, 2)
+    assert len(current(services)) == 1 and len(current(services, "Alice's diet")) == 1

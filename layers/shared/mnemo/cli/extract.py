@@ -1,5 +1,8 @@
 """`mnemo extract`: backfill, the strategies run over conversations stored before extraction was on.
 
+``--repair`` instead merges each subject's current duplicates that the code before the subject pointer left
+(``mnemo.learning.repair``): one JSON line with what it did; idempotent, and safe to run again if cut short.
+
 Every user with stored conversation or execution records (or the one ``--user`` names, of ``--tenant``)
 has the turns not yet extracted queued and extracted to the end, a progress bar on stderr; the answer
 is one JSON line with the users and runs. Idempotent: a second run finds nothing to do.
@@ -22,6 +25,11 @@ def cmd_extract(args: argparse.Namespace) -> int:
     from mnemo.runtime import get_services
 
     services = get_services()
+    if args.repair:
+        from mnemo.learning.repair import Repair
+
+        print(json.dumps(Repair(services.records).run().view()))
+        return 0
     learning = services.learning
     if not learning.enabled:
         print(f"extraction is off: {learning.how_to_enable}", file=sys.stderr)
@@ -49,4 +57,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--user", help="only this user's turns (default: every user with stored turns)")
     parser.add_argument("--tenant", default="local", help="the tenant of --user (default local)")
     parser.add_argument("--data-dir", help="where the embedded stores live (env MNEMO_DATA_DIR)")
+    parser.add_argument(
+        "--repair",
+        action="store_true",
+        help="instead: merge each subject's current duplicates left by earlier versions (idempotent)",
+    )
     parser.set_defaults(run=cmd_extract)

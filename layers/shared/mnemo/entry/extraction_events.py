@@ -127,6 +127,8 @@ def _wake_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
 @observability.door(SQS_BATCH)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """A batch of one of the two queues: the FIFO queue's notices run, the wake queue's are forwarded."""
+    if "mnemoRepair" in event:
+        return _repair(context)
     records = event.get("Records") or []
     if not records:
         return {"batchItemFailures": []}
@@ -145,6 +147,17 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         raise ValueError(f"records from {sorted(sources)}; expected the queue {fifo!r} or {wake!r}")
     observability.count("ExtractionFailedNotices", len(response.get("batchItemFailures") or []))
     return response
+
+
+def _repair(context: Any) -> dict[str, Any]:
+    """A direct invocation ``{"mnemoRepair": {}}``: one repair pass (``mnemo.learning.repair``), stopped with
+    ``RESERVE_SECONDS`` to spare; its report says ``done: false`` when it should be invoked again."""
+    from mnemo.learning.repair import Repair
+
+    deadline = time.monotonic() + max(0.0, _seconds_left(context) - RESERVE_SECONDS)
+    report = Repair(get_services().records).run(deadline=deadline).view()
+    logger.info("repair pass", extra=report)
+    return report
 
 
 # ------------------------------------------------------------------ local ---

@@ -189,6 +189,11 @@ class MemoryResult(WireModel):
         None, description="The memory that replaced this one (only with includeSuperseded)."
     )
     expires_at: datetime | None = Field(None, description="When the memory expires; null when it never does.")
+    duplicates: list[str] | None = Field(
+        None,
+        description="Older current memories of this extracted memory's subject, left out of the results (stored "
+        "before consolidation kept one per subject; `mnemo extract --repair` supersedes them).",
+    )
     sources: list[SourceTurn] | None = Field(
         None, description="With includeSources, for an extracted memory: the turns it came from."
     )

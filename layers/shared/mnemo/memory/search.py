@@ -11,6 +11,7 @@ from typing import Any
 from mnemo.budget import fit_head
 from mnemo.context import MEMORY_LAYERS, RequestContext
 from mnemo.errors import NotFound
+from mnemo.memory.extracted import EXTRACTION_SOURCE, epoch, time_of
 from mnemo.memory.filters import Node, matches, request_filter, to_match
 from mnemo.memory.indexing import NAMESPACE
 from mnemo.memory.models import MemoryResult, MemorySearchInput, MemorySearchOutput
@@ -117,6 +118,7 @@ class MemorySearch:
         """
         results: list[MemoryResult] = []
         seen_content: set[str] = set()
+        subjects: dict[tuple[str, str, str], tuple[int, dict[str, Any]]] = {}
         dropped = 0
         position = 0
         while len(results) < limit and position < len(ranked):
@@ -143,21 +145,58 @@ class MemorySearch:
                     dropped += 1
                     continue
                 seen_content.add(normalized)
+                subject = _subject_of(data)
+                if subject is not None and subject in subjects:
+                    # Two current memories of one subject (stored before consolidation kept one per subject):
+                    # the newest answers, the other is named beside it, never shown as its equal.
+                    dropped += 1
+                    place, held = subjects[subject]
+                    if not _newer(data, held):
+                        results[place].duplicates = [*(results[place].duplicates or []), memory_id]
+                        continue
+                    older = [held["memoryId"], *(results[place].duplicates or [])]
+                    subjects[subject] = (place, data)
+                    results[place] = self._result(data, memory_id, negative_score, parts)
+                    results[place].duplicates = older
+                    continue
+                if subject is not None:
+                    subjects[subject] = (len(results), data)
                 if len(results) < limit:
-                    results.append(
-                        MemoryResult(
-                            content=data["content"],
-                            layer=data["layer"],
-                            score=round(-negative_score, 4),
-                            vector_score=parts[memory_id][0],
-                            lexical_score=parts[memory_id][1],
-                            memory_id=memory_id,
-                            tags=data["tags"],
-                            metadata=data["metadata"],
-                            created_at=data["createdAt"],
-                            occurred_at=data.get("occurredAt"),
-                            superseded_by=data.get("supersededBy"),
-                            expires_at=data.get("expiresAt"),
-                        )
-                    )
+                    results.append(self._result(data, memory_id, negative_score, parts))
         return results, dropped
+
+    @staticmethod
+    def _result(
+        data: dict[str, Any],
+        memory_id: str,
+        negative_score: float,
+        parts: dict[str, tuple[float | None, float | None]],
+    ) -> MemoryResult:
+        return MemoryResult(
+            content=data["content"],
+            layer=data["layer"],
+            score=round(-negative_score, 4),
+            vector_score=parts[memory_id][0],
+            lexical_score=parts[memory_id][1],
+            memory_id=memory_id,
+            tags=data["tags"],
+            metadata=data["metadata"],
+            created_at=data["createdAt"],
+            occurred_at=data.get("occurredAt"),
+            superseded_by=data.get("supersededBy"),
+            expires_at=data.get("expiresAt"),
+        )
+
+
+def _subject_of(data: dict[str, Any]) -> tuple[str, str, str] | None:
+    """The subject an extracted memory that is current is about (scope, strategy, subject key), or None."""
+    metadata = data.get("metadata") or {}
+    if data.get("supersededBy") or metadata.get("source") != EXTRACTION_SOURCE or not metadata.get("subjectKey"):
+        return None
+    return data["scope"], str(metadata.get("strategy")), str(metadata["subjectKey"])
+
+
+def _newer(data: dict[str, Any], held: dict[str, Any]) -> bool:
+    """Whether a memory states its subject later than another (its time, then when it was written)."""
+    mine, theirs = epoch(time_of(data)) or 0.0, epoch(time_of(held)) or 0.0
+    return (mine, epoch(data["createdAt"]) or 0.0) > (theirs, epoch(held["createdAt"]) or 0.0)
