@@ -199,8 +199,7 @@ class Consolidator:
             self._decide(target, group)
         tokens = self._judge(judge, groups) if judge is not None else (0, 0)
         for group in groups:
-            kept = group.lead.decision == "kept" and group.against is not None
-            group.lead.memory_id = group.against.data["memoryId"] if kept else memory_id_for(target, group.lead)
+            group.lead.memory_id = _memory_id(target, group)
             if not dry_run:
                 self._write(target, group)
             for member in group.members:
@@ -350,8 +349,7 @@ class Consolidator:
                 logger.info("the subject %r changed while it was written; deciding again", group.key)
                 self._look(target, [group])
                 self._decide(target, group)
-                kept = group.lead.decision == "kept" and group.against is not None
-                group.lead.memory_id = group.against.data["memoryId"] if kept else memory_id_for(target, group.lead)
+                group.lead.memory_id = _memory_id(target, group)
 
     def _write_once(self, target: Target, group: _Group) -> None:
         lead = group.lead
@@ -408,6 +406,13 @@ class Consolidator:
         )
         if not written:  # the same batch ran before (a retry after a crash): nothing new
             lead.decision, lead.supersedes = "kept", None
+
+
+def _memory_id(target: Target, group: _Group) -> str:
+    """The memory a group's lead becomes: the one it is kept in, or its own (``memory_id_for``)."""
+    if group.lead.decision == "kept" and group.against is not None:
+        return str(group.against.data["memoryId"])
+    return memory_id_for(target, group.lead)
 
 
 def _said(target: Target, candidate: Candidate) -> str | None:

@@ -67,14 +67,14 @@ class Repair:
                 continue
             report.memories += 1
             if standing(item.data):
-                key = (item.pk, str(metadata.get("strategy")), str(metadata["subjectKey"]))
-                subjects.setdefault(key, []).append(item)
+                found = (item.pk, str(metadata.get("strategy")), str(metadata["subjectKey"]))
+                subjects.setdefault(found, []).append(item)
         report.subjects = len(subjects)
         heads = {
             item.pk + "\n" + item.sk: item
             for pk in {pk for pk, _, _ in subjects}
             for item in self._records.batch_get(
-                [(pk, subject_sk(strategy, key)) for p, strategy, key in subjects if p == pk]
+                [(pk, subject_sk(strategy, subject)) for owner, strategy, subject in subjects if owner == pk]
             )
         }
         for (pk, strategy, key), items in sorted(subjects.items()):
@@ -113,7 +113,7 @@ class Repair:
                     reason="repair",
                 ),
             ]
-        pointer = {"strategy": strategy, "subjectKey": key, "memoryId": newest.data["memoryId"]}
+        pointer: dict[str, Any] = {"strategy": strategy, "subjectKey": key, "memoryId": newest.data["memoryId"]}
         pointer["at"] = time_of(newest.data)
         # On the pointer as read: a run that wrote the subject meanwhile fails this write (decided next pass).
         expect: int | Literal["absent"] = head.version if head is not None else "absent"

@@ -151,10 +151,8 @@ class ExtractedMemories:
         if not ids:
             return []
         items = self._records.batch_get([(partition_of(scope), record_sk(memory_id)) for memory_id in ids])
-        found = [
-            Neighbour(item.data, item.version, ids[item.data["memoryId"]]) for item in items if standing(item.data)
-        ]
-        return sorted(found, key=lambda neighbour: (-neighbour.similarity, neighbour.data["memoryId"]))
+        near = [Neighbour(item.data, item.version, ids[item.data["memoryId"]]) for item in items if standing(item.data)]
+        return sorted(near, key=lambda neighbour: (-neighbour.similarity, neighbour.data["memoryId"]))
 
     def heads(self, scope: str, subjects: Sequence[tuple[str, str]]) -> dict[tuple[str, str], SubjectHead]:
         """The pointer of each (strategy, subject key) of ``scope`` to its current memory: one read for all; a
@@ -255,7 +253,7 @@ class ExtractedMemories:
                 )
             )
         elif head is not None:
-            pointer = {"strategy": head.strategy, "subjectKey": head.key, "memoryId": memory_id}
+            pointer: dict[str, Any] = {"strategy": head.strategy, "subjectKey": head.key, "memoryId": memory_id}
             pointer["at"] = metadata.get("statedAt")
             version = (head.version or 0) + 1
             expect: int | Literal["absent"] = head.version if head.version is not None else "absent"
