@@ -25,6 +25,17 @@ pytestmark = pytest.mark.model
 
 
 def script(tool: str, request: dict[str, Any], ids: list[str]) -> dict[str, Any] | None:
+    if tool == "record_facts" and "t3" in ids:
+        return {
+            "facts": [
+                {
+                    "text": "Alice moved to Porto in June 2025.",
+                    "subject": "alice's home city",
+                    "sourceIds": ["t3"],
+                    "occurredAt": "2025-06",
+                }
+            ]
+        }
     if tool == "record_facts":
         return {
             "facts": [
@@ -36,6 +47,8 @@ def script(tool: str, request: dict[str, Any], ids: list[str]) -> dict[str, Any]
                 }
             ]
         }
+    if "t1" not in ids:
+        return None  # the later session's turn states no preference, and its summary is the model's empty answer
     if tool == "record_preferences":
         return {"preferences": [{"text": "Alice always books window seats.", "subject": "seats", "sourceIds": ["t1"]}]}
     if tool == "record_summary":
@@ -82,14 +95,18 @@ def test_the_readme_conversation_becomes_memories(served: tuple[Clone, ScriptedM
     block = examples()["learning-curl"]
     done = run_shell(clone, block)
     printed = check_answers(block, done.stdout)
-    _, extracted, found, status = printed
+    _, extracted, found, status, _, changed, everything = printed
+    (change,) = changed["run"]["strategies"][0]["candidates"]
+    (lisbon,) = [r for r in everything["results"] if "Lisbon" in r["content"]]
+    assert (change["decision"], change["supersedes"]) == ("superseded", lisbon["memoryId"])
+    assert lisbon["supersededBy"] == change["memoryId"]
     assert extracted["pendingTurns"] == 0
     assert {part["strategy"] for part in extracted["run"]["strategies"]} == {"facts", "preferences", "summary"}
     fact = next(r for r in found["results"] if "fact" in r["tags"])
     assert fact["sources"][0]["messageId"] == "t1"
     assert status["enabled"] is True and status["recentRuns"][0]["runId"] == extracted["run"]["runId"]
     # The model got exactly the documented request: the tool forced, the model the server was told.
-    (request,) = model.calls("record_facts")
+    request = model.calls("record_facts")[0]
     assert request["model"] == "llama3.2"
     assert request["tool_choice"] == {"type": "function", "function": {"name": "record_facts"}}
     assert "[t1] 2025-03-03T09:00:00.000000Z user: I moved to Lisbon last month." in request["messages"][-1]["content"]

@@ -79,7 +79,8 @@ class Rights:
     #: MNEMO_EXTRACTION_QUEUE_URL): the tools that store conversation turns.
     extraction_queue: bool = False
     #: Whether it scans the records table (dynamodb:Scan): only erase_user, which must find every partition of
-    #: a user's agents and sessions, whose ids nothing else lists. Every other tool reads by key and prefix.
+    #: a user's agents and sessions, whose ids nothing else lists, and the extraction function's one-off repair
+    #: pass. Every other tool reads by key and prefix.
     scans: bool = False
 
     def __post_init__(self) -> None:

@@ -212,7 +212,8 @@ def runner_rights(tools: Sequence[Tool], runner: Runner) -> Rights:
     if runner.runs is not None and len(ran) != len(runner.runs):
         raise StaleTemplate(f"{runner.logical_id} runs tools the catalog does not have: {runner.runs}")
     rights = Rights.covering(tool.rights for tool in ran)
-    return replace(rights, extraction_queue=True) if runner.extraction_consumer else rights
+    # The extraction consumer also runs the one-off repair pass over every scope's memories (``mnemoRepair``).
+    return replace(rights, extraction_queue=True, scans=True) if runner.extraction_consumer else rights
 
 
 # ------------------------------------------------------------------- API ---
