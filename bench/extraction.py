@@ -16,7 +16,8 @@ k; a turn result counts for its message id, a memory for its ``metadata.provenan
 - turns only: the same search on a second stack that stored the same turns with extraction off;
 - facts only: ``memory_search`` without ``includeTurns`` on the stack that extracted.
 
-Also reported: the model's requests and tokens (estimated by the replay server as characters / 4, its
+Also reported: the user's current extracted memories per subject, as duplicates per 100 subjects (the
+consolidation invariant: 0), the model's requests and tokens (estimated by the replay server as characters / 4, its
 prompt counting the tool definition) per 1,000 turns and what they would cost at Amazon Nova Lite and
 Claude 3 Haiku on-demand prices, and turns per second of ingest plus extraction (bge embeddings, replay
 model: the storage path's own speed, no model latency). The last line is
@@ -42,6 +43,7 @@ from replay_model import ReplayModel, load_samples, session_of
 from common import parse_args, smoke, table, write_results
 from locomo import CATEGORIES, DEFAULT_PATH, SMOKE_PATH, Conversation, load
 from mnemo.context import RequestContext
+from mnemo.memory.records import RECORD, partition_of
 from mnemo.runtime import Services
 from mnemo.settings import Settings
 from mnemo.tools.registry import get_tool
@@ -107,6 +109,23 @@ def ingest(services: Services, conversation: Conversation, *, extract: bool) -> 
             if not out["pendingTurns"] or not out.get("run"):
                 break
     return counts
+
+
+def subjects(services: Services, conversation: Conversation) -> dict[str, int]:
+    """The user's current extracted memories per subject (strategy and subject key): subjects, the memories
+    standing for them, and duplicates (current memories past the first of a subject; consolidation's invariant
+    is 0)."""
+    scope = RequestContext(tenant="bench", user=conversation.sample_id).scope_key("user")
+    per: dict[tuple[str, str], int] = defaultdict(int)
+    for item in services.records.query(partition_of(scope), RECORD, limit=100_000):
+        metadata = item.data.get("metadata") or {}
+        if metadata.get("subjectKey") and not item.data.get("supersededBy"):
+            per[(str(metadata.get("strategy")), str(metadata["subjectKey"]))] += 1
+    return {
+        "subjects": len(per),
+        "currentMemories": sum(per.values()),
+        "duplicates": sum(count - 1 for count in per.values()),
+    }
 
 
 def cited(result: dict[str, Any]) -> set[str]:
@@ -189,6 +208,8 @@ def main() -> None:
             for key, value in ingest(learning, conversation, extract=True).items():
                 counts[key] += value
             learn_seconds += time.perf_counter() - started
+            for key, value in subjects(learning, conversation).items():
+                counts[key] += value
             started = time.perf_counter()
             ingest(plain, conversation, extract=False)
             plain_seconds += time.perf_counter() - started
@@ -254,8 +275,18 @@ def main() -> None:
             "model": {**totals, **spend},
             "pipeline": dict(counts),
             "speed": speed,
+            "subjects": {
+                "subjects": counts["subjects"],
+                "currentMemories": counts["currentMemories"],
+                "duplicatesPer100Subjects": round(100 * counts["duplicates"] / max(counts["subjects"], 1), 2),
+            },
             "smokeRun": smoke(),
         },
+    )
+    per_hundred = 100 * counts["duplicates"] / max(counts["subjects"], 1)
+    print(
+        f"subjects: {counts['subjects']} with {counts['currentMemories']} current memories; duplicates per 100 "
+        f"subjects {per_hundred:.2f}"
     )
     print(f"wrote {path}")
     best = summary["turns + facts"]["overall"]
