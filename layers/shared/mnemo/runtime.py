@@ -244,6 +244,7 @@ class Services:
                     append_to_prompt=values.get("appendToPrompt"),
                     metadata_keys=tuple(values.get("metadataKeys") or ()),
                     expires_after_days=values.get("expiresAfterDays"),
+                    max_tokens=values.get("maxTokens"),
                 )
                 for name, values in settings.extraction_config.items()
             },

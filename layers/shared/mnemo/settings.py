@@ -35,12 +35,12 @@ the embedded default, so ``mnemo serve`` runs on a laptop with no cloud at all.
 | MNEMO_EXTRACTOR_TIMEOUT_SECONDS | how long one model call may take | 60 |
 | MNEMO_REQUEST_DEADLINE_SECONDS | how long one long tool call may run (sync_now, build_memory_from_text) | none |
 | MNEMO_EXPERIMENTAL | serve the experimental tools (code outline): 1 or true | off |
-| MNEMO_EXTRACTION_STRATEGIES | facts,preferences,summary,lessons,graph; all; none | none |
+| MNEMO_EXTRACTION_STRATEGIES | facts,preferences,summary,lessons,graph,profile; all; none | none |
 | MNEMO_EXTRACTION_EVERY_TURNS | run the strategies once this many turns of a session wait | 6 |
 | MNEMO_EXTRACTION_IDLE_MINUTES | ... or once a session with waiting turns has been quiet this long | 10 |
-| MNEMO_EXTRACTION_JUDGE | one batched model call decides update or add for close candidates: on or off | on |
+| MNEMO_EXTRACTION_JUDGE | one batched model call decides update, same or merge for close candidates: on or off | on |
 | MNEMO_EXTRACTION_MAX_CANDIDATES | the most memories one strategy may propose for one batch (more is a failure) | 50 |
-| MNEMO_EXTRACTION_CONFIG | JSON per strategy: model, appendToPrompt, metadataKeys, expiresAfterDays | {} |
+| MNEMO_EXTRACTION_CONFIG | JSON per strategy: model, appendToPrompt, metadataKeys, expiresAfterDays, maxTokens | {} |
 | MNEMO_EXTRACTION_QUEUE_URL | the SQS FIFO queue extraction notices go to (AWS) | |
 | MNEMO_EXTRACTION_WAKE_QUEUE_URL | the SQS queue of delayed idle wake-ups (AWS) | |
 | MNEMO_WEBHOOKS | change events' webhooks (local): JSON [{"url", "secret", "kinds"?}] (docs/events.md) | none |
@@ -139,7 +139,8 @@ class Settings(BaseModel):
     #: The most memories one strategy may propose for one batch; more is refused as a failure.
     extraction_max_candidates: int = Field(50, ge=1, le=500)
     #: Per strategy: ``model`` (a Bedrock model id or the OpenAI-compatible model), ``appendToPrompt``,
-    #: ``metadataKeys``, ``expiresAfterDays`` (its memories expire that many days after extraction).
+    #: ``metadataKeys``, ``expiresAfterDays`` (its memories expire that many days after extraction), ``maxTokens``
+    #: (the profile's bound, default 300).
     extraction_config: dict[str, dict[str, Any]] = Field(default_factory=dict)
     extraction_queue_url: str | None = None
     extraction_wake_queue_url: str | None = None
@@ -168,6 +169,10 @@ class Settings(BaseModel):
             number = isinstance(days, int | float) and not isinstance(days, bool)
             if days is not None and not (number and 0 < days <= 3650):
                 raise ValueError(f"{name}.expiresAfterDays must be a number of days above 0 and at most 3650")
+            limit = values.get("maxTokens") if isinstance(values, dict) else None
+            whole = isinstance(limit, int) and not isinstance(limit, bool)
+            if limit is not None and not (whole and 20 <= limit <= 4000):
+                raise ValueError(f"{name}.maxTokens must be a whole number of tokens from 20 to 4000")
         return value
 
     @field_validator("titan_dimensions")
@@ -180,7 +185,7 @@ class Settings(BaseModel):
     @field_validator("extraction_strategies")
     @classmethod
     def _strategies(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        names = ("facts", "preferences", "summary", "lessons", "graph")
+        names = ("facts", "preferences", "summary", "lessons", "graph", "profile")
         if value in (("none",), ("off",)):
             return ()
         if value == ("all",):

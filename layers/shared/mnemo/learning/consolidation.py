@@ -54,6 +54,7 @@ from mnemo.memory.extracted import (
     Neighbour,
     SubjectHead,
     epoch,
+    standing,
     subject_key,
     time_of,
 )
@@ -112,6 +113,8 @@ class Candidate:
     metadata: dict[str, Any] = field(default_factory=dict)
     #: When the latest of the turns it cites was said (ISO 8601 UTC).
     said_at: str | None = None
+    #: The memories it was built from, for a strategy that reads memories (the profile), never turns.
+    memory_ids: list[str] | None = None
     #: Filled by consolidation.
     decision: str = "added"
     memory_id: str | None = None
@@ -184,6 +187,23 @@ class Consolidator:
     def __init__(self, memories: ExtractedMemories, *, same_similarity: float = 0.95) -> None:
         self._memories = memories
         self._same = same_similarity
+
+    def running(self, scope: str, strategy: str, subject: str) -> tuple[SubjectHead, dict[str, Any] | None]:
+        """A running memory's pointer (the profile's) and its current record, if any."""
+        head = self._memories.heads(scope, [(strategy, subject_key(subject))])[(strategy, subject_key(subject))]
+        item = self._memories.get(scope, head.memory_id) if head.memory_id else None
+        return head, item.data if item is not None and standing(item.data) else None
+
+    def texts(self, scope: str, memory_ids: list[str]) -> dict[str, str]:
+        """The content of the current memories among ``memory_ids``."""
+        return self._memories.contents(scope, memory_ids)
+
+    def leave_pending(self, scope: str, head: SubjectHead, memory_ids: list[str]) -> None:
+        """Keep memory ids for the running memory's next rewrite (``ExtractedMemories.leave_pending``)."""
+        try:
+            self._memories.leave_pending(scope, head, memory_ids)
+        except ConditionFailed:
+            logger.info("the profile changed while memories were left for it; that run took them in")
 
     def consolidate(
         self, target: Target, candidates: list[Candidate], judge: Extractor | None, *, dry_run: bool = False
@@ -381,6 +401,8 @@ class Consolidator:
                 "runId": target.run_id,
             },
         }
+        if lead.memory_ids is not None:
+            metadata["provenance"]["memoryIds"] = lead.memory_ids
         if lead.subject:
             metadata["subject"] = lead.subject
             metadata["subjectKey"] = subject_key(lead.subject)

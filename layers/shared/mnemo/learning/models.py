@@ -165,6 +165,16 @@ class StrategyStatus(WireModel):
     last_failure: StrategyFailure | None = None
 
 
+# The caller's running profile (the profile strategy), as extraction_status shows it.
+class ProfileView(WireModel):
+    text: str
+    memory_id: str
+    built_at: datetime = Field(description="When this version was written.")
+    tokens: int = Field(description="Its size, estimated as pinned_context estimates (at most maxTokens).")
+    memory_ids: list[str] = Field(description="The memories this version was built from.")
+    pending: int = Field(0, description="Changed memories a failed profile call left for the next rewrite.")
+
+
 # extraction_status's answer, for the caller's session.
 class ExtractionStatusOutput(ToolResponse):
     enabled: bool = Field(description="Whether any strategy is on.")
@@ -177,4 +187,7 @@ class ExtractionStatusOutput(ToolResponse):
         default_factory=dict, description="When a run starts: everyTurns, idleMinutes, judge (consolidation model)."
     )
     strategies: list[StrategyStatus]
+    profile: ProfileView | None = Field(
+        None, description="The caller's running profile, when the profile strategy is on and has written one."
+    )
     recent_runs: list[RunView] = Field(default_factory=list, description="The newest runs first.")

@@ -35,10 +35,12 @@ from mnemo import telemetry
 from mnemo.context import RequestContext
 from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS, EntryStore
 from mnemo.errors import MnemoError, ProviderError, RateLimited
+from mnemo.files.tokens import count_tokens
 from mnemo.learning import ledger
 from mnemo.learning.consolidation import Candidate, Consolidator, Target
-from mnemo.learning.strategies import STRATEGIES, Strategy
+from mnemo.learning.strategies import PROFILE, PROFILE_INPUTS, PROFILE_MAX_TOKENS, PROFILE_SUBJECT, STRATEGIES, Strategy
 from mnemo.learning.transcript import Turn, conversation_turns, execution_turn, prompt
+from mnemo.memory.extracted import SubjectHead
 from mnemo.memory.records import iso
 from mnemo.ports import ConditionFailed, Delete, ExtractionTool, Extractor, Item, Put, RecordStore
 from mnemo.visible import hidden_character
@@ -67,6 +69,8 @@ class StrategyConfig:
     metadata_keys: tuple[str, ...] = ()
     #: Days after which the memories this strategy writes expire (``expiresAfterDays``; None: never).
     expires_after_days: float | None = None
+    #: The profile's most tokens (``maxTokens``; None: ``PROFILE_MAX_TOKENS``).
+    max_tokens: int | None = None
 
     def expires_at(self) -> str | None:
         """When a memory this strategy writes now expires (ISO 8601 UTC), or None (docs/lifecycle.md)."""
@@ -177,6 +181,10 @@ class Pipeline:
         self._executions = EntryStore(records, EXECUTIONS)
 
     # ------------------------------------------------------------ reading
+    def profile(self, scope: str) -> tuple[SubjectHead, dict[str, Any] | None]:
+        """The profile's pointer in a user scope, and its current record (None when it has none)."""
+        return self._consolidator.running(scope, PROFILE.name, PROFILE_SUBJECT)
+
     def waiting(self, stream: str, limit: int = MAX_BATCH_TURNS) -> list[Item]:
         """The stream's waiting turns, oldest first."""
         return self._records.query(ledger.partition_of(stream), ledger.TURN, limit=limit)
@@ -238,6 +246,8 @@ class Pipeline:
         state = self.state(stream)
         deferred: list[str] = []
         for name in enabled:
+            if STRATEGIES.get(name) is PROFILE:  # reads the memories this run writes: after the others
+                continue
             late = (
                 deadline_seconds is not None
                 and time.monotonic() - started + longest + SAVE_RESERVE_SECONDS > deadline_seconds
@@ -268,6 +278,11 @@ class Pipeline:
             elif failure.get("counts", True):
                 failed[name] = ids
             # else: the model did not answer; the turns wait, their attempts unchanged
+        if "profile" in enabled and not dry_run:
+            profile = self._run_profile(context, outcomes, run_id, at)
+            if profile is not None:
+                outcomes.append(profile)
+                _count(profile)
         view = {
             "runId": run_id,
             "at": at,
@@ -341,6 +356,65 @@ class Pipeline:
         outcome.output_tokens += consolidated.output_tokens
         return outcome
 
+    def _run_profile(
+        self, context: RequestContext, outcomes: list[StrategyOutcome], run_id: str, at: str
+    ) -> StrategyOutcome | None:
+        """The user's profile rewritten from the last one and the memories this run's facts and preferences added
+        or superseded (and those a failed profile call left pending); None when nothing changed. A profile over
+        ``maxTokens`` is refused, never cut, and what it would have taken in is left pending."""
+        settings = self._config.of("profile")
+        extractor = self._extractor_for(settings.model)
+        target = self._target(PROFILE, context, extractor.name, run_id, at)
+        if isinstance(target, str):
+            return None
+        target = replace(target, expires_at=settings.expires_at())
+        changed = [
+            candidate.memory_id
+            for outcome in outcomes
+            if outcome.strategy in PROFILE_INPUTS and not outcome.failure
+            for candidate in outcome.candidates
+            if candidate.decision in ("added", "superseded") and candidate.memory_id
+        ]
+        head, current = self._consolidator.running(target.scope, PROFILE.name, PROFILE_SUBJECT)
+        texts = self._consolidator.texts(target.scope, list(dict.fromkeys([*head.pending, *changed])))
+        if not texts:
+            return None
+        outcome = StrategyOutcome(PROFILE.name, extractor.name)
+        limit = settings.max_tokens or PROFILE_MAX_TOKENS
+        so_far = " ".join(current["content"].split()) if current else "(none yet)"
+        lines = "\n".join(f"[{memory_id}] {' '.join(text.split())}" for memory_id, text in texts.items())
+        user = f"Profile so far:\n{so_far}\n\nMemories that changed since (oldest first):\n{lines}\n"
+        system = PROFILE.system.format(max_tokens=limit, max_words=limit * 3 // 4)
+        try:
+            answer, used = self._ask(PROFILE, extractor, settings, [], None, user=user, system=system)
+        except Failed as failure:
+            outcome.failure = {"message": failure.message, "raw": failure.raw, "attempts": failure.attempts}
+            outcome.input_tokens, outcome.output_tokens = failure.tokens
+            self._consolidator.leave_pending(target.scope, head, list(texts))
+            return outcome
+        outcome.input_tokens, outcome.output_tokens = used
+        items = answer[PROFILE.items_key]
+        if not items:
+            return outcome
+        text = " ".join(str(items[0]["text"]).split())
+        cited = [memory_id for memory_id in dict.fromkeys(items[0]["sourceIds"]) if memory_id in texts]
+        candidate = Candidate(text=text, subject=PROFILE_SUBJECT, source_ids=[], memory_ids=cited)
+        tokens = count_tokens(text)
+        if not cited:
+            candidate.decision, candidate.reason = "refused", "it cites no memory id it was given"
+        elif hidden_character(text) is not None:
+            candidate.decision, candidate.reason = "refused", "its text holds an invisible character"
+        elif tokens > limit:
+            candidate.decision = "refused"
+            candidate.reason = f"it is {tokens} tokens, over maxTokens {limit}: refused, not cut"
+            outcome.failure = {"message": f"the profile {candidate.reason}", "raw": text, "attempts": 1}
+        if candidate.decision == "refused":
+            self._consolidator.leave_pending(target.scope, head, list(texts))
+            outcome.candidates = [candidate]
+            return outcome
+        outcome.candidates = self._consolidator.consolidate(target, [candidate], None).candidates
+        return outcome
+
     def _gather(
         self,
         strategy: Strategy,
@@ -392,11 +466,15 @@ class Pipeline:
         settings: StrategyConfig,
         turns: list[Turn],
         previous: str | None,
+        *,
+        user: str | None = None,
+        system: str | None = None,
     ) -> tuple[dict[str, Any], tuple[int, int]]:
         """The model's checked answer and the tokens used: asked again once after an answer out of shape,
-        retried with backoff while throttled."""
-        system = strategy.system + (f"\n\n{settings.append_to_prompt}" if settings.append_to_prompt else "")
-        user = prompt(turns, previous_summary=previous, extra_keys=settings.metadata_keys)
+        retried with backoff while throttled. ``user`` and ``system``: the prompt, when it is not the turns'."""
+        system = (system or strategy.system) + (f"\n\n{settings.append_to_prompt}" if settings.append_to_prompt else "")
+        if user is None:
+            user = prompt(turns, previous_summary=previous, extra_keys=settings.metadata_keys)
         tool = ExtractionTool(strategy.tool_name, strategy.tool_description, strategy.schema)
         tokens_in = tokens_out = 0
         raw: str | None = None
@@ -496,7 +574,7 @@ class Pipeline:
             readers = [
                 n
                 for n in self._config.strategies
-                if (n == "lessons") == (kind == "execution") and self._applies(n, writer)
+                if n != "profile" and (n == "lessons") == (kind == "execution") and self._applies(n, writer)
             ]
             if all(name in finished for name in readers):
                 operations.append(Delete(marker.pk, marker.sk, expect=marker.version))

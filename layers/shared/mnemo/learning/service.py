@@ -28,6 +28,7 @@ from mnemo.context import RequestContext, parse_scope
 from mnemo.conversations.service import MESSAGE_META, ConversationService
 from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS, EntryStore, key_time
 from mnemo.errors import ConflictingRequest, InvalidInput, MnemoError
+from mnemo.files.tokens import count_tokens
 from mnemo.learning import ledger
 from mnemo.learning.models import (
     AddMessagesInput,
@@ -36,6 +37,7 @@ from mnemo.learning.models import (
     ExtractionStatusOutput,
     MemoryExtractInput,
     MemoryExtractOutput,
+    ProfileView,
     RunView,
     StoredMessage,
     StrategyFailure,
@@ -298,7 +300,7 @@ class LearningService:
                     pending_turns=sum(
                         1 for m in waiting if m.data["kind"] == reads and name not in m.data.get("done", [])
                     )
-                    if on
+                    if on and name != "profile"
                     else 0,
                     runs=count.get("runs", 0),
                     failures=count.get("failures", 0),
@@ -328,7 +330,25 @@ class LearningService:
                 "maxCandidates": self._config.max_candidates,
             },
             strategies=strategies,
+            profile=self._profile(context) if "profile" in self._config.strategies else None,
             recent_runs=[RunView.model_validate(item.data) for item in runs],
+        )
+
+    def _profile(self, context: RequestContext) -> ProfileView | None:
+        """The caller's current profile, when the profile strategy has written one."""
+        if context.missing_ids("user"):
+            return None
+        head, current = self._pipeline.profile(context.scope_key("user"))
+        if current is None:
+            return None
+        provenance = (current.get("metadata") or {}).get("provenance") or {}
+        return ProfileView(
+            text=current["content"],
+            memory_id=current["memoryId"],
+            built_at=current["createdAt"],
+            tokens=count_tokens(current["content"]),
+            memory_ids=list(provenance.get("memoryIds") or []),
+            pending=len(head.pending),
         )
 
     # ----------------------------------------------------------- workers

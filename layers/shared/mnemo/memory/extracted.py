@@ -69,6 +69,8 @@ class SubjectHead:
     memory_id: str | None
     at: str | None
     version: int | None
+    #: Memory ids a running memory (the profile) has yet to take in: left by a run whose model call failed.
+    pending: tuple[str, ...] = ()
 
 
 def standing(data: dict[str, Any]) -> bool:
@@ -165,9 +167,31 @@ class ExtractedMemories:
             item = found.get(subject_sk(strategy, key))
             data = item.data if item else {}
             heads[(strategy, key)] = SubjectHead(
-                strategy, key, data.get("memoryId"), data.get("at"), item.version if item else None
+                strategy,
+                key,
+                data.get("memoryId"),
+                data.get("at"),
+                item.version if item else None,
+                tuple(data.get("pending") or ()),
             )
         return heads
+
+    def contents(self, scope: str, memory_ids: Sequence[str]) -> dict[str, str]:
+        """The content of each current memory of ``scope`` among ``memory_ids``, in their order (one read)."""
+        keys = [(partition_of(scope), record_sk(memory_id)) for memory_id in dict.fromkeys(memory_ids)]
+        items = self._records.batch_get(keys) if keys else []
+        found = {item.data["memoryId"]: item.data["content"] for item in items if standing(item.data)}
+        return {memory_id: found[memory_id] for memory_id in dict.fromkeys(memory_ids) if memory_id in found}
+
+    def leave_pending(self, scope: str, head: SubjectHead, memory_ids: Sequence[str]) -> None:
+        """Keep ``memory_ids`` on a subject's pointer for its next rewrite (a failed profile call), on the version
+        read; ConditionFailed when another run moved it meanwhile (that run took them in or kept its own)."""
+        pending = list(dict.fromkeys([*head.pending, *memory_ids]))[-200:]
+        pointer: dict[str, Any] = {"strategy": head.strategy, "subjectKey": head.key, "memoryId": head.memory_id}
+        pointer.update(at=head.at, pending=pending)
+        expect: int | Literal["absent"] = head.version if head.version is not None else "absent"
+        item = Item(partition_of(scope), subject_sk(head.strategy, head.key), pointer, (head.version or 0) + 1)
+        self._records.write([Put(item, expect)])
 
     def current(self, scope: str, head: SubjectHead, neighbours: Sequence[Neighbour]) -> list[Neighbour]:
         """The standing memories of a subject: the one its pointer names, and any other the index finds with the
