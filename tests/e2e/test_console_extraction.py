@@ -163,3 +163,42 @@ def test_the_page_passes_axe_with_runs_shown(learning: Browser) -> None:
     serious = [v for v in axe_violations(learning) if v["impact"] in ("serious", "critical")]
     assert serious == [], serious
     assert learning.problems == []
+
+
+def test_the_profile_is_shown_with_the_memories_it_was_built_from(tmp_path: Path) -> None:
+    from tests.support.scripted_model import ScriptedModel as Scripted
+
+    def script(tool: str, request: dict[str, Any], ids: list[str]) -> dict[str, Any] | None:
+        if tool == "record_facts":
+            return {"facts": [{"text": "Alice works at Acme.", "subject": "employer", "sourceIds": ids[:1]}]}
+        if tool == "record_profile":
+            lines = [line for line in request["messages"][-1]["content"].splitlines() if line.startswith("[mem_")]
+            cited = [line[1 : line.index("]")] for line in lines]
+            return {"profile": [{"text": "Alice is a software engineer at Acme.", "sourceIds": cited}]}
+        return None
+
+    model = Scripted(script)
+    settings = Settings(
+        data_dir=tmp_path,
+        embedder="hashing",
+        openai_base_url=model.url,
+        extraction_strategies=("facts", "profile"),
+        extraction_every_turns=100,
+        extraction_idle_minutes=15,
+        extraction_judge=False,
+    )
+    try:
+        with local_server(Services(settings)) as url, browser(url, bypass_csp=True) as console:
+            console.page.goto(f"{url}/ui/")
+            console.page.evaluate(f"localStorage.setItem('mnemo.console.identity', {json.dumps(json.dumps(IDENTITY))})")
+            say(url, ("m-1", "user", "I work at Acme as a software engineer."))
+            call(url, "memory_extract", {}, **SESSION)
+            page = console.open("extraction", "#extraction-profile")
+            shown = page.locator("#extraction-profile").inner_text()
+            status = call(url, "extraction_status", {}, **SESSION)["profile"]
+            assert "Alice is a software engineer at Acme." in shown
+            assert f"{status['tokens']} tokens" in shown and status["memoryIds"][0] in shown
+            assert page.locator("#extraction-status tr[data-strategy=profile]").count() == 1
+            assert console.problems == []
+    finally:
+        model.close()

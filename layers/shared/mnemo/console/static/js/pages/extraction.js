@@ -1,7 +1,8 @@
 // Extraction: what the strategies learned from the identity's turns. Whether extraction is on (and how to turn it
 // on), the turns waiting, each strategy's standing, and the recent runs per session: every candidate memory, the
-// decision taken (added, kept, superseded, refused), links to the turns it came from, and each failure with the
-// model's raw answer. Preview runs the strategies without writing (memory_extract dryRun); Run now writes.
+// decision taken (added, kept, superseded, merged, outdated, refused), links to the turns it came from, and each
+// failure with the model's raw answer; the user's profile when the profile strategy is on. Preview runs the
+// strategies without writing (memory_extract dryRun); Run now writes.
 
 import { callTool } from "../api.js";
 import { clear, h } from "../dom.js";
@@ -10,7 +11,9 @@ import { announce, button, field, guarded, heading, input, section, table, timeE
 const DECISIONS = {
   added: "a new memory",
   kept: "the same fact was stored already: its source turns were added to it",
-  superseded: "replaces an older memory about the same subject (kept, marked superseded)",
+  superseded: "replaces every current memory about the same subject (kept, marked superseded)",
+  merged: "said again in this batch about the same subject: one memory cites every turn",
+  outdated: "older than the subject's current memory: kept as its history, already superseded",
   refused: "not stored",
 };
 
@@ -97,9 +100,9 @@ function showStatus(answer, place) {
       h("dt", {}, "Last run"), h("dd", {}, timeElement(answer.lastRunAt)),
       h("dt", {}, "A run starts"), h("dd", {},
         `every ${trigger.everyTurns ?? "?"} turns, or once the session has been quiet ${trigger.idleMinutes ?? "?"} minutes; `,
-        trigger.judge ? "a model judges close memories (update or add)" : "no judge: a memory about the same subject replaces the older one")),
+        trigger.judge ? "a model judges two wordings of one subject (update, same or merge)" : "no judge: a newer memory about the same subject replaces the older one")),
     table(
-      ["Strategy", "Model", "Turns waiting", "Runs", "Added", "Kept", "Superseded", "Failures", "Tokens in / out", "Last run"],
+      ["Strategy", "Model", "Turns waiting", "Runs", "Added", "Kept", "Superseded", "Merged", "Outdated", "Failures", "Tokens in / out", "Last run"],
       on.map((strategy) => h("tr", { "data-strategy": strategy.strategy },
         h("th", { scope: "row" }, strategy.strategy),
         h("td", {}, strategy.model ? h("code", {}, strategy.model) : "—"),
@@ -108,13 +111,28 @@ function showStatus(answer, place) {
         h("td", {}, String(strategy.added)),
         h("td", {}, String(strategy.kept)),
         h("td", {}, String(strategy.superseded)),
+        h("td", {}, String(strategy.merged ?? 0)),
+        h("td", {}, String(strategy.outdated ?? 0)),
         h("td", {}, String(strategy.failures)),
         h("td", {}, `${strategy.inputTokens} / ${strategy.outputTokens}`),
         h("td", {}, timeElement(strategy.lastRunAt)))),
       "The strategies on"),
     h("p", { class: "summary" }, `Off: ${answer.strategies.filter((strategy) => !strategy.enabled).map((strategy) => strategy.strategy).join(", ") || "none"}.`),
+    answer.profile ? profileView(answer.profile) : null,
     failed.map((strategy) => h("div", { class: "last-failure", "data-strategy": strategy.strategy },
       h("h3", {}, `Last failure of ${strategy.strategy}`), failure(strategy.lastFailure))));
+}
+
+/** The user's running profile: its text, size, when it was written and the memories it was built from. */
+function profileView(profile) {
+  return h("div", { class: "profile", id: "extraction-profile" },
+    h("h3", {}, "Profile"),
+    h("p", { class: "content" }, profile.text),
+    h("p", { class: "meta" },
+      h("span", {}, `${profile.tokens} tokens`),
+      h("span", {}, "written ", timeElement(profile.builtAt)),
+      h("span", {}, `from ${profile.memoryIds.length} memories: `, ...profile.memoryIds.map((id) => h("code", {}, id, " "))),
+      profile.pending ? h("span", {}, `${profile.pending} changed memories wait for the next rewrite`) : null));
 }
 
 /** The runs, grouped by session (newest first within each), each with its strategies' candidates and failures. */
