@@ -152,10 +152,14 @@ def test_every_strategy_writes_its_memories_on_dynamodb(aws: Stack) -> None:
                 ],
             },
         }
+        if tool == "record_profile":
+            prompt = request["messages"][-1]["content"]
+            cited = [line[1 : line.index("]")] for line in prompt.splitlines() if line.startswith("[mem_")]
+            return {"profile": [{"text": "Alice lives in Lisbon and prefers tea.", "sourceIds": cited}]}
         return answers.get(tool)
 
     aws.model.script = script
-    every = ("facts", "preferences", "summary", "lessons", "graph")
+    every = ("facts", "preferences", "summary", "lessons", "graph", "profile")
     services = Services(aws.services.settings.model_copy(update={"extraction_strategies": every}))
     agent = ctx("alice", tenant="acme", session="s1", agent="helper")
     get_tool("add_messages").invoke(aws.services, agent, said("I live in Lisbon", "I prefer tea"))
@@ -173,14 +177,16 @@ def test_every_strategy_writes_its_memories_on_dynamodb(aws: Stack) -> None:
         },
     )
     run = get_tool("memory_extract").invoke(services, agent, {})
-    assert {p["strategy"]: p["failure"] for p in run["run"]["strategies"]} == dict.fromkeys(
-        ("facts", "preferences", "summary", "lessons", "graph")
-    )
+    assert {p["strategy"]: p["failure"] for p in run["run"]["strategies"]} == dict.fromkeys(every)
     listed = {
         layer: [m["content"] for m in get_tool("memory_list").invoke(services, agent, {"layer": layer})["memories"]]
         for layer in ("user", "session", "agent")
     }
-    assert sorted(listed["user"]) == ["Alice lives in Lisbon.", "Alice prefers tea."]
+    assert sorted(listed["user"]) == [
+        "Alice lives in Lisbon and prefers tea.",
+        "Alice lives in Lisbon.",
+        "Alice prefers tea.",
+    ]
     assert listed["session"] == ["Alice talked about Lisbon and tea."]
     assert listed["agent"] == ["Retrying the weather API worked."]
     facts = get_tool("graph_search").invoke(services, agent, {"query": "Alice lives in"})["facts"]

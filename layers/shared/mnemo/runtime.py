@@ -16,7 +16,7 @@ from mnemo.settings import Settings
 
 #: What extraction_status says when no strategy runs.
 HOW_TO_ENABLE = (
-    "set MNEMO_EXTRACTION_STRATEGIES (facts,preferences,summary,lessons,graph or all; on AWS the template's "
+    "set MNEMO_EXTRACTION_STRATEGIES (facts,preferences,summary,lessons,graph,profile or all; on AWS the template's "
     "ExtractionStrategies parameter) and a model: MNEMO_EXTRACTOR=bedrock with MNEMO_EXTRACTOR_MODEL_ID, or "
     "MNEMO_OPENAI_BASE_URL for any OpenAI-compatible server (Ollama, vLLM, llama.cpp)"
 )
