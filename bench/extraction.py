@@ -1,6 +1,6 @@
 """Memory that learns, end to end on LoCoMo: add_messages, memory_extract, memory_search with the turns.
 
-    python bench/extraction.py [--data FILE] [--limit-conversations N] [--smoke]
+    python bench/extraction.py [--data FILE] [--limit-conversations N] [--profile] [--smoke]
 
 The extraction model is bench/replay_model.py: an OpenAI-compatible server on 127.0.0.1 that answers the
 facts strategy with LoCoMo's own observations (each citing its evidence turns) and the summary strategy with
@@ -58,8 +58,9 @@ KEYS = ["R@1", "R@5", "R@10", "MRR@10"]
 CONFIGURATIONS = ["turns + facts", "turns only", "facts only"]
 
 
-def stack(url: str | None) -> Services:
-    """A fresh embedded stack (bge); with ``url``, extraction on (facts and summary) through that model."""
+def stack(url: str | None, profile: bool = False) -> Services:
+    """A fresh embedded stack (bge); with ``url``, extraction on (facts and summary, and the profile when asked)
+    through that model."""
     directory = Path(tempfile.mkdtemp(prefix="mnemo-bench-extraction-"))
     if url is None:
         return Services(Settings(data_dir=directory, embedder="bge"))
@@ -70,7 +71,7 @@ def stack(url: str | None) -> Services:
             extractor="openai",
             openai_base_url=url,
             openai_model="replay",
-            extraction_strategies=("facts", "summary"),
+            extraction_strategies=("facts", "summary", "profile") if profile else ("facts", "summary"),
         )
     )
 
@@ -195,11 +196,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_PATH, help="a LoCoMo-format JSON file")
     parser.add_argument("--limit-conversations", type=int, default=None)
+    parser.add_argument(
+        "--profile", action="store_true", help="also run the profile strategy (its cost; writes extraction_profile)"
+    )
     args = parse_args(parser, {"data": SMOKE_PATH})
     conversations = load(args.data)[: args.limit_conversations]
     model = ReplayModel(load_samples(args.data)).start()
     try:
-        learning, plain = stack(model.url), stack(None)
+        learning, plain = stack(model.url, args.profile), stack(None)
         scored: dict[str, list[tuple[str, dict[str, float]]]] = {name: [] for name in CONFIGURATIONS}
         counts: dict[str, int] = defaultdict(int)
         learn_seconds = plain_seconds = 0.0
@@ -266,8 +270,20 @@ def main() -> None:
         f"{speed['turnsPerSecondIngestAndExtraction']:.1f} turns/s, "
         f"ingest alone {speed['turnsPerSecondIngestOnly']:.1f}"
     )
+    per = 1000 / max(counts["turns"], 1)
+    profile_cost = {
+        "requestsPer1000Turns": totals["requests"].get("record_profile", 0) * per,
+        "inputTokensPer1000Turns": totals["promptTokens"].get("record_profile", 0) * per,
+        "outputTokensPer1000Turns": totals["completionTokens"].get("record_profile", 0) * per,
+    }
+    if args.profile:
+        print(
+            f"profile: {profile_cost['requestsPer1000Turns']:.0f} requests, "
+            f"{profile_cost['inputTokensPer1000Turns']:.0f} input and {profile_cost['outputTokensPer1000Turns']:.0f} "
+            "output tokens per 1k turns"
+        )
     path = write_results(
-        "extraction",
+        "extraction_profile" if args.profile else "extraction",
         {
             "data": args.data.name,
             "conversations": len(conversations),
@@ -275,6 +291,7 @@ def main() -> None:
             "model": {**totals, **spend},
             "pipeline": dict(counts),
             "speed": speed,
+            "profile": profile_cost if args.profile else None,
             "subjects": {
                 "subjects": counts["subjects"],
                 "currentMemories": counts["currentMemories"],

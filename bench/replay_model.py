@@ -17,6 +17,8 @@ a model:
   whole batch), subject the observation itself (cut to 200 characters: specific to that fact, so two
   observations never supersede each other), occurredAt the session's date;
 - ``record_summary``: the session summary of the batch's last session, citing the batch's turns of it;
+- ``record_profile``: the changed memories the prompt lists, then the profile so far, cut to about 200
+  tokens, citing every memory id it was given (``profile_answer``);
 - any other tool (preferences, lessons, the graph, the consolidation judge): an empty list for each array
   property of its schema.
 
@@ -171,6 +173,8 @@ class ReplayModel:
 
     def answer(self, tool: str, schema: dict[str, Any], prompt: str) -> dict[str, Any]:
         """The tool's arguments for one prompt."""
+        if tool == "record_profile":
+            return profile_answer(prompt)
         sample, ids = self.batch(prompt)
         if sample is None or tool not in ("record_facts", "record_summary"):
             return empty_answer(schema)
@@ -295,6 +299,23 @@ class ReplayModel:
                 "promptTokensTotal": sum(self.prompt_tokens.values()),
                 "completionTokensTotal": sum(self.completion_tokens.values()),
             }
+
+
+#: The replayed profile's most characters: about 200 tokens, under the profile's default 300.
+PROFILE_CHARS = 900
+
+
+def profile_answer(prompt: str) -> dict[str, Any]:
+    """A profile as a model bound to ``maxTokens`` writes one: the changed memories first (newest last in the
+    prompt, so reversed), then the profile so far, cut at a sentence to ``PROFILE_CHARS``, citing every
+    memory it was given. Its size, not its wording, is what the cost figures need."""
+    lines = prompt.splitlines()
+    so_far = lines[lines.index("Profile so far:") + 1] if "Profile so far:" in lines else ""
+    memories = [(line[1 : line.index("]")], line.split("] ", 1)[1]) for line in lines if line.startswith("[mem_")]
+    text = " ".join([*(content for _, content in reversed(memories)), "" if so_far == "(none yet)" else so_far])
+    if len(text) > PROFILE_CHARS:
+        text = text[:PROFILE_CHARS].rsplit(". ", 1)[0] + "."
+    return {"profile": [{"text": text.strip() or "Nothing known yet.", "sourceIds": [m for m, _ in memories][:50]}]}
 
 
 def smoke_request(model: ReplayModel) -> dict[str, Any]:
