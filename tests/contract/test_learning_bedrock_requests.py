@@ -261,8 +261,13 @@ def test_one_run_of_every_strategy_sends_one_request_each_in_order(
     assert (len(prompts), answer["pendingTurns"]) == (4, 0)
 
 
+MERGED = "Alice worked at Acme as a data engineer and now works at Globex."
+
+
 @pytest.mark.parametrize(
-    ("judged", "decision"), [("update", "superseded"), ("add", "added"), ("same", "kept")], ids=lambda v: str(v)
+    ("judged", "decision"),
+    [("update", "superseded"), ("merge", "superseded"), ("same", "kept")],
+    ids=lambda v: str(v),
 )
 def test_the_consolidation_judge_sends_the_documented_request_and_its_decision_stands(
     tmp_path: Path, client: Any, stubber: Stubber, prompts: list[str], judged: str, decision: str
@@ -279,7 +284,7 @@ def test_the_consolidation_judge_sends_the_documented_request_and_its_decision_s
         "converse", response("record_facts", changed, (333, 22)), strategy_request(STRATEGIES["facts"])
     )
     judge = expected_request(JUDGE_SYSTEM, JUDGE_TOOL.name, JUDGE_TOOL.description, JUDGE_TOOL.schema)
-    verdict = {"decisions": [{"pair": 0, "decision": judged}]}
+    verdict = {"decisions": [{"pair": 0, "decision": judged, **({"text": MERGED} if judged == "merge" else {})}]}
     stubber.add_response("converse", response(JUDGE_TOOL.name, verdict, (120, 9)), judge)
 
     answer = call(services, "memory_extract", {})
@@ -289,14 +294,19 @@ def test_the_consolidation_judge_sends_the_documented_request_and_its_decision_s
     assert candidate["decision"] == decision
     assert candidate["supersedes"] == (first["memoryId"] if decision == "superseded" else None)
     assert "[0] subject: Alice's employer" in prompts[-1]
-    assert "stored: Alice works at Acme as a data engineer." in prompts[-1]
-    assert "new: Alice works at Globex." in prompts[-1]
+    assert "earlier: Alice works at Acme as a data engineer." in prompts[-1]
+    assert "newer: Alice works at Globex." in prompts[-1]
     assert part["inputTokens"] >= 333 and part["outputTokens"] >= 22, "the strategy's call's usage, at least"
-    standing = [m["content"] for m in call(services, "memory_list", {"layer": "user"})["memories"]]
-    if decision == "kept":
-        assert standing == ["Alice works at Acme as a data engineer."]
-    else:
-        assert sorted(standing) == ["Alice works at Acme as a data engineer.", "Alice works at Globex."]
+    listed = call(services, "memory_list", {"layer": "user"})["memories"]
+    current = [m["content"] for m in listed if not m.get("supersededBy")]
+    assert (
+        current
+        == {
+            "update": ["Alice works at Globex."],
+            "merge": [MERGED],
+            "same": ["Alice works at Acme as a data engineer."],
+        }[judged]
+    ), "one current memory of the subject, whatever the judge answers"
 
 
 def test_an_answer_without_the_tool_use_is_asked_again_then_a_failure_with_the_models_text(

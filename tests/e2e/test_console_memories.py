@@ -242,7 +242,7 @@ def extracted(services: Services, content: str, memory_id: str, message_ids: lis
         occurred_at=None,
         actor="local",
         vector=memories.embed([content])[0],
-        supersedes=Neighbour(old.data, old.version, 0.9) if old else None,
+        supersedes=[Neighbour(old.data, old.version, 0.9)] if old else (),
     )
 
 

@@ -4,7 +4,8 @@ The DynamoDB actions come from the RecordStore calls (mnemo.adapters.aws.dynamod
 batch_get BatchGetItem, query Query, scan Scan, and write is PutItem or DeleteItem for one operation, else
 TransactWriteItems, which IAM authorises by the actions inside it (PutItem and DeleteItem here; the
 adapter writes no Update or ConditionCheck). Scan is reindex's and export's (the CLI), and a function's only
-for erase_user (an admin's erasure must find the partitions of every agent and session of the user).
+for erase_user (an admin's erasure must find the partitions of every agent and session of the user) and for the
+extraction function's one-off repair pass (``mnemoRepair``: every scope's extracted memories).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ NOT_TOOLS = {
     "IndexerFunction": READ_WRITE,
     "KnowledgeSyncFunction": READ_WRITE,
     "OutlineSyncFunction": READ_WRITE,
-    "ExtractionFunction": READ_WRITE,
+    # ... and its one-off repair pass scans the memory partitions (mnemo.learning.repair).
+    "ExtractionFunction": READ_WRITE | {"dynamodb:Scan"},
     "ConsoleFunction": frozenset(),
     # Change events read the stream only (SAM's stream policy): nothing of the table.
     "ChangeEventsFunction": frozenset(),
