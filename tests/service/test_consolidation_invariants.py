@@ -173,6 +173,21 @@ def test_a_retraction_supersedes_and_a_rerun_changes_nothing(tmp_path: Path, mod
     assert sorted(map(str, everything(services))) == sorted(map(str, before))
 
 
+def test_a_change_dated_today_by_the_model_is_not_older_than_this_mornings_fact(
+    tmp_path: Path, model: ScriptedModel
+) -> None:
+    """The model dates "today I joined Globex" to the day (midnight): it still stands for the evening turn."""
+    services = services_for(tmp_path, model)
+    script(model, lambda ids: [fact("Alice works at Initech.", EMPLOYER, *ids)])
+    call(services, "add_messages", turns(("m1", "user", "Still at Initech", "2025-06-20T09:00:00Z")))
+    call(services, "memory_extract", {})
+    script(model, lambda ids: [{**fact("Alice works at Globex.", EMPLOYER, *ids), "occurredAt": "2025-06-20"}])
+    call(services, "add_messages", turns(("m2", "user", "Today I joined Globex", "2025-06-20T18:00:00Z")))
+    (candidate,) = call(services, "memory_extract", {})["run"]["strategies"][0]["candidates"]
+    assert candidate["decision"] == "superseded"
+    assert [m["content"] for m in current(services)] == ["Alice works at Globex."]
+
+
 def legacy(services: Services, text: str, subject: str, message_id: str, at: str) -> str:
     """A memory as the code before the subject pointer wrote it: added beside the others, no pointer moved."""
     memory_id = f"mem_legacy_{message_id}"
@@ -265,3 +280,33 @@ def test_a_repair_cut_short_by_its_deadline_is_finished_by_the_next_pass(tmp_pat
     rest = Repair(services.records).run().view()
     assert (rest["done"], rest["pointers"]) == (True, 2)
     assert len(current(services)) == 1 and len(current(services, "Alice's diet")) == 1
+
+
+@pytest.mark.parametrize("reworded", [False, True], ids=["same-words", "reworded"])
+def test_a_redelivered_batch_of_an_expiring_strategy_changes_nothing(
+    tmp_path: Path, model: ScriptedModel, monkeypatch: pytest.MonkeyPatch, reworded: bool
+) -> None:
+    """The second run's memories would expire later than the first's: its turns, decided already, still keep
+    the current memory (and the same words are that very memory, never written twice)."""
+    from mnemo.learning import ledger
+    from mnemo.learning.pipeline import StrategyConfig
+    from mnemo.learning.service import stream_of
+    from mnemo.ports import Put
+
+    services = services_for(tmp_path, model, extraction_config={"facts": {"expiresAfterDays": 30}})
+    script(model, lambda ids: [fact("Alice works at Acme Corp.", EMPLOYER, *ids)])
+    said = turns(("m1", "user", "I work at Acme", "2025-03-01T09:00:00Z"))
+    call(services, "add_messages", said)
+    call(services, "memory_extract", {})
+    (before,) = current(services)
+    identity = {"tenant": ALICE.tenant, "user": "alice", "session": "s1"}
+    marker = ledger.turn_marker(
+        stream_of(ALICE), "2025-03-01T09:00:00Z", "x", "conversation", "m1", ALICE.scope_key("user"), identity
+    )
+    services.records.write([Put(marker.item)])
+    monkeypatch.setattr(StrategyConfig, "expires_at", lambda self: "2035-01-01T00:00:00Z")
+    text = "Alice is employed at Acme Corp, she said." if reworded else "Alice works at Acme Corp."
+    script(model, lambda ids: [fact(text, EMPLOYER, *ids)])
+    (candidate,) = call(services, "memory_extract", {})["run"]["strategies"][0]["candidates"]
+    assert (candidate["decision"], candidate["memoryId"]) == ("kept", before["memoryId"])
+    assert [m["memoryId"] for m in current(services)] == [before["memoryId"]]

@@ -4,8 +4,8 @@ Each step is one batch of turns with what the scripted model proposes for each t
 pool, stated in one of a few wordings (a repeat, an echo of the turn before, a paraphrase), changed to
 another value, retracted, sometimes dated in the past ("in 2020 ..."), at turn times drawn out of order
 (a backfill). Other steps resend a batch's turns (add_messages finds them stored) or redeliver one (its turns
-waiting again, as after a crash before they were settled). It runs with the judge off, and on with a scripted
-judge that answers any valid decision (update, same, merge with a wording of its own).
+waiting again, as after a crash before they were settled; the model words it anew). It runs with the judge off,
+and on with a scripted judge that answers any valid decision (update, same, merge with a wording of its own).
 
 After every step the stored memories are checked against a plain reference model kept here, the statements
 made per subject (docs/extraction.md, "Consolidation"):
@@ -84,6 +84,8 @@ class ConsolidationMachine(RuleBasedStateMachine):
 
     backend = "embedded"
     judge = False
+    #: The facts strategy's expiresAfterDays (None: never).
+    expires: float | None = None
     tmp: Path
     #: One model server for every example of a test (a server's shutdown alone takes a quarter of a second).
     model: ScriptedModel
@@ -98,6 +100,7 @@ class ConsolidationMachine(RuleBasedStateMachine):
         self.seen_ids: set[str] = set()
         self.merged: set[str] = set()
         self.rng = random.Random(0)
+        self.rewording = False
         self.count = itertools.count()
 
     @initialize(seed=st.integers(0, 2**16))
@@ -109,6 +112,8 @@ class ConsolidationMachine(RuleBasedStateMachine):
             "extraction_strategies": ("facts",),
             "extraction_judge": self.judge,
         }
+        if self.expires is not None:
+            values["extraction_config"] = {"facts": {"expiresAfterDays": self.expires}}
         folder = self.tmp / f"run{next(_tables)}"
         folder.mkdir()
         if self.backend == "dynamodb":
@@ -124,7 +129,10 @@ class ConsolidationMachine(RuleBasedStateMachine):
         if tool == "record_facts":
             facts = []
             for message_id in ids:
-                for subject, text, occurred in self.outputs.get(message_id, []):
+                for subject, said, occurred in self.outputs.get(message_id, []):
+                    # Asked again (a redelivery), a model words it anew.
+                    text = f"{said[:-1]}, as she put it." if self.rewording else said
+                    self.texts.setdefault(subject_key(subject), set()).add(text)
                     fact: dict[str, Any] = {"text": text, "subject": subject, "sourceIds": [message_id]}
                     if occurred:
                         fact["occurredAt"] = occurred
@@ -199,13 +207,18 @@ class ConsolidationMachine(RuleBasedStateMachine):
                 self.times[i],
                 "conversation",
                 i,
-                ALICE.scope_key("session"),
+                ALICE.scope_key("user"),
                 {"tenant": ALICE.tenant, "user": "alice", "session": "s1"},
             )
             for i in ids
         ]
         self.services.records.write([Put(m.item) for m in markers])
-        self.call("memory_extract", {})
+        self.rewording = True
+        try:
+            run = self.call("memory_extract", {})["run"]
+        finally:
+            self.rewording = False
+        assert run is not None and sorted(run["turns"]) == sorted(ids), "the batch was read again"
         assert self.current_ids() == before, "a redelivered batch changed what is current"
 
     # ------------------------------------------------------------ the checks
@@ -244,9 +257,9 @@ class ConsolidationMachine(RuleBasedStateMachine):
             assert memory["content"] in self.texts[key] | self.merged
 
 
-def _run(tmp_path: Path, backend: str, judge: bool, examples: int) -> None:
+def _run(tmp_path: Path, backend: str, judge: bool, examples: int, expires: float | None = None) -> None:
     model = ScriptedModel()
-    fields = {"backend": backend, "judge": judge, "tmp": tmp_path, "model": model}
+    fields = {"backend": backend, "judge": judge, "tmp": tmp_path, "model": model, "expires": expires}
     machine = type(f"{backend}_{judge}", (ConsolidationMachine,), fields)
     try:
         run_state_machine_as_test(
@@ -275,6 +288,13 @@ def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.mark.parametrize("judge", [False, True], ids=["judge-off", "judge-on"])
 def test_consolidation_holds_its_invariants_on_the_embedded_default(tmp_path: Path, judge: bool) -> None:
     _run(tmp_path, "embedded", judge, examples=100)
+
+
+def test_consolidation_holds_its_invariants_when_extracted_memories_expire(tmp_path: Path) -> None:
+    """With ``expiresAfterDays`` the memories carry an expiry, which the keep and supersede rules weigh (a stored
+    memory stands for a new one only if it lives as long), while a redelivery, reworded, must still change
+    nothing current."""
+    _run(tmp_path, "embedded", True, examples=60, expires=30)
 
 
 @pytest.mark.parametrize("judge", [False, True], ids=["judge-off", "judge-on"])

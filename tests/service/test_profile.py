@@ -143,3 +143,39 @@ def test_a_run_that_changes_no_fact_leaves_the_profile_alone(services: Services,
         del FACTS["m1b"]
     assert [p["strategy"] for p in run["run"]["strategies"]] == ["facts"]
     assert len(profiler.prompts) == 1
+
+
+def test_a_one_sentence_rewrite_and_a_return_to_an_earlier_wording_are_new_versions(
+    services: Services, profiler: Profiler
+) -> None:
+    """A running profile is never "the same" by similarity, and saying an earlier version again from other
+    memories is a new version, not the old one kept."""
+    texts = iter(["Alice lives in Lisbon. She works at Acme.", "Alice lives in Porto. She works at Acme."])
+    texts_again = ["Alice lives in Lisbon. She works at Acme."]
+
+    def answer(tool: str, request: dict[str, Any], ids: list[str]) -> dict[str, Any] | None:
+        if tool != "record_profile":
+            return profiler(tool, request, ids)
+        lines = [line for line in request["messages"][-1]["content"].splitlines() if line.startswith("[mem_")]
+        cited = [line[1 : line.index("]")] for line in lines]
+        text = next(texts, None) or texts_again.pop()
+        return {"profile": [{"text": text, "sourceIds": cited}]}
+
+    services.settings  # noqa: B018 - the fixture's server is reached through the settings' URL
+    model = ScriptedModel(answer)
+    swapped = Services(services.settings.model_copy(update={"openai_base_url": model.url}))
+    try:
+        FACTS["m4"] = ("Alice lives in Lisbon again.", "Alice's home city")
+        decisions = []
+        for turn in ("m1", "m3", "m4"):
+            run = say(swapped, turn)
+            decisions += [
+                c["decision"] for c in {p["strategy"]: p for p in run["run"]["strategies"]}["profile"]["candidates"]
+            ]
+    finally:
+        del FACTS["m4"]
+        model.close()
+    assert decisions == ["added", "superseded", "superseded"]
+    (current,) = [p for p in profiles(swapped) if not p.get("supersededBy")]
+    assert current["content"] == "Alice lives in Lisbon. She works at Acme."
+    assert len(profiles(swapped)) == 3, "three versions, each kept"

@@ -115,6 +115,10 @@ class Candidate:
     said_at: str | None = None
     #: The memories it was built from, for a strategy that reads memories (the profile), never turns.
     memory_ids: list[str] | None = None
+    #: When a date the model gave only to the year, month or day ends (``occurred_at`` is its start).
+    occurred_until: str | None = None
+    #: Every memory it was asked to take in (those it cites and those it chose to leave out): no longer pending.
+    taken: list[str] | None = None
     #: Filled by consolidation.
     decision: str = "added"
     memory_id: str | None = None
@@ -157,6 +161,8 @@ def memory_id_for(target: Target, candidate: Candidate) -> str:
     """The id of the memory a candidate becomes: the same candidate from the same turns, the same id."""
     text = " ".join(candidate.text.lower().split())
     key = "|".join([target.scope, target.strategy, text, *sorted(candidate.source_ids)])
+    if candidate.memory_ids:  # a profile said again from other memories is a new version, not the old one
+        key += "|" + "|".join(sorted(candidate.memory_ids))
     return "mem_" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
@@ -198,12 +204,17 @@ class Consolidator:
         """The content of the current memories among ``memory_ids``."""
         return self._memories.contents(scope, memory_ids)
 
-    def leave_pending(self, scope: str, head: SubjectHead, memory_ids: list[str]) -> None:
-        """Keep memory ids for the running memory's next rewrite (``ExtractedMemories.leave_pending``)."""
-        try:
-            self._memories.leave_pending(scope, head, memory_ids)
-        except ConditionFailed:
-            logger.info("the profile changed while memories were left for it; that run took them in")
+    def leave_pending(self, scope: str, strategy: str, subject: str, memory_ids: list[str]) -> SubjectHead:
+        """Keep memory ids on a running memory's pointer for its next rewrite (``ExtractedMemories.leave_pending``),
+        read again and merged when another run moved it meanwhile; the pointer as written."""
+        key = subject_key(subject)
+        for _ in range(WRITE_TRIES):
+            head = self._memories.heads(scope, [(strategy, key)])[(strategy, key)]
+            try:
+                return self._memories.leave_pending(scope, head, memory_ids)
+            except ConditionFailed:
+                continue
+        raise ConditionFailed(f"the pointer of {strategy} {key!r} kept changing")
 
     def consolidate(
         self, target: Target, candidates: list[Candidate], judge: Extractor | None, *, dry_run: bool = False
@@ -217,7 +228,13 @@ class Consolidator:
         self._look(target, groups)
         for group in groups:
             self._decide(target, group)
-        tokens = self._judge(judge, groups) if judge is not None else (0, 0)
+        worded = [group.lead.text for group in groups]
+        tokens = self._judge(target, judge, groups) if judge is not None else (0, 0)
+        changed = [group for group, text in zip(groups, worded, strict=True) if group.lead.text != text]
+        if changed:  # the judge chose another wording: its vector is the one indexed
+            again = self._memories.embed([group.lead.text for group in changed])
+            for position, group in enumerate(changed):
+                group.vector = again[position] if again else None
         for group in groups:
             group.lead.memory_id = _memory_id(target, group)
             if not dry_run:
@@ -274,16 +291,17 @@ class Consolidator:
     def _decide(self, target: Target, group: _Group) -> None:
         """The rules' decision for a group's lead (the judge may change a supersede after)."""
         lead = group.lead
-        lead.decision, lead.supersedes, group.against = "added", None, None
+        lead.decision, lead.supersedes, lead.reason, group.against = "added", None, None, None
         expires = epoch_of(target.expires_at)
         if group.current:
             newest = group.current[0]
-            same = next((n for n in group.current if self._says_same(lead, n) and _lasts(n, expires)), None)
+            same = next((n for n in group.current if self._says_same(target, lead, n) and _lasts(n, expires)), None)
             cited = set(((newest.data.get("metadata") or {}).get("provenance") or {}).get("messageIds") or [])
             if same is not None:
                 lead.decision, group.against = "kept", same
-            elif lead.source_ids and set(lead.source_ids) <= cited and _lasts(newest, expires):
-                lead.decision, group.against = "kept", newest  # these turns were decided already
+            elif lead.source_ids and set(lead.source_ids) <= cited:
+                # These turns were decided already (a rerun, a redelivery): whatever the expiry of this run.
+                lead.decision, group.against = "kept", newest
             elif _older(_said(target, lead), time_of(newest.data)):
                 lead.decision, group.against = "outdated", newest
                 lead.supersedes = None
@@ -297,7 +315,10 @@ class Consolidator:
             (
                 n
                 for n in group.neighbours
-                if (n.data["contentHash"] == digest(lead.text) or (group.key is None and self._says_same(lead, n)))
+                if (
+                    n.data["contentHash"] == digest(lead.text)
+                    or (group.key is None and self._says_same(target, lead, n))
+                )
                 and _lasts(n, expires)
             ),
             None,
@@ -305,10 +326,14 @@ class Consolidator:
         if same is not None:
             lead.decision, group.against = "kept", same
 
-    def _says_same(self, candidate: Candidate, neighbour: Neighbour) -> bool:
-        return neighbour.similarity >= self._same or neighbour.data["contentHash"] == digest(candidate.text)
+    def _says_same(self, target: Target, candidate: Candidate, neighbour: Neighbour) -> bool:
+        """Whether a stored memory states the candidate: the same content, or (but for a running rewrite, where
+        one changed sentence still matters) a vector at least ``same`` similar."""
+        if neighbour.data["contentHash"] == digest(candidate.text):
+            return True
+        return not target.running and neighbour.similarity >= self._same
 
-    def _judge(self, judge: Extractor, groups: list[_Group]) -> tuple[int, int]:
+    def _judge(self, target: Target, judge: Extractor, groups: list[_Group]) -> tuple[int, int]:
         """One call for every pair of different wordings; its answers choose a merged group's wording, and turn a
         supersede into kept or a merged wording. Any failure: the rules. Returns the tokens the call used."""
         pairs: list[tuple[_Group, str, str]] = []  # (group, "batch" | "stored", the earlier wording)
@@ -350,7 +375,7 @@ class Consolidator:
                 elif decision["decision"] == "merge" and text:
                     lead.text = text
             elif lead.decision == "superseded":
-                if decision["decision"] == "same":
+                if decision["decision"] == "same" and _lasts(group.current[0], epoch_of(target.expires_at)):
                     lead.decision, lead.supersedes, group.against = "kept", None, group.current[0]
                 elif decision["decision"] == "merge" and text:
                     lead.text = text
@@ -410,6 +435,9 @@ class Consolidator:
         if said:
             metadata["statedAt"] = said
         assert lead.memory_id is not None
+        if any(n.data["memoryId"] == lead.memory_id for n in group.current):
+            lead.decision, lead.supersedes = "kept", None  # the very memory that is current (written before)
+            return
         outdated_by = group.against.data["memoryId"] if lead.decision == "outdated" and group.against else None
         written = self._memories.add(
             scope=target.scope,
@@ -425,6 +453,7 @@ class Consolidator:
             supersedes=group.current if lead.decision == "superseded" else (),
             head=group.head if group.key is not None and outdated_by is None else None,
             outdated_by=outdated_by,
+            taken=lead.taken or (),
         )
         if not written:  # the same batch ran before (a retry after a crash): nothing new
             lead.decision, lead.supersedes = "kept", None
@@ -439,9 +468,15 @@ def _memory_id(target: Target, group: _Group) -> str:
 
 def _said(target: Target, candidate: Candidate) -> str | None:
     """The time that decides for a candidate (invariant 4): the run's for a running strategy, else its
-    ``occurredAt``, else when its latest turn was said."""
+    ``occurredAt``, else when its latest turn was said. A date the model gave only to the day, month or year
+    that holds the time its turn was said stands for that time ("today I joined Globex" is not older than
+    what was said this morning)."""
     if target.running:
         return target.extracted_at
+    if candidate.occurred_at and candidate.said_at and candidate.occurred_until:
+        said = epoch(candidate.said_at) or 0.0
+        if (epoch(candidate.occurred_at) or 0.0) <= said < (epoch(candidate.occurred_until) or 0.0):
+            return candidate.said_at
     return candidate.occurred_at or candidate.said_at
 
 

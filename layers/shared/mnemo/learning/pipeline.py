@@ -360,8 +360,12 @@ class Pipeline:
         self, context: RequestContext, outcomes: list[StrategyOutcome], run_id: str, at: str
     ) -> StrategyOutcome | None:
         """The user's profile rewritten from the last one and the memories this run's facts and preferences added
-        or superseded (and those a failed profile call left pending); None when nothing changed. A profile over
-        ``maxTokens`` is refused, never cut, and what it would have taken in is left pending."""
+        or superseded (and those an earlier profile call left pending); None when nothing changed.
+
+        The changed memories are left pending on the profile's pointer before the model is asked, and only the
+        write of the new profile takes them off: a call that fails, an answer refused (a profile over
+        ``maxTokens`` is refused, never cut), a run that stops, or another run's profile written meanwhile
+        leaves them for the next rewrite."""
         settings = self._config.of("profile")
         extractor = self._extractor_for(settings.model)
         target = self._target(PROFILE, context, extractor.name, run_id, at)
@@ -376,7 +380,9 @@ class Pipeline:
             if candidate.decision in ("added", "superseded") and candidate.memory_id
         ]
         head, current = self._consolidator.running(target.scope, PROFILE.name, PROFILE_SUBJECT)
-        texts = self._consolidator.texts(target.scope, list(dict.fromkeys([*head.pending, *changed])))
+        if changed and not set(changed) <= set(head.pending):
+            head = self._consolidator.leave_pending(target.scope, PROFILE.name, PROFILE_SUBJECT, changed)
+        texts = self._consolidator.texts(target.scope, list(head.pending))
         if not texts:
             return None
         outcome = StrategyOutcome(PROFILE.name, extractor.name)
@@ -390,7 +396,6 @@ class Pipeline:
         except Failed as failure:
             outcome.failure = {"message": failure.message, "raw": failure.raw, "attempts": failure.attempts}
             outcome.input_tokens, outcome.output_tokens = failure.tokens
-            self._consolidator.leave_pending(target.scope, head, list(texts))
             return outcome
         outcome.input_tokens, outcome.output_tokens = used
         items = answer[PROFILE.items_key]
@@ -398,7 +403,7 @@ class Pipeline:
             return outcome
         text = " ".join(str(items[0]["text"]).split())
         cited = [memory_id for memory_id in dict.fromkeys(items[0]["sourceIds"]) if memory_id in texts]
-        candidate = Candidate(text=text, subject=PROFILE_SUBJECT, source_ids=[], memory_ids=cited)
+        candidate = Candidate(text=text, subject=PROFILE_SUBJECT, source_ids=[], memory_ids=cited, taken=list(texts))
         tokens = count_tokens(text)
         if not cited:
             candidate.decision, candidate.reason = "refused", "it cites no memory id it was given"
@@ -409,7 +414,6 @@ class Pipeline:
             candidate.reason = f"it is {tokens} tokens, over maxTokens {limit}: refused, not cut"
             outcome.failure = {"message": f"the profile {candidate.reason}", "raw": text, "attempts": 1}
         if candidate.decision == "refused":
-            self._consolidator.leave_pending(target.scope, head, list(texts))
             outcome.candidates = [candidate]
             return outcome
         outcome.candidates = self._consolidator.consolidate(target, [candidate], None).candidates
@@ -534,9 +538,11 @@ class Pipeline:
                 occurred_at=_date(item.get("occurredAt")) if strategy.dated else None,
                 metadata={k: v for k, v in (item.get("metadata") or {}).items() if k in keys and k not in _RESERVED},
             )
-            if strategy.dated and candidate.occurred_at is None and cited:
-                candidate.occurred_at = at[cited[0]]  # undated by the model: when it was said
             candidate.said_at = max((at[source] for source in cited), key=_instant, default=None)
+            if strategy.dated and candidate.occurred_at is None and cited:
+                candidate.occurred_at = candidate.said_at  # undated by the model: when it was said
+            elif candidate.occurred_at is not None:
+                candidate.occurred_until = _period_end(item.get("occurredAt"))
             if not cited:
                 candidate.decision, candidate.reason = "refused", "it cites no message id of this batch"
             elif not candidate.text or hidden_character(candidate.text) is not None:
@@ -693,6 +699,22 @@ DECISIONS = ("added", "kept", "superseded", "merged", "outdated", "refused")
 #: identity and scope come from the turns' writer only).
 _RESERVED = {"source", "strategy", "provenance", "subject", "subjectKey", "statedAt", "knowledgePointer"}
 _RESERVED |= {"scope", "layer", "tenant", "user", "agent", "session"}
+
+
+def _period_end(value: Any) -> str | None:
+    """When a date the model gave only to the year, month or day ends (ISO 8601 UTC); None for a full time."""
+    text = value.strip() if isinstance(value, str) else ""
+    start = _date(text)
+    if start is None:
+        return None
+    moment = datetime.fromisoformat(start.replace("Z", "+00:00"))
+    if len(text) == 4:
+        return iso(moment.replace(year=moment.year + 1))
+    if len(text) == 7:
+        return iso(moment.replace(year=moment.year + moment.month // 12, month=moment.month % 12 + 1))
+    if len(text) == 10:
+        return iso(moment + timedelta(days=1))
+    return None
 
 
 def _instant(at: str) -> float:

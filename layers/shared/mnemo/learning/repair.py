@@ -70,18 +70,13 @@ class Repair:
                 found = (item.pk, str(metadata.get("strategy")), str(metadata["subjectKey"]))
                 subjects.setdefault(found, []).append(item)
         report.subjects = len(subjects)
-        heads = {
-            item.pk + "\n" + item.sk: item
-            for pk in {pk for pk, _, _ in subjects}
-            for item in self._records.batch_get(
-                [(pk, subject_sk(strategy, subject)) for owner, strategy, subject in subjects if owner == pk]
-            )
-        }
+        keys = [(pk, subject_sk(strategy, subject)) for pk, strategy, subject in subjects]
+        heads = {(item.pk, item.sk): item for item in self._records.batch_get(keys)} if keys else {}
         for (pk, strategy, key), items in sorted(subjects.items()):
             if deadline is not None and clock() > deadline:
                 report.done = False
                 break
-            head = heads.get(pk + "\n" + subject_sk(strategy, key))
+            head = heads.get((pk, subject_sk(strategy, key)))
             try:
                 self._one(report, pk, strategy, key, sorted(items, key=lambda i: _newest_first(i.data)), head)
             except ConditionFailed:  # a run wrote this subject meanwhile: it is decided there, or next pass
@@ -96,6 +91,11 @@ class Repair:
         named = head is not None and head.data.get("memoryId") == newest.data["memoryId"]
         if not extras and named:
             return
+        # Read again, consistently, after the pointer: a run that superseded it since the scan has moved the
+        # pointer too (one write), so either this read sees it superseded or the pointer's version check fails.
+        fresh = self._records.get(pk, newest.sk)
+        if fresh is None or not standing(fresh.data) or fresh.version != newest.version:
+            raise ConditionFailed(f"{newest.data['memoryId']} changed since the scan")
         scope = newest.data["scope"]
         at = iso(now())
         operations: list[Put] = []
@@ -115,6 +115,8 @@ class Repair:
             ]
         pointer: dict[str, Any] = {"strategy": strategy, "subjectKey": key, "memoryId": newest.data["memoryId"]}
         pointer["at"] = time_of(newest.data)
+        if head is not None and head.data.get("pending"):
+            pointer["pending"] = head.data["pending"]
         # On the pointer as read: a run that wrote the subject meanwhile fails this write (decided next pass).
         expect: int | Literal["absent"] = head.version if head is not None else "absent"
         version = head.version + 1 if head is not None else 1

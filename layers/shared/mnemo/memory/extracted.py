@@ -183,7 +183,7 @@ class ExtractedMemories:
         found = {item.data["memoryId"]: item.data["content"] for item in items if standing(item.data)}
         return {memory_id: found[memory_id] for memory_id in dict.fromkeys(memory_ids) if memory_id in found}
 
-    def leave_pending(self, scope: str, head: SubjectHead, memory_ids: Sequence[str]) -> None:
+    def leave_pending(self, scope: str, head: SubjectHead, memory_ids: Sequence[str]) -> SubjectHead:
         """Keep ``memory_ids`` on a subject's pointer for its next rewrite (a failed profile call), on the version
         read; ConditionFailed when another run moved it meanwhile (that run took them in or kept its own)."""
         pending = list(dict.fromkeys([*head.pending, *memory_ids]))[-200:]
@@ -192,6 +192,7 @@ class ExtractedMemories:
         expect: int | Literal["absent"] = head.version if head.version is not None else "absent"
         item = Item(partition_of(scope), subject_sk(head.strategy, head.key), pointer, (head.version or 0) + 1)
         self._records.write([Put(item, expect)])
+        return SubjectHead(head.strategy, head.key, head.memory_id, head.at, item.version, tuple(pending))
 
     def current(self, scope: str, head: SubjectHead, neighbours: Sequence[Neighbour]) -> list[Neighbour]:
         """The standing memories of a subject: the one its pointer names, and any other the index finds with the
@@ -229,6 +230,7 @@ class ExtractedMemories:
         expires_at: str | None = None,
         head: SubjectHead | None = None,
         outdated_by: str | None = None,
+        taken: Sequence[str] = (),
     ) -> bool:
         """Write a new extracted memory, all or none; False when a memory with this id is already stored (a batch
         run again). ConditionFailed when a memory it supersedes, or the subject's pointer, changed meanwhile (the
@@ -238,6 +240,7 @@ class ExtractedMemories:
         * ``head``: the subject's pointer as read, moved to the new memory (``metadata.statedAt`` is its time);
         * ``outdated_by``: the memory is history from the start, superseded by that newer current memory, and the
           pointer is left alone;
+        * ``taken``: memory ids the new memory took in: no longer pending on the pointer (the others stay);
         * ``expires_at`` (ISO 8601 UTC): when it expires (its strategy's ``expiresAfterDays``); a superseded
           memory keeps its own expiry."""
         partition = partition_of(scope)
@@ -279,6 +282,9 @@ class ExtractedMemories:
         elif head is not None:
             pointer: dict[str, Any] = {"strategy": head.strategy, "subjectKey": head.key, "memoryId": memory_id}
             pointer["at"] = metadata.get("statedAt")
+            left = [memory_id for memory_id in head.pending if memory_id not in set(taken)]
+            if left:
+                pointer["pending"] = left
             version = (head.version or 0) + 1
             expect: int | Literal["absent"] = head.version if head.version is not None else "absent"
             operations.append(Put(Item(partition, subject_sk(head.strategy, head.key), pointer, version), expect))
@@ -336,7 +342,10 @@ class ExtractedMemories:
             history_item(scope, data["memoryId"], "EXTEND", actor, contentHash=data["contentHash"], messageIds=added),
         ]
         if newer and head is not None and head.memory_id == data["memoryId"] and head.version is not None:
-            pointer = {"strategy": head.strategy, "subjectKey": head.key, "memoryId": head.memory_id, "at": stated_at}
+            pointer: dict[str, Any] = {"strategy": head.strategy, "subjectKey": head.key, "memoryId": head.memory_id}
+            pointer["at"] = stated_at
+            if head.pending:
+                pointer["pending"] = list(head.pending)
             operations.append(
                 Put(Item(partition, subject_sk(head.strategy, head.key), pointer, head.version + 1), head.version)
             )

@@ -82,7 +82,9 @@ class MemorySearch:
 
         owner = fingerprint(request.model_dump(mode="json", exclude={"cursor", "limit"}) | {"scopes": sorted(scopes)})
         offset = decode_cursor(request.cursor, owner)
-        results, dropped = self._hydrate(ranked, parts, offset + request.limit, request.include_superseded, wanted)
+        results, dropped = self._hydrate(
+            ranked, parts, offset + request.limit, request.include_superseded, wanted, offset=offset
+        )
         page = results[offset:]
         output = MemorySearchOutput(
             results=page,
@@ -104,6 +106,8 @@ class MemorySearch:
         limit: int,
         include_superseded: bool = False,
         wanted: Node | None = None,
+        *,
+        offset: int = 0,
     ) -> tuple[list[MemoryResult], int]:
         """Read the best hits back from the records until ``limit`` results stand, each with its score's parts.
 
@@ -151,7 +155,8 @@ class MemorySearch:
                     # the newest answers, the other is named beside it, never shown as its equal.
                     dropped += 1
                     place, held = subjects[subject]
-                    if not _newer(data, held):
+                    # A result an earlier page showed stays as it was shown there (this page cannot replace it).
+                    if place < offset or not _newer(data, held):
                         results[place].duplicates = [*(results[place].duplicates or []), memory_id]
                         continue
                     older = [held["memoryId"], *(results[place].duplicates or [])]
