@@ -96,10 +96,12 @@ def memory_extract(services: Services, context: RequestContext, request: MemoryE
     Takes the oldest waiting turns of the caller's session (at most 50) through each
     strategy the deployment turns on (or those named in `strategies`): one model call
     each, the answer checked against the strategy's schema, then consolidation against
-    the scope's memories. Each candidate's decision is answered: `added`, `kept` (the
-    same fact was stored: its provenance is extended), `superseded` (it replaces an
-    older memory about the same subject, which stays, marked, in memory_history) or
-    `refused` (with the reason). `dryRun` answers the candidates and decisions and
+    the scope's memories, which keeps one current memory per subject. Each candidate's
+    decision is answered: `added`, `kept` (the same fact was stored: its provenance is
+    extended), `superseded` (it replaces every current memory about the same subject,
+    which stay, marked, in memory_history), `merged` (another candidate of the batch
+    about the same subject stands for it), `outdated` (older than the current memory:
+    kept as its history) or `refused` (with the reason). `dryRun` answers the candidates and decisions and
     writes nothing: the turns stay waiting. A strategy whose model fails is reported
     under `failure` with the model's raw answer, and its turns stay waiting.
 
