@@ -159,8 +159,7 @@ class Target:
 
 def memory_id_for(target: Target, candidate: Candidate) -> str:
     """The id of the memory a candidate becomes: the same candidate from the same turns, the same id."""
-    text = " ".join(candidate.text.lower().split())
-    key = "|".join([target.scope, target.strategy, text, *sorted(candidate.source_ids)])
+    key = "|".join([target.scope, target.strategy, _normal(candidate.text), *sorted(candidate.source_ids)])
     if candidate.memory_ids:  # a profile said again from other memories is a new version, not the old one
         key += "|" + "|".join(sorted(candidate.memory_ids))
     return "mem_" + hashlib.sha256(key.encode()).hexdigest()[:24]

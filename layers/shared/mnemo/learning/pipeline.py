@@ -40,7 +40,7 @@ from mnemo.learning import ledger
 from mnemo.learning.consolidation import Candidate, Consolidator, Target
 from mnemo.learning.strategies import PROFILE, PROFILE_INPUTS, PROFILE_MAX_TOKENS, PROFILE_SUBJECT, STRATEGIES, Strategy
 from mnemo.learning.transcript import Turn, conversation_turns, execution_turn, prompt
-from mnemo.memory.extracted import SubjectHead
+from mnemo.memory.extracted import SubjectHead, epoch
 from mnemo.memory.records import iso
 from mnemo.ports import ConditionFailed, Delete, ExtractionTool, Extractor, Item, Put, RecordStore
 from mnemo.visible import hidden_character
@@ -538,7 +538,7 @@ class Pipeline:
                 occurred_at=_date(item.get("occurredAt")) if strategy.dated else None,
                 metadata={k: v for k, v in (item.get("metadata") or {}).items() if k in keys and k not in _RESERVED},
             )
-            candidate.said_at = max((at[source] for source in cited), key=_instant, default=None)
+            candidate.said_at = max((at[source] for source in cited), key=lambda t: epoch(t) or 0.0, default=None)
             if strategy.dated and candidate.occurred_at is None and cited:
                 candidate.occurred_at = candidate.said_at  # undated by the model: when it was said
             elif candidate.occurred_at is not None:
@@ -715,11 +715,6 @@ def _period_end(value: Any) -> str | None:
     if len(text) == 10:
         return iso(moment + timedelta(days=1))
     return None
-
-
-def _instant(at: str) -> float:
-    """A turn's stored time, as a number to compare (times are ISO 8601 UTC, some with a fraction)."""
-    return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
 
 
 def _date(value: Any) -> str | None:

@@ -18,10 +18,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
-from mnemo.memory.extracted import EXTRACTION_SOURCE, epoch, standing, time_of
-from mnemo.memory.records import PARTITION, history_item, is_record, iso, now, record_item, subject_sk
+from mnemo.memory.extracted import EXTRACTION_SOURCE, recency, standing, time_of
+from mnemo.memory.records import PARTITION, history_item, is_record, iso, now, pointer_put, record_item, subject_sk
 from mnemo.ports import ConditionFailed, Item, Put, RecordStore
 
 logger = logging.getLogger(__name__)
@@ -45,10 +45,6 @@ class RepairReport:
     def view(self) -> dict[str, Any]:
         """The report as the CLI and the extraction function answer it."""
         return asdict(self)
-
-
-def _newest_first(data: dict[str, Any]) -> tuple[float, float, str]:
-    return (-(epoch(time_of(data)) or 0.0), -(epoch(data.get("createdAt")) or 0.0), data["memoryId"])
 
 
 class Repair:
@@ -78,7 +74,7 @@ class Repair:
                 break
             head = heads.get((pk, subject_sk(strategy, key)))
             try:
-                self._one(report, pk, strategy, key, sorted(items, key=lambda i: _newest_first(i.data)), head)
+                self._one(report, pk, strategy, key, sorted(items, key=lambda i: recency(i.data), reverse=True), head)
             except ConditionFailed:  # a run wrote this subject meanwhile: it is decided there, or next pass
                 report.conflicts += 1
                 report.done = False
@@ -113,14 +109,19 @@ class Repair:
                     reason="repair",
                 ),
             ]
-        pointer: dict[str, Any] = {"strategy": strategy, "subjectKey": key, "memoryId": newest.data["memoryId"]}
-        pointer["at"] = time_of(newest.data)
-        if head is not None and head.data.get("pending"):
-            pointer["pending"] = head.data["pending"]
         # On the pointer as read: a run that wrote the subject meanwhile fails this write (decided next pass).
-        expect: int | Literal["absent"] = head.version if head is not None else "absent"
-        version = head.version + 1 if head is not None else 1
-        operations.append(Put(Item(pk, subject_sk(strategy, key), pointer, version), expect=expect))
+        pending = (head.data.get("pending") or []) if head is not None else []
+        operations.append(
+            pointer_put(
+                pk,
+                strategy,
+                key,
+                newest.data["memoryId"],
+                time_of(newest.data),
+                pending,
+                version=head.version if head is not None else None,
+            )
+        )
         self._records.write(operations)
         report.duplicates += len(extras)
         report.pointers += 1

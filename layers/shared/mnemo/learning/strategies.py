@@ -103,6 +103,22 @@ def _items_schema(key: str, text_description: str, *, occurred: bool) -> dict[st
     }
 
 
+def _running_schema(key: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """The schema of a running memory's answer (the summary, the profile): at most one item under ``key``."""
+    item = {
+        "type": "object",
+        "properties": properties,
+        "required": ["text", "sourceIds"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {key: {"type": "array", "maxItems": 1, "items": item}},
+        "required": [key],
+        "additionalProperties": False,
+    }
+
+
 @dataclass(frozen=True)
 class Strategy:
     """One extraction strategy (see the module docstring)."""
@@ -168,28 +184,15 @@ SUMMARY = Strategy(
     tool_name="record_summary",
     tool_description="Record the running summary of the session.",
     items_key="summary",
-    schema={
-        "type": "object",
-        "properties": {
-            "summary": {
-                "type": "array",
-                "maxItems": 1,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "text": {"type": "string", "minLength": 1, "maxLength": 4000},
-                        "subject": {"type": "string", "maxLength": 200},
-                        "sourceIds": _SOURCE_IDS,
-                        "metadata": _METADATA,
-                    },
-                    "required": ["text", "sourceIds"],
-                    "additionalProperties": False,
-                },
-            }
+    schema=_running_schema(
+        "summary",
+        {
+            "text": {"type": "string", "minLength": 1, "maxLength": 4000},
+            "subject": {"type": "string", "maxLength": 200},
+            "sourceIds": _SOURCE_IDS,
+            "metadata": _METADATA,
         },
-        "required": ["summary"],
-        "additionalProperties": False,
-    },
+    ),
     system="You keep the running summary of a conversation session for an AI assistant. Given the summary so "
     "far (if any) and the new turns, write one updated summary of the whole session: who took part, what was "
     "discussed and decided, and what is left open, in at most 200 words. Cite the new turns it draws on."
@@ -223,29 +226,13 @@ PROFILE = Strategy(
     tool_name="record_profile",
     tool_description="Record the user's updated profile.",
     items_key="profile",
-    schema={
-        "type": "object",
-        "properties": {
-            "profile": {
-                "type": "array",
-                "maxItems": 1,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "text": {"type": "string", "minLength": 1, "maxLength": 4000},
-                        "sourceIds": {
-                            **_SOURCE_IDS,
-                            "description": "The memory ids (in square brackets) the profile draws on.",
-                        },
-                    },
-                    "required": ["text", "sourceIds"],
-                    "additionalProperties": False,
-                },
-            }
+    schema=_running_schema(
+        "profile",
+        {
+            "text": {"type": "string", "minLength": 1, "maxLength": 4000},
+            "sourceIds": {**_SOURCE_IDS, "description": "The memory ids (in square brackets) the profile draws on."},
         },
-        "required": ["profile"],
-        "additionalProperties": False,
-    },
+    ),
     system="You keep a short profile of a user for an AI assistant: who they are, where they live and work, "
     "the people around them, their preferences and what they are working towards. Given the profile so far "
     "(if any) and the memories that changed since, write the whole updated profile: keep what still holds, "

@@ -25,7 +25,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from mnemo.context import Layer
 from mnemo.memory.indexing import CONTENT_HASH, NAMESPACE
@@ -36,6 +36,7 @@ from mnemo.memory.records import (
     iso,
     now,
     partition_of,
+    pointer_put,
     record_data,
     record_item,
     record_sk,
@@ -83,6 +84,12 @@ def time_of(data: dict[str, Any]) -> str | None:
     memory was said (``metadata.statedAt``), or its ``occurredAt`` for a memory written before that was kept;
     None when unknown (then any new statement is newer)."""
     return (data.get("metadata") or {}).get("statedAt") or data.get("occurredAt")
+
+
+def recency(data: dict[str, Any]) -> tuple[float, float, str]:
+    """How recent a memory's statement is, to sort by (oldest first): its ``time_of``, then when it was written,
+    then its id, so consolidation, repair and search agree on which of two statements is the newest."""
+    return epoch(time_of(data)) or 0.0, epoch(data.get("createdAt")) or 0.0, data["memoryId"]
 
 
 def epoch(at: str | None) -> float | None:
@@ -187,12 +194,11 @@ class ExtractedMemories:
         """Keep ``memory_ids`` on a subject's pointer for its next rewrite (a failed profile call), on the version
         read; ConditionFailed when another run moved it meanwhile (that run took them in or kept its own)."""
         pending = list(dict.fromkeys([*head.pending, *memory_ids]))[-200:]
-        pointer: dict[str, Any] = {"strategy": head.strategy, "subjectKey": head.key, "memoryId": head.memory_id}
-        pointer.update(at=head.at, pending=pending)
-        expect: int | Literal["absent"] = head.version if head.version is not None else "absent"
-        item = Item(partition_of(scope), subject_sk(head.strategy, head.key), pointer, (head.version or 0) + 1)
-        self._records.write([Put(item, expect)])
-        return SubjectHead(head.strategy, head.key, head.memory_id, head.at, item.version, tuple(pending))
+        put = pointer_put(
+            partition_of(scope), head.strategy, head.key, head.memory_id, head.at, pending, version=head.version
+        )
+        self._records.write([put])
+        return SubjectHead(head.strategy, head.key, head.memory_id, head.at, put.item.version, tuple(pending))
 
     def current(self, scope: str, head: SubjectHead, neighbours: Sequence[Neighbour]) -> list[Neighbour]:
         """The standing memories of a subject: the one its pointer names, and any other the index finds with the
@@ -212,7 +218,7 @@ class ExtractedMemories:
                 and metadata.get("subjectKey") == head.key
             ):
                 found.setdefault(neighbour.data["memoryId"], neighbour)
-        return sorted(found.values(), key=lambda n: (-(epoch(time_of(n.data)) or 0.0), n.data["memoryId"]))
+        return sorted(found.values(), key=lambda n: recency(n.data), reverse=True)
 
     def add(
         self,
@@ -280,14 +286,11 @@ class ExtractedMemories:
                 )
             )
         elif head is not None:
-            pointer: dict[str, Any] = {"strategy": head.strategy, "subjectKey": head.key, "memoryId": memory_id}
-            pointer["at"] = metadata.get("statedAt")
-            left = [memory_id for memory_id in head.pending if memory_id not in set(taken)]
-            if left:
-                pointer["pending"] = left
-            version = (head.version or 0) + 1
-            expect: int | Literal["absent"] = head.version if head.version is not None else "absent"
-            operations.append(Put(Item(partition, subject_sk(head.strategy, head.key), pointer, version), expect))
+            left = [pending for pending in head.pending if pending not in set(taken)]
+            at = metadata.get("statedAt")
+            operations.append(
+                pointer_put(partition, head.strategy, head.key, memory_id, at, left, version=head.version)
+            )
         if supersedes:
             data["supersedes"] = supersedes[0].data["memoryId"]
         for old_one in supersedes:
@@ -342,12 +345,10 @@ class ExtractedMemories:
             history_item(scope, data["memoryId"], "EXTEND", actor, contentHash=data["contentHash"], messageIds=added),
         ]
         if newer and head is not None and head.memory_id == data["memoryId"] and head.version is not None:
-            pointer: dict[str, Any] = {"strategy": head.strategy, "subjectKey": head.key, "memoryId": head.memory_id}
-            pointer["at"] = stated_at
-            if head.pending:
-                pointer["pending"] = list(head.pending)
             operations.append(
-                Put(Item(partition, subject_sk(head.strategy, head.key), pointer, head.version + 1), head.version)
+                pointer_put(
+                    partition, head.strategy, head.key, head.memory_id, stated_at, head.pending, version=head.version
+                )
             )
         self._records.write(operations)
         return True

@@ -53,6 +53,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -142,6 +143,25 @@ def idempotency_key_of(sk: str) -> str:
 def subject_sk(strategy: str, subject_key: str) -> str:
     """The sort key of the pointer to a subject's current extracted memory (a hash: subjects are free text)."""
     return f"{SUBJECT}{strategy}#{hashlib.sha256(subject_key.encode()).hexdigest()[:32]}"
+
+
+def pointer_put(
+    pk: str,
+    strategy: str,
+    subject_key: str,
+    memory_id: str | None,
+    at: str | None,
+    pending: Sequence[str] = (),
+    *,
+    version: int | None,
+) -> Put:
+    """The write of a subject's pointer (``SUBJ#``) naming ``memory_id`` (stated ``at``), over the pointer read at
+    ``version`` (None: there was none), keeping ``pending`` memory ids for a running memory's next rewrite."""
+    data: dict[str, Any] = {"strategy": strategy, "subjectKey": subject_key, "memoryId": memory_id, "at": at}
+    if pending:
+        data["pending"] = list(pending)
+    expect: int | Literal["absent"] = version if version is not None else "absent"
+    return Put(Item(pk, subject_sk(strategy, subject_key), data, (version or 0) + 1), expect)
 
 
 def head_of(sk: str) -> str | None:

@@ -11,7 +11,7 @@ from typing import Any
 from mnemo.budget import fit_head
 from mnemo.context import MEMORY_LAYERS, RequestContext
 from mnemo.errors import NotFound
-from mnemo.memory.extracted import EXTRACTION_SOURCE, epoch, time_of
+from mnemo.memory.extracted import EXTRACTION_SOURCE, recency
 from mnemo.memory.filters import Node, matches, request_filter, to_match
 from mnemo.memory.indexing import NAMESPACE
 from mnemo.memory.models import MemoryResult, MemorySearchInput, MemorySearchOutput
@@ -202,6 +202,5 @@ def _subject_of(data: dict[str, Any]) -> tuple[str, str, str] | None:
 
 
 def _newer(data: dict[str, Any], held: dict[str, Any]) -> bool:
-    """Whether a memory states its subject later than another (its time, then when it was written)."""
-    mine, theirs = epoch(time_of(data)) or 0.0, epoch(time_of(held)) or 0.0
-    return (mine, epoch(data["createdAt"]) or 0.0) > (theirs, epoch(held["createdAt"]) or 0.0)
+    """Whether a memory states its subject later than another (``recency``)."""
+    return recency(data) > recency(held)
