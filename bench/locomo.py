@@ -42,6 +42,8 @@ class Question:
     text: str
     category: int
     evidence: list[str]
+    #: The reference answer, as LoCoMo gives it (bench/context.py looks for it in the context's text).
+    answer: str = ""
 
 
 @dataclass
@@ -91,6 +93,6 @@ def load(path: Path | None = None) -> list[Conversation]:
                 continue
             evidence = _normalise_evidence(qa.get("evidence", []), known)
             if evidence:
-                questions.append(Question(qa["question"], qa["category"], evidence))
+                questions.append(Question(qa["question"], qa["category"], evidence, str(qa.get("answer", ""))))
         conversations.append(Conversation(sample["sample_id"], turns, questions, adversarial))
     return conversations

@@ -35,6 +35,7 @@ KERNEL = {
 }
 #: The services, one package per family, and the retrieval maths they share.
 DOMAIN = {
+    "mnemo.briefing",
     "mnemo.conversations",
     "mnemo.events",
     "mnemo.learning",

@@ -112,3 +112,37 @@ def test_the_count_is_the_same_in_a_fresh_process_without_network() -> None:
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
     assert int(out.stdout.strip()) == count_tokens(text)
+
+
+def _piecewise(text: str) -> int:
+    """The estimator written piece by piece, as its table reads (the fast path must agree with it)."""
+    import math
+
+    from mnemo.files.tokens import _PIECE, PUNCTUATION_CHARS, SPACE_CHARS, WORD_CHARS
+
+    tokens = 0
+    for match in _PIECE.finditer(text):
+        piece = match.group()
+        if not piece[0].isascii():
+            tokens += 1
+        elif piece[0].isalpha():
+            tokens += math.ceil(len(piece) / WORD_CHARS)
+        elif piece[0].isdigit():
+            tokens += math.ceil(len(piece) / 3)
+        elif match.lastgroup == "glue":
+            continue
+        elif piece[0].isspace():
+            tokens += math.ceil(len(piece) / SPACE_CHARS)
+        else:
+            tokens += math.ceil(len(piece) / PUNCTUATION_CHARS)
+    return tokens
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*"ab Z09 \t\n.,;:!?-_{}[]()\"'\x00\x07\x7f…é中\u00a0\u2009", "a" * 12, " " * 16, "7" * 5])
+    ).map("".join)
+)
+def test_the_fast_count_agrees_with_the_pieces(text: str) -> None:
+    assert count_tokens(text) == _piecewise(text)

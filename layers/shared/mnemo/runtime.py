@@ -22,6 +22,7 @@ HOW_TO_ENABLE = (
 )
 
 if TYPE_CHECKING:
+    from mnemo.briefing.service import ContextService
     from mnemo.context import RequestContext
     from mnemo.conversations.service import ConversationService
     from mnemo.events.delivery import WebhookDelivery
@@ -275,6 +276,13 @@ class Services:
         from mnemo.learning.recall import Recall
 
         return Recall(self.records, self.index, self.embedder, self.memory)
+
+    @cached_property
+    def briefing(self) -> ContextService:
+        """memory_context: profile, summary, memories, turns and pinned blocks packed into a token budget."""
+        from mnemo.briefing.service import ContextService
+
+        return ContextService(self.recall, self.memory, self.memory.extracted, self.pinning, self.records)
 
     def extractor_for(self, model: str | None) -> Extractor:
         """The extractor of one strategy: the configured one, or the same provider with another model."""

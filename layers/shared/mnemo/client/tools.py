@@ -46,6 +46,7 @@ REPEATABLE = frozenset(
         "knowledge_query",
         "knowledge_show",
         "list_memories",
+        "memory_context",
         "memory_history",
         "memory_list",
         "memory_search",
@@ -146,6 +147,31 @@ class SyncTools(ABC):
                     "includeSuperseded": includeSuperseded,
                     "includeSources": includeSources,
                     "includeTurns": includeTurns,
+                },
+            ),
+        )
+
+    def memory_context(
+        self,
+        *,
+        query: str,
+        budget: int | None = None,
+        sections: list[str] | None = None,
+        as_of: str | None = None,
+        asOf: str | None = None,
+    ) -> dict[str, Any]:
+        """What you should know before you answer, as prompt-ready text within a token budget."""
+        return self.call(
+            "memory_context",
+            _given(
+                {
+                    "query": query,
+                    "budget": budget,
+                    "sections": sections,
+                    "asOf": as_of,
+                },
+                {
+                    "asOf": asOf,
                 },
             ),
         )
@@ -1325,6 +1351,31 @@ class AsyncTools(ABC):
             ),
         )
 
+    async def memory_context(
+        self,
+        *,
+        query: str,
+        budget: int | None = None,
+        sections: list[str] | None = None,
+        as_of: str | None = None,
+        asOf: str | None = None,
+    ) -> dict[str, Any]:
+        """What you should know before you answer, as prompt-ready text within a token budget."""
+        return await self.call(
+            "memory_context",
+            _given(
+                {
+                    "query": query,
+                    "budget": budget,
+                    "sections": sections,
+                    "asOf": as_of,
+                },
+                {
+                    "asOf": asOf,
+                },
+            ),
+        )
+
     async def memory_delete(
         self,
         *,
@@ -2416,6 +2467,7 @@ class AsyncTools(ABC):
 TOOL_NAMES = (
     "memory_add",
     "memory_search",
+    "memory_context",
     "memory_delete",
     "memory_list",
     "memory_history",

@@ -36,6 +36,11 @@ def _block_tag(path: str, tokens: int, version: int) -> str:
     return f'<block path="{path}" tokens="{tokens}" version="{version}">\n'
 
 
+def block_text(block: PinnedBlock, content: str) -> str:
+    """A pinned file as the pinned context writes it: its content in a <block> tag naming it."""
+    return _block_tag(block.path, block.tokens, block.version) + content.rstrip("\n") + "\n</block>"
+
+
 class Pinning:
     def __init__(self, records: RecordStore, store: FileStore, limit: int) -> None:
         self._records = records
@@ -224,8 +229,9 @@ class Pinning:
         )
 
     # ---------------------------------------------------- pinned context
-    def context(self, context: RequestContext, request: PinnedContextInput) -> PinnedContextOutput:
-        """The pinned files, in order, each wrapped in a <block> tag: ready for a system prompt."""
+    def pinned(self, context: RequestContext) -> tuple[list[tuple[PinnedBlock, str]], int]:
+        """The pinned files this request shows, in pin order, each with its content; and how many pins are
+        inactive (another project's files)."""
         mine = self._mine(context)
         # A pin of a project's file shows only while the request is in that project: a pinned context never
         # carries one project's files into another's work.
@@ -247,7 +253,7 @@ class Pinning:
             [(head.pk, name, head.version, int(head.data["chunks"])) for (_, name), head in heads.items()],
             consistent=False,
         )
-        parts, blocks = [], []
+        found: list[tuple[PinnedBlock, str]] = []
         for position, pin in enumerate(mine.pins):
             if pin["pk"] not in readable:
                 continue
@@ -256,10 +262,18 @@ class Pinning:
             if head is None or content is None:  # deleted, or rewritten between the two reads: the next call has it
                 continue
             shown = display_uri(context, pin["pk"], pin["name"])
-            tokens = int(head.data["tokens"])
-            parts.append(_block_tag(shown, tokens, head.version) + content.rstrip("\n") + "\n</block>")
             kind = "skill" if pin["name"].startswith("skills/") else "block"
-            blocks.append(PinnedBlock(path=shown, kind=kind, position=position, tokens=tokens, version=head.version))
+            block = PinnedBlock(
+                path=shown, kind=kind, position=position, tokens=int(head.data["tokens"]), version=head.version
+            )
+            found.append((block, content))
+        return found, len(mine.pins) - len(shown_pins)
+
+    def context(self, context: RequestContext, request: PinnedContextInput) -> PinnedContextOutput:
+        """The pinned files, in order, each wrapped in a <block> tag: ready for a system prompt."""
+        found, inactive = self.pinned(context)
+        parts = [block_text(block, content) for block, content in found]
+        blocks = [block for block, _ in found]
         whole = "\n\n".join(parts)
         if request.offset > len(whole):
             raise invalid_field("offset", f"the pinned context has {len(whole)} characters", totalChars=len(whole))
@@ -270,7 +284,7 @@ class Pinning:
             count=len(blocks),
             total_tokens=sum(block.tokens for block in blocks),
             budget_tokens=self.limit,
-            inactive=len(mine.pins) - len(shown_pins),
+            inactive=inactive,
             total_chars=len(whole),
         )
         budget = context.response_budget

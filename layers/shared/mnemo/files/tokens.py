@@ -34,8 +34,40 @@ PUNCTUATION_CHARS = 4
 _PIECE = re.compile(r"(?P<glue> (?=[A-Za-z0-9]))|[A-Za-z]+|[0-9]+|\s+|[!-/:-@\[-`{-~]+|[^\x00-\x7f]")
 
 
+# The same count for ASCII text, in five scans in C instead of a Python step per piece (memory_context counts
+# hundreds of turns a call): a run of L letters is ceil(L / 11) tokens, which is how many matches of at most 11
+# letters it holds, and so on; a single space between a non-space and a letter or digit is the glue.
+_LETTERS = re.compile(rf"[A-Za-z]{{1,{WORD_CHARS}}}")
+_DIGITS = re.compile(r"[0-9]{1,3}")
+_SPACES = re.compile(rf"\s{{1,{SPACE_CHARS}}}")
+_GLUE = re.compile(r"(?<!\s) (?=[A-Za-z0-9])")
+_PUNCTUATION = re.compile(rf"[!-/:-@\[-`{{-~]{{1,{PUNCTUATION_CHARS}}}")
+
+
+_WIDE = re.compile(r"[^\x00-\x7f]")
+_WIDE_SPACE = re.compile(r"[^\S\x00-\x7f]")
+
+
 def count_tokens(text: str) -> int:
     """The estimated token count of ``text`` (0 for an empty text)."""
+    wide = 0
+    if not text.isascii():
+        if _WIDE_SPACE.search(text):  # a non-ASCII space opens a run of its own kind: counted piece by piece
+            return _count_pieces(text)
+        # A non-ASCII character is a token of its own and ends the runs around it, as a control character does.
+        text, wide = _WIDE.subn("\x00", text)
+    return (
+        wide
+        + len(_LETTERS.findall(text))
+        + len(_DIGITS.findall(text))
+        + len(_SPACES.findall(text))
+        - len(_GLUE.findall(text))
+        + len(_PUNCTUATION.findall(text))
+    )
+
+
+def _count_pieces(text: str) -> int:
+    """The estimate piece by piece, as the table above reads."""
     tokens = 0
     for match in _PIECE.finditer(text):
         piece = match.group()

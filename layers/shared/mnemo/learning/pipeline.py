@@ -38,7 +38,15 @@ from mnemo.errors import MnemoError, ProviderError, RateLimited
 from mnemo.files.tokens import count_tokens
 from mnemo.learning import ledger
 from mnemo.learning.consolidation import Candidate, Consolidator, Target
-from mnemo.learning.strategies import PROFILE, PROFILE_INPUTS, PROFILE_MAX_TOKENS, PROFILE_SUBJECT, STRATEGIES, Strategy
+from mnemo.learning.strategies import (
+    PROFILE,
+    PROFILE_INPUTS,
+    PROFILE_MAX_TOKENS,
+    PROFILE_SUBJECT,
+    STRATEGIES,
+    SUMMARY_SUBJECT,
+    Strategy,
+)
 from mnemo.learning.transcript import Turn, conversation_turns, execution_turn, prompt
 from mnemo.memory.extracted import SubjectHead, epoch
 from mnemo.memory.records import iso
@@ -348,7 +356,7 @@ class Pipeline:
         candidates, refused = self._checked(strategy, items, turns, settings.metadata_keys)
         if name == "summary" and candidates:
             candidates = candidates[:1]
-            candidates[0].subject = "session summary"
+            candidates[0].subject = SUMMARY_SUBJECT
         judge = self._extractor_for(settings.model) if self._config.judge else None
         consolidated = self._consolidator.consolidate(target, candidates, judge, dry_run=dry_run)
         outcome.candidates = consolidated.candidates + refused

@@ -73,20 +73,24 @@ class Recall:
             for result in memories.results
         ]
         fused = fuse(turn_ranked, facts, limit=depth)
-        records = (
-            self._conversations.get_many(turn_scope, [f.id for f in fused if f.kind == "turn"], consistent=False)
-            if turn_scope
-            else {}
-        )
+        # The turns' records are read for the head of the fused list only, a page at a time until the page is
+        # full: a record missing (a stale index entry) lets the next one in.
         results: list[MemoryResult] = []
-        for item in fused:
-            if item.kind == "fact" and item.id in by_id:
-                results.append(by_id[item.id].model_copy(update={"score": round(item.score, 4)}))
-            elif item.kind == "turn" and item.id in records:
-                results.append(_turn_result(records[item.id], item.score))
+        position = 0
+        while position < len(fused) and len(results) <= request.limit:
+            chunk = fused[position : position + request.limit + 1 - len(results)]
+            position += len(chunk)
+            ids = [f.id for f in chunk if f.kind == "turn"]
+            records = self._conversations.get_many(turn_scope, ids, consistent=False) if turn_scope and ids else {}
+            for item in chunk:
+                if item.kind == "fact" and item.id in by_id:
+                    results.append(by_id[item.id].model_copy(update={"score": round(item.score, 4)}))
+                elif item.kind == "turn" and item.id in records:
+                    results.append(_turn_result(records[item.id], item.score))
         output = MemorySearchOutput(
             results=results[: request.limit],
-            total_count=len(results),
+            # Those read, and those past them whose records were not read (counted as present).
+            total_count=len(results) + len(fused) - position,
             searched_layers=memories.searched_layers,
             retrieval=memories.retrieval,
             has_more=len(results) > request.limit,

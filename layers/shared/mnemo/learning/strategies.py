@@ -42,6 +42,8 @@ STRATEGY_NAMES: tuple[StrategyName, ...] = ("facts", "preferences", "summary", "
 Source = Literal["conversation", "execution", "memories"]
 #: The subject of the one running profile of a user.
 PROFILE_SUBJECT = "user profile"
+#: The subject of a session's one running summary.
+SUMMARY_SUBJECT = "session summary"
 #: The strategies whose new memories a profile is rewritten from.
 PROFILE_INPUTS = ("facts", "preferences")
 #: A profile's most tokens when the deployment sets none (``maxTokens``; ``mnemo.files.tokens`` estimates).

@@ -183,6 +183,13 @@ class ExtractedMemories:
             )
         return heads
 
+    def current_of(self, scope: str, strategy: str, subject: str) -> dict[str, Any] | None:
+        """The current memory of one subject of ``scope`` (a running memory: the profile, a session's summary),
+        by its pointer; None when it has none."""
+        head = self.heads(scope, [(strategy, subject_key(subject))])[(strategy, subject_key(subject))]
+        item = self.get(scope, head.memory_id) if head.memory_id else None
+        return item.data if item is not None and standing(item.data) else None
+
     def contents(self, scope: str, memory_ids: Sequence[str]) -> dict[str, str]:
         """The content of each current memory of ``scope`` among ``memory_ids``, in their order (one read)."""
         keys = [(partition_of(scope), record_sk(memory_id)) for memory_id in dict.fromkeys(memory_ids)]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -183,9 +183,24 @@ def _knn(
         return None
 
 
+#: The last queries embedded, per embedder: one request often ranks two namespaces for one query (memories
+#: and turns: memory_search with includeTurns, memory_context), and a query is embedded (and, on Bedrock,
+#: paid for) once.
+_RECENT_QUERIES: OrderedDict[tuple[int, str, str], Sequence[float]] = OrderedDict()
+RECENT_QUERIES = 64
+
+
 def _embed_query(embedder: Embedder, query: str) -> Sequence[float] | None:
+    key = (id(embedder), embedder.name, query)
+    if key in _RECENT_QUERIES:
+        _RECENT_QUERIES.move_to_end(key)
+        return _RECENT_QUERIES[key]
     try:
-        return embedder.embed([query])[0]
+        vector = embedder.embed([query])[0]
     except MnemoError as error:
         logger.warning("query embedding failed; ranking by keywords only: %s", error.message)
         return None
+    _RECENT_QUERIES[key] = vector
+    while len(_RECENT_QUERIES) > RECENT_QUERIES:
+        _RECENT_QUERIES.popitem(last=False)
+    return vector

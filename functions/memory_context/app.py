@@ -1,0 +1,5 @@
+"""Lambda entry for the memory_context tool: API Gateway proxy event in, proxy response out."""
+
+from mnemo.entry.apigw import tool_handler
+
+handler = tool_handler("memory_context")
