@@ -45,9 +45,12 @@ def test_the_wheel_holds_the_client_and_nothing_else(wheel: Path) -> None:
         "delegation.py",
         "errors.py",
         "langchain.py",
+        "langgraph.py",
         "listing.py",
+        "openai_agents.py",
         "repeat.py",
         "strands.py",
+        "strands_session.py",
         "tools.py",
         "transport.py",
     )
@@ -55,7 +58,7 @@ def test_the_wheel_holds_the_client_and_nothing_else(wheel: Path) -> None:
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist")]
     assert all("extra ==" in line for line in requires)
-    assert len(requires) == 3  # the sigv4, langchain, strands extras
+    assert len(requires) == 5  # the sigv4, langchain, strands, langgraph, openai-agents extras
 
 
 def test_installed_alone_it_calls_a_real_server(wheel: Path, tmp_path: Path, services: Services) -> None:

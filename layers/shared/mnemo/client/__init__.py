@@ -108,6 +108,37 @@ class _Delegating:
         view.transport = dataclasses.replace(self.transport, delegation=delegation)
         return view
 
+    def in_session(self, session: str) -> Self:
+        """A client whose calls name ``session`` (a framework's thread, conversation or session id), the rest
+        of the identity unchanged. Only an identity that names its session per call can: ``LocalIdentity``
+        and a delegate's ``on_behalf_of``. With ``ApiKey``, a plain ``SigV4`` caller or a token, the session
+        is the credential's own: ``ValueError`` rather than silently mixing sessions. Ids are checked now."""
+        if isinstance(session, str) and session == self.session:
+            return self
+        view = copy.copy(self)
+        if self.transport.delegation is not None:
+            delegation = dataclasses.replace(self.transport.delegation, session=session)
+            view.transport = dataclasses.replace(self.transport, delegation=delegation)
+        elif isinstance(self.transport.auth, LocalIdentity):
+            checked = Delegation(self.transport.auth.user or "local", session=session)
+            view.transport = dataclasses.replace(
+                self.transport, auth=dataclasses.replace(self.transport.auth, session=checked.session)
+            )
+        else:
+            raise ValueError(
+                "in_session needs an identity that names its session per call (LocalIdentity, or a delegate's "
+                "on_behalf_of): this client's credential fixes its own session"
+            )
+        return view
+
+    @property
+    def session(self) -> str | None:
+        """The session this client's calls name, when it names one."""
+        if self.transport.delegation is not None:
+            return self.transport.delegation.session
+        auth = self.transport.auth
+        return auth.session if isinstance(auth, LocalIdentity) else None
+
 
 class MnemoClient(_Delegating, SyncTools):
     """``on_behalf_of``: the end user every call names, for a trusted delegate (``auth=SigV4``); refused

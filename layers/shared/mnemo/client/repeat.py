@@ -32,7 +32,10 @@ KEYED_WRITES = {"memory_add": "idempotencyKey", "add_conversation": "message_id"
 #: Statuses after which the call may have run: the gateway's integration timeout, a function that failed.
 OUTCOME_UNKNOWN_STATUSES = frozenset({502, 504})
 #: Batches of keyed writes: tool -> (the list of items, the key each item must carry, by either of its names).
-KEYED_BATCHES = {"memory_add_batch": ("items", ("idempotencyKey", "idempotency_key"))}
+KEYED_BATCHES = {
+    "memory_add_batch": ("items", ("idempotencyKey", "idempotency_key")),
+    "add_messages": ("messages", ("id",)),
+}
 
 
 def safe_to_repeat(tool: str, body: Mapping[str, Any]) -> bool:
