@@ -27,6 +27,13 @@ An unknown tool name is a protocol error, JSON-RPC ``-32602`` (Invalid params) a
 the specification's tools error-handling section lists it, with the known names
 in its ``data``; it never reaches a tool.
 
+Resources (the caller's profile, pinned context, pinned blocks and knowledge items, with their templates
+and paged listing) are ``mcp_resources``; the ``recall`` prompt is ``mcp_prompts``. Both read through the
+tools with the identity a tool call gets and answer a failure as a JSON-RPC error carrying the envelope in
+``data.error``. resources/subscribe is served over stdio only (``build_server(subscriptions=True)``): the
+Streamable HTTP doors are stateless, so no connection is left to send ``notifications/resources/updated``
+on.
+
 Identity: over stdio it is the process environment (``MEMORY_USER_ID`` or
 ``MNEMO_USER`` and the other ``MNEMO_*`` identity variables); over HTTP it is
 what the transport vouched for (the local server's headers, the API Gateway
@@ -52,8 +59,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from mnemo import __version__, observability
 from mnemo.context import RequestContext
+from mnemo.entry import mcp_prompts, mcp_resources
 from mnemo.entry.identity import context_from_environment
-from mnemo.errors import MnemoError, ProviderError
+from mnemo.errors import MnemoError, ProviderError, Unauthorized
 from mnemo.observability import logger
 from mnemo.runtime import get_services
 from mnemo.tools.registry import get_tool, load_catalog
@@ -63,6 +71,11 @@ from mnemo.tools.schema import input_schema, output_schema
 #: so pages stop at 1 MiB of JSON and say hasMore.
 RESPONSE_BUDGET_BYTES = 1 << 20
 SCOPE_KEY = "mnemo.context"
+INSTRUCTIONS = (
+    "Long-term memory for agents: memory_add to remember, memory_search to recall. Resources: mnemo://profile "
+    "(what extraction learned about you), mnemo://pinned (your pinned blocks, ready for a system prompt), each "
+    "pinned block by its file path (mnemo:///blocks/...) and knowledge items (knowledge://<id>)."
+)
 
 
 def _tools() -> list[types.Tool]:
@@ -113,31 +126,96 @@ def call_tool(name: str, arguments: dict[str, Any] | None, context: RequestConte
         return _result(answer, is_error=False)
 
 
-def build_server(default_context: Callable[[], RequestContext] | None = None) -> Server[Any]:
-    """The MCP server. Identity comes from the HTTP bridge's scope, else from ``default_context``."""
+def build_server(
+    default_context: Callable[[], RequestContext] | None = None, *, subscriptions: bool = False
+) -> Server[Any]:
+    """The MCP server: the catalog's tools, resources (``mcp_resources``) and prompts (``mcp_prompts``).
+
+    Identity comes from the HTTP bridge's scope, else from ``default_context``. ``subscriptions`` serves
+    resources/subscribe (and advertises it): only for a transport whose connection outlives a request
+    (stdio), since updates go out on the connection after a tool call.
+    """
+
+    def caller(ctx: Any) -> RequestContext | None:
+        request = getattr(ctx, "request", None)
+        context = request.scope.get(SCOPE_KEY) if request is not None else None
+        if context is None and default_context is not None:
+            context = default_context()
+        return context if isinstance(context, RequestContext) else None
+
+    def required_caller(ctx: Any) -> RequestContext:
+        """The caller, or a protocol error: resources and prompts have no isError result to carry it."""
+        context = caller(ctx)
+        if context is None:
+            raise mcp_resources.protocol_error(Unauthorized("The MCP request carries no caller identity"))
+        return context
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=_tools())
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         _known_tool(params.name)
-        request = getattr(ctx, "request", None)
-        context = request.scope.get(SCOPE_KEY) if request is not None else None
-        if context is None and default_context is not None:
-            context = default_context()
+        context = caller(ctx)
         if context is None:
-            from mnemo.errors import Unauthorized
-
             return _result(Unauthorized("The MCP request carries no caller identity").envelope(), is_error=True)
-        return await anyio.to_thread.run_sync(call_tool, params.name, params.arguments, context)
+        result = await anyio.to_thread.run_sync(call_tool, params.name, params.arguments, context)
+        if subscriptions:  # before the result, so the client knows what changed when the call returns
+            try:
+                await mcp_resources.notify_changes(ctx, context)
+            except Exception:  # an update is advisory: the tool's result must still reach the client
+                logger.exception("MCP resource updates after %s failed", params.name)
+        return result
+
+    async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        context, cursor = required_caller(ctx), params.cursor if params else None
+        return await anyio.to_thread.run_sync(mcp_resources.list_page, context, cursor)
+
+    async def list_templates(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        _no_cursor(params)
+        return types.ListResourceTemplatesResult(resource_templates=mcp_resources.TEMPLATES)
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        context = required_caller(ctx)
+        return await anyio.to_thread.run_sync(mcp_resources.read, context, params.uri)
+
+    async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        await mcp_resources.subscriptions_of(ctx).subscribe(required_caller(ctx), params.uri)
+        return types.EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        mcp_resources.subscriptions_of(ctx).unsubscribe(params.uri)
+        return types.EmptyResult()
+
+    async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        _no_cursor(params)
+        return types.ListPromptsResult(prompts=mcp_prompts.prompts())
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        context = required_caller(ctx)
+        return await anyio.to_thread.run_sync(mcp_prompts.get, context, params.name, params.arguments)
 
     return Server(
         "mnemo",
         version=__version__,
-        instructions="Long-term memory for agents: memory_add to remember, memory_search to recall.",
+        instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=on_call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+        on_subscribe_resource=subscribe if subscriptions else None,
+        on_unsubscribe_resource=unsubscribe if subscriptions else None,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
     )
+
+
+def _no_cursor(params: types.PaginatedRequestParams | None) -> None:
+    """Templates and prompts fit one page: no cursor was ever given out for them."""
+    if params is not None and params.cursor is not None:
+        raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor", data={"cursor": params.cursor[:200]})
 
 
 async def serve_stdio() -> None:
@@ -145,7 +223,7 @@ async def serve_stdio() -> None:
     from mcp.server.stdio import stdio_server
 
     identity = context_from_environment(os.environ)
-    server = build_server(lambda: identity)
+    server = build_server(lambda: identity, subscriptions=True)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
