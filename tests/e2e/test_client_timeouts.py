@@ -116,9 +116,13 @@ def test_the_lists_name_catalog_tools_and_the_keys_their_requests_carry() -> Non
     for tool, key in KEYED_WRITES.items():
         properties = catalog[tool].request.model_json_schema(by_alias=True)["properties"]
         assert key in properties, (tool, key)
-    for tool, (items, names) in KEYED_BATCHES.items():
+    for tool, (items, keys) in KEYED_BATCHES.items():
         schema = catalog[tool].request.model_json_schema(by_alias=True)
         item = schema["$defs"][schema["properties"][items]["items"]["$ref"].rsplit("/", 1)[1]]
-        assert names[0] in item["properties"], (tool, names)
+        for names in keys:
+            assert names[0] in item["properties"], (tool, names)
     assert not safe_to_repeat("memory_add", {"content": "x"})
+    message = {"role": "user", "content": "x", "id": "m-1"}
+    assert safe_to_repeat("add_messages", {"messages": [{**message, "at": "2025-03-03T09:00:00Z"}]})
+    assert not safe_to_repeat("add_messages", {"messages": [message]})  # the service would stamp a new time
     assert not safe_to_repeat("unknown_tool", {})

@@ -31,10 +31,12 @@ READ_ONLY = REPEATABLE
 KEYED_WRITES = {"memory_add": "idempotencyKey", "add_conversation": "message_id", "add_execution": "message_id"}
 #: Statuses after which the call may have run: the gateway's integration timeout, a function that failed.
 OUTCOME_UNKNOWN_STATUSES = frozenset({502, 504})
-#: Batches of keyed writes: tool -> (the list of items, the key each item must carry, by either of its names).
-KEYED_BATCHES = {
-    "memory_add_batch": ("items", ("idempotencyKey", "idempotency_key")),
-    "add_messages": ("messages", ("id",)),
+#: Batches of keyed writes: tool -> (the list of items, the keys each item must carry, each by any of its names).
+#: A message of add_messages is a repeat only with its id and its time: without ``at`` the service stamps its
+#: own time, and the second sending would differ from the first (CONFLICT).
+KEYED_BATCHES: dict[str, tuple[str, tuple[tuple[str, ...], ...]]] = {
+    "memory_add_batch": ("items", (("idempotencyKey", "idempotency_key"),)),
+    "add_messages": ("messages", (("id",), ("at",))),
 }
 
 
@@ -48,12 +50,14 @@ def safe_to_repeat(tool: str, body: Mapping[str, Any]) -> bool:
     batch = KEYED_BATCHES.get(tool)
     if batch is None:
         return False
-    items, names = batch
+    items, keys = batch
     found = body.get(items)
     return (
         isinstance(found, list)
         and bool(found)
-        and all(isinstance(item, Mapping) and any(item.get(name) for name in names) for item in found)
+        and all(
+            isinstance(item, Mapping) and all(any(item.get(name) for name in names) for names in keys) for item in found
+        )
     )
 
 

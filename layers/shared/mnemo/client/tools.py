@@ -33,7 +33,6 @@ def _given(
 #: the caller keeps (the catalog's ``repeatable``; mnemo.client.repeat).
 REPEATABLE = frozenset(
     {
-        "add_messages",
         "erase_user",
         "expand_prompt",
         "extraction_status",

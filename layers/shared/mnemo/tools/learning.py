@@ -29,10 +29,10 @@ if TYPE_CHECKING:
 SUMMARY = "Chat turns stored and learned from: facts, preferences, summaries and lessons extracted in the background"
 
 
-# Stores every message with its waiting-turn marker in one write each; a notice goes to the queue.
-@tool(
-    "learning", rights=Rights(records="read-write", embeds=True, index="write", extraction_queue=True), repeatable=True
-)
+# Stores every message with its waiting-turn marker in one write each; a notice goes to the queue. A resend
+# is a repeat only when every message names its id and time (mnemo.client.repeat.KEYED_BATCHES): without
+# them the service derives or stamps new ones.
+@tool("learning", rights=Rights(records="read-write", embeds=True, index="write", extraction_queue=True))
 def add_messages(services: Services, context: RequestContext, request: AddMessagesInput) -> AddMessagesOutput:
     """[SPECIFICATION] Store chat turns as the caller's conversation, for the extraction strategies to learn from.
 
