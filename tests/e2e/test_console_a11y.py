@@ -67,7 +67,7 @@ def test_keyboard_walk(console: Browser) -> None:
     # The first stop is the skip link; then every section of the console is one Tab away after another.
     page.keyboard.press("Tab")
     assert focused(console)["text"] == "Skip to content"
-    for section in ("memories", "graph", "blocks", "knowledge", "conversations", "extraction", "identity"):
+    for section in ("memories", "graph", "blocks", "knowledge", "conversations", "extraction", "context", "identity"):
         tab_to(console, lambda element, section=section: element["href"] == f"#/{section}")
 
     # Search with the keyboard alone: type, Enter submits.

@@ -18,6 +18,7 @@ SHOWS = {
     "knowledge": "#knowledge-items table",
     "conversations": "[data-message-id=msg_weather1] .execution",
     "extraction": "#extraction-off",
+    "context": "#context-form",
     "identity": "#identity-check .ok",
 }
 

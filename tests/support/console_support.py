@@ -32,7 +32,7 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-PAGES = ("memories", "graph", "blocks", "knowledge", "conversations", "extraction", "identity")
+PAGES = ("memories", "graph", "blocks", "knowledge", "conversations", "extraction", "context", "identity")
 #: axe-core as `make console-a11y` installs it (tests/console_a11y/package.json pins the version).
 AXE = Path(__file__).parents[1] / "console_a11y" / "node_modules" / "axe-core" / "axe.min.js"
 

@@ -4,6 +4,7 @@ import { clear, h } from "./dom.js";
 import { describeIdentity } from "./identity.js";
 import { errorBox } from "./ui.js";
 import * as blocks from "./pages/blocks.js";
+import * as context from "./pages/context.js";
 import * as conversations from "./pages/conversations.js";
 import * as extraction from "./pages/extraction.js";
 import * as graph from "./pages/graph.js";
@@ -11,10 +12,11 @@ import * as identity from "./pages/identity.js";
 import * as knowledge from "./pages/knowledge.js";
 import * as memories from "./pages/memories.js";
 
-const PAGES = { memories, graph, blocks, knowledge, conversations, extraction, identity };
+const PAGES = { memories, graph, blocks, knowledge, conversations, extraction, context, identity };
 const TITLES = {
   memories: "Memories", graph: "Memory graph", blocks: "Pinned blocks",
-  knowledge: "Knowledge", conversations: "Conversations and topics", extraction: "Extraction", identity: "Who am I",
+  knowledge: "Knowledge", conversations: "Conversations and topics", extraction: "Extraction", context: "Context",
+  identity: "Who am I",
 };
 
 export function route() {
