@@ -56,6 +56,11 @@ NOT_RUN = {
     "make-test": "this test is part of it",
     "python-strands": "Strands pins an older MCP SDK than the service, so it lives in its own virtual "
     "environment; tests/e2e/test_client_strands.py runs these calls there against a real server",
+    "python-openai-agents": "the OpenAI Agents SDK lives in its own virtual environment and the block asks a real "
+    "model; tests/e2e/test_client_openai_agents.py runs these calls there with a scripted model against a real "
+    "server",
+    "python-strands-session": "Strands lives in its own virtual environment and the block asks a real model; "
+    "tests/e2e/test_client_strands_session.py runs such agents there with a scripted model against a real server",
     "sam-deploy": "deploys to an AWS account; tests/infra/test_rehearsal.py runs the sam build output on moto",
     "learning-serve": "starts the server on an Ollama model, which this machine has not got; "
     "tests/e2e/test_learning_readme.py starts the same server on a scripted OpenAI-compatible model",
@@ -109,6 +114,9 @@ RUN = [
     "python-client",
     "python-langchain",
     "mcp-inspector",
+    "context-curl",
+    "python-langgraph",
+    "mcp-recall",
     "bedrock-definitions",
     "moto",
     "export",
@@ -448,7 +456,28 @@ def run_export(clone: Clone, block: Block) -> None:
     assert header["selection"]["tenant"] == "local"
 
 
+def run_langgraph(clone: Clone, block: Block) -> None:
+    run_python(clone, block)
+    store = clone.python["store"]
+    assert store.get(("memories", "food"), "pizza").value == {"text": "Alice likes pizza with olives"}
+    answer = clone.python["graph"].invoke({"messages": [("user", "What food do I like?")]})
+    assert answer["messages"][-1].content == "Alice likes pizza with olives"
+
+
+def run_recall(clone: Clone, block: Block) -> None:
+    """The recall prompt through the Inspector CLI: memory_context's text as one user message."""
+    assert INSPECTOR.exists(), "the pinned MCP clients are not installed: run `make mcp-clients`"
+    command = block.text.removeprefix("$ ")
+    done = run_shell(clone, Block(block.name, "bash", command, block.line))
+    printed = json.loads(done.stdout)
+    message = printed["messages"][0]
+    assert message["role"] == "user"
+    assert "functional programming" in message["content"]["text"]
+
+
 RUNNERS = {
+    "python-langgraph": run_langgraph,
+    "mcp-recall": run_recall,
     "memory-session": run_session,
     "cli": run_cli,
     "python-client": run_python_client,

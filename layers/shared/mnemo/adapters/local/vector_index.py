@@ -87,6 +87,10 @@ class _Rows:
         self.size += 1
 
 
+#: The most rows whose parsed keywords a namespace keeps (a few kilobytes each at most).
+PARSED_ROWS = 50_000
+
+
 class _Space:
     """One namespace in memory."""
 
@@ -98,6 +102,9 @@ class _Space:
         self.ids: list[str] = []
         self.texts: list[str] = []
         self.keywords: list[str] = []  # JSON, parsed only for hits
+        #: Parsed keywords of rows hit lately (a row's keywords never change: rows are only appended), so that
+        #: the hits of every search are not parsed again; cleared past ``PARSED_ROWS``.
+        self._parsed: dict[int, dict[str, list[str]]] = {}
         self.row_of: dict[str, int] = {}
         self.postings: dict[tuple[str, str], _Rows] = {}
         #: Each keyword's values (those of dead rows too), sorted when a range or substring test asks.
@@ -193,8 +200,13 @@ class _Space:
         self._generation += 1
 
     def hit(self, row: int, score: float) -> Hit:
-        """The row as a search hit with this score."""
-        return Hit(self.ids[row], score, json.loads(self.keywords[row]))
+        """The row as a search hit with this score (its keywords shared with other hits of the row: read only)."""
+        keywords = self._parsed.get(row)
+        if keywords is None:
+            if len(self._parsed) >= PARSED_ROWS:
+                self._parsed.clear()
+            keywords = self._parsed[row] = json.loads(self.keywords[row])
+        return Hit(self.ids[row], score, keywords)
 
     def select(self, flt: Filter, where: Match | None = None) -> tuple[np.ndarray | None, int]:
         """Live rows passing the filter and ``where`` as a boolean mask over rows (None: every live row) and
