@@ -38,6 +38,7 @@ BASES: dict[str, dict[str, Any]] = {
     "invalidate_memory_link": {"factId": "fct_" + "0" * 24},  # a fact of its own is made for the accepted ones
     "build_memory_from_text": {"content": "Edge text about time.", "dryRun": True},
     "add_messages": {"messages": [{"role": "user", "content": "Edge turn about time"}]},
+    "memory_context": {"query": "when"},
 }
 #: An end at the first instant is never after its fact's start: INVALID_INPUT naming the field, not a range error.
 ENDS = {("add_memory_link", "invalidAt"), ("invalidate_memory_link", "invalidAt")}
@@ -75,6 +76,7 @@ def test_the_date_fields_are_the_known_ones() -> None:
         ("build_memory_from_text", "referenceTime"),
         ("memory_add", "expiresAt"),
         ("add_messages", "expiresAt"),
+        ("memory_context", "asOf"),
     }
     missing = {name for name, _ in DATE_FIELDS} - set(BASES)
     assert not missing, f"add a valid base body for {missing} so that its date fields are tested"

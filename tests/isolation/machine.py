@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from helpers import http_request, make_services
+from mnemo.briefing.models import SECTIONS
 from mnemo.context import MEMORY_LAYERS, SHARED_LAYERS, WRITER_ROLE, RequestContext
 from mnemo.errors import HTTP_STATUS, MnemoError
 from mnemo.runtime import Services, set_services
@@ -1657,6 +1658,47 @@ class IsolationMachine(RuleBasedStateMachine):
 
     @rule(
         actor=actors,
+        data=st.data(),
+        budget=st.sampled_from([100, 1500, 16000]),
+        sections=st.none() | st.lists(st.sampled_from(SECTIONS), min_size=1, max_size=5, unique=True),
+    )
+    def memory_context(self, actor: Actor, data: st.DataObject, budget: int, sections: list[str] | None) -> None:
+        """The context names only what the caller may read: memories of its scopes, its own turns, its own pins;
+        no profile or summary (extraction is off here). Asked by someone's memory handle or a turn's stem."""
+        actor = self._holder(data, actor)
+        target = self._pick(data, list(self.memories))
+        query = self.memories[target].handle if target else data.draw(st.sampled_from(MESSAGE_STEMS), label="stem")
+        body: dict[str, Any] = {"query": query, "budget": budget}
+        if sections is not None:
+            body["sections"] = sections
+        cross = target is not None and self.memories[target].scope not in actor.scopes
+        outcome = self.call(actor, "memory_context", body, cross=cross)
+        self.expect(outcome, None, "memory_context")
+        answer = outcome.body
+        assert answer["tokens"] <= budget, answer
+        layers = ("agent", "user", "project")
+        readable = {actor.context.scope_key(layer) for layer in layers if actor.context.can_read(layer)}
+        shown = [(scope, name) for scope, name in self.pins.get(self._pinner(actor), []) if scope in readable]
+        pinned = [self._asset_path(actor, scope, name) for scope, name in shown]
+        for source in answer["sources"]:
+            kind, ident = source["kind"], source["id"]
+            if kind == "memory":
+                memory = self.memories.get(ident)
+                assert memory is not None and memory.alive and memory.scope in actor.scopes, (actor, source, memory)
+                assert memory.secret in answer["context"], f"memory_context: not the model's content: {answer}"
+            elif kind == "turn":
+                assert (actor.user_scope, ident) in self.conversations, f"{actor.label} shown another's turn {source}"
+                assert source["messageIds"] == [ident], source
+            else:
+                assert kind == "block" and ident in pinned, f"memory_context as {actor.label}: {source}, pins {pinned}"
+        if budget == 16000 and (sections is None or "blocks" in sections):  # every pin fits: all of them, in order
+            assert [s["id"] for s in answer["sources"] if s["kind"] == "block"] == pinned, (answer, pinned)
+            for scope, name in shown:
+                for secret in self.files[("asset", scope, name)].secrets:
+                    assert secret in answer["context"], f"memory_context lacks {secret}: {answer}"
+
+    @rule(
+        actor=actors,
         names=st.lists(st.tuples(st.sampled_from(FILE_MARKERS), st.sampled_from(FILE_NAMES)), min_size=1, max_size=4),
         data=st.data(),
     )
@@ -2041,6 +2083,7 @@ class IsolationMachine(RuleBasedStateMachine):
         choices: list[tuple[str, dict[str, Any], Callable[[], None]]] = [
             ("memory_add", {"content": f"{secret} claimed", "layer": "user"}, _noop),
             ("memory_search", {"query": "note", "threshold": 0.0}, _noop),
+            ("memory_context", {"query": "note"}, _noop),
             ("memory_list", {"layer": "user"}, _noop),
             ("add_conversation", {"explanation": "x", "user_input": secret, "agent_response": "y"}, _noop),
             ("add_messages", {"messages": [{"role": "user", "content": secret}]}, _noop),

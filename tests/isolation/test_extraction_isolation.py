@@ -130,6 +130,9 @@ def reads(who: str, caller: Callable[[str, dict[str, Any]], Any], memory_ids: li
             leaks.that(who, "memory_history", error.code == "NOT_FOUND", error.code)
         else:
             leaks.none_of(who, "memory_history", history, SECRET, "EXTRACT")
+    for sections in (None, ["profile", "summary"]):  # summary: alice's session s1, which is bob's session id too
+        body = {"query": "bob password", "budget": 16000, **({"sections": sections} if sections else {})}
+        leaks.none_of(who, "memory_context", caller("memory_context", body), *words, "m-alice")
     status = caller("extraction_status", {"runs": 50})
     leaks.none_of(who, "extraction_status", status, *words, "m-alice")
     leaks.that(who, "extraction_status", status["recentRuns"] == [] and status["pendingTurns"] == 0, status)
@@ -205,6 +208,10 @@ def test_an_injected_turn_writes_only_the_writers_scopes_and_no_one_else_sees_it
             base, "memory_search", {"query": "bob password", "threshold": 0.0}, tenant="acme", user="alice"
         )
         assert status == 200 and SECRET in json.dumps(found["results"]), found
+        status, context = http_call(
+            base, "memory_context", {"query": "bob password"}, tenant="acme", user="alice", session=SESSION
+        )
+        assert status == 200 and "summary" in context["sections"] and SECRET in context["context"], context
 
     # Nothing of alice's stream was listed, waiting or run under another caller's stream.
     for context in (BOB, ALICE_ELSEWHERE):

@@ -43,6 +43,13 @@ class MemoryContextInput(ToolRequest):
         description="The context as it stood at this time: nothing said or stored later, memories current then.",
     )
 
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query must not be blank")
+        return value
+
     @field_validator("sections")
     @classmethod
     def _distinct(cls, value: list[Section] | None) -> list[Section] | None:

@@ -99,8 +99,14 @@ class ContextService:
         as_of: datetime | None,
         shown: set[str],
     ) -> list[Piece]:
-        data = self._extracted.current_of(context.scope_key(layer), strategy, subject)
-        if data is None or (as_of is not None and _time(data["createdAt"]) > as_of):
+        scope = context.scope_key(layer)
+        data = self._extracted.current_of(scope, strategy, subject)
+        # asOf: the version current then, back along the rewrites (each record names the one it superseded).
+        while data is not None and as_of is not None and _time(data["createdAt"]) > as_of:
+            earlier = data.get("supersedes")
+            item = self._extracted.get(scope, earlier) if earlier else None
+            data = item.data if item is not None else None
+        if data is None:
             return []
         shown.add(data["memoryId"])
         section: Section = "profile" if strategy == "profile" else "summary"
@@ -127,7 +133,13 @@ class ContextService:
             include_turns="turns" in wanted,
             include_superseded=request.as_of is not None,
         )
-        found = self._recall.search(context, search) if search.include_turns else self._memory.search(context, search)
+        as_of = request.as_of
+        admit = (lambda found: self._as_of(context, found, as_of)) if as_of is not None else None
+        found = (
+            self._recall.search(context, search, admit=admit)
+            if search.include_turns
+            else self._memory.search(context, search)
+        )
         results = found.results
         if request.as_of is not None:
             results = self._as_of(context, results, request.as_of)
@@ -155,6 +167,8 @@ class ContextService:
                 pieces.append(Piece(source, text, value, said_at=result.occurred_at, excerpt=short))
             elif "memories" in wanted:
                 metadata = result.metadata or {}
+                if metadata.get("source") == EXTRACTION_SOURCE and metadata.get("strategy") in ("profile", "summary"):
+                    continue  # a running memory: its own section (or none), never a ranked memory
                 moment = result.occurred_at or _stated(metadata) or result.created_at
                 source = ContextSource(
                     kind="memory",
@@ -182,7 +196,7 @@ class ContextService:
         kept = []
         for result in results:
             if result.kind == "turn":
-                if result.occurred_at is None or result.occurred_at <= as_of:
+                if result.created_at <= as_of and (result.occurred_at is None or result.occurred_at <= as_of):
                     kept.append(result)
                 continue
             if result.created_at > as_of or (result.expires_at is not None and result.expires_at <= as_of):

@@ -10,6 +10,7 @@ so a memory can never show a turn the caller could not read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -40,7 +41,12 @@ class Recall:
         self._conversations = EntryStore(records, CONVERSATIONS)
         self._executions = EntryStore(records, EXECUTIONS)
 
-    def search(self, context: RequestContext, request: MemorySearchInput) -> MemorySearchOutput:
+    def search(
+        self,
+        context: RequestContext,
+        request: MemorySearchInput,
+        admit: Callable[[list[MemoryResult]], list[MemoryResult]] | None = None,
+    ) -> MemorySearchOutput:
         """The memories and the caller's turns, fused, best first (one page: no cursor with includeTurns)."""
         if request.cursor:
             raise InvalidInput(
@@ -67,10 +73,13 @@ class Recall:
                 message_id = (candidate.hit.keywords.get("message_id") or [""])[0]
                 if message_id and candidate.score >= request.threshold:
                     turn_ranked.append(TurnHit(message_id, candidate.score))
-        by_id = {result.memory_id: result for result in memories.results}
+        # ``admit`` keeps the memories that may take part (memory_context's asOf): one it leaves out neither shows
+        # nor stands for the turns it cites.
+        admitted = admit(memories.results) if admit is not None else memories.results
+        by_id = {result.memory_id: result for result in admitted}
         facts = [
             FactHit(result.memory_id, result.score, tuple(_provenance(result)) if _extracted(result) else ())
-            for result in memories.results
+            for result in admitted
         ]
         fused = fuse(turn_ranked, facts, limit=depth)
         # The turns' records are read for the head of the fused list only, a page at a time until the page is
