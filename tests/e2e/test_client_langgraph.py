@@ -32,8 +32,9 @@ Not adapted: ``test_get_text_at_path`` (LangGraph's path helper, which MnemoStor
 ``test_async_batch_store_resilience`` (the AsyncBatchedBaseStore background task, which MnemoStore has not).
 
 Then what Mnemo adds: the identity decides the scope (two users with one namespace never meet), a put
-replaces (search never answers the old value; one memory per item), retried puts store once, values
-round-trip as JSON, the filter semantics, the errors, and near-identical values under the real bge model.
+replaces (search never answers the old value; one memory per item), retried puts store once, items are
+stored beside identical memories (``dedupe: false``) and never expire, values round-trip as JSON, the filter
+semantics, the errors, and near-identical values under the real bge model.
 """
 
 from __future__ import annotations
@@ -581,6 +582,28 @@ def test_only_items_a_store_wrote_are_items(url: str, store: MnemoStore) -> None
     assert store.list_namespaces() == [("memories",)]
 
 
+def test_items_are_stored_beside_identical_memories_and_never_expire(url: str, store: MnemoStore) -> None:
+    """A put sends memory_add ``dedupe: false``: a memory holding exactly the item's text (one no store wrote,
+    which never expires) does not stand in for it, equal values under two keys are two items, and no memory
+    of the store expires or is recorded as a repeat."""
+    client = MnemoClient(url, auth=ALICE)
+    text = '{"value": "dark"}\n\n(prefs: theme)'  # what the put of theme below stores as its content
+    plain = client.memory_add(content=text)
+    store.put(("prefs",), "theme", {"value": "dark"})
+    store.put(("prefs",), "font", {"value": "dark"})
+    store.put(("prefs",), "theme", {"value": "dark"})  # the same value again: a new memory replaces the old
+    assert store.get(("prefs",), "theme").value == store.get(("prefs",), "font").value == {"value": "dark"}  # type: ignore[union-attr]
+    listed = memories(url)
+    items = [memory for memory in listed if memory["memoryId"] != plain["memoryId"]]
+    assert len(listed) == 3
+    assert sorted(memory["metadata"]["lg.key"] for memory in items) == ["font", "theme"]
+    assert [memory["content"] for memory in items if memory["metadata"]["lg.key"] == "theme"] == [text]
+    assert all(memory["expiresAt"] is None for memory in listed)
+    for memory in listed:
+        changes = client.memory_history(memory_id=memory["memoryId"])["changes"]
+        assert [change["event"] for change in changes] == ["ADD"]
+
+
 def test_ttl_is_refused() -> None:
     store = MnemoStore(MnemoClient("http://127.0.0.1:9"))
     assert store.supports_ttl is False
@@ -633,6 +656,7 @@ def test_a_put_whose_answer_was_lost_stores_once(url: str) -> None:
         store.put(("memories",), "food", {"text": "Alice likes pizza"})
     first, again, retried = (json.loads(body) for body in seen)
     assert first == again and first["idempotencyKey"]
+    assert first["dedupe"] is False and "expiresAt" not in first  # stored beside look-alikes, never expiring
     assert retried["idempotencyKey"] != first["idempotencyKey"]
     direct = MnemoStore(MnemoClient(url, auth=ALICE))
     assert direct.get(("memories",), "food").value == {"text": "Alice likes pizza"}  # type: ignore[union-attr]
@@ -663,4 +687,6 @@ def test_near_identical_values_are_distinct_items_under_the_real_model(bge_servi
             (("test",), "counter"),
         ]
         assert [r.key for r in store.search(("prefs",), query="dark")] != []
-        assert len(MnemoClient(base, auth=identity).memory_list(limit=100)["memories"]) == 5
+        listed = MnemoClient(base, auth=identity).memory_list(limit=100)["memories"]
+        assert len(listed) == 5
+        assert all(memory["expiresAt"] is None for memory in listed)

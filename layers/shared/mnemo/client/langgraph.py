@@ -33,12 +33,10 @@ paths) followed by its namespace and key; it is never read back. ``index=False``
 **put** adds the new memory, then deletes the item's earlier memories, so ``get`` and ``search`` never
 answer the old value; ``memory_add`` carries an ``idempotencyKey`` (the transport's retries store once), and a
 put retried by its caller finds what the first stored and replaces it: one memory per item either way.
-Mnemo keeps one copy of near-identical memories in a scope unless the new one expires later
-(docs/lifecycle.md); items with equal or near-equal values are normal in a store, so each put gives its
-memory an expiry ``EXPIRY_DAYS`` ahead (a day inside the service's ten-year limit, later than every item
-this store put before): the item is stored beside its look-alikes and lasts about ten years from its
-last put. A put that a memory expiring later still absorbs (a memory not written by a store, near-identical
-to the item's text) raises ``ConflictError`` naming it.
+Mnemo keeps one copy of near-identical memories in a scope, right for remembered facts; items with equal or
+near-equal values are normal in a store (``{"value": "dark"}`` under ``theme`` and under ``font``), so
+``memory_add`` is sent ``dedupe: false``: every put stores its memory beside its look-alikes. Items never
+expire.
 
 **search** with a query is ``memory_search`` of the store's layer (hybrid ranking, best first, ``score``
 set), the namespace prefix and the ``filter`` sent as a memory filter and checked again on every value in
@@ -63,8 +61,6 @@ import asyncio
 import itertools
 import json
 import math
-import threading
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -88,7 +84,7 @@ from langgraph.store.base import (
 )
 
 from mnemo.client import AsyncMnemoClient, LocalIdentity, MnemoClient
-from mnemo.client.errors import ConflictError, InvalidInputError, from_envelope
+from mnemo.client.errors import InvalidInputError, from_envelope
 
 __all__ = ["MnemoStore"]
 
@@ -113,12 +109,6 @@ MAX_KEY = 256
 MAX_METADATA, MAX_CONTENT, MAX_QUERY, PAGE = 8192, 8000, 2000, 100
 #: The most conditions of a filter sent to the service (it takes 50; the namespace and index take the rest).
 MAX_PUSHED = 40
-#: How far ahead each item's memory expires: a day inside the service's 3650, for clocks that disagree.
-EXPIRY_DAYS = 3649
-#: How far expiries handed out one per second may run ahead of the clock before they start again from it.
-EXPIRY_DRIFT = 12 * 3600
-#: Attempts of one put whose memory the service takes for a near-duplicate of another.
-ADD_ATTEMPTS = 5
 
 #: One operation's plan: it yields (tool, body) calls, is sent each answer, and returns the op's result.
 #: The sync and async drivers run the same plans, so ``batch`` and ``abatch`` cannot disagree.
@@ -189,8 +179,6 @@ class MnemoStore(BaseStore):
         self.async_client = async_client
         self.layer = layer
         self.fields = list(fields) if fields is not None else ["$"]
-        self._expiry_lock = threading.Lock()
-        self._last_expiry = 0
 
     # ------------------------------------------------------------ batches
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -244,25 +232,12 @@ class MnemoStore(BaseStore):
             "content": self._content(op.namespace, op.key, value, op.index),
             "layer": self.layer,
             "metadata": _metadata(op.namespace, op.key, value, op.index is False, created),
+            # Equal values under other keys (and this item's earlier memory) are other items, not repeats.
+            "dedupe": False,
+            # One key per put: the transport's retries of it replay its answer and store nothing twice.
+            "idempotencyKey": f"langgraph-{uuid.uuid4().hex}",
         }
-        # One key per put, a suffix per attempt: the transport's retries of an attempt replay its answer.
-        request = f"langgraph-{uuid.uuid4().hex}"
-        for attempt in range(ADD_ATTEMPTS):
-            answer = yield (
-                "memory_add",
-                {**body, "expiresAt": self._expiry(), "idempotencyKey": f"{request}-{attempt}"},
-            )
-            # Kept in place of this one: a memory of this very item holding this very value is the put done.
-            same = [stored for stored in earlier if stored.memory_id == answer["memoryId"] and stored.value == value]
-            if not answer.get("deduplicated") or same:
-                break
-        else:
-            kept = answer.get("memoryId")
-            raise ConflictError(
-                f"Mnemo kept memory {kept} in place of {op.namespace}/{op.key}: it is near-identical and expires "
-                "later (a memory not written by a store?); change the value or use another layer",
-                details={"field": "value", "memoryId": kept},
-            )
+        answer = yield ("memory_add", body)
         yield from self._delete([stored.memory_id for stored in earlier if stored.memory_id != answer["memoryId"]])
         return None
 
@@ -376,15 +351,6 @@ class MnemoStore(BaseStore):
             texts += [json.dumps(value, sort_keys=True, ensure_ascii=False)] if whole else get_text_at_path(value, path)
         text = "\n".join(texts)[: MAX_CONTENT - len(where) - 2]
         return f"{text}\n\n{where}" if text.strip() else where
-
-    def _expiry(self) -> str:
-        """The next memory's expiresAt: ``EXPIRY_DAYS`` ahead, and later than every one this store gave before
-        (a second apart), so no memory this store put earlier stands in for it as a near-duplicate."""
-        with self._expiry_lock:
-            base = int(time.time()) + EXPIRY_DAYS * 86400
-            following = self._last_expiry + 1
-            self._last_expiry = following if base < following <= base + EXPIRY_DRIFT else base
-            return _iso(datetime.fromtimestamp(self._last_expiry, UTC))
 
 
 # ----------------------------------------------------------------- drivers

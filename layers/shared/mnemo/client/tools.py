@@ -78,6 +78,7 @@ class SyncTools(ABC):
         occurred_at: str | None = None,
         idempotency_key: str | None = None,
         expires_at: str | None = None,
+        dedupe: bool | None = None,
         occurredAt: str | None = None,
         idempotencyKey: str | None = None,
         expiresAt: str | None = None,
@@ -94,6 +95,7 @@ class SyncTools(ABC):
                     "occurredAt": occurred_at,
                     "idempotencyKey": idempotency_key,
                     "expiresAt": expires_at,
+                    "dedupe": dedupe,
                 },
                 {
                     "occurredAt": occurredAt,
@@ -1278,6 +1280,7 @@ class AsyncTools(ABC):
         occurred_at: str | None = None,
         idempotency_key: str | None = None,
         expires_at: str | None = None,
+        dedupe: bool | None = None,
         occurredAt: str | None = None,
         idempotencyKey: str | None = None,
         expiresAt: str | None = None,
@@ -1294,6 +1297,7 @@ class AsyncTools(ABC):
                     "occurredAt": occurred_at,
                     "idempotencyKey": idempotency_key,
                     "expiresAt": expires_at,
+                    "dedupe": dedupe,
                 },
                 {
                     "occurredAt": occurredAt,

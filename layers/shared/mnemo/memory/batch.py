@@ -16,7 +16,8 @@ answers one ``MemoryAddOutput`` per request, in input order. The rules are
   call, is not stored: its answer names the existing memory with
   ``deduplicated: true`` and a DEDUPE history item is written, as ``add``
   does. Exact repeats of content in one scope are caught without a vector, so
-  they are deduplicated even while the embedder is down.
+  they are deduplicated even while the embedder is down. A request with
+  ``dedupe`` false is stored whatever it repeats, in the scope or in the call.
 * **Same-write outbox markers.** Each new record (its ADD history entry folded
   in) goes out with its index outbox marker and its idempotency record in the same
   all-or-nothing write. Writes carry whole memories only, at most
@@ -210,7 +211,9 @@ class BatchAdd:
     def _duplicate_of(self, entry: Entry, in_call: tuple[float, str] | None) -> str | None:
         """The memory this entry repeats: the same content added in this call, else the most similar memory
         at or above the threshold, stored (the index's top 3) or added in this call (``in_call``), that lives
-        at least as long as the entry would (``outlives``: docs/lifecycle.md)."""
+        at least as long as the entry would (``outlives``: docs/lifecycle.md). None for ``dedupe`` false."""
+        if not entry.request.dedupe:
+            return None
         expires = epoch_of(iso(entry.request.expires_at)) if entry.request.expires_at else None
         in_call_repeat = self._by_content.get((entry.scope, entry.content_hash))
         if in_call_repeat is not None and outlives(self._expires.get(in_call_repeat), expires):

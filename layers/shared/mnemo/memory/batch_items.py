@@ -18,7 +18,8 @@ What the batch adds:
   indexer, as ``memory_add`` stores one while the embedder is down.
 * **Repeats within the batch.** An item whose content and layer repeat an earlier item's deduplicates
   against the memory that item stored (or repeats), even before the index shows it (OpenSearch refreshes
-  about a second later): its memory is named to ``add`` (``repeats``), which checks its record.
+  about a second later): its memory is named to ``add`` (``repeats``), which checks its record. An item
+  with ``dedupe`` false repeats nothing: it is stored beside the scope's memories and the batch's others.
 * **Per-item errors.** A domain error of an item (``MnemoError``) becomes that item's result with the
   envelope's code, message, retryable flag and details; anything else is logged and answered as the
   doors answer it (PROVIDER_ERROR, "Internal error; it has been logged"). The other items go on.
@@ -99,7 +100,7 @@ class MemoryBatches:
             if _past(deadline):
                 results.append(AddedItem(index=index, **not_started()))
                 continue
-            same = earlier.get((item.layer, item.content))
+            same = earlier.get((item.layer, item.content)) if item.dedupe else None
             try:
                 output = self._writes.add(context, item, content_vector=vector, repeats=[same] if same else [])
             except Exception as error:  # this item's failure is its result; the others go on

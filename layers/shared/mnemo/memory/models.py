@@ -67,6 +67,15 @@ class MemoryAddInput(ToolRequest):
         description="Makes retries safe: a repeated call with the same key stores once and answers the same.",
     )
     expires_at: ExpiresAt | None = Field(None, description=EXPIRES_AT_DESCRIPTION)
+    # Left out of a dump when true (the default), so a request's idempotency hash (``request_hash``) and the
+    # keys ``mnemo import`` derives from it stay what they were before the field existed.
+    dedupe: Boolean = Field(
+        True,
+        exclude_if=lambda value: value is True,
+        description="false: store it even when a near-identical or identical memory exists in this scope (a "
+        "key-value store's items, where equal values under different keys are different memories); no DEDUPE "
+        "history entry, deduplicated is false.",
+    )
 
     @field_validator("content")
     @classmethod

@@ -165,7 +165,9 @@ class MemoryWrites:
         memory is stored even while the embedder or the index is down or waking from idle. A repeated idempotency key
         answers as the first call did (CONFLICT when the key was used for another request). Errors:
         INVALID_INPUT without the layer's ids, UNAUTHORIZED for a shared layer without the writer role,
-        CONFLICT when a dated add keeps losing the race for the scope's LAST pointer.
+        CONFLICT when a dated add keeps losing the race for the scope's LAST pointer. ``request.dedupe`` false
+        stores it even beside a near-identical or identical memory (no near-duplicate check, no DEDUPE entry);
+        the idempotency key works as ever.
 
         The batch tool (``mnemo.memory.batch_items``) embeds every item's content in one call and passes its
         ``content_vector`` (None: the embedder failed, store it unembedded and queued), and names in
@@ -220,11 +222,12 @@ class MemoryWrites:
             vector = in_context[0] if in_context else None
         content_hash = digest(request.content)
         # Without a vector (embedder down) the memory is still stored and queued for
-        # indexing; only the near-duplicate check is skipped.
+        # indexing; only the near-duplicate check is skipped. ``dedupe`` false skips it too: neither the
+        # batch's earlier items (``repeats``) nor the scope's memories stand for this one.
         # Only a memory living at least as long stands for this one (``outlives``, docs/lifecycle.md).
         expires = epoch_of(iso(request.expires_at)) if request.expires_at else None
-        duplicate = self._standing(partition, repeats, expires)
-        if duplicate is None and content_vector is not None:
+        duplicate = self._standing(partition, repeats, expires) if request.dedupe else None
+        if duplicate is None and content_vector is not None and request.dedupe:
             try:
                 duplicate = self._find_duplicate(partition, scope, content_vector, content_hash, expires)
             except MnemoError as error:  # the index is down or waking: no check, and no inline index write

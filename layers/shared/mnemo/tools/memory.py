@@ -43,7 +43,9 @@ def memory_add(services: Services, context: RequestContext, request: MemoryAddIn
     information that should persist across sessions. The layer defaults to `user`;
     shared layers (project, team, org, company) need the writer role. A near-identical
     memory already in the same scope is not stored twice: its id comes back with
-    `deduplicated: true`. An `idempotencyKey` makes a retried call store once.
+    `deduplicated: true`; `dedupe: false` stores it all the same (a key-value store's
+    items, where equal values under different keys are different memories). An
+    `idempotencyKey` makes a retried call store once.
     `expiresAt` gives the memory an end (at most 10 years ahead): from then on search
     and list leave it out, memory_history records EXPIRE and storage deletes it; a
     memory repeating one that expires sooner is stored beside it (docs/lifecycle.md).
