@@ -152,31 +152,6 @@ class SyncTools(ABC):
             ),
         )
 
-    def memory_context(
-        self,
-        *,
-        query: str,
-        budget: int | None = None,
-        sections: list[str] | None = None,
-        as_of: str | None = None,
-        asOf: str | None = None,
-    ) -> dict[str, Any]:
-        """What you should know before you answer, as prompt-ready text within a token budget."""
-        return self.call(
-            "memory_context",
-            _given(
-                {
-                    "query": query,
-                    "budget": budget,
-                    "sections": sections,
-                    "asOf": as_of,
-                },
-                {
-                    "asOf": asOf,
-                },
-            ),
-        )
-
     def memory_delete(
         self,
         *,
@@ -514,6 +489,31 @@ class SyncTools(ABC):
                 {
                     "runs": runs,
                 }
+            ),
+        )
+
+    def memory_context(
+        self,
+        *,
+        query: str,
+        budget: int | None = None,
+        sections: list[str] | None = None,
+        as_of: str | None = None,
+        asOf: str | None = None,
+    ) -> dict[str, Any]:
+        """What you should know before you answer, as prompt-ready text within a token budget."""
+        return self.call(
+            "memory_context",
+            _given(
+                {
+                    "query": query,
+                    "budget": budget,
+                    "sections": sections,
+                    "asOf": as_of,
+                },
+                {
+                    "asOf": asOf,
+                },
             ),
         )
 
@@ -1354,31 +1354,6 @@ class AsyncTools(ABC):
             ),
         )
 
-    async def memory_context(
-        self,
-        *,
-        query: str,
-        budget: int | None = None,
-        sections: list[str] | None = None,
-        as_of: str | None = None,
-        asOf: str | None = None,
-    ) -> dict[str, Any]:
-        """What you should know before you answer, as prompt-ready text within a token budget."""
-        return await self.call(
-            "memory_context",
-            _given(
-                {
-                    "query": query,
-                    "budget": budget,
-                    "sections": sections,
-                    "asOf": as_of,
-                },
-                {
-                    "asOf": asOf,
-                },
-            ),
-        )
-
     async def memory_delete(
         self,
         *,
@@ -1716,6 +1691,31 @@ class AsyncTools(ABC):
                 {
                     "runs": runs,
                 }
+            ),
+        )
+
+    async def memory_context(
+        self,
+        *,
+        query: str,
+        budget: int | None = None,
+        sections: list[str] | None = None,
+        as_of: str | None = None,
+        asOf: str | None = None,
+    ) -> dict[str, Any]:
+        """What you should know before you answer, as prompt-ready text within a token budget."""
+        return await self.call(
+            "memory_context",
+            _given(
+                {
+                    "query": query,
+                    "budget": budget,
+                    "sections": sections,
+                    "asOf": as_of,
+                },
+                {
+                    "asOf": asOf,
+                },
             ),
         )
 
@@ -2470,7 +2470,6 @@ class AsyncTools(ABC):
 TOOL_NAMES = (
     "memory_add",
     "memory_search",
-    "memory_context",
     "memory_delete",
     "memory_list",
     "memory_history",
@@ -2486,6 +2485,7 @@ TOOL_NAMES = (
     "add_messages",
     "memory_extract",
     "extraction_status",
+    "memory_context",
     "memorize_general_info",
     "memorize_new_topic",
     "list_memories",

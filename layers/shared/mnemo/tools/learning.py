@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mnemo.briefing.models import MemoryContextInput, MemoryContextOutput
 from mnemo.context import RequestContext
 from mnemo.learning.models import (
     AddMessagesInput,
@@ -26,7 +27,10 @@ if TYPE_CHECKING:
 
 
 #: What this family is for, in a sentence: its Bedrock action group and function descriptions.
-SUMMARY = "Chat turns stored and learned from: facts, preferences, summaries and lessons extracted in the background"
+SUMMARY = (
+    "Chat turns stored and learned from (facts, preferences, summaries and lessons extracted in the background), "
+    "and the context an agent is given before it answers"
+)
 
 
 # Stores every message with its waiting-turn marker in one write each; a notice goes to the queue. A resend
@@ -166,3 +170,49 @@ def extraction_status(
     @see mnemo.learning.service.LearningService.status
     """
     return services.learning.status(context, request)
+
+
+@tool(
+    "learning",
+    rights=Rights(records="read", embeds=True, index="read"),
+    runtime=Runtime(block_budget=True),
+)
+def memory_context(services: Services, context: RequestContext, request: MemoryContextInput) -> MemoryContextOutput:
+    """[SPECIFICATION] What you should know before you answer, as prompt-ready text within a token budget.
+
+    Tool exposure: `memory_context`
+
+    One call instead of memory_search, pinned_context and retrieve_conversation: the
+    user's profile (when the profile strategy is on), this session's summary, the
+    memories and your own past turns that bear on `query` (ranked as memory_search
+    ranks with `includeTurns`: a fact learned from turns stands for them, so the budget
+    is not spent twice), and your pinned blocks, in sections, with dates written out
+    ("8 May 2023") so that "when" can be answered from the text. Items are taken by value
+    per token until `budget` (tokens, pinned_context's estimate, default 1500) is
+    spent: `tokens` is never above it and `truncated` says some relevant item had no
+    room. `sources` names every item included (kind, id, layer, occurredAt, score,
+    the turns it came from as `messageIds`, its tokens) in the order the text shows
+    them; `sections` gives each section's tokens. `sections` in the request keeps only
+    those sections. Superseded and expired memories never appear; `asOf` answers as
+    things stood then (nothing said or stored later; pinned blocks as they are now).
+    No model is called. The session and user come from your identity.
+
+    **When to use:** before each answer, to put what Mnemo knows into the prompt.
+
+    **Usage:**
+    ```json
+    {"query": "Where should we hold the offsite?", "budget": 1000}
+    ```
+
+    **Returns:**
+    ```json
+    {"success": true, "context": "## About the user\\n(as of 3 March 2025) Alice lives in Lisbon and prefers window seats.\\n\\n## From past conversations\\n3 March 2025:\\nalice: I moved to Lisbon last month", "tokens": 31, "budget": 1000, "sections": {"profile": 16, "turns": 15}, "sources": [{"kind": "profile", "id": "mem_0c1d2e3f4a5b6c7d8e9f0a1b", "section": "profile", "layer": "user", "occurredAt": "2025-03-03T09:10:00Z", "score": null, "messageIds": ["m-101"], "tokens": 17}, {"kind": "turn", "id": "m-101", "section": "turns", "layer": "user", "occurredAt": "2025-03-03T09:00:00Z", "score": 0.61, "messageIds": ["m-101"], "tokens": 9}], "truncated": false}
+    ```
+
+    **Errors:**
+    - INVALID_INPUT: query missing or over 4000 characters; budget outside 100-16000;
+      an unknown section or one named twice; a malformed asOf.
+
+    @see mnemo.briefing.service.ContextService.build
+    """
+    return services.briefing.build(context, request)
