@@ -134,15 +134,17 @@ class ContextService:
             include_superseded=request.as_of is not None,
         )
         as_of = request.as_of
-        admit = (lambda found: self._as_of(context, found, as_of)) if as_of is not None else None
-        found = (
-            self._recall.search(context, search, admit=admit)
-            if search.include_turns
-            else self._memory.search(context, search)
-        )
-        results = found.results
-        if request.as_of is not None:
-            results = self._as_of(context, results, request.as_of)
+        if search.include_turns:
+            # The memories are admitted as they stood before fusion, so that one learned later neither shows nor
+            # stands for its turns; the turns are then kept as they stood.
+            admit = (lambda found: self._as_of(context, found, as_of)) if as_of is not None else None
+            results = self._recall.search(context, search, admit=admit).results
+            if as_of is not None:
+                results = [result for result in results if result.kind != "turn" or _said_by(result, as_of)]
+        else:
+            results = self._memory.search(context, search).results
+            if as_of is not None:
+                results = self._as_of(context, results, as_of)
         pieces = []
         query_terms = terms(request.query)
         for rank, result in enumerate(results):
@@ -184,7 +186,8 @@ class ContextService:
         return pieces
 
     def _as_of(self, context: RequestContext, results: list[MemoryResult], as_of: datetime) -> list[MemoryResult]:
-        """The results as they stood at ``as_of``: said and stored by then, current then, not yet expired."""
+        """The memories as they stood at ``as_of``: stored by then, current then, not yet expired (one read of the
+        superseded ones' records, for when they were superseded)."""
         superseded = [r for r in results if r.kind == "memory" and r.superseded_by]
         ends: dict[str, datetime] = {}
         if superseded:
@@ -195,10 +198,6 @@ class ContextService:
                     ends[item.data["memoryId"]] = _time(at)
         kept = []
         for result in results:
-            if result.kind == "turn":
-                if result.created_at <= as_of and (result.occurred_at is None or result.occurred_at <= as_of):
-                    kept.append(result)
-                continue
             if result.created_at > as_of or (result.expires_at is not None and result.expires_at <= as_of):
                 continue
             if result.superseded_by and result.memory_id not in ends:
@@ -214,6 +213,11 @@ class ContextService:
             source = ContextSource(kind="block", id=block.path, section="blocks", tokens=0)
             pieces.append(Piece(source, block_text(block, content), FIXED, fixed=True))
         return pieces
+
+
+def _said_by(turn: MemoryResult, as_of: datetime) -> bool:
+    """Whether a turn was stored, and said, by ``as_of``."""
+    return turn.created_at <= as_of and (turn.occurred_at is None or turn.occurred_at <= as_of)
 
 
 def _time(value: str) -> datetime:
