@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo.files.tokens import WORD_CHARS, count_tokens
+from mnemo.files.tokens import WORD_CHARS, count_tokens, space_tokens
 
 #: Text made of the pieces the rule tells apart, so that runs merge and split often.
 PIECES = st.text(alphabet=st.sampled_from(list("ab Z09 \n\t.!-_é中ア한😀\u00a0")), max_size=40)
@@ -146,3 +146,11 @@ def _piecewise(text: str) -> int:
 )
 def test_the_fast_count_agrees_with_the_pieces(text: str) -> None:
     assert count_tokens(text) == _piecewise(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(min_size=1).map(lambda text: "".join(text.split()) or "x"), min_size=1, max_size=12))
+def test_words_joined_by_spaces_cost_their_counts_plus_their_spaces(words: list[str]) -> None:
+    # memory_context measures excerpt windows word by word on this property.
+    expected = count_tokens(words[0]) + sum(count_tokens(word) + space_tokens(word) for word in words[1:])
+    assert count_tokens(" ".join(words)) == expected

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from mnemo.briefing.excerpts import tokens_of
 from mnemo.briefing.models import SECTIONS, ContextSource, Section
 from mnemo.briefing.render import HEADINGS, day_heading
 from mnemo.files.tokens import count_tokens
@@ -46,7 +47,7 @@ class Piece:
     excerpt_tokens: int = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tokens", count_tokens(self.text) + 1)  # + its line break
+        object.__setattr__(self, "tokens", tokens_of(self.text) + 1)  # + its line break
         object.__setattr__(self, "excerpt_tokens", count_tokens(self.excerpt) + 1 if self.excerpt else self.tokens)
 
     def shown(self, short: bool) -> tuple[str, int]:

@@ -66,6 +66,19 @@ def count_tokens(text: str) -> int:
     )
 
 
+def space_tokens(word: str) -> int:
+    """What one space before ``word`` costs when it follows a non-space: 0 when the word starts with an ASCII
+    letter or digit (BPE merges the space into it), else 1.
+
+    Runs never cross a space, so for words without whitespace ``count_tokens(" ".join(words))`` is the sum of
+    each word's count plus the spaces' costs: a run of words can be measured word by word.
+    """
+    return 0 if _GLUED.match(word) else 1
+
+
+_GLUED = re.compile(r"[A-Za-z0-9]")
+
+
 def _count_pieces(text: str) -> int:
     """The estimate piece by piece, as the table above reads."""
     tokens = 0

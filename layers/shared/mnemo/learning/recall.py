@@ -27,6 +27,8 @@ from mnemo.retrieval.ranker import CANDIDATES, hybrid_rank
 
 #: Memories and turns each strategy ranks before fusion, at least.
 FUSION_DEPTH = 50
+#: Each strategy ranks this many times the page's size (fusion reorders: a turn below the page may rise into it).
+DEPTH_PER_RESULT = 3
 #: The most source turns shown per extracted memory.
 MAX_SOURCES = 10
 
@@ -53,7 +55,7 @@ class Recall:
                 "cursor: a search with includeTurns answers one page; ask for a larger limit",
                 {"field": "cursor"},
             )
-        depth = max(FUSION_DEPTH, request.limit * 3)
+        depth = max(FUSION_DEPTH, request.limit * DEPTH_PER_RESULT)
         memories = self._memory.search(
             context, request.model_copy(update={"include_turns": False, "limit": min(100, depth)})
         )

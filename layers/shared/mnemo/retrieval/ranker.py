@@ -145,29 +145,31 @@ def _first(hit: Hit, key: str) -> str | None:
 
 def _contexts(calibration: Calibration, found: list[tuple[Hit, float | None, float]], query: str) -> dict[str, Context]:
     """Each candidate's context signals, from the blends of the other candidates."""
+    # One read of each hit's keywords: a ranking holds a few hundred candidates and this runs on every search.
+    facts = [
+        (hit.id, _first(hit, AFTER), _first(hit, EPISODE), _first(hit, "scope"), _first(hit, SUBJECT))
+        for hit, _, _ in found
+    ]
     blend = {hit.id: calibration.blend(cosine, lexical) for hit, cosine, lexical in found}
     neighbour: dict[str, float] = defaultdict(float)
     episode: dict[tuple[str | None, str], float] = defaultdict(float)
-    for hit, _, _ in found:
-        after = _first(hit, AFTER)
+    for doc_id, after, day, scope, _ in facts:
         if after is not None and after in blend:  # a link counts both ways
-            neighbour[hit.id] = max(neighbour[hit.id], blend[after])
-            neighbour[after] = max(neighbour[after], blend[hit.id])
-        day = _first(hit, EPISODE)
+            neighbour[doc_id] = max(neighbour[doc_id], blend[after])
+            neighbour[after] = max(neighbour[after], blend[doc_id])
         if day is not None:
-            key = (_first(hit, "scope"), day)
-            episode[key] = max(episode[key], blend[hit.id])
+            key = (scope, day)
+            episode[key] = max(episode[key], blend[doc_id])
     names = query_names(query)
-    contexts = {}
-    for hit, _, _ in found:
-        day = _first(hit, EPISODE)
-        contexts[hit.id] = Context(
-            neighbour=neighbour.get(hit.id, 0.0),
-            episode=episode[(_first(hit, "scope"), day)] if day is not None else 0.0,
-            subject=1.0 if _first(hit, SUBJECT) in names else 0.0,
+    return {
+        doc_id: Context(
+            neighbour=neighbour.get(doc_id, 0.0),
+            episode=episode[(scope, day)] if day is not None else 0.0,
+            subject=1.0 if subject in names else 0.0,
             dated=day is not None,
         )
-    return contexts
+        for doc_id, _, day, scope, subject in facts
+    }
 
 
 def _knn(
