@@ -1,10 +1,13 @@
 """LoCoMo retrieval through memory_add and memory_search (protocol: ../shared/bench/README.md).
 
-    python bench/retrieval.py [--embedder bge|hashing] [--limit-conversations N] [--smoke]
+    python bench/retrieval.py [--embedder bge|hashing] [--limit-conversations N] [--vector-first] [--smoke]
 
 Prints R@1, R@5, R@10, Hit@10 and MRR@10 overall and per category, writes
 bench/results/retrieval.json. Searches run with threshold 0 (ranking quality);
 a second pass reports what the default threshold of 0.7 keeps.
+
+--vector-first ranks as the S3 Vectors store does (bench/vector_first.py: vector candidates, their text
+rescored by BM25), on the embedded index, and writes retrieval-<embedder>-vector-first.json.
 
 --smoke: the same protocol on bench/fixtures/locomo-smoke.json (two short conversations written by hand,
 see bench/locomo.py) with the bge model; results to a temporary folder (bench/common.py).
@@ -47,9 +50,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--embedder", default="bge", choices=["bge", "hashing"])
     parser.add_argument("--limit-conversations", type=int, default=None)
+    parser.add_argument("--vector-first", action="store_true", help="rank as the S3 Vectors store does")
     args = parse_args(parser, {})
 
     services = fresh_services(args.embedder)
+    if args.vector_first:
+        from vector_first import VectorFirstIndex
+
+        services.__dict__["index"] = VectorFirstIndex(services.settings.data_dir / "index.sqlite3")
     add, search = get_tool("memory_add"), get_tool("memory_search")
     conversations = load()[: args.limit_conversations]
     per_category: dict[str, list[dict[str, float]]] = defaultdict(list)
@@ -135,7 +143,7 @@ def main() -> None:
         f"search {timing['searchMsMean']:.1f} ms mean"
     )
     path = write_results(
-        f"retrieval-{args.embedder}",
+        f"retrieval-{args.embedder}" + ("-vector-first" if args.vector_first else ""),
         {"embedder": services.embedder.name, "summary": summary, "threshold": threshold_report, "timing": timing},
     )
     print(f"wrote {path}")

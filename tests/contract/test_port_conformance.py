@@ -39,6 +39,7 @@ from mnemo.adapters.aws.dynamodb_records import DynamoDbRecordStore
 from mnemo.adapters.aws.eventbridge import EventBridgePublisher
 from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
 from mnemo.adapters.aws.s3_blobs import S3BlobStore
+from mnemo.adapters.aws.s3vectors.adapter import S3VectorsIndex
 from mnemo.adapters.aws.sqs_extraction_queue import SqsExtractionQueue
 from mnemo.adapters.aws.titan import TitanEmbedder
 from mnemo.adapters.local.blobs import LocalBlobStore
@@ -67,6 +68,7 @@ ADAPTERS: dict[type, dict[type, Factory]] = {
     ports.VectorIndex: {
         LocalVectorIndex: lambda tmp: LocalVectorIndex(tmp / "index.sqlite3"),
         OpenSearchVectorIndex: lambda tmp: OpenSearchVectorIndex(_no_client),
+        S3VectorsIndex: lambda tmp: S3VectorsIndex(_no_client, "bucket"),
     },
     ports.Embedder: {
         BgeSmallEmbedder: lambda tmp: BgeSmallEmbedder(),  # the model loads on the first embed only
@@ -101,6 +103,9 @@ ADAPTERS: dict[type, dict[type, Factory]] = {
 NOT_PORT: dict[str, str] = {
     # The wiring's constructor: runtime.Services.index builds the adapter from the settings.
     "OpenSearchVectorIndex.from_settings": "constructor used by mnemo.runtime",
+    "S3VectorsIndex.from_settings": "constructor used by mnemo.runtime",
+    "S3VectorsIndex.client": "the s3vectors client, for tests and benchmarks",
+    "S3VectorsIndex.index_name": "the index of a namespace, for the adapter's own request tests",
     # The SDK client, made on first use: tests stub it and benchmarks meter its calls (bench/deploy_cost.py).
     "LazyClient.client": "the boto3 client, for tests and benchmarks",
     "OpenSearchVectorIndex.client": "the OpenSearch client, for tests and benchmarks",

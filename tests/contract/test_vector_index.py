@@ -19,6 +19,7 @@ the adapter: OpenSearch Serverless refuses refresh).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -27,6 +28,7 @@ import pytest
 
 from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
 from mnemo.adapters.aws.opensearch.client import make_client
+from mnemo.adapters.aws.s3vectors.adapter import S3VectorsIndex
 from mnemo.adapters.local.vector_index import LocalVectorIndex
 from mnemo.ports import Hit, IndexDoc, VectorIndex
 
@@ -59,6 +61,21 @@ def _opensearch_backend(*, serverless: bool) -> Backend:
     return backend
 
 
+def _s3vectors_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    """Handles on a fresh vector bucket of the serial moto server, with QueryVectors from s3vectors_fake."""
+    from aws_fixtures import shared_moto_server
+    from s3vectors_fake import install
+
+    install()
+    client = shared_moto_server().client("s3vectors")
+    bucket = f"contract-{next(_BUCKETS)}"
+    client.create_vector_bucket(vectorBucketName=bucket)
+    return lambda: S3VectorsIndex(lambda: shared_moto_server().client("s3vectors"), bucket, "mnemo-contract-")
+
+
+_BUCKETS = itertools.count()
+
+
 #: Adapter name -> factory of an opener over fresh storage; every entry runs the whole suite
 #: (the k-NN tests only where the backend answers k-NN queries, see KNN_BACKENDS).
 BACKENDS: dict[str, Backend] = {
@@ -67,11 +84,13 @@ BACKENDS: dict[str, Backend] = {
     "opensearch": _opensearch_backend(serverless=False),
     # _id chosen by OpenSearch, documents found through doc_id: a Serverless vector collection.
     "opensearch-serverless": _opensearch_backend(serverless=True),
+    # One index per namespace in a vector bucket (moto, QueryVectors from tests/support/s3vectors_fake.py).
+    "s3vectors": _s3vectors_backend,
 }
 
 #: Backends whose storage answers k-NN queries. osmem-server has no k-NN, so the OpenSearch
 #: entries are not here; on a real cluster they would be.
-KNN_BACKENDS = {"local"}
+KNN_BACKENDS = {"local", "s3vectors"}
 
 
 @pytest.fixture(params=list(BACKENDS))

@@ -275,6 +275,23 @@ class BatchKnnIndex(Protocol):
     def knn_many(self, namespace: str, queries: Sequence[tuple[Sequence[float], Filter, int]]) -> list[list[Hit]]: ...
 
 
+@runtime_checkable
+class HybridSearchIndex(Protocol):
+    """An optional capability of a VectorIndex: both halves of a hybrid ranking from one search, for an index
+    that keeps no corpus statistics for BM25 (S3 Vectors).
+
+    ``hybrid`` answers ``(dense, lexical)``: the k-NN hits as ``knn`` answers them, and the hits among those
+    candidates that hold a term of ``text``, scored by BM25 over the candidates' own text
+    (``mnemo.adapters.bm25_rescoring``) on [0, 1]. A document the vector search did not find is not a
+    lexical hit: the ranking is vector-first. ``mnemo.retrieval.ranker`` uses it, when present, instead of a
+    ``knn`` and a ``lexical`` call.
+    """
+
+    def hybrid(
+        self, namespace: str, vector: Sequence[float], text: str, flt: Filter, k: int, *, where: Match | None = None
+    ) -> tuple[list[Hit], list[Hit]]: ...
+
+
 class VectorIndex(Protocol):
     """Documents found by vector (k-NN) and by text (BM25), in namespaces; a derived copy of the records.
 
@@ -371,7 +388,7 @@ class VectorIndex(Protocol):
 # --------------------------------------------------------------- embedder ---
 #: The optional capabilities of a port: protocols of their own that an adapter may also implement, and that
 #: callers check for with ``isinstance`` before using (a test double or another backend may lack them).
-CAPABILITIES: dict[type, tuple[type, ...]] = {VectorIndex: (InsertingIndex, BatchKnnIndex)}
+CAPABILITIES: dict[type, tuple[type, ...]] = {VectorIndex: (InsertingIndex, BatchKnnIndex, HybridSearchIndex)}
 
 
 class Embedder(Protocol):

@@ -87,12 +87,16 @@ class Services:
 
     @cached_property
     def index(self) -> VectorIndex:
-        """The vector index: OpenSearch when ``vector_index`` is ``opensearch``, else the local index under the data
-        directory."""
+        """The vector index: OpenSearch or S3 Vectors when ``vector_index`` names one, else the local index under
+        the data directory."""
         if self.settings.vector_index == "opensearch":
             from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
 
             return OpenSearchVectorIndex.from_settings(self.settings)
+        if self.settings.vector_index == "s3vectors":
+            from mnemo.adapters.aws.s3vectors.adapter import S3VectorsIndex
+
+            return S3VectorsIndex.from_settings(self.settings)
         from mnemo.adapters.local.vector_index import LocalVectorIndex
 
         return LocalVectorIndex(self.settings.data_dir / "index.sqlite3")

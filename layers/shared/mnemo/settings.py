@@ -8,7 +8,8 @@ the embedded default, so ``mnemo serve`` runs on a laptop with no cloud at all.
 | MNEMO_DATA_DIR | where the embedded adapters keep their files | .mnemo |
 | MNEMO_RECORDS | records store: sqlite or dynamodb | sqlite |
 | MNEMO_RECORDS_TABLE | DynamoDB table name | mnemo-records |
-| MNEMO_VECTOR_INDEX | vector index: local or opensearch | local |
+| MNEMO_VECTOR_INDEX | vector index: local, opensearch or s3vectors | local |
+| MNEMO_S3VECTORS_BUCKET | the S3 vector bucket (vector index s3vectors) | |
 | MNEMO_OPENSEARCH_ENDPOINT | https://... of a domain or Serverless collection | |
 | MNEMO_OPENSEARCH_SERVICE | SigV4 service: es (domain) or aoss (Serverless) | aoss |
 | MNEMO_INDEX_PREFIX | prefix of the OpenSearch index names | mnemo- |
@@ -86,7 +87,9 @@ class Settings(BaseModel):
     data_dir: Path = Path(".mnemo")
     records: Literal["sqlite", "dynamodb"] = "sqlite"
     records_table: str = "mnemo-records"
-    vector_index: Literal["local", "opensearch"] = "local"
+    vector_index: Literal["local", "opensearch", "s3vectors"] = "local"
+    #: The vector bucket of the S3 Vectors store (``vector_index`` s3vectors).
+    s3vectors_bucket: str | None = None
     opensearch_endpoint: str | None = None
     opensearch_service: Literal["es", "aoss"] = "aoss"
     index_prefix: str = "mnemo-"

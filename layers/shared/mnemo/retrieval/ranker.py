@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mnemo.errors import MnemoError, Timeout
-from mnemo.ports import Embedder, Filter, Hit, Match, VectorIndex
+from mnemo.ports import Embedder, Filter, Hit, HybridSearchIndex, Match, VectorIndex
 from mnemo.retrieval.scoring import Calibration, Context, calibration_for
 
 #: Hits taken from each of k-NN and BM25 before ranking.
@@ -99,10 +99,15 @@ def hybrid_rank(
     (with the context signals if ``context``)."""
     calibration = calibration_for(embedder.name)
     vector = None if lexical_only else _embed_query(embedder, query)
-    dense_hits = _knn(index, namespace, vector, flt, k, where) if vector is not None else []
-    if dense_hits is None:
-        vector, dense_hits = None, []
-    lexical_hits = index.lexical(namespace, query, flt, k, where=where)
+    both = _hybrid(index, namespace, vector, query, flt, k, where) if vector is not None else None
+    if both is not None:  # an index without corpus statistics: both halves from its vector candidates
+        dense_hits, lexical_hits = both
+    else:
+        knn_hits = _knn(index, namespace, vector, flt, k, where) if vector is not None else []
+        if knn_hits is None:
+            vector, knn_hits = None, []
+        dense_hits = knn_hits
+        lexical_hits = index.lexical(namespace, query, flt, k, where=where)
     dense = {hit.id: hit.score for hit in dense_hits}
     lexical = {hit.id: hit.score for hit in lexical_hits}
     hits = {hit.id: hit for hit in (*dense_hits, *lexical_hits)}
@@ -170,6 +175,22 @@ def _contexts(calibration: Calibration, found: list[tuple[Hit, float | None, flo
         )
         for doc_id, _, day, scope, subject in facts
     }
+
+
+def _hybrid(
+    index: VectorIndex, namespace: str, vector: Sequence[float], query: str, flt: Filter, k: int, where: Match | None
+) -> tuple[list[Hit], list[Hit]] | None:
+    """Both halves from one search when the index offers it (``HybridSearchIndex``); None when it does not, or
+    when that search failed (the ranking then falls back to ``knn`` and ``lexical``, as for any index)."""
+    if not isinstance(index, HybridSearchIndex):
+        return None
+    try:
+        return index.hybrid(namespace, vector, query, flt, k, where=where)
+    except Timeout:
+        raise
+    except MnemoError as error:
+        logger.warning("hybrid search failed; ranking by k-NN and keywords apart: %s", error.message)
+        return None
 
 
 def _knn(

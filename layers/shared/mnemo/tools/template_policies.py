@@ -24,6 +24,19 @@ INDEX_ACTIONS = {
     "delete": ("VectorIndexDelete", "[es:ESHttpGet, es:ESHttpHead, es:ESHttpPost, es:ESHttpDelete]"),
     "write": ("VectorIndexReadWrite", "[es:ESHttpGet, es:ESHttpHead, es:ESHttpPost, es:ESHttpPut, es:ESHttpDelete]"),
 }
+#: The same rights on the S3 vector bucket (VectorStore s3vectors). QueryVectors with a filter or metadata also
+#: needs GetVectors (AWS's QueryVectors reference); a writer creates a namespace's index on its first write.
+S3VECTORS_ACTIONS = {
+    "read": "[s3vectors:GetIndex, s3vectors:QueryVectors, s3vectors:GetVectors, s3vectors:ListVectors]",
+    "delete": (
+        "[s3vectors:GetIndex, s3vectors:QueryVectors, s3vectors:GetVectors, s3vectors:ListVectors, "
+        "s3vectors:DeleteVectors]"
+    ),
+    "write": (
+        "[s3vectors:GetIndex, s3vectors:QueryVectors, s3vectors:GetVectors, s3vectors:ListVectors, "
+        "s3vectors:DeleteVectors, s3vectors:PutVectors, s3vectors:CreateIndex]"
+    ),
+}
 BUCKET_STATEMENTS = {
     "bucket": ("KnowledgeBucketList", "!GetAtt KnowledgeBucket.Arn"),
     "knowledge": ("KnowledgeObjectRead", "!Sub ${KnowledgeBucket.Arn}/knowledge/*"),
@@ -110,17 +123,24 @@ def _index_statements(rights: Rights) -> list[str]:
     if rights.index is None:
         return []
     sid, actions = INDEX_ACTIONS[rights.index]
+    # One statement either way (VectorStore): the S3 vector bucket, or the collection or the existing domain.
     return [
-        f"- Sid: {sid}",
-        "  Effect: Allow",
-        "  Action: !If",
-        "    - CreateCollection",
-        "    - aoss:APIAccessAll",
-        f"    - {actions}",
-        "  Resource: !If",
-        "    - CreateCollection",
-        "    - !GetAtt VectorCollection.Arn",
-        "    - !Sub arn:${AWS::Partition}:es:${AWS::Region}:${AWS::AccountId}:domain/${ExistingOpenSearchDomainName}/*",
+        "- !If",
+        "  - UseS3Vectors",
+        f"  - Sid: {sid}",
+        "    Effect: Allow",
+        f"    Action: {S3VECTORS_ACTIONS[rights.index]}",
+        "    Resource: [!GetAtt VectorBucket.VectorBucketArn, !Sub '${VectorBucket.VectorBucketArn}/index/*']",
+        f"  - Sid: {sid}",
+        "    Effect: Allow",
+        "    Action: !If",
+        "      - CreateCollection",
+        "      - aoss:APIAccessAll",
+        f"      - {actions}",
+        "    Resource: !If",
+        "      - CreateCollection",
+        "      - !GetAtt VectorCollection.Arn",
+        "      - !Sub arn:${AWS::Partition}:es:${AWS::Region}:${AWS::AccountId}:domain/${ExistingOpenSearchDomainName}/*",
     ]
 
 
