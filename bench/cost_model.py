@@ -1,27 +1,35 @@
 """The deployed stack's monthly cost, from template.yaml's settings and the counts bench/deploy_cost.py measures.
 
-Used by bench/deploy_cost.py (and tests/bench/test_cost_model.py). Two halves:
+Used by bench/deploy_cost.py (and tests/bench/test_cost_model.py). Three parts:
 
 * ``derive_case(template, name, parameters)`` reads what the bill depends on from template.yaml, its intrinsic
   functions and conditions resolved for one set of parameters (the rehearsal's Resolver): which API serves the
   tools (a REST or an HTTP API, from the API a tool's invoke permission names), whether each function traces,
   its MemorySize and its logging configuration, the alarms that exist and the metrics each reads, the
-  collection group's minimum capacity, the scheduled invocations, and the extraction queues polled.
-* The arithmetic: dollars per million calls of a tool by line item, the monthly total at a volume and a call
-  mix, the idle floor, AgentCore Memory's price for the same calls, and the break-even. Each rule that
-  depends on the volume is a function of its own (X-Ray's default sampling, the share of cold starts, the
-  share of time an OpenSearch component that scales to zero stays awake, the hours a custom metric is emitted).
+  collection group's minimum and maximum capacity (and the maxima the template allows), the vector store
+  (``VectorStore``), whether the table keeps point-in-time recovery, the scheduled invocations, and the
+  extraction queues polled.
+* The arithmetic: dollars per million calls of a tool by line item, the monthly total at a volume, a call mix,
+  a traffic shape and a number of stored memories, the idle floor, AgentCore Memory's price for the same calls
+  and records, and the break-even. Each rule that depends on the volume is a function of its own (X-Ray's
+  default sampling, the share of cold starts, the hours a scale-to-zero collection stays awake under a traffic
+  shape, the OCUs an index of stored memories needs, the hours a custom metric is emitted, S3 Vectors' query
+  processing by index size).
+* The curve: for each volume and traffic shape, the month of each vector store (``opensearch``, ``s3vectors``),
+  the one docs/deploy.md recommends (the cheapest the template can deploy), and AgentCore's bill beside it.
 
 Nothing here measures: the per-invocation counts (requests, DynamoDB units, Titan tokens, CPU time, log bytes,
-EMF metrics) come from the run (``measured``), the prices from PRICES, and every assumption that is not a
-price or a count is a named constant below, stated in docs/deploy.md.
+EMF metrics, bytes stored per memory) come from the run (``measured``), the prices from PRICES, and every
+assumption that is not a price or a count is a named constant below, stated in docs/deploy.md.
 """
 
 from __future__ import annotations
 
+import copy
 import math
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,8 +92,32 @@ PRICES: dict[str, float] = {
     # for the first; the GET figure unconfirmed in the store (https://aws.amazon.com/s3/pricing/ not stored).
     "s3_write_list_per_1k": 0.005,
     "s3_read_per_1k": 0.0004,
+    # S3 Standard storage, first 50 TB: $0.023 per GB-month (https://gist.github.com/EverettBerry/a37438006529a55f42da6fdbc44a505c,
+    # a copy of the S3 price table; https://aws.amazon.com/s3/pricing/ was stored with its prices unrendered).
+    "s3_storage_gb_month": 0.023,
+    # DynamoDB Standard table storage: $0.25 per GB-month (first 25 GB free, left out):
+    # https://aws.amazon.com/dynamodb/pricing/. Point-in-time recovery is billed on the table's size
+    # (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/PointInTimeRecovery_Howitworks.html) at
+    # $0.20 per GB-month: unconfirmed in the store (read 2026-12-01).
+    "dynamodb_storage_gb_month": 0.25,
+    "dynamodb_pitr_gb_month": 0.20,
+    # Amazon S3 Vectors (read 2026-12-01): $0.06 per GB-month stored and $0.20 per GB uploaded by PUT
+    # (https://www.exploreagentic.ai/insights/s3-vectors-enterprise-rag/, and the worked example of
+    # https://aws.amazon.com/s3/pricing/ as transcribed in https://raw.githubusercontent.com/api-evangelist/amazon-s3/refs/heads/main/plans/amazon-s3-plans-pricing.yml);
+    # $2.50 per million QueryVectors calls (same transcription); query data processed per TB, "average vector
+    # size (vector data + key + filterable metadata) x number of vectors in the index"
+    # (https://dev.classmethod.jp/en/articles/20260616-s3-vectors-query-charges/), at $0.004 per TB for an
+    # index's first 100 thousand vectors and $0.002 per TB for the rest: these two rates reproduce AWS's
+    # worked examples ($11.38 and $1,217.29 a month, quoted by https://kane.mx/posts/2026/s3-vectors-vs-opensearch/)
+    # but were not read on an AWS page. The cut of 2026-06-16 for indexes over 10 million vectors ("up to 80%")
+    # is left out (its rates are not in the store): the figures overstate large single indexes.
+    "s3vectors_storage_gb_month": 0.06,
+    "s3vectors_put_gb": 0.20,
+    "s3vectors_query_per_million": 2.50,
+    "s3vectors_query_tb_first_100k": 0.004,
+    "s3vectors_query_tb_over_100k": 0.002,
     # AgentCore Memory: $0.25 per 1,000 new short-term memory events, $0.50 per 1,000 long-term memory
-    # retrievals, $0.75 per 1,000 long-term records a month (built-in strategies). Third-party copies
+    # retrievals, $0.75 per 1,000 long-term records stored a month (built-in strategies); no floor. Third-party copies
     # of https://aws.amazon.com/bedrock/agentcore/pricing/ (not itself stored):
     # https://www.factualminds.com/blog/amazon-bedrock-agentcore-pricing-12-components/ (2026-06-13)
     "agentcore_event_per_1k": 0.25,
@@ -107,6 +139,10 @@ LATENCY_MS = {
     "bedrock-runtime": (30.0, 100.0),
     "opensearch": (15.0, 50.0),
     "s3": (10.0, 30.0),
+    # AWS: "as low as 100 milliseconds for warm queries", under a second cold
+    # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-vectors-best-practices.html); 300 ms is the
+    # high end assumed here.
+    "s3vectors": (100.0, 300.0),
 }
 #: How long an idle execution environment stays warm, and how long one lives at most: assumptions
 #: (Lambda documents neither; 5-15 minutes idle and a few hours are what is commonly observed).
@@ -123,17 +159,60 @@ INIT_UNTHROTTLED = True
 #: then a fixed rate of the rest.
 XRAY_RESERVOIR_PER_SECOND = 1.0
 XRAY_FIXED_RATE = 0.05
-#: OpenSearch Serverless scales an idle collection group to zero after 10 minutes without a request
-#: (NextGen groups with minimum 0; search and indexing apart). Awake, a component is billed at least
-#: this many OCUs (assumption: the docs say a wake brings back one indexing and two search workers,
-#: not their OCUs; 0.5 is the smallest a Classic vector collection takes).
+#: OpenSearch Serverless scales an idle collection group to zero after 10 minutes without a request to any
+#: collection of the group (NextGen groups with minimum 0; not configurable), and search and indexing wake
+#: apart, each on its own traffic: a wake provisions two search workers and one indexing worker
+#: (https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-scale-to-zero.html). A
+#: worker is taken to bill 0.5 OCU, the smallest unit a vector collection scales to
+#: (https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-scaling.html): an awake
+#: collection bills at least 1.0 search + 0.5 indexing OCU.
 SCALE_TO_ZERO_IDLE_SECONDS = 600
-AWAKE_OCU = 0.5
+WAKE_OCU = {"indexing": 0.5, "search": 1.0}
 #: Calls a second one OCU sustains (assumption, not measured: moto and osmem say nothing about OCUs).
 #: Past the minimum, OCUs follow the load up to the group's maximum.
 OCU_CALLS_PER_SECOND = {"indexing": 20.0, "search": 20.0}
-#: Index storage assumed for the floor (GB). Storage grows with what is kept; left out of the per-call figures.
+#: A vector collection keeps its HNSW graphs in OCU memory (6 GiB an OCU): a 1024-dimension fp16 vector with
+#: its graph links takes about 2.4 KB, so a million memories need 0.4-0.8 search OCU while the collection is
+#: awake (low, high: how much of an OCU's memory the graphs may use). The high end is priced.
+SEARCH_OCU_PER_MILLION_MEMORIES = (0.4, 0.8)
+#: Index storage assumed for the floor (GB), and the collection's storage per memory (a 1024-dimension fp16
+#: vector, its graph, the text and terms): an assumption, not measured (osmem keeps no segment files).
 INDEX_STORAGE_GB = 1.0
+OPENSEARCH_BYTES_PER_MEMORY = 4096
+#: DynamoDB bytes a memory keeps in the table (its items, each with DynamoDB's 100 bytes of overhead) when the
+#: run gives none (measured["dynamodbBytesPerMemory"], from the table after the run).
+DEFAULT_DYNAMODB_BYTES_PER_MEMORY = 1500.0
+#: The knowledge bucket's size, GB (S3 Standard): an assumption; memories are not kept in S3.
+KNOWLEDGE_BUCKET_GB = 1.0
+#: What the S3 Vectors adapter sends (its design: issue 44): each memory_search ranks one or two namespaces,
+#: one QueryVectors call each (topK <= 100, returnMetadata), priced at two; a memory_add's near-duplicate
+#: check (the k-NN search it sends OpenSearch today) is one QueryVectors; an indexed write is one PutVectors
+#: (here one vector a call, inline, as the OpenSearch bulk is today).
+S3VECTORS_QUERIES_PER_SEARCH = 2
+#: A vector as S3 Vectors counts it: 1024 float32 dimensions, its key, its metadata (the filterable keywords,
+#: and the text, non-filterable: about 1 KB together). Storage and PUT count all of it; query processing
+#: counts the vector, the key and the filterable metadata.
+S3VECTORS_VECTOR_BYTES = 1024 * 4
+S3VECTORS_KEY_BYTES = 40
+S3VECTORS_FILTERABLE_BYTES = 256
+S3VECTORS_NON_FILTERABLE_BYTES = 768
+S3VECTORS_BYTES = (
+    S3VECTORS_VECTOR_BYTES + S3VECTORS_KEY_BYTES + S3VECTORS_FILTERABLE_BYTES + S3VECTORS_NON_FILTERABLE_BYTES
+)
+#: Each PutVectors request is billed at least 128 KB (third party: https://caylent.com/blog/architecting-gen-ai-at-scale-lessons-from-aws-s-3-vector-store-and-the-nuances-of-hybrid-vector-storage;
+#: unconfirmed on an AWS page, priced here as the cautious reading). 0 bills the bytes alone.
+S3VECTORS_PUT_MIN_BYTES = 128 * 1024
+#: The vectors a query's index holds (Case.s3vectors_index_vectors): None, every stored memory. The adapter keeps
+#: one index per namespace (mnemo.adapters.aws.s3vectors), and memories are one namespace ("memory"), tenants
+#: and users told apart by filters, which narrow the results, not the bill: each query processes the stack's
+#: memories (both of a search's ranks are priced so). A number, indexes of at most that many vectors (one per
+#: tenant, say): a what-if the adapter does not implement.
+WHAT_IF_INDEX_VECTORS = 1_000_000
+#: The vector stores the curve compares (template parameter VectorStore).
+STORES = ("opensearch", "s3vectors")
+#: Stored memories at a volume: each memory_add keeps one memory, and a stack keeps what it stored for this
+#: many months (a stack a year into that volume; nothing forgotten). AgentCore is priced for the same records.
+RETENTION_MONTHS = 12
 #: The call mix of the monthly figures: half memory_add, half memory_search.
 DEFAULT_MIX = {"memory_add": 0.5, "memory_search": 0.5}
 #: Idle time: calls come in sessions (an agent's conversation) of SESSION_CALLS calls over SESSION_SECONDS,
@@ -141,6 +220,46 @@ DEFAULT_MIX = {"memory_add": 0.5, "memory_search": 0.5}
 #: beyond chance). This decides how long a scale-to-zero collection stays awake and how many calls start cold.
 SESSION_CALLS = 20
 SESSION_SECONDS = 600
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How a month's calls fall in time. ``windows`` active periods of ``window_seconds`` each, calls evenly
+    spaced within them (an even trickle: one window, the whole month, which runs on into the next); or, with
+    ``session_calls`` > 1, sessions of that many calls over ``session_seconds``, the sessions at random over
+    the month (bursts)."""
+
+    name: str
+    label: str
+    windows: float = 1.0
+    window_seconds: float = SECONDS_A_MONTH
+    session_calls: float = 1.0
+    session_seconds: float = 0.0
+
+    @property
+    def bursts(self) -> bool:
+        return self.session_calls > 1
+
+    @property
+    def active_seconds(self) -> float:
+        """The seconds of the month calls arrive in (the whole month for sessions at random)."""
+        return SECONDS_A_MONTH if self.bursts else min(SECONDS_A_MONTH, self.windows * self.window_seconds)
+
+
+#: The traffic shapes the curve prices: an even trickle, business hours (12 h on each of 22 working days),
+#: and bursts (an agent's sessions at random).
+SHAPES = {
+    "trickle": Shape("trickle", "an even trickle over the whole month"),
+    "business": Shape("business", "business hours: 12 h x 22 days, even within them", 22, 12 * 3600),
+    "bursts": Shape(
+        "bursts",
+        f"bursts: sessions of {SESSION_CALLS} calls over {SESSION_SECONDS // 60} min at random",
+        session_calls=SESSION_CALLS,
+        session_seconds=SESSION_SECONDS,
+    ),
+}
+#: The volumes of the curve (calls a month).
+CURVE_VOLUMES = (10_000, 100_000, 1_000_000, 10_000_000, 100_000_000)
 #: Lambda's event source mapping long-polls each SQS queue with 5 pollers, 20 s each (3 requests a minute).
 SQS_POLLERS = 5
 SQS_RECEIVES_PER_POLLER_MINUTE = 3
@@ -164,7 +283,7 @@ PLATFORM_JSON = (
 FUNCTIONS = ("memory_add", "memory_search", "indexer", "knowledge_sync")
 TOOLS = ("memory_add", "memory_search")
 GOAL_PER_MILLION = 5.0
-GOAL_IDLE_FLOOR = 15.0
+GOAL_IDLE_FLOOR = 1.0
 
 
 # ------------------------------------------------------------ the template ---
@@ -206,6 +325,16 @@ class Case:
     polled_queues: dict[str, bool]
     batch_size: int = 1
     batch_window_seconds: float = 0.0
+    #: The parameter that sets the group's search maximum (OpenSearchMaxSearchOcu), and the values it may take
+    #: (its AllowedValues), largest last; None and () when the maximum is no parameter's.
+    ocu_max_parameter: str | None = None
+    ocu_max_allowed: tuple[float, ...] = ()
+    #: "opensearch" or "s3vectors" (VectorStore); with s3vectors there is no collection (ocu_min None).
+    vector_store: str = "opensearch"
+    #: Whether the records table keeps point-in-time recovery (billed on its size).
+    pitr: bool = False
+    #: With s3vectors, the vectors a query's index holds at most (None: one index for the stack).
+    s3vectors_index_vectors: float | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -334,6 +463,23 @@ def _ocu(template: Mapping[str, Any], resolver: Resolver) -> tuple[tuple[float, 
     return (floor, floor), maximum
 
 
+def _search_maximum_parameter(template: Mapping[str, Any], resolver: Resolver) -> str | None:
+    """The parameter the collection group's MaxSearchCapacityInOcu refers to (its ``Ref``), if any."""
+    for resource in template["Resources"].values():
+        if resource.get("Type") != "AWS::OpenSearchServerless::CollectionGroup" or not _present(resolver, resource):
+            continue
+        limits = (resource.get("Properties") or {}).get("CapacityLimits") or {}
+        for key, value in limits.items():
+            if key.lower().startswith("maxsearch") and isinstance(value, dict) and "Ref" in value:
+                return str(value["Ref"])
+    return None
+
+
+def _pitr_enabled(table: Mapping[str, Any]) -> Any:
+    specification = (table.get("Properties") or {}).get("PointInTimeRecoverySpecification") or {}
+    return specification.get("PointInTimeRecoveryEnabled", False)
+
+
 def derive_case(template: Mapping[str, Any], name: str, parameters: Mapping[str, str]) -> Case:
     """Read the bill's inputs from ``template`` with ``parameters`` (the rest at their defaults)."""
     resolver = TemplateResolver(template, parameters=dict(parameters), refs={}, attributes={})
@@ -384,6 +530,21 @@ def derive_case(template: Mapping[str, Any], name: str, parameters: Mapping[str,
             if source in queues and properties.get("Enabled", True) not in (False, "false"):
                 polled[source] = queues[source]
     ocu_min, ocu_max = _ocu(template, resolver)
+    notes: list[str] = []
+    store = str(resolver.parameters.get("VectorStore") or parameters.get("VectorStore") or "opensearch")
+    if store == "s3vectors" and ocu_min is not None:
+        # A template without the parameter (or one that still deploys the collection with it): the model
+        # drops the collection's lines, as the parameter is designed to.
+        notes.append("VectorStore=s3vectors: the collection's OCUs and storage are left out by the model")
+        ocu_min, ocu_max = None, (0.0, 0.0)
+    maximum_parameter = _search_maximum_parameter(template, resolver)
+    spec = template.get("Parameters", {}).get(maximum_parameter) or {} if maximum_parameter else {}
+    allowed = spec.get("AllowedValues") or []
+    pitr = any(
+        str(resolver.resolve(_pitr_enabled(resource))).lower() == "true"
+        for resource in template["Resources"].values()
+        if resource.get("Type") == "AWS::DynamoDB::Table" and _present(resolver, resource)
+    )
     return Case(
         name=name,
         parameters=dict(parameters),
@@ -399,6 +560,11 @@ def derive_case(template: Mapping[str, Any], name: str, parameters: Mapping[str,
         polled_queues=polled,
         batch_size=batch_size,
         batch_window_seconds=window,
+        ocu_max_parameter=maximum_parameter,
+        ocu_max_allowed=tuple(sorted(float(v) for v in allowed)),
+        vector_store=store,
+        pitr=pitr,
+        notes=notes,
     )
 
 
@@ -435,6 +601,43 @@ def awake_share(sessions_per_second: float, session_seconds: float = 0.0) -> flo
     if sessions_per_second <= 0:
         return 0.0
     return 1 - math.exp(-sessions_per_second * (session_seconds + SCALE_TO_ZERO_IDLE_SECONDS))
+
+
+def awake_seconds(shape: Shape, calls: float) -> float:
+    """Seconds of the month a scale-to-zero collection is up when ``calls`` requests a month reach it in
+    ``shape``: each request keeps it up SCALE_TO_ZERO_IDLE_SECONDS more, so calls closer together than that
+    keep it up between them. Evenly spaced calls ``gap`` apart in a window keep it up from the first to
+    IDLE after the last when ``gap`` <= IDLE, else IDLE after each; a trickle's window runs on into the next
+    month's, so 4,380 calls a month (one every 10 minutes) keep it up all month. Bursts: ``awake_share``."""
+    idle = SCALE_TO_ZERO_IDLE_SECONDS
+    if calls <= 0:
+        return 0.0
+    if shape.bursts:
+        sessions = calls / shape.session_calls / SECONDS_A_MONTH
+        return SECONDS_A_MONTH * awake_share(sessions, shape.session_seconds)
+    if shape.window_seconds >= SECONDS_A_MONTH:
+        return min(SECONDS_A_MONTH, calls * idle)
+    per_window = calls / shape.windows
+    if per_window <= 1:
+        return min(SECONDS_A_MONTH, calls * idle)
+    gap = shape.window_seconds / per_window
+    return min(SECONDS_A_MONTH, shape.windows * min(per_window * idle, (per_window - 1) * gap + idle))
+
+
+def stored_memories(calls_per_month: float, mix: Mapping[str, float] = DEFAULT_MIX) -> float:
+    """Memories a stack holds at a volume: one per memory_add, kept RETENTION_MONTHS."""
+    return calls_per_month * mix.get("memory_add", 0.0) * RETENTION_MONTHS
+
+
+def index_search_ocu(stored: float, *, high: bool = True) -> float:
+    """Search OCUs an awake vector collection needs to hold the HNSW graphs of ``stored`` memories."""
+    return stored / 1e6 * SEARCH_OCU_PER_MILLION_MEMORIES[1 if high else 0]
+
+
+def allowed_maximum(case: Case, needed: float) -> float | None:
+    """The smallest OpenSearchMaxSearchOcu the template allows that is at least ``needed`` (None: none is)."""
+    allowed = case.ocu_max_allowed or (case.ocu_max[1],)
+    return next((value for value in allowed if value >= needed), None)
 
 
 def hours_share(per_hour: float) -> float:
@@ -478,6 +681,61 @@ def s3_requests(requests: Mapping[str, float]) -> float:
     return dollars
 
 
+def s3vectors_query_processing(index_vectors: float) -> float:
+    """Dollars of the data ONE QueryVectors call processes: every vector of the queried index (its data, key
+    and filterable metadata), an index's first 100 thousand vectors at one rate per TB, the rest at another.
+    A filter narrows the results, not the bill."""
+    size = S3VECTORS_VECTOR_BYTES + S3VECTORS_KEY_BYTES + S3VECTORS_FILTERABLE_BYTES
+    first = min(index_vectors, 100_000.0)
+    rest = max(0.0, index_vectors - 100_000.0)
+    return (
+        first * size / 2**40 * PRICES["s3vectors_query_tb_first_100k"]
+        + rest * size / 2**40 * PRICES["s3vectors_query_tb_over_100k"]
+    )
+
+
+def s3vectors_index_vectors(case: Case, stored: float) -> float:
+    """The vectors a query's index holds when the stack holds ``stored`` (Case.s3vectors_index_vectors)."""
+    limit = case.s3vectors_index_vectors
+    return stored if limit is None else min(stored, limit)
+
+
+def s3vectors_requests(requests: Mapping[str, float], index_vectors: float, vectors_per_put: float = 1.0) -> float:
+    """Dollars of the S3 Vectors requests among ``requests``: each PutVectors its uploaded bytes (at least
+    S3VECTORS_PUT_MIN_BYTES), each QueryVectors its call and the data it processes (``index_vectors``)."""
+    put_bytes = max(float(S3VECTORS_PUT_MIN_BYTES), vectors_per_put * S3VECTORS_BYTES)
+    puts = float(requests.get("s3vectors:PutVectors", 0.0))
+    queries = float(requests.get("s3vectors:QueryVectors", 0.0))
+    return puts * put_bytes / 2**30 * PRICES["s3vectors_put_gb"] + queries * (
+        PRICES["s3vectors_query_per_million"] / 1e6 + s3vectors_query_processing(index_vectors)
+    )
+
+
+def s3vectors_counts(measured: Mapping[str, Any]) -> dict[str, Any]:
+    """The measured counts with each function's OpenSearch requests swapped for what the S3 Vectors adapter
+    sends in their place: a bulk write becomes a PutVectors, a memory_add's k-NN search (its near-duplicate
+    check) a QueryVectors, and a memory_search's searches S3VECTORS_QUERIES_PER_SEARCH QueryVectors. The rest
+    (DynamoDB, Titan, CPU, logs) is kept as measured."""
+    swapped: dict[str, Any] = copy.deepcopy(dict(measured))
+    for phase in ("memory_add", "memory_search", "indexer"):
+        cost = swapped.get(phase)
+        if not cost:
+            continue
+        opensearch = {k: float(v) for k, v in cost["requests"].items() if _service(k) == "opensearch"}
+        if not opensearch:
+            continue
+        requests = {k: v for k, v in cost["requests"].items() if _service(k) != "opensearch"}
+        writes = sum(v for k, v in opensearch.items() if k.split(":", 1)[1].startswith("bulk"))
+        knn = sum(v for k, v in opensearch.items() if "k-NN" in k)
+        queries = float(S3VECTORS_QUERIES_PER_SEARCH) if phase == "memory_search" else knn
+        if writes:
+            requests["s3vectors:PutVectors"] = writes
+        if queries:
+            requests["s3vectors:QueryVectors"] = queries
+        cost["requests"] = requests
+    return swapped
+
+
 def cold_start_ms(init: float | tuple[float, float], memory_mb: int) -> float:
     """What a cold start adds to an invocation's billed time: the INIT phase (the import), which runs with
     the burst of CPU Lambda gives INIT whatever the memory (INIT_UNTHROTTLED), and the first call's extra
@@ -502,11 +760,18 @@ def invocation_lines(
     high: bool,
     calls_per_session: float = 1.0,
     session_seconds: float = 0.0,
+    index_vectors: float = 0.0,
 ) -> dict[str, float]:
-    """Dollars of ONE invocation of ``function`` (its counts ``cost``) at ``per_second`` invocations, by line."""
+    """Dollars of ONE invocation of ``function`` (its counts ``cost``) at ``per_second`` invocations, by line
+    (an S3 Vectors line only when it sends S3 Vectors requests, whose queries process ``index_vectors``)."""
     p = PRICES
     memory = case.memory_mb[function]
     init_gb_seconds = _gb_seconds(cold_start_ms(init_ms, memory), memory)
+    vectors = (
+        {"S3 Vectors requests": s3vectors_requests(cost["requests"], index_vectors)}
+        if any(_service(name) == "s3vectors" for name in cost["requests"])
+        else {}
+    )
     return {
         "Lambda requests": p["lambda_request_per_million"] / 1e6,
         "Lambda duration": _gb_seconds(duration_ms(cost, memory, high=high), memory) * p["lambda_arm_gb_second"],
@@ -523,7 +788,7 @@ def invocation_lines(
         "X-Ray traces": (xray_sampled_share(per_second) * p["xray_trace_per_million"] / 1e6)
         if case.tracing[function]
         else 0.0,
-    }
+    } | vectors
 
 
 def records_per_indexer_invocation(case: Case, adds_per_second: float) -> float:
@@ -535,6 +800,11 @@ def records_per_indexer_invocation(case: Case, adds_per_second: float) -> float:
 PER_INVOCATION = ("Lambda requests", "Lambda INIT (cold starts)", "X-Ray traces")
 
 
+def counts_for(case: Case, measured: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The counts a case's functions send: as measured (OpenSearch), or with S3 Vectors in OpenSearch's place."""
+    return s3vectors_counts(measured) if case.vector_store == "s3vectors" else measured
+
+
 def tool_per_million(
     case: Case,
     measured: Mapping[str, Any],
@@ -544,13 +814,17 @@ def tool_per_million(
     *,
     mix: Mapping[str, float] = DEFAULT_MIX,
     high: bool = True,
-    session_calls: float = SESSION_CALLS,
+    shape: Shape = SHAPES["bursts"],
+    stored: float = 0.0,
 ) -> dict[str, float]:
-    """Dollars per million calls of ``tool`` by line item, at ``calls_per_month`` calls of ``mix``: what each
-    call adds (the month's custom metrics, alarms and OCUs are not per call: see ``monthly``)."""
-    rate = calls_per_month * mix[tool] / SECONDS_A_MONTH
-    per_session = session_calls * mix[tool]
-    seconds = SESSION_SECONDS if session_calls > 1 else 0.0
+    """Dollars per million calls of ``tool`` by line item, at ``calls_per_month`` calls of ``mix`` in ``shape``
+    with ``stored`` memories (what an S3 Vectors query processes): what each call adds (the month's custom
+    metrics, alarms, OCUs and storage are not per call: see ``monthly``)."""
+    measured = counts_for(case, measured)
+    index_vectors = s3vectors_index_vectors(case, stored)
+    rate = calls_per_month * mix[tool] / shape.active_seconds
+    per_session = shape.session_calls * mix[tool]
+    seconds = shape.session_seconds if shape.bursts else 0.0
     api = case.api[tool]
     lines = {f"API Gateway {api}": PRICES["apigw_rest_per_million" if api == "REST" else "apigw_http_per_million"]}
     own = invocation_lines(
@@ -562,6 +836,7 @@ def tool_per_million(
         high=high,
         calls_per_session=per_session,
         session_seconds=seconds,
+        index_vectors=index_vectors,
     ).items()
     for name, amount in own:
         lines[name] = amount * 1e6
@@ -584,6 +859,7 @@ def tool_per_million(
             high=high,
             calls_per_session=per_session * records_per_add / batch,
             session_seconds=seconds,
+            index_vectors=index_vectors,
         )
         platform = case.platform_log_bytes["indexer"] / 2**30 * PRICES["cloudwatch_logs_ingest_gb"]
         for name, amount in one.items():
@@ -595,48 +871,88 @@ def tool_per_million(
     return lines
 
 
+@dataclass(frozen=True)
+class Ocus:
+    """What a month of the collection bills: its OCUs while awake, and the search maximum that holds them."""
+
+    dollars: float = 0.0
+    awake_hours: float = 0.0
+    indexing: float = 0.0
+    search: float = 0.0
+    #: The smallest OpenSearchMaxSearchOcu the template allows that holds ``search`` (None: none does).
+    max_search: float | None = None
+
+
 def ocu_month(
     case: Case,
-    adds_per_second: float,
-    searches_per_second: float,
+    calls_per_month: float,
     *,
-    session_calls: float = SESSION_CALLS,
-    session_seconds: float = SESSION_SECONDS,
-) -> float:
-    """OpenSearch Serverless OCUs billed a month: each component's minimum, or, when it scales to zero,
-    AWAKE_OCU for the share of the month it is up; or what the load needs, up to the group's maximum."""
+    mix: Mapping[str, float] = DEFAULT_MIX,
+    shape: Shape = SHAPES["bursts"],
+    stored: float = 0.0,
+    high: bool = True,
+) -> Ocus:
+    """OpenSearch Serverless OCUs billed a month. Up: all month with a minimum above 0, else the hours the
+    shape keeps it awake (``awake_seconds``). While up, each component bills the larger of its minimum (the
+    wake's workers, WAKE_OCU, when it scales to zero) and what the load needs (up to the group's maximum:
+    past it requests are throttled); search also what the stored memories' graphs need
+    (``index_search_ocu``), which no load cap lowers: the maximum must be raised to hold them."""
     if case.ocu_min is None:
-        return 0.0
-    sessions = (adds_per_second + searches_per_second) / max(1.0, session_calls)
-    total = 0.0
-    for minimum, maximum, rate, kind in zip(
-        case.ocu_min, case.ocu_max, (adds_per_second, searches_per_second), ("indexing", "search"), strict=True
-    ):
-        needed = rate / OCU_CALLS_PER_SECOND[kind]
-        if minimum > 0:
-            ocus = min(maximum, max(minimum, needed))
-        elif rate > 0:
-            ocus = awake_share(sessions, session_seconds) * min(maximum, max(AWAKE_OCU, needed))
-        else:
-            ocus = 0.0
-        total += ocus * HOURS_A_MONTH * PRICES["opensearch_ocu_hour"]
-    return total
+        return Ocus()
+    scale_to_zero = case.scale_to_zero
+    awake = awake_seconds(shape, calls_per_month) if scale_to_zero else SECONDS_A_MONTH
+    floor = (WAKE_OCU["indexing"], WAKE_OCU["search"]) if scale_to_zero else case.ocu_min
+    adds = calls_per_month * mix.get("memory_add", 0.0) / shape.active_seconds
+    searches = calls_per_month * mix.get("memory_search", 0.0) / shape.active_seconds
+    indexing = max(floor[0], min(case.ocu_max[0], adds / OCU_CALLS_PER_SECOND["indexing"]))
+    search = max(
+        floor[1],
+        min(case.ocu_max[1], searches / OCU_CALLS_PER_SECOND["search"]),
+        index_search_ocu(stored, high=high),
+    )
+    hours = awake / 3600
+    return Ocus(
+        dollars=(indexing + search) * hours * PRICES["opensearch_ocu_hour"],
+        awake_hours=hours,
+        indexing=indexing,
+        search=search,
+        max_search=allowed_maximum(case, max(search, case.ocu_max[1])),
+    )
 
 
-def custom_metrics_month(measured: Mapping[str, Any], rates: Mapping[str, float]) -> float:
+def custom_metrics_month(measured: Mapping[str, Any], rates: Mapping[str, float], active_share: float = 1.0) -> float:
     """The custom metrics (EMF) the calls emit, each billed for the hours it is emitted in: a metric that
-    several functions emit (the same name and dimensions) is one metric."""
+    several functions emit (the same name and dimensions) is one metric. ``rates`` are per second while calls
+    arrive, in ``active_share`` of the month's hours."""
     emitters: dict[str, float] = {}
     for phase, rate in rates.items():
         for metric in measured.get("emf", {}).get(phase, []):
             emitters[metric] = emitters.get(metric, 0.0) + rate
-    return sum(hours_share(rate * 3600) for rate in emitters.values()) * PRICES["cloudwatch_custom_metric_month"]
+    hours = sum(active_share * hours_share(rate * 3600) for rate in emitters.values())
+    return hours * PRICES["cloudwatch_custom_metric_month"]
+
+
+def storage_month(case: Case, measured: Mapping[str, Any], stored: float) -> dict[str, float]:
+    """A month of keeping ``stored`` memories: the table (and its point-in-time recovery, on the table's
+    size, when the template turns it on), and the vector store's copy (the collection's storage, or S3
+    Vectors'). The table's bytes a memory come from the run."""
+    p = PRICES
+    table_gb = stored * float(measured.get("dynamodbBytesPerMemory", DEFAULT_DYNAMODB_BYTES_PER_MEMORY)) / 2**30
+    lines = {"DynamoDB storage": table_gb * p["dynamodb_storage_gb_month"]}
+    if case.pitr:
+        lines["DynamoDB point-in-time recovery"] = table_gb * p["dynamodb_pitr_gb_month"]
+    if case.ocu_min is not None:
+        gb = max(INDEX_STORAGE_GB, stored * OPENSEARCH_BYTES_PER_MEMORY / 2**30)
+        lines["OpenSearch storage"] = gb * p["opensearch_storage_gb_month"]
+    if case.vector_store == "s3vectors":
+        lines["S3 Vectors storage"] = stored * S3VECTORS_BYTES / 2**30 * p["s3vectors_storage_gb_month"]
+    return lines
 
 
 def idle_floor(
     case: Case, measured: Mapping[str, Any], init_ms: Mapping[str, float | tuple[float, float]]
 ) -> dict[str, float]:
-    """What a month costs with no calls at all, by line."""
+    """What a month costs with no calls at all (and nothing stored but the knowledge bucket's files), by line."""
     p = PRICES
     floor: dict[str, float] = {}
     wakes = False
@@ -657,7 +973,8 @@ def idle_floor(
         if case.scale_to_zero and not wakes:
             floor["OpenSearch OCUs"] = 0.0
         elif case.scale_to_zero:
-            floor["OpenSearch OCUs (woken by the schedules)"] = AWAKE_OCU * 2 * HOURS_A_MONTH * p["opensearch_ocu_hour"]
+            woken = sum(WAKE_OCU.values()) * HOURS_A_MONTH * p["opensearch_ocu_hour"]
+            floor["OpenSearch OCUs (woken by the schedules)"] = woken
         else:
             floor["OpenSearch OCUs"] = sum(case.ocu_min) * HOURS_A_MONTH * p["opensearch_ocu_hour"]
         floor["OpenSearch storage"] = INDEX_STORAGE_GB * p["opensearch_storage_gb_month"]
@@ -668,6 +985,7 @@ def idle_floor(
         sqs_polling_requests_month(1) * p["sqs_fifo_per_million" if fifo else "sqs_standard_per_million"] / 1e6
         for fifo in case.polled_queues.values()
     )
+    floor["S3 storage (knowledge bucket)"] = KNOWLEDGE_BUCKET_GB * p["s3_storage_gb_month"]
     return floor
 
 
@@ -679,61 +997,156 @@ def monthly(
     *,
     mix: Mapping[str, float] = DEFAULT_MIX,
     high: bool = True,
+    shape: Shape = SHAPES["bursts"],
+    stored: float = 0.0,
 ) -> dict[str, float]:
-    """A month's bill at ``calls_per_month`` calls of ``mix``: the calls, the OCUs, the custom metrics the
-    calls emit, and the idle floor's other lines."""
+    """A month's bill at ``calls_per_month`` calls of ``mix`` in ``shape``, with ``stored`` memories kept: the
+    calls, the OCUs, the custom metrics the calls emit, the storage, and the idle floor's other lines."""
     bill: dict[str, float] = {}
-    rates = {tool: calls_per_month * share / SECONDS_A_MONTH for tool, share in mix.items()}
+    active = shape.active_seconds
+    rates = {tool: calls_per_month * share / active for tool, share in mix.items()}
     for tool in mix:
-        per_million = tool_per_million(case, measured, tool, calls_per_month, init_ms, mix=mix, high=high)
+        per_million = tool_per_million(
+            case, measured, tool, calls_per_month, init_ms, mix=mix, high=high, shape=shape, stored=stored
+        )
         bill[f"{tool} calls"] = sum(per_million.values()) * calls_per_month * mix[tool] / 1e6
     floor = idle_floor(case, measured, init_ms)
-    floor_ocu = sum(v for k, v in floor.items() if k.startswith("OpenSearch OCUs"))
-    bill["OpenSearch OCUs"] = max(
-        floor_ocu, ocu_month(case, rates.get("memory_add", 0.0), rates.get("memory_search", 0.0))
-    )
+    if case.ocu_min is not None:
+        floor_ocu = sum(v for k, v in floor.items() if k.startswith("OpenSearch OCUs"))
+        ocus = ocu_month(case, calls_per_month, mix=mix, shape=shape, stored=stored, high=high)
+        bill["OpenSearch OCUs"] = max(floor_ocu, ocus.dollars)
     record_rate = rates.get("memory_add", 0.0) * float(measured.get("indexerRecordsPerAdd", 1.0))
     indexer_rate = record_rate / records_per_indexer_invocation(case, record_rate)
     bill["CloudWatch custom metrics of the calls (EMF)"] = custom_metrics_month(
-        measured, {**rates, "indexer": indexer_rate if "memory_add" in rates else 0.0}
+        measured, {**rates, "indexer": indexer_rate if "memory_add" in rates else 0.0}, active / SECONDS_A_MONTH
     )
-    bill.update({k: v for k, v in floor.items() if not k.startswith("OpenSearch OCUs")})
+    bill.update({k: v for k, v in floor.items() if not k.startswith(("OpenSearch OCUs", "OpenSearch storage"))})
+    bill.update(storage_month(case, measured, stored))
     return bill
 
 
-def agentcore_monthly(calls_per_month: float, mix: Mapping[str, float] = DEFAULT_MIX) -> float:
-    """AgentCore Memory for the same calls: an add is one short-term event, a search one long-term retrieval
-    (its record storage and extraction left out: the lowest reading of its price)."""
+def agentcore_monthly(
+    calls_per_month: float, mix: Mapping[str, float] = DEFAULT_MIX, stored_records: float = 0.0
+) -> float:
+    """AgentCore Memory for the same calls: an add is one short-term event, a search one long-term retrieval,
+    and each memory kept one long-term record stored a month (``stored_records``: 0 is the lowest reading of
+    its price). No floor; its extraction model is left out."""
     return (
         calls_per_month * mix.get("memory_add", 0.0) / 1000 * PRICES["agentcore_event_per_1k"]
         + calls_per_month * mix.get("memory_search", 0.0) / 1000 * PRICES["agentcore_retrieval_per_1k"]
+        + stored_records / 1000 * PRICES["agentcore_record_month_per_1k"]
     )
 
 
-def break_even(
+# ---------------------------------------------------------------- the curve ---
+def store_option(
     case: Case,
+    measured: Mapping[str, Any],
+    calls_per_month: float,
+    init_ms: Mapping[str, float | tuple[float, float]],
+    *,
+    shape: Shape,
+    mix: Mapping[str, float] = DEFAULT_MIX,
+    high: bool = True,
+) -> dict[str, Any]:
+    """One vector store's month at a volume and shape: its bill by line, its total, and whether the template
+    can deploy it (a collection whose index needs more search OCUs than OpenSearchMaxSearchOcu allows
+    cannot), with the parameters it needs beyond the case's."""
+    stored = stored_memories(calls_per_month, mix)
+    bill = monthly(case, measured, calls_per_month, init_ms, mix=mix, high=high, shape=shape, stored=stored)
+    option: dict[str, Any] = {"usd": sum(bill.values()), "feasible": True, "parameters": {}, "bill": bill}
+    if case.ocu_min is not None:
+        ocus = ocu_month(case, calls_per_month, mix=mix, shape=shape, stored=stored, high=high)
+        option.update(awakeHours=ocus.awake_hours, indexingOcu=ocus.indexing, searchOcu=ocus.search)
+        if ocus.max_search is None:
+            # Past the template's AllowedValues: the maximum AWS would need (1, 2, 4, 8, 16, then multiples
+            # of 16 up to 1,696) for a template that offered it.
+            option["feasible"] = False
+            option["neededMaxSearchOcu"] = aws_maximum(ocus.search)
+        elif ocus.max_search > case.ocu_max[1]:
+            option["parameters"] = {case.ocu_max_parameter or "OpenSearchMaxSearchOcu": int(ocus.max_search)}
+    return option
+
+
+def aws_maximum(needed: float) -> int | None:
+    """The smallest collection-group OCU limit AWS accepts that is at least ``needed`` (None above 1,696)."""
+    values = [1, 2, 4, 8, *range(16, 1697, 16)]
+    return next((value for value in values if value >= needed), None)
+
+
+def config_name(store: str, option: Mapping[str, Any]) -> str:
+    """A config as docs/deploy.md names it: the VectorStore, and any parameter it needs beyond the defaults."""
+    return ", ".join([store, *(f"{k}={v}" for k, v in option["parameters"].items())])
+
+
+def recommend(options: Mapping[str, Mapping[str, Any]]) -> str:
+    """The store docs/deploy.md recommends: the cheapest the template can deploy."""
+    feasible = {store: option for store, option in options.items() if option["feasible"]}
+    return min(feasible, key=lambda store: feasible[store]["usd"])
+
+
+def curve(
+    cases: Mapping[str, Case],
     measured: Mapping[str, Any],
     init_ms: Mapping[str, float | tuple[float, float]],
     *,
-    low: float = 1.0,
-    high: float = 1e10,
+    volumes: Sequence[float] = CURVE_VOLUMES,
+    shapes: Mapping[str, Shape] = SHAPES,
     mix: Mapping[str, float] = DEFAULT_MIX,
-) -> float | None:
-    """The calls a month above which Mnemo costs less than AgentCore Memory (None if it never does between
-    ``low`` and ``high``; ``low`` if it always does)."""
+    high: bool = True,
+    what_if: Mapping[str, Case] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """For each volume and shape, ``{calls_per_month, shape, stored_memories, config, mnemo_usd,
+    agentcore_usd}``: the recommended config's month beside AgentCore's (with its record storage); and, apart,
+    each store's month at that point. ``cases`` maps a VectorStore to its case; ``what_if`` cases (a design
+    the adapter does not have) are priced beside them, never recommended."""
+    points: list[dict[str, Any]] = []
+    details: list[dict[str, Any]] = []
+    for volume in volumes:
+        stored = stored_memories(volume, mix)
+        agentcore = agentcore_monthly(volume, mix, stored)
+        for shape in shapes.values():
+            options = {
+                store: store_option(case, measured, volume, init_ms, shape=shape, mix=mix, high=high)
+                for store, case in cases.items()
+            }
+            chosen = recommend(options)
+            points.append(
+                {
+                    "calls_per_month": volume,
+                    "shape": shape.name,
+                    "stored_memories": round(stored),
+                    "config": config_name(chosen, options[chosen]),
+                    "mnemo_usd": round(options[chosen]["usd"], 2),
+                    "agentcore_usd": round(agentcore, 2),
+                }
+            )
+            details.append(
+                {
+                    "calls_per_month": volume,
+                    "shape": shape.name,
+                    "agentcoreLowestUsd": round(agentcore_monthly(volume, mix), 2),
+                    "options": {store: _rounded(store, option) for store, option in options.items()},
+                    "whatIf": {
+                        name: _rounded(
+                            name, store_option(case, measured, volume, init_ms, shape=shape, mix=mix, high=high)
+                        )
+                        for name, case in (what_if or {}).items()
+                    },
+                }
+            )
+    return points, details
 
-    def cheaper(n: float) -> bool:
-        return sum(monthly(case, measured, n, init_ms, mix=mix).values()) <= agentcore_monthly(n, mix)
 
-    if cheaper(low):
-        return low
-    if not cheaper(high):
-        return None
-    a, b = math.log(low), math.log(high)
-    for _ in range(60):
-        middle = (a + b) / 2
-        if cheaper(math.exp(middle)):
-            b = middle
-        else:
-            a = middle
-    return math.exp(b)
+def _rounded(store: str, option: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        **{k: v for k, v in option.items() if k != "bill"},
+        "usd": round(option["usd"], 2),
+        "config": config_name(store, option),
+        "bill": {line: round(amount, 4) for line, amount in option["bill"].items()},
+    }
+
+
+def repo_relative(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> str:
+    """``path`` relative to the repository's ``root`` (a committed result names no machine's folders)."""
+    return os.path.relpath(os.path.abspath(path), os.path.abspath(root)).replace(os.sep, "/")

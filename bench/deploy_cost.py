@@ -1,4 +1,5 @@
-"""The deployed stack's cost per call of memory_add and memory_search, measured from what the code sends.
+"""The deployed stack's cost per call of memory_add and memory_search, measured from what the code sends,
+and what a month costs by volume and traffic shape beside AgentCore Memory.
 
     python bench/deploy_cost.py [--corpus 60] [--calls 20] [--smoke]
 
@@ -24,28 +25,38 @@ bytes it logs and the custom metrics its EMF documents define. A first ("cold")
 call of each function is measured apart from the warm average of --calls calls.
 One scheduled drain of the indexer and one scheduled knowledge sync run too, each
 with nothing to do (whether they touch OpenSearch decides whether they wake a
-collection that scales to zero).
+collection that scales to zero). After the calls, the table is scanned (not
+metered) for the bytes it keeps a memory: its storage and point-in-time recovery.
 
 The money is bench/cost_model.py's: it reads from template.yaml, resolved for each
-case (CASES: Stage dev with every other parameter at its default, and Stage prod),
-the API that serves the tools, tracing, MemorySize and logging configuration, the
-alarms and their metrics, the collection group's minimum, the schedules and the
-polled queues, and turns the counts into dollars per million calls by line item
-at 1 million calls a month, the idle floor, a month's bill from 10 thousand to 100
-million calls beside AgentCore Memory, the break-even, and the issue's goals with
-a pass/fail column. The environment is Globals.Function.Environment of template.yaml
-(and each function's own) with its intrinsic functions evaluated for the parameters'
-defaults (the rehearsal's Resolver, tests/support/rehearsal_template.py), the run's
-table, bucket and endpoints standing for the stack's resources.
+case (CASES: Stage dev with every other parameter at its default, Stage prod, and
+the defaults with VectorStore=s3vectors), the API that serves the tools, tracing,
+MemorySize and logging configuration, the alarms and their metrics, the collection
+group's minimum and maximum, point-in-time recovery, the schedules and the polled
+queues, and turns the counts into dollars per million calls by line item at 1
+million calls a month, the idle floor, the hours a collection stays awake under
+each traffic shape, and the curve: for 10 thousand to 100 million calls a month
+and each shape (an even trickle, business hours, bursts), the month of each vector
+store with the memories stored at that volume, the config docs/deploy.md
+recommends (the cheapest the template can deploy), and AgentCore Memory's bill
+with its record storage; then the issue's goals with a pass/fail column. The
+S3 Vectors case keeps the measured counts and swaps the OpenSearch requests for
+the S3 Vectors requests its adapter is designed to send (cost_model.s3vectors_counts).
+The environment is Globals.Function.Environment of template.yaml (and each
+function's own) with its intrinsic functions evaluated for the parameters'
+defaults (the rehearsal's Resolver, tests/support/rehearsal_template.py), the
+run's table, bucket and endpoints standing for the stack's resources.
 
-Writes bench/results/deploy_cost.json and the plot (--plot, default docs/deploy-cost.png),
-and prints tables. --smoke: a corpus of 5 and 3 calls of each tool, the same path
-(results and the plot to a temporary folder, bench/common.py).
+Writes bench/results/deploy_cost.json (its paths relative to the repository) and
+the plot (--plot, default docs/deploy-cost.png), and prints tables. --smoke: a
+corpus of 5 and 3 calls of each tool, the same path (results and the plot to a
+temporary folder, bench/common.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -53,11 +64,11 @@ import random
 import statistics
 import sys
 import tempfile
+import textwrap
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +76,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 import cost_model
-from cost_meter import Meter, OpenSearchMeter, Tally
+from cost_meter import Meter, OpenSearchMeter, Tally, item_size
 from cost_model import DEFAULT_INIT_MS
 
 from common import RESULTS, parse_args, results_dir, smoke, table, write_results
@@ -86,13 +97,18 @@ from rehearsal_template import Resolver  # noqa: E402
 from aws_events import FakeLambdaContext, rest_event  # noqa: E402
 from mnemo.tools import cloudformation_yaml  # noqa: E402
 
-#: A first ("cold") call of each function is reported apart; CPU time of this machine's core is one vCPU.
-#: Where the plot and the JSON go by default (the plot is committed under docs/, referenced from docs/deploy.md).
-DEFAULT_PLOT = Path(__file__).resolve().parents[1] / "docs" / "deploy-cost.png"
-#: The volumes of the table and the plot (calls a month).
-VOLUMES = [10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000, 10_000_000, 30_000_000, 100_000_000]
-#: The cases: Stage dev with every other parameter at its default (the template's defaults), and Stage prod.
-CASES = {"dev": {}, "prod": {"Stage": "prod"}}
+#: The repository: the JSON names its files relative to it.
+ROOT = Path(__file__).resolve().parents[1]
+#: Where the plot goes by default (committed under docs/, referenced from docs/deploy.md).
+DEFAULT_PLOT = ROOT / "docs" / "deploy-cost.png"
+#: The cases: Stage dev with every other parameter at its default (the template's defaults), Stage prod, and
+#: the defaults with VectorStore=s3vectors (the template's other vector store; the model drops the collection
+#: where the template does not yet have the parameter).
+CASES = {"dev": {}, "prod": {"Stage": "prod"}, "s3vectors": {"VectorStore": "s3vectors"}}
+#: The case of each vector store on the curve: the template's defaults with that store.
+CURVE_CASES = {"opensearch": "dev", "s3vectors": "s3vectors"}
+#: A design the S3 Vectors adapter may take, priced beside the curve (never recommended): an index a tenant.
+WHAT_IF = f"s3vectors, indexes of <= {cost_model.WHAT_IF_INDEX_VECTORS / 1e6:g}M vectors"
 #: Parameters whose cost the run also prints, each from Stage=dev's defaults.
 OPTIONS = [
     {"Tracing": "Active"},
@@ -271,7 +287,7 @@ class Stack:
             if function == "knowledge_sync":
                 self.meter.attach(services.blobs.client)  # type: ignore[attr-defined]
             self.services[function] = services
-        self._plain = None
+        self._plain: Any = None
 
     def close(self) -> None:
         self.meter.detach()
@@ -494,6 +510,7 @@ def measure(corpus: int, calls: int, seed: int = 7, application_log_level: str |
             found, cost = tool_call(stack, "memory_search", {"query": query_text(rng), "threshold": SEARCH_THRESHOLD})
             searches.append(cost)
             results.append(len(found["results"]))
+        table_bytes = stored_bytes(stack)
         scheduled = measure_schedules(stack)
     finally:
         stack.close()
@@ -510,12 +527,23 @@ def measure(corpus: int, calls: int, seed: int = 7, application_log_level: str |
         "searchResultsMean": statistics.mean(results),
         "scheduled": scheduled,
         "batchSize": batch_size,
+        # What the table keeps a memory (its items, DynamoDB's 100 bytes of overhead each): storage and PITR.
+        "dynamodbBytesPerMemory": table_bytes / (corpus + calls),
     }
     measured["emf"] = {
         phase: sorted({metric for cost in costs for metric in cost["emf"]})
         for phase, costs in {"memory_add": adds, "indexer": index_runs, "memory_search": searches}.items()
     } | {f"scheduled:{function}": cost["emf"] for function, cost in scheduled.items()}
     return measured
+
+
+def stored_bytes(stack: Stack) -> float:
+    """The bytes the table bills storage for (each item's size by DynamoDB's rules plus 100 bytes of index
+    overhead), read with a scan that is not metered: the memories the run added and what they brought."""
+    total = 0.0
+    for page in stack.dynamodb.get_paginator("scan").paginate(TableName=stack.table):
+        total += sum(item_size(item) + 100 for item in page["Items"])
+    return total
 
 
 #: The counts of a function that did not run.
@@ -605,32 +633,79 @@ def dollars(value: float) -> str:
     return f"{value:,.2f}" if value < 1000 else f"{value:,.0f}"
 
 
+#: The plot's colour for each traffic shape.
+SHAPE_COLOURS = {"trickle": "tab:blue", "business": "tab:orange", "bursts": "tab:green"}
+
+
+def curve_assumptions(measured: dict[str, Any]) -> list[str]:
+    """What the curve assumes, in the words written beside the plot (and in the JSON)."""
+    m = cost_model
+    return [
+        "calls: half memory_add, half memory_search",
+        f"stored memories = adds a month x {m.RETENTION_MONTHS} months "
+        f"({m.stored_memories(1_000_000):,.0f} at 1M calls); AgentCore bills each as a record",
+        "AgentCore: $0.25/1k events (adds), $0.50/1k retrievals (searches), $0.75/1k records a month, no floor",
+        "Mnemo: template defaults (Stage=dev) with the recommended VectorStore: the cheapest it can deploy",
+        f"OpenSearch: asleep after {m.SCALE_TO_ZERO_IDLE_SECONDS // 60} min idle; awake >= "
+        f"{m.WAKE_OCU['search']:g} search + {m.WAKE_OCU['indexing']:g} indexing OCU, and "
+        f"{m.SEARCH_OCU_PER_MILLION_MEMORIES[1]:g} search OCU per million memories; $0.24/OCU-hour",
+        f"S3 Vectors: memories in one index (a query processes every stored memory); "
+        f"{m.S3VECTORS_QUERIES_PER_SEARCH} QueryVectors a search, 1 an add; PUT billed >= "
+        f"{m.S3VECTORS_PUT_MIN_BYTES // 1024} KB",
+        f"storage: DynamoDB {measured.get('dynamodbBytesPerMemory', m.DEFAULT_DYNAMODB_BYTES_PER_MEMORY):,.0f} B "
+        "a memory (measured) with PITR; the collection or S3 Vectors; the knowledge bucket",
+        "us-east-1 list prices, no free tiers; sources in docs/deploy.md",
+    ]
+
+
 def plot(
-    series: dict[str, list[float]], volumes: list[float], path: Path, break_evens: dict[str, float | None]
+    volumes: list[float],
+    series: dict[str, dict[str, list[float | None]]],
+    agentcore: dict[str, list[float]],
+    points: list[dict[str, Any]],
+    notes: list[str],
+    path: Path,
 ) -> None:
+    """The month by volume: each shape's recommended config (and each store, faint), AgentCore with and
+    without its record storage, the curve's points, and the assumptions in a panel beside the plot."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(8, 5))
-    styles = {"Mnemo dev": "-", "Mnemo prod": "-", "AgentCore Memory": "--"}
-    for name, values in series.items():
-        axes.plot(volumes, values, styles.get(name, "-"), label=name, linewidth=1.8)
+    figure, (axes, side) = plt.subplots(1, 2, figsize=(13, 6), gridspec_kw={"width_ratios": [2.1, 1]})
+    widths = {"trickle": 3.6, "business": 2.4, "bursts": 1.4}  # the trickle's line shows under the others
+    for shape, lines in series.items():
+        colour = SHAPE_COLOURS.get(shape)
+        for store, style in (("opensearch", "-."), ("s3vectors", ":")):
+            values = [float("nan") if v is None else v for v in lines[store]]
+            axes.plot(volumes, values, style, color=colour, linewidth=0.9, alpha=0.45)
+        width = widths.get(shape, 2.0)
+        axes.plot(volumes, lines["recommended"], "-", color=colour, linewidth=width, label=f"Mnemo, {shape}")
+        chosen = [p for p in points if p["shape"] == shape]
+        axes.plot([p["calls_per_month"] for p in chosen], [p["mnemo_usd"] for p in chosen], "o", color=colour)
+    axes.plot(volumes, agentcore["records"], "--", color="black", linewidth=1.8, label="AgentCore Memory")
+    axes.plot(volumes, agentcore["lowest"], ":", color="grey", linewidth=1.4, label="AgentCore, no record storage")
+    axes.plot([], [], "-.", color="grey", linewidth=0.9, label="(faint) VectorStore=opensearch")
+    axes.plot([], [], ":", color="grey", linewidth=0.9, label="(faint) VectorStore=s3vectors")
     axes.set_xscale("log")
     axes.set_yscale("log")
-    top = max(max(values) for values in series.values())
-    for n, (name, volume) in enumerate(break_evens.items()):
-        if volume and volumes[0] <= volume <= volumes[-1]:
-            axes.axvline(volume, color="grey", linewidth=0.7, linestyle=":")
-            axes.text(
-                volume * 1.08, top / (2.2 + 3 * n), f"{name} = AgentCore\nat {volume / 1e6:.2g}M calls", fontsize=8
-            )
-    axes.set_xlabel("calls a month (half memory_add, half memory_search)")
+    axes.set_xlabel("calls a month")
     axes.set_ylabel("US$ a month (us-east-1 list prices)")
-    axes.set_title("Monthly cost: Mnemo (template defaults, Stage dev and prod) and AgentCore Memory", fontsize=10)
+    axes.set_title("A month of Mnemo (recommended vector store) and of AgentCore Memory, by traffic shape", fontsize=10)
     axes.grid(True, which="both", linewidth=0.3)
-    axes.legend(loc="upper left")
+    axes.legend(loc="upper left", fontsize=8)
+    side.axis("off")
+    side.text(
+        0.0,
+        1.0,
+        # "$" would start matplotlib's math text.
+        "Assumptions\n\n"
+        + "\n".join(f"- {textwrap.fill(n, 46, subsequent_indent='  ')}" for n in notes).replace("$", r"\$"),
+        va="top",
+        fontsize=8,
+        family="monospace",
+    )
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)
@@ -731,11 +806,18 @@ def main() -> None:
     )
 
     reference = 1_000_000
+    stored = cost_model.stored_memories(reference)
     per_million = {
-        name: {tool: cost_model.tool_per_million(case, measured, tool, reference, init_ms) for tool in cost_model.TOOLS}
+        name: {
+            tool: cost_model.tool_per_million(case, measured, tool, reference, init_ms, stored=stored)
+            for tool in cost_model.TOOLS
+        }
         for name, case in cases.items()
     }
-    print(f"\nDollars per million calls at {reference:,} calls a month (half each), high-latency end:")
+    print(
+        f"\nDollars per million calls at {reference:,} calls a month (half each; {stored:,.0f} memories stored), "
+        "high-latency end:"
+    )
     names = list(dict.fromkeys(n for case in per_million.values() for lines in case.values() for n in lines))
     rows = [[n] + [dollars(per_million[c][t].get(n, 0.0)) for c in cases for t in cost_model.TOOLS] for n in names]
     totals = {c: {t: sum(per_million[c][t].values()) for t in cost_model.TOOLS} for c in cases}
@@ -743,15 +825,21 @@ def main() -> None:
     print(table(["line item"] + [f"{t} ({c})" for c in cases for t in cost_model.TOOLS], rows))
     low = {
         c: {
-            t: sum(cost_model.tool_per_million(cases[c], measured, t, reference, init_ms, high=False).values())
+            t: sum(
+                cost_model.tool_per_million(
+                    cases[c], measured, t, reference, init_ms, high=False, stored=stored
+                ).values()
+            )
             for t in cost_model.TOOLS
         }
         for c in cases
     }
     print("low-latency end: " + "; ".join(f"{c} {t} {dollars(low[c][t])}" for c in cases for t in cost_model.TOOLS))
 
-    bills = {name: cost_model.monthly(case, measured, reference, init_ms) for name, case in cases.items()}
-    print(f"\nA month at {reference:,} calls (half each):")
+    bills = {
+        name: cost_model.monthly(case, measured, reference, init_ms, stored=stored) for name, case in cases.items()
+    }
+    print(f"\nA month at {reference:,} calls (half each, bursts, {stored:,.0f} memories stored):")
     items = list(dict.fromkeys(item for bill in bills.values() for item in bill))
     rows = [[item] + [dollars(bills[c].get(item, 0.0)) for c in cases] for item in items]
     rows.append(["total"] + [dollars(sum(bills[c].values())) for c in cases])
@@ -764,33 +852,72 @@ def main() -> None:
     rows.append(["total"] + [dollars(sum(floors[c].values())) for c in cases])
     print(table(["item", *list(cases)], rows))
 
-    series: dict[str, list[float]] = {f"Mnemo {c}": [] for c in cases} | {"AgentCore Memory": []}
+    print("\nHours a scale-to-zero collection is awake a month, by traffic shape:")
+    rows = [
+        [shape.label] + [f"{cost_model.awake_seconds(shape, v) / 3600:,.0f}" for v in cost_model.CURVE_VOLUMES]
+        for shape in cost_model.SHAPES.values()
+    ]
+    print(table(["shape"] + [f"{v:,}" for v in cost_model.CURVE_VOLUMES], rows))
+
+    store_cases = {store: cases[name] for store, name in CURVE_CASES.items()}
+    what_if = {
+        WHAT_IF: dataclasses.replace(cases["s3vectors"], s3vectors_index_vectors=cost_model.WHAT_IF_INDEX_VECTORS)
+    }
+    points, options = cost_model.curve(store_cases, measured, init_ms, what_if=what_if)
+    print("\nThe curve: the recommended config's month beside AgentCore's (with its record storage):")
     rows = []
-    for volume in VOLUMES:
-        row: list[Any] = [f"{volume:,}"]
-        for name, case in cases.items():
-            bill = sum(cost_model.monthly(case, measured, volume, init_ms).values())
-            series[f"Mnemo {name}"].append(bill)
-            row.append(dollars(bill))
-        agentcore = cost_model.agentcore_monthly(volume)
-        series["AgentCore Memory"].append(agentcore)
-        rows.append([*row, dollars(agentcore)])
-    print("\nMonthly cost by volume (half memory_add, half memory_search):")
-    print(table(["calls a month"] + [f"Mnemo {c}" for c in cases] + ["AgentCore Memory"], rows))
-    break_evens = {f"Mnemo {c}": cost_model.break_even(case, measured, init_ms) for c, case in cases.items()}
-    for name, volume in break_evens.items():
-        if volume is None:
-            print(f"{name}: never cheaper than AgentCore Memory below 10 billion calls a month")
-        elif volume <= 1.0:
-            print(f"{name}: cheaper than AgentCore Memory at any volume")
-        else:
-            print(f"{name}: cheaper than AgentCore Memory above {volume:,.0f} calls a month")
+    for point, detail in zip(points, options, strict=True):
+        by_store = detail["options"]
+        rows.append(
+            [
+                f"{point['calls_per_month']:,}",
+                point["shape"],
+                f"{point['stored_memories']:,}",
+                point["config"],
+                dollars(point["mnemo_usd"]),
+                dollars(point["agentcore_usd"]),
+                dollars(detail["agentcoreLowestUsd"]),
+            ]
+            + [dollars(by_store[s]["usd"]) + ("" if by_store[s]["feasible"] else " (cannot)") for s in by_store]
+            + [dollars(detail["whatIf"][WHAT_IF]["usd"])]
+            + ["yes" if point["mnemo_usd"] < point["agentcore_usd"] else "NO"]
+        )
+    print(
+        table(
+            [
+                "calls a month",
+                "shape",
+                "stored",
+                "config",
+                "Mnemo",
+                "AgentCore",
+                "AgentCore, no records",
+                *store_cases,
+                WHAT_IF,
+                "cheaper",
+            ],
+            rows,
+        )
+    )
+    notes = curve_assumptions(measured)
     dense = [10 ** (4 + k / 8) for k in range(33)]  # 10 thousand to 100 million, 8 points a decade
-    curves: dict[str, list[float]] = {
-        f"Mnemo {c}": [sum(cost_model.monthly(case, measured, v, init_ms).values()) for v in dense]
-        for c, case in cases.items()
-    } | {"AgentCore Memory": [cost_model.agentcore_monthly(v) for v in dense]}
-    plot(curves, dense, plot_path, break_evens)
+    series: dict[str, dict[str, list[float | None]]] = {}
+    for shape in cost_model.SHAPES.values():
+        lines: dict[str, list[float | None]] = {name: [] for name in [*store_cases, "recommended"]}
+        for volume in dense:
+            found = {
+                store: cost_model.store_option(case, measured, volume, init_ms, shape=shape)
+                for store, case in store_cases.items()
+            }
+            for store, priced in found.items():
+                lines[store].append(priced["usd"] if priced["feasible"] else None)
+            lines["recommended"].append(found[cost_model.recommend(found)]["usd"])
+        series[shape.name] = lines
+    agentcore = {
+        "records": [cost_model.agentcore_monthly(v, stored_records=cost_model.stored_memories(v)) for v in dense],
+        "lowest": [cost_model.agentcore_monthly(v) for v in dense],
+    }
+    plot(dense, series, agentcore, points, notes, plot_path)
     print(f"wrote {plot_path}")
 
     print("\nWhat a parameter changes, from Stage=dev's defaults (per million calls at 1M a month; idle floor):")
@@ -800,36 +927,44 @@ def main() -> None:
             continue  # a parameter this template does not have
         option = cost_model.derive_case(template, "option", parameters)
         changed = [
-            sum(cost_model.tool_per_million(option, measured, tool, reference, init_ms).values()) - totals["dev"][tool]
+            sum(cost_model.tool_per_million(option, measured, tool, reference, init_ms, stored=stored).values())
+            - totals["dev"][tool]
             for tool in cost_model.TOOLS
         ]
         floor = sum(cost_model.idle_floor(option, measured, init_ms).values()) - sum(floors["dev"].values())
         rows.append([", ".join(f"{k}={v}" for k, v in parameters.items())] + [f"{d:+.2f}" for d in [*changed, floor]])
     print(table(["parameters", "memory_add", "memory_search", "idle floor a month"], rows))
-    options = rows
+    parameter_rows = rows
 
-    idle_dev = sum(floors["dev"].values())
-    goals = [
+    goal = cost_model.GOAL_PER_MILLION
+    goals = [  # the template's defaults; the S3 Vectors calls are in the per-call table above
         [
-            "memory_add, $ per million at 1M calls a month (defaults)",
-            dollars(totals["dev"]["memory_add"]),
-            f"<= {cost_model.GOAL_PER_MILLION:.2f}",
-            "pass" if totals["dev"]["memory_add"] <= cost_model.GOAL_PER_MILLION else "FAIL",
-        ],
-        [
-            "memory_search, $ per million at 1M calls a month (defaults)",
-            dollars(totals["dev"]["memory_search"]),
-            f"<= {cost_model.GOAL_PER_MILLION:.2f}",
-            "pass" if totals["dev"]["memory_search"] <= cost_model.GOAL_PER_MILLION else "FAIL",
-        ],
-        [
-            "Stage=dev idle floor, $ a month",
-            dollars(idle_dev),
-            f"<= {cost_model.GOAL_IDLE_FLOOR:.2f}",
-            "pass" if idle_dev <= cost_model.GOAL_IDLE_FLOOR else "FAIL",
-        ],
+            f"{tool}, $ per million at 1M calls a month (defaults)",
+            dollars(totals["dev"][tool]),
+            f"<= {goal:.2f}",
+            "pass" if totals["dev"][tool] <= goal else "FAIL",
+        ]
+        for tool in cost_model.TOOLS
     ]
-    print("\nDone when (issue 35):")
+    goals += [
+        [
+            f"idle floor, $ a month ({name})",
+            dollars(sum(floors[name].values())),
+            f"<= {cost_model.GOAL_IDLE_FLOOR:.2f}",
+            "pass" if sum(floors[name].values()) <= cost_model.GOAL_IDLE_FLOOR else "FAIL",
+        ]
+        for name in ("dev", "s3vectors")
+    ]
+    cheaper = sum(1 for point in points if point["mnemo_usd"] < point["agentcore_usd"])
+    goals.append(
+        [
+            "curve points where the recommended config costs less than AgentCore",
+            f"{cheaper} of {len(points)}",
+            f"{len(points)} of {len(points)}",
+            "pass" if cheaper == len(points) else "FAIL",
+        ]
+    )
+    print("\nDone when (issue 44):")
     print(table(["figure", "value", "goal", "result"], goals))
 
     path = write_results(
@@ -837,7 +972,7 @@ def main() -> None:
         {
             "measured": measured,
             "cases": {
-                name: {**asdict(case), "ocu_min": case.ocu_min, "scaleToZero": case.scale_to_zero}
+                name: {**dataclasses.asdict(case), "ocu_min": case.ocu_min, "scaleToZero": case.scale_to_zero}
                 for name, case in cases.items()
             },
             "initMs": init_ms,
@@ -847,24 +982,41 @@ def main() -> None:
                 "latencyMs": cost_model.LATENCY_MS,
                 "keepWarmSeconds": cost_model.KEEP_WARM_SECONDS,
                 "environmentLifetimeSeconds": cost_model.ENVIRONMENT_LIFETIME_SECONDS,
-                "awakeOcu": cost_model.AWAKE_OCU,
+                "scaleToZeroIdleSeconds": cost_model.SCALE_TO_ZERO_IDLE_SECONDS,
+                "wakeOcu": cost_model.WAKE_OCU,
                 "ocuCallsPerSecond": cost_model.OCU_CALLS_PER_SECOND,
+                "searchOcuPerMillionMemories": cost_model.SEARCH_OCU_PER_MILLION_MEMORIES,
                 "indexStorageGb": cost_model.INDEX_STORAGE_GB,
+                "opensearchBytesPerMemory": cost_model.OPENSEARCH_BYTES_PER_MEMORY,
+                "knowledgeBucketGb": cost_model.KNOWLEDGE_BUCKET_GB,
+                "s3vectors": {
+                    "queriesPerSearch": cost_model.S3VECTORS_QUERIES_PER_SEARCH,
+                    "vectorBytes": cost_model.S3VECTORS_VECTOR_BYTES,
+                    "keyBytes": cost_model.S3VECTORS_KEY_BYTES,
+                    "filterableBytes": cost_model.S3VECTORS_FILTERABLE_BYTES,
+                    "nonFilterableBytes": cost_model.S3VECTORS_NON_FILTERABLE_BYTES,
+                    "putMinBytes": cost_model.S3VECTORS_PUT_MIN_BYTES,
+                    "indexVectors": cases["s3vectors"].s3vectors_index_vectors,
+                    "whatIfIndexVectors": cost_model.WHAT_IF_INDEX_VECTORS,
+                },
+                "retentionMonths": cost_model.RETENTION_MONTHS,
                 "mix": cost_model.DEFAULT_MIX,
                 "sessionCalls": cost_model.SESSION_CALLS,
                 "sessionSeconds": cost_model.SESSION_SECONDS,
                 "initUnthrottled": cost_model.INIT_UNTHROTTLED,
             },
+            "shapes": {name: dataclasses.asdict(shape) for name, shape in cost_model.SHAPES.items()},
             "perMillionAt1M": per_million,
             "totalsAt1M": totals,
             "totalsAt1MLowLatency": low,
             "monthAt1M": bills,
             "idleFloor": floors,
-            "monthly": {"volumes": VOLUMES, **series},
-            "breakEven": break_evens,
+            "curve": points,
+            "curveOptions": options,
+            "curveAssumptions": notes,
             "goals": goals,
-            "options": options,
-            "plot": str(plot_path),
+            "options": parameter_rows,
+            "plot": cost_model.repo_relative(plot_path, ROOT),
         },
     )
     print(f"wrote {path}")

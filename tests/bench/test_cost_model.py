@@ -2,29 +2,44 @@
 
 The template below is a stand-in with the shapes template.yaml uses (a tool function with its API permission
 naming whichever API a condition deploys, Globals with Tracing and MemorySize, a conditional alarm and a metric
-math alarm, a collection group whose minimum depends on a parameter, a scheduled drain, an extraction queue
-polled only when a parameter says so). The last test reads template.yaml itself for the two cases the
-benchmark prints, so that a template the model cannot read fails here rather than in the benchmark.
+math alarm, a collection group whose minimum depends on a parameter and whose maximum has allowed values, a
+table with point-in-time recovery, a scheduled drain, an extraction queue polled only when a parameter says so,
+and a VectorStore parameter whose s3vectors value deploys no collection). The traffic shapes, the stored
+memories, S3 Vectors' and AgentCore's prices and the curve are checked by hand on the same counts. Two tests
+read template.yaml itself for the cases the benchmark prints, and one the committed
+bench/results/deploy_cost.json, so that a template the model cannot read, or a result that names a machine's
+folders, fails here rather than in the benchmark.
 """
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 from cost_model import (
+    CURVE_VOLUMES,
     PRICES,
     SECONDS_A_MONTH,
+    SHAPES,
     agentcore_monthly,
+    awake_seconds,
     awake_share,
-    break_even,
     cold_share,
+    curve,
     custom_metrics_month,
     derive_case,
     idle_floor,
     monthly,
+    ocu_month,
+    repo_relative,
+    s3vectors_counts,
+    s3vectors_query_processing,
+    s3vectors_requests,
     schedule_per_month,
+    stored_memories,
     tool_per_million,
     xray_sampled_share,
 )
@@ -38,6 +53,8 @@ Parameters:
   Tracing: {Type: String, Default: Disabled}
   Alarms: {Type: String, Default: auto}
   Extraction: {Type: String, Default: ""}
+  VectorStore: {Type: String, Default: opensearch}
+  MaxSearchOcu: {Type: Number, Default: 2, AllowedValues: [1, 2, 4, 8, 16, 32, 48, 64, 80, 96]}
 Conditions:
   IsProd: !Equals [!Ref Stage, prod]
   UseHttp: !Equals [!Ref ApiType, HTTP]
@@ -45,6 +62,7 @@ Conditions:
   AlarmsOn: !Or [!Equals [!Ref Alarms, "on"], !And [!Equals [!Ref Alarms, auto], !Condition IsProd]]
   ScaleToZero: !Not [!Condition IsProd]
   ExtractionOn: !Not [!Equals [!Ref Extraction, ""]]
+  CreateCollection: !Equals [!Ref VectorStore, opensearch]
 Globals:
   Function:
     MemorySize: 512
@@ -105,15 +123,23 @@ Resources:
         - {Id: total, Expression: a + b + c}
   Group:
     Type: AWS::OpenSearchServerless::CollectionGroup
+    Condition: CreateCollection
     Properties:
       Generation: NEXTGEN
       StandbyReplicas: DISABLED
       CapacityLimits:
         MaxIndexingCapacityInOcu: 2
-        MaxSearchCapacityInOcu: 2
+        MaxSearchCapacityInOcu: !Ref MaxSearchOcu
         MinIndexingCapacityInOcu: !If [ScaleToZero, 0, 0.5]
         MinSearchCapacityInOcu: !If [ScaleToZero, 0, 0.5]
-  Collection: {Type: AWS::OpenSearchServerless::Collection, Properties: {Type: VECTORSEARCH}}
+  Collection:
+    Type: AWS::OpenSearchServerless::Collection
+    Condition: CreateCollection
+    Properties: {Type: VECTORSEARCH}
+  Table:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: true}
   ExtractionQueue: {Type: AWS::SQS::Queue, Properties: {FifoQueue: true}}
   ExtractionMapping:
     Type: AWS::Lambda::EventSourceMapping
@@ -138,7 +164,13 @@ def counts(**changes: Any) -> dict[str, Any]:
         "cpuMs": 10.0,
         "logBytes": 1000,
     }
-    search = {**add, "requests": {"dynamodb:BatchGetItem": 1}, "wru": 0.0, "rru": 4.0, "titanTokens": 5}
+    search = {
+        **add,
+        "requests": {"dynamodb:BatchGetItem": 1, "opensearch:msearch": 1, "opensearch:search k-NN": 1},
+        "wru": 0.0,
+        "rru": 4.0,
+        "titanTokens": 5,
+    }
     indexer = {**add, "requests": {"dynamodb:GetItem": 1}, "wru": 0.0, "rru": 1.0, "titanTokens": 0, "records": 1.0}
     drain = {**add, "requests": {"dynamodb:Query": 17}, "wru": 0.0, "rru": 17.0, "titanTokens": 0}
     measured: dict[str, Any] = {
@@ -214,7 +246,8 @@ def test_the_opensearch_floor_is_zero_when_the_group_scales_to_zero_unless_a_sch
     waking = counts(scheduled={"indexer": {**measured["scheduled"]["indexer"], "requests": {"opensearch:search": 1}}})
     woken = idle_floor(dev, waking, INIT)
     assert "OpenSearch OCUs" not in woken
-    assert woken["OpenSearch OCUs (woken by the schedules)"] == pytest.approx(175.20)
+    # Awake all month: two search workers and one indexing worker, 0.5 OCU each, 730 h at $0.24.
+    assert woken["OpenSearch OCUs (woken by the schedules)"] == pytest.approx(1.5 * 730 * 0.24)
 
 
 def test_the_scheduled_drain_and_its_metrics_are_in_the_idle_floor() -> None:
@@ -256,8 +289,9 @@ def test_per_call_lines_add_up_by_hand() -> None:
     assert lines["Titan tokens"] == pytest.approx(5 / 1000 * 0.00002 * 1e6)
     assert lines["CloudWatch Logs"] == pytest.approx(1000 / 2**30 * 0.50 * 1e6)
     assert lines["Lambda requests"] == pytest.approx(0.20)
-    # 10 ms of CPU at 256 MB is 10 * 1769 / 256 ms; a DynamoDB read waits 4 ms at the low end.
-    duration = (10 * 1769 / 256 + 4) / 1000 * 0.25
+    # 10 ms of CPU at 256 MB is 10 * 1769 / 256 ms; a DynamoDB read waits 4 ms at the low end, each of the
+    # two OpenSearch requests 15 ms.
+    duration = (10 * 1769 / 256 + 4 + 2 * 15) / 1000 * 0.25
     assert lines["Lambda duration"] == pytest.approx(duration * PRICES["lambda_arm_gb_second"] * 1e6)
     add = tool_per_million(dev, counts(), "memory_add", 1e6, INIT, high=False)
     assert add["DynamoDB writes"] == pytest.approx(2 * 0.625)
@@ -282,7 +316,7 @@ def test_init_is_billed_for_cold_starts_only() -> None:
     assert cold > 10 * warm
 
 
-def test_scale_to_zero_stays_awake_with_traffic_and_the_break_even_is_where_agentcore_passes_mnemo() -> None:
+def test_scale_to_zero_stays_awake_with_traffic_and_bills_the_wakes_workers() -> None:
     assert awake_share(0.0) == 0.0
     assert awake_share(1.0) == pytest.approx(1.0)
     dev = derive_case(template(), "dev", {})
@@ -291,13 +325,149 @@ def test_scale_to_zero_stays_awake_with_traffic_and_the_break_even_is_where_agen
     assert monthly(dev, measured, 0, INIT)["OpenSearch OCUs"] == 0.0
     quiet = monthly(dev, measured, 10_000, INIT)["OpenSearch OCUs"]
     assert 0 < quiet < monthly(prod, measured, 10_000, INIT)["OpenSearch OCUs"]
-    assert monthly(dev, measured, 10_000_000, INIT)["OpenSearch OCUs"] == pytest.approx(175.20, rel=0.01)
+    # Busy enough to stay up all month, too quiet to need more than the wake's 1.0 search + 0.5 indexing OCU.
+    assert monthly(dev, measured, 10_000_000, INIT)["OpenSearch OCUs"] == pytest.approx(1.5 * 730 * 0.24, rel=0.01)
+    # Kept up all month at its minimum in prod: 0.5 + 0.5 OCU.
+    assert monthly(prod, measured, 10_000, INIT)["OpenSearch OCUs"] == pytest.approx(175.20)
+
+
+def test_an_even_trickle_of_one_call_every_ten_minutes_keeps_the_collection_awake_all_month() -> None:
+    trickle, business, bursts = SHAPES["trickle"], SHAPES["business"], SHAPES["bursts"]
+    assert SECONDS_A_MONTH / 4_380 == 600  # one call every 10 minutes
+    assert awake_seconds(trickle, 4_380) == SECONDS_A_MONTH
+    assert awake_seconds(trickle, 2_190) == pytest.approx(SECONDS_A_MONTH / 2)  # 20-minute gaps: up half the time
+    assert awake_seconds(trickle, 100) == 100 * 600
+    assert awake_seconds(trickle, 0) == 0.0
+    # Business hours: 22 windows of 12 h; calls under 10 minutes apart keep each window up, plus 10 minutes.
+    assert awake_seconds(business, 22 * 72) == pytest.approx(22 * (11 * 3600 + 50 * 60 + 600))
+    assert awake_seconds(business, 1_000_000) == pytest.approx(22 * (12 * 3600 + 600), rel=1e-3)
+    assert awake_seconds(business, 22) == 22 * 600  # one call a day
+    # Bursts: sessions of 20 calls over 10 minutes at random; idle between them unless they are frequent.
+    assert awake_seconds(bursts, 20) == pytest.approx(SECONDS_A_MONTH * (1 - math.exp(-1200 / SECONDS_A_MONTH)))
+    assert awake_seconds(bursts, 10_000_000) == pytest.approx(SECONDS_A_MONTH)
+    for shape in SHAPES.values():
+        hours = [awake_seconds(shape, volume) for volume in (0, *CURVE_VOLUMES)]
+        assert hours == sorted(hours)
+        assert hours[-1] <= SECONDS_A_MONTH
+    # The bill follows the hours: business hours bill less than the trickle at the same volume.
+    dev = derive_case(template(), "dev", {})
+    trickled = ocu_month(dev, 100_000, shape=trickle)
+    assert trickled.awake_hours == pytest.approx(730)
+    assert trickled.dollars == pytest.approx(1.5 * 730 * 0.24)
+    assert ocu_month(dev, 100_000, shape=business).dollars < trickled.dollars
+
+
+def test_search_ocus_grow_with_the_stored_memories_and_need_a_larger_maximum() -> None:
+    dev = derive_case(template(), "dev", {})
+    assert dev.ocu_max_parameter == "MaxSearchOcu"
+    assert dev.ocu_max_allowed[-1] == 96.0
+    small = ocu_month(dev, 1_000_000, stored=0)
+    assert (small.search, small.max_search) == (1.0, 2.0)
+    held = ocu_month(dev, 1_000_000, stored=6_000_000)  # 0.8 search OCU a million memories
+    assert held.search == pytest.approx(4.8)
+    assert held.max_search == 8.0
+    assert held.dollars == pytest.approx((4.8 + 0.5) * 730 * 0.24)
+    assert ocu_month(dev, 1_000_000, stored=600_000_000).max_search is None  # 480 OCU: past the template's 96
+    # The month's bill carries the collection's storage and the table's, with point-in-time recovery.
+    measured = counts(dynamodbBytesPerMemory=1024.0)
+    bill = monthly(dev, measured, 1_000_000, INIT, stored=6_000_000)
+    table_gb = 6_000_000 * 1024 / 2**30
+    assert dev.pitr
+    assert bill["DynamoDB storage"] == pytest.approx(table_gb * 0.25)
+    assert bill["DynamoDB point-in-time recovery"] == pytest.approx(table_gb * 0.20)
+    assert bill["OpenSearch storage"] == pytest.approx(6_000_000 * 4096 / 2**30 * 0.024)
+    assert bill["OpenSearch OCUs"] == pytest.approx(held.dollars)
+
+
+def test_s3vectors_has_no_collection_and_prices_its_requests_by_upload_and_index_size() -> None:
+    s3v = derive_case(template(), "s3v", {"VectorStore": "s3vectors"})
+    assert s3v.vector_store == "s3vectors" and s3v.ocu_min is None and s3v.scale_to_zero is False
+    measured = counts()
+    swapped = s3vectors_counts(measured)
+    assert swapped["memory_add"]["requests"] == {
+        "dynamodb:PutItem": 1,
+        "bedrock-runtime:InvokeModel": 1,
+        "s3vectors:PutVectors": 1.0,
+    }
+    assert measured["memory_add"]["requests"]["opensearch:bulk"] == 1  # the measured counts are left alone
+    # A PutVectors bills at least 128 KB at $0.20 a GB; a query $2.50 a million and the data it processes:
+    # every vector of the index (4 KB of float32, its key and filterable metadata: 4,392 bytes), its first
+    # 100 thousand at $0.004 a TB, the rest at $0.002.
+    assert s3vectors_requests({"s3vectors:PutVectors": 1}, 0) == pytest.approx(128 * 1024 / 2**30 * 0.20)
+    assert s3vectors_query_processing(50_000) == pytest.approx(50_000 * 4392 / 2**40 * 0.004)
+    assert s3vectors_query_processing(1_100_000) == pytest.approx(4392 / 2**40 * (100_000 * 0.004 + 1e6 * 0.002))
+    query = s3vectors_requests({"s3vectors:QueryVectors": 1}, 1_100_000)
+    assert query == pytest.approx(2.50 / 1e6 + s3vectors_query_processing(1_100_000))
+    # The search sends two queries (one a namespace ranked) over every stored memory; nothing idles.
+    search = tool_per_million(s3v, measured, "memory_search", 1e6, INIT, stored=1_100_000)
+    assert search["S3 Vectors requests"] == pytest.approx(2 * query * 1e6)
+    bill = monthly(s3v, measured, 1_000_000, INIT, stored=1_100_000)
+    assert "OpenSearch OCUs" not in bill and "OpenSearch storage" not in bill
+    assert bill["S3 Vectors storage"] == pytest.approx(1_100_000 * (4096 + 40 + 256 + 768) / 2**30 * 0.06)
+    floor, dev_floor = idle_floor(s3v, measured, INIT), idle_floor(derive_case(template(), "dev", {}), measured, INIT)
+    assert not [line for line in floor if line.startswith("OpenSearch")]
+    assert sum(floor.values()) == pytest.approx(sum(dev_floor.values()) - dev_floor["OpenSearch storage"])
+
+
+def test_agentcore_prices_events_retrievals_and_stored_records_with_no_floor() -> None:
+    assert agentcore_monthly(0) == 0.0
     assert agentcore_monthly(1e6) == pytest.approx(0.5e6 / 1000 * 0.25 + 0.5e6 / 1000 * 0.50)
-    volume = break_even(prod, measured, INIT)
-    assert volume is not None
-    total = sum(monthly(prod, measured, volume * 1.01, INIT).values())
-    assert total <= agentcore_monthly(volume * 1.01)
-    assert sum(monthly(prod, measured, volume * 0.99, INIT).values()) > agentcore_monthly(volume * 0.99)
+    assert agentcore_monthly(1e6, stored_records=6e6) == pytest.approx(125 + 250 + 6e6 / 1000 * 0.75)
+    assert agentcore_monthly(1e6, {"memory_add": 1.0}) == pytest.approx(250)
+    # Stored memories: one a memory_add, kept 12 months.
+    assert stored_memories(1_000_000) == 6_000_000
+    assert stored_memories(10_000, {"memory_add": 0.2, "memory_search": 0.8}) == 24_000
+
+
+def test_the_curve_has_every_volume_and_shape_and_grows_with_volume() -> None:
+    stores = {
+        "opensearch": derive_case(template(), "dev", {}),
+        "s3vectors": derive_case(template(), "s3v", {"VectorStore": "s3vectors"}),
+    }
+    points, options = curve(stores, counts(dynamodbBytesPerMemory=900.0), INIT)
+    assert len(points) == len(CURVE_VOLUMES) * len(SHAPES) == len(options)
+    fields = {"calls_per_month", "shape", "stored_memories", "config", "mnemo_usd", "agentcore_usd"}
+    assert all(set(point) == fields for point in points)
+    assert {(p["calls_per_month"], p["shape"]) for p in points} == {(v, s) for v in CURVE_VOLUMES for s in SHAPES}
+    for point, detail in zip(points, options, strict=True):
+        assert point["stored_memories"] == stored_memories(point["calls_per_month"])
+        assert point["agentcore_usd"] == pytest.approx(
+            agentcore_monthly(point["calls_per_month"], stored_records=point["stored_memories"]), abs=0.01
+        )
+        by_store = detail["options"]
+        store = point["config"].split(",")[0]
+        # The recommended config is the cheapest the template can deploy.
+        assert by_store[store]["feasible"]
+        assert point["mnemo_usd"] == min(o["usd"] for o in by_store.values() if o["feasible"])
+        assert point["mnemo_usd"] == pytest.approx(sum(by_store[store]["bill"].values()), abs=0.01)
+    for shape in SHAPES:
+        line = [p for p in points if p["shape"] == shape]
+        for key in ("stored_memories", "mnemo_usd", "agentcore_usd"):
+            values = [p[key] for p in line]
+            assert values == sorted(values) and values[0] < values[-1]
+    # At 10 thousand calls nothing idles on S3 Vectors, while a collection bills its wakes.
+    first = options[0]["options"]
+    assert first["s3vectors"]["usd"] < first["opensearch"]["usd"]
+    assert points[0]["config"] == "s3vectors"
+
+
+def test_paths_in_the_results_are_relative_to_the_repository(tmp_path: Path) -> None:
+    from aws_fixtures import ROOT
+
+    assert repo_relative(ROOT / "docs" / "deploy-cost.png", ROOT) == "docs/deploy-cost.png"
+    assert not repo_relative(tmp_path / "deploy-cost.png", ROOT).startswith("/")
+    committed = json.loads((ROOT / "bench" / "results" / "deploy_cost.json").read_text())
+    assert committed["plot"] == "docs/deploy-cost.png"
+
+    def strings(value: Any) -> list[str]:
+        if isinstance(value, dict):
+            return [s for v in value.values() for s in strings(v)]
+        if isinstance(value, list):
+            return [s for v in value for s in strings(v)]
+        return [value] if isinstance(value, str) else []
+
+    assert not [text for text in strings(committed) if str(ROOT) in text or text.startswith("/")]
+    assert {"curve", "curveAssumptions"} <= set(committed)
 
 
 def test_a_custom_metric_two_functions_emit_is_billed_once() -> None:
@@ -315,7 +485,7 @@ def test_schedule_expressions() -> None:
     assert schedule_per_month("cron(0/15 * * * ? *)") == pytest.approx(4 * 730)
 
 
-@pytest.mark.parametrize("parameters", [{}, {"Stage": "prod"}])
+@pytest.mark.parametrize("parameters", [{}, {"Stage": "prod"}, {"VectorStore": "s3vectors"}])
 def test_template_yaml_is_readable_for_the_benchmarks_cases(parameters: dict[str, str]) -> None:
     from aws_fixtures import ROOT
 
@@ -324,7 +494,12 @@ def test_template_yaml_is_readable_for_the_benchmarks_cases(parameters: dict[str
     assert set(case.api.values()) <= {"REST", "HTTP"} and set(case.api) == {"memory_add", "memory_search"}
     assert set(case.memory_mb) >= {"memory_add", "memory_search", "indexer", "knowledge_sync"}
     assert case.schedules.get("indexer") and case.schedules.get("knowledge_sync")
-    assert case.ocu_min is not None
+    assert case.pitr
+    if parameters.get("VectorStore") == "s3vectors":
+        assert case.ocu_min is None and case.vector_store == "s3vectors"
+    else:
+        assert case.ocu_min is not None and case.ocu_max_parameter == "OpenSearchMaxSearchOcu"
+        assert case.ocu_max_allowed and case.ocu_max_allowed[-1] >= case.ocu_max[1]
 
 
 def test_an_add_the_stream_filter_keeps_from_the_indexer_costs_no_indexer_invocation() -> None:

@@ -1,5 +1,7 @@
 """The deployment rehearsal's moto server: its own process, so its IAM enforcement stays its own.
 
+S3 Vectors' QueryVectors, which moto lacks, comes from tests/support/s3vectors_fake.py.
+
 Run as ``python rehearsal_moto.py``: prints ``{"url": ...}`` once serving, and exits
 when its stdin closes (the test ended). Requests are served one at a time, as
 tests/support/aws_fixtures.SerialMotoServer does. IAM is enforced once the test posts ``0``
@@ -9,12 +11,13 @@ must allow it. Enforcement is process-wide in moto, hence a process of its own.
 
 moto checks the action of every service but the resource only for S3; for the
 others it asks for resource ``*``, which a statement scoped to a table or bus never
-matches. Two narrow corrections bring DynamoDB, EventBridge and SQS closer to real IAM:
+matches. Two narrow corrections bring DynamoDB, EventBridge, SQS and S3 Vectors closer to real IAM:
 
 - the resource is the one AWS authorises: the table named in the request
   (``arn:aws:dynamodb:<region>:<account>:table/<name>``, or its index or stream),
   each bus an event goes to for ``events:PutEvents``, the queue a ``QueueUrl`` names for SQS
-  (``arn:aws:sqs:<region>:<account>:<name>``);
+  (``arn:aws:sqs:<region>:<account>:<name>``), the vector index an S3 Vectors request names
+  (``arn:aws:s3vectors:<region>:<account>:bucket/<bucket>/index/<index>``, the bucket for CreateIndex);
 - moto asks for ``dynamodb:TransactWriteItems`` / ``TransactGetItems``, which no
   policy grants: AWS authorises each item of a transaction by its own action
   (PutItem, UpdateItem, DeleteItem, ConditionCheckItem, GetItem) on its table
@@ -34,6 +37,7 @@ import json
 import os
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 TRANSACTION_ACTIONS = {
@@ -89,6 +93,21 @@ def sqs_authorisations(action: str, queue_url: str | None, region: str, account:
     return [(action, f"arn:aws:sqs:{region}:{owner if owner.isdigit() else account}:{name}")]
 
 
+def s3vectors_authorisations(action: str, body: dict[str, Any], region: str, account: str) -> list[tuple[str, str]]:
+    """(action, resource) AWS authorises for one S3 Vectors request: the index it names
+    (``arn:aws:s3vectors:<region>:<account>:bucket/<bucket>/index/<index>``), else the vector bucket."""
+    if body.get("indexArn"):
+        return [(action, body["indexArn"])]
+    bucket = body.get("vectorBucketArn") or (
+        f"arn:aws:s3vectors:{region}:{account}:bucket/{body['vectorBucketName']}" if body.get("vectorBucketName") else None
+    )
+    if bucket is None:
+        return [(action, "*")]
+    if body.get("indexName") and not action.endswith(":CreateIndex"):
+        return [(action, f"{bucket}/index/{body['indexName']}")]
+    return [(action, bucket)]
+
+
 def _patch_authorisation() -> None:
     """Checks per (action, resource) as above; each refusal is also written to stderr as a JSON line."""
     from moto.iam.access_control import IAMRequestBase
@@ -107,7 +126,7 @@ def _patch_authorisation() -> None:
         service = self._service
         if self._method == "HEAD" and self._action == "s3:GetObject" and "versionId=" in self._path:
             self._action = "s3:GetObjectVersion"
-        if resource != "*" or service not in ("dynamodb", "events", "sqs"):
+        if resource != "*" or service not in ("dynamodb", "events", "sqs", "s3vectors"):
             checked(self, resource)
             return
         if service == "sqs":
@@ -121,7 +140,9 @@ def _patch_authorisation() -> None:
                 checked(self, arn)
             return
         body = json.loads(self._body or b"{}")
-        split = dynamodb_authorisations if service == "dynamodb" else events_authorisations
+        split = {"dynamodb": dynamodb_authorisations, "s3vectors": s3vectors_authorisations}.get(
+            service, events_authorisations
+        )
         for action, arn in split(self._action, body, self._region, self.account_id):
             self._action = action  # AccessDenied names the action that was refused
             checked(self, arn)
@@ -134,6 +155,11 @@ def main() -> int:
     from werkzeug.serving import WSGIRequestHandler, make_server
 
     _patch_authorisation()
+    # S3 Vectors' QueryVectors, which moto lacks (VectorStore s3vectors).
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+    from s3vectors_fake import install
+
+    install()
 
     class QuietHandler(WSGIRequestHandler):
         def log_request(self, *args: Any, **kwargs: Any) -> None:

@@ -1,4 +1,5 @@
-"""Deployment rehearsal: the `sam build` output, run as Lambda would run it, on moto and osmem-server.
+"""Deployment rehearsal: the `sam build` output, run as Lambda would run it, on moto and osmem-server, once per
+VectorStore (opensearch: osmem-server; s3vectors: moto's S3 Vectors with tests/support/s3vectors_fake.py).
 
 Built for this machine's architecture (tests/support/rehearsal_build.py): template.yaml's
 arm64 wheels cannot load on x86_64, so a copy of the template built for x86_64 stands in.
@@ -57,6 +58,10 @@ PARAMETERS = {
     "ExtractionEveryTurns": "2",
 }
 BUCKET = "mnemo-rehearsal-knowledge"
+#: VectorStore: every test runs against each store (s3vectors: a vector bucket on moto, QueryVectors from
+#: tests/support/s3vectors_fake.py, IAM checked per index by tests/infra/rehearsal_moto.py).
+STORES = ("opensearch", "s3vectors")
+VECTOR_BUCKET = "mnemo-rehearsal-vectors"
 CALLER = f"arn:aws:iam::{ACCOUNT}:user/rehearsal-agent"
 TENANT = ACCOUNT  # under IAM auth the caller's account is the tenant (mnemo.entry.identity)
 #: The functions the families call; the others are imported, checked and stopped.
@@ -78,6 +83,7 @@ class Stage:
     functions: dict[str, Function]
     moto: MotoProcess
     admin: dict[str, str]
+    store: str
     osmem: Any
     titan: TitanStandIn
     runtime: Path
@@ -115,6 +121,18 @@ class Stage:
 
     def client(self, service: str) -> Any:
         return self.moto.client(service, self.admin)
+
+    def indexed(self, prefix: str) -> Counter[tuple[str, str]]:
+        """How many documents each (index, document id) has, in every index whose name starts with ``prefix``."""
+        if self.store == "s3vectors":
+            vectors = self.client("s3vectors")
+            found: Counter[tuple[str, str]] = Counter()
+            for index in vectors.list_indexes(vectorBucketName=VECTOR_BUCKET)["indexes"]:
+                if index["indexName"].startswith(prefix):
+                    listed = vectors.list_vectors(vectorBucketName=VECTOR_BUCKET, indexName=index["indexName"])
+                    found.update((index["indexName"], vector["key"]) for vector in listed["vectors"])
+            return found
+        return Counter((hit["_index"], hit["_source"]["doc_id"]) for hit in self.osmem_search(f"{prefix}*"))
 
     def osmem_search(self, index: str) -> list[dict[str, Any]]:
         """Every document of the matching indexes, straight from osmem-server."""
@@ -164,7 +182,9 @@ def eventbridge_event(detail_type: str, source: str, detail: dict[str, Any], res
     }
 
 
-def _stand_in_values(resolver_template: dict[str, Any], osmem_url: str) -> tuple[dict[str, str], dict[str, str]]:
+def _stand_in_values(
+    resolver_template: dict[str, Any], osmem_url: str, store: str
+) -> tuple[dict[str, str], dict[str, str]]:
     """Ref and Fn::GetAtt values of the resources the functions name, as the rehearsal stands them in."""
     table = "mnemo-records-dev"
     refs = {"RecordsTable": table, "KnowledgeBucket": BUCKET}
@@ -175,6 +195,8 @@ def _stand_in_values(resolver_template: dict[str, Any], osmem_url: str) -> tuple
         "VectorCollection.CollectionEndpoint": osmem_url,
         "VectorCollection.Arn": f"arn:aws:aoss:{REGION}:{ACCOUNT}:collection/rehearsal",
     }
+    if store == "s3vectors":
+        attributes["VectorBucket.VectorBucketArn"] = f"arn:aws:s3vectors:{REGION}:{ACCOUNT}:bucket/{VECTOR_BUCKET}"
     for logical_id, resource in resolver_template["Resources"].items():
         if resource["Type"] == "AWS::SQS::Queue":
             # A FIFO queue's name must end in .fifo (the extraction queue and its dead-letter queue).
@@ -198,16 +220,18 @@ def create_queues(sqs: Any, template: dict[str, Any], refs: dict[str, str]) -> N
         sqs.create_queue(QueueName=refs[logical_id].rsplit("/", 1)[1], Attributes=attributes)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=STORES)
 def stage(request: pytest.FixtureRequest, osmem_server: Any) -> Iterator[Stage]:
     started = time.monotonic()
-    build = sam_build(PARAMETERS)
+    store = request.param
+    parameters = {**PARAMETERS, "VectorStore": store}
+    build = sam_build(parameters)
     runtime = runtime_boto3_dir()
-    template = transformed_template(PARAMETERS)
+    template = transformed_template(parameters)
     osmem = osmem_server.clone()
     opensearch = OpenSearchStandIn(osmem.url)
-    refs, attributes = _stand_in_values(template, opensearch.url)
-    every = functions(template, Resolver(template, PARAMETERS, refs, attributes))
+    refs, attributes = _stand_in_values(template, opensearch.url, store)
+    every = functions(template, Resolver(template, parameters, refs, attributes))
     titan = TitanStandIn(model_id="amazon.titan-embed-text-v2:0")
     (WORK_DIR / "logs").mkdir(parents=True, exist_ok=True)
     moto = MotoProcess(WORK_DIR / "logs" / "moto.log")
@@ -219,12 +243,14 @@ def stage(request: pytest.FixtureRequest, osmem_server: Any) -> Iterator[Stage]:
         s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
         s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
         create_queues(moto.client("sqs", admin), template, refs)
+        if store == "s3vectors":
+            moto.client("s3vectors", admin).create_vector_bucket(vectorBucketName=VECTOR_BUCKET)
         credentials = {}
         for logical_id, function in every.items():
             credentials[logical_id] = create_role(moto, admin, function)
             titan.callers[key_of(credentials[logical_id])] = (logical_id, [doc for _, doc in function.policies])
         moto.enforce_iam()  # from here on, every request is checked against its caller's policies
-        staged = Stage(build, every, moto, admin, osmem, titan, runtime, credentials)
+        staged = Stage(build, every, moto, admin, store, osmem, titan, runtime, credentials)
         staged.summary["setupSeconds"] = round(time.monotonic() - started, 1)
         yield staged
     finally:
@@ -241,9 +267,10 @@ def stage(request: pytest.FixtureRequest, osmem_server: Any) -> Iterator[Stage]:
     staged.summary["elapsedSeconds"] = round(time.monotonic() - started, 1)
     staged.summary["callsPerFamily"] = dict(staged.calls)
     staged.summary["titanCallsPerFunction"] = dict(titan.calls)
+    staged.summary["vectorStore"] = store
     staged.summary["knnSearches"] = opensearch.knn_searches
     staged.summary["iamDenials"] = moto.denials()
-    (WORK_DIR / "summary.json").write_text(json.dumps(staged.summary, indent=2))
+    (WORK_DIR / f"summary-{store}.json").write_text(json.dumps(staged.summary, indent=2))
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"\ndeployment rehearsal ({build.architecture}): {json.dumps(staged.summary)}")
@@ -635,10 +662,8 @@ def test_the_indexer_leaves_one_document_per_memory(stage: Stage) -> None:
     table = stage.functions["IndexerFunction"].environment["MNEMO_RECORDS_TABLE"]
     items = stage.client("dynamodb").scan(TableName=table)["Items"]
     memories = {item["sk"]["S"].removeprefix("MEM#") for item in items if item["sk"]["S"].startswith("MEM#")}
-    index = f"{stage.functions['IndexerFunction'].environment.get('MNEMO_INDEX_PREFIX', 'mnemo-')}*"
-    hits = stage.osmem_search(index)
     # One document per record: per index, since a conversation and its execution share an id.
-    per_document = Counter((hit["_index"], hit["_source"]["doc_id"]) for hit in hits)
+    per_document = stage.indexed(stage.functions["IndexerFunction"].environment.get("MNEMO_INDEX_PREFIX", "mnemo-"))
     stage.summary.update(
         indexerRecords=len(event["Records"]), memoryRecords=len(memories), documents=sum(per_document.values())
     )
