@@ -98,9 +98,8 @@ def s3vectors_authorisations(action: str, body: dict[str, Any], region: str, acc
     (``arn:aws:s3vectors:<region>:<account>:bucket/<bucket>/index/<index>``), else the vector bucket."""
     if body.get("indexArn"):
         return [(action, body["indexArn"])]
-    bucket = body.get("vectorBucketArn") or (
-        f"arn:aws:s3vectors:{region}:{account}:bucket/{body['vectorBucketName']}" if body.get("vectorBucketName") else None
-    )
+    name = body.get("vectorBucketName")
+    bucket = body.get("vectorBucketArn") or (f"arn:aws:s3vectors:{region}:{account}:bucket/{name}" if name else None)
     if bucket is None:
         return [(action, "*")]
     if body.get("indexName") and not action.endswith(":CreateIndex"):
