@@ -191,10 +191,19 @@ def test_no_group_beside_an_existing_domain() -> None:
 
 
 def test_the_deploy_guide_documents_the_maxima_and_their_defaults() -> None:
+    """The parameter row names both maxima, their defaults and their values in the form the template's
+    AllowedValues take: 1, 2, 4, 8, 16, then every multiple of 16 up to the last, which the row states."""
     doc = template()
     guide = (ROOT / "docs" / "deploy.md").read_text()
     (row,) = [line for line in guide.splitlines() if line.startswith("| `OpenSearchMaxIndexingOcu`")]
     defaults = ", ".join(f"`{doc['Parameters'][name]['Default']}`" for name in MAXIMA)
     assert row.startswith(f"| `{MAXIMA[0]}`, `{MAXIMA[1]}` | {defaults} |")
-    allowed = ", ".join(str(value) for value in doc["Parameters"][MAXIMA[0]]["AllowedValues"][:-1])
-    assert f"({allowed} or {doc['Parameters'][MAXIMA[0]]['AllowedValues'][-1]})" in row
+    allowed = [int(value) for value in doc["Parameters"][MAXIMA[0]]["AllowedValues"]]
+    assert [int(value) for value in doc["Parameters"][MAXIMA[1]]["AllowedValues"]] == allowed
+    # The documented form holds only if the values are exactly that sequence, with no gap and none extra.
+    last = allowed[-1]
+    assert last % 16 == 0 and last > 16, last
+    assert allowed == [1, 2, 4, 8, *range(16, last + 1, 16)], allowed
+    assert f"(1, 2, 4, 8, 16, then multiples of 16 up to {last:,})" in row
+    # A maximum past the account's OCU quota needs the quota raised first.
+    assert "quota increase" in row

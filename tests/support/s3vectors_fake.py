@@ -9,7 +9,9 @@ moto server of aws_fixtures.py), over the vectors moto stores, as AWS documents 
 - ``topK`` at most 100; a vector query ranks by cosine distance (1 - cosine similarity) and answers
   ``distance`` with ``returnDistance``; a text-only query (``queryTexts``) ranks by BM25 over the searchable
   key's whitespace-separated, lower-cased words and needs that key in the index's
-  ``textSearchConfigurations``; both together are refused here (the adapter never sends a hybrid query);
+  ``textSearchConfigurations``; both together (hybrid) fuse the two rankings, each cut at ``topK``, by
+  Reciprocal Rank Fusion (k = 60), and answer ``scores.vectorDistance`` for the results the vector search
+  found (with ``returnScores``);
 - filters (https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-vectors-metadata-filtering.html):
   ``$eq`` (also implied by a bare value; on a list, any element), ``$ne``, ``$gt``/``$gte``/``$lt``/``$lte``
   on numbers only, ``$in``/``$nin`` (non-empty lists), ``$exists``, ``$and``/``$or`` (non-empty lists);
@@ -119,33 +121,58 @@ def install() -> None:
         document = self._get_param("filter")
         if document is not None:
             _check_filter(document, hidden, ValidationException)
-        if query_vector is not None and query_texts:
-            raise ValidationException("hybrid queries are not served by this stand-in")
         if query_vector is None and not query_texts:
             raise ValidationException("A request must include queryVector, queryTexts, or both")
+        for text in query_texts:
+            if text["metadataKey"] not in searchable:
+                raise ValidationException(f"{text['metadataKey']} is not a full-text searchable key")
         matching = [
             vector for vector in index.vectors.values() if document is None or _passes(vector.metadata or {}, document)
         ]
-        ranked: list[tuple[float, Any, float | None]]
+        by_vector: list[tuple[Any, float]] = []
         if query_vector is not None:
             if len(query_vector) != index.dimension:
                 raise ValidationException("The query vector's dimension does not match the index")
-            ranked = []
-            for vector in matching:
-                distance = 1.0 - _cosine(query_vector, vector.data["float32"])
-                ranked.append((distance, vector, distance))
-            ranked.sort(key=lambda item: (item[0], item[1].key))
+            by_vector = sorted(
+                ((vector, 1.0 - _cosine(query_vector, vector.data["float32"])) for vector in matching),
+                key=lambda item: (item[1], item[0].key),
+            )[:top_k]
+        by_text: list[tuple[Any, float]] = []
+        if query_texts:
+            by_text = sorted(
+                ((vector, score) for vector, score in _bm25(matching, query_texts) if score > 0),
+                key=lambda item: (-item[1], item[0].key),
+            )[:top_k]
+        distances = {vector.key: distance for vector, distance in by_vector}
+        bm25 = {vector.key: score for vector, score in by_text}
+        if query_vector is not None and query_texts:
+            # Hybrid: Reciprocal Rank Fusion of the two rankings (k = 60, the usual constant).
+            fused: dict[str, float] = {}
+            for ranking in (by_vector, by_text):
+                for rank, (vector, _) in enumerate(ranking, 1):
+                    fused[vector.key] = fused.get(vector.key, 0.0) + 1.0 / (60 + rank)
+            vectors = {vector.key: vector for vector, _ in (*by_vector, *by_text)}
+            order = sorted(fused, key=lambda key: (-fused[key], key))[:top_k]
+            ranked = [(vectors[key], fused[key]) for key in order]
         else:
-            for text in query_texts:
-                if text["metadataKey"] not in searchable:
-                    raise ValidationException(f"{text['metadataKey']} is not a full-text searchable key")
-            ranked = [(-score, vector, None) for vector, score in _bm25(matching, query_texts) if score > 0]
-            ranked.sort(key=lambda item: (item[0], item[1].key))
+            fused = {}
+            ranked = by_vector or by_text
         answers = []
-        for _, vector, distance in ranked[:top_k]:
+        for vector, _ in ranked:
             item: dict[str, Any] = {"key": vector.key}
-            if distance is not None and self._get_bool_param("returnDistance", False):
-                item["distance"] = distance
+            if vector.key in distances and self._get_bool_param("returnDistance", False):
+                item["distance"] = distances[vector.key]
+            if self._get_bool_param("returnScores", False) and query_texts:
+                scores: dict[str, Any] = {}
+                if fused:
+                    scores["fused"] = fused[vector.key]
+                if vector.key in distances:
+                    scores["vectorDistance"] = distances[vector.key]
+                if vector.key in bm25:
+                    scores["bm25Scores"] = [
+                        {"metadataKey": text["metadataKey"], "score": bm25[vector.key]} for text in query_texts
+                    ]
+                item["scores"] = scores
             if self._get_bool_param("returnMetadata", False):
                 item["metadata"] = vector.metadata or {}
             answers.append(item)

@@ -140,16 +140,24 @@ class S3VectorsIndex:
     ) -> list[Hit]:
         """One vector query, at most ``TOP_K`` hits."""
         answers = self._vector_query(namespace, vector, flt, k, where)
-        return [Hit(key, cosine, keywords_of(meta)) for key, cosine, meta in answers]
+        return [Hit(key, cosine, keywords_of(meta)) for key, cosine, meta in answers if cosine is not None]
 
     def hybrid(
         self, namespace: str, vector: Sequence[float], text: str, flt: Filter, k: int, *, where: Match | None = None
     ) -> tuple[list[Hit], list[Hit]]:
-        """One vector query; its candidates' terms rescored by BM25 among themselves for the lexical half."""
-        answers = self._vector_query(namespace, vector, flt, k, where)
-        dense = [Hit(key, cosine, keywords_of(meta)) for key, cosine, meta in answers]
+        """One hybrid query (the vector and the query's terms; S3 Vectors fuses its k-NN and full-text rankings
+        by RRF): the results the vector search found are the dense half, and every result's terms, rescored by
+        BM25 among the results, the lexical half. A query with no terms left after analysis is vector-only."""
+        terms = analyse(text)
+        extra: dict[str, Any] = {"returnScores": True}
+        if terms:
+            extra["queryTexts"] = [{"text": " ".join(terms), "metadataKey": TERMS_KEY}]
+        answers = self._vector_query(namespace, vector, flt, k, where, extra=extra)
+        dense = [Hit(key, cosine, keywords_of(meta)) for key, cosine, meta in answers if cosine is not None]
+        dense.sort(key=lambda hit: (-hit.score, hit.id))  # nearest first, as knn answers (the answer is RRF's order)
+        keywords = {key: keywords_of(meta) for key, _, meta in answers}
         scores = rescore(text, [(key, terms_of(meta)) for key, _, meta in answers])
-        lexical = [Hit(hit.id, scores[hit.id], hit.keywords) for hit in dense if hit.id in scores]
+        lexical = [Hit(key, scores[key], keywords[key]) for key, _, _ in answers if key in scores]
         lexical.sort(key=lambda hit: (-hit.score, hit.id))
         return dense, lexical
 
@@ -206,8 +214,17 @@ class S3VectorsIndex:
 
     # ------------------------------------------------------------------ inner ---
     def _vector_query(
-        self, namespace: str, vector: Sequence[float], flt: Filter, k: int, where: Match | None
-    ) -> list[tuple[str, float, dict[str, Any] | None]]:
+        self,
+        namespace: str,
+        vector: Sequence[float],
+        flt: Filter,
+        k: int,
+        where: Match | None,
+        *,
+        extra: dict[str, Any] | None = None,
+    ) -> list[tuple[str, float | None, dict[str, Any] | None]]:
+        """A query with ``vector`` (and ``extra``): each result's key, cosine similarity (None for a hybrid result
+        the vector search did not find) and metadata."""
         document = compile_filter(flt, where)
         if k <= 0 or document is NOTHING:
             return []
@@ -222,10 +239,12 @@ class S3VectorsIndex:
             "queryVector": {"float32": [float(x) for x in vector]},
             "returnMetadata": True,
             "returnDistance": True,
+            **(extra or {}),
         }
-        found = self._query(namespace, request, document)
-        # Cosine distance is 1 - cosine similarity.
-        return [(item["key"], 1.0 - float(item.get("distance", 1.0)), item.get("metadata")) for item in found or []]
+        return [
+            (item["key"], _cosine(item), item.get("metadata"))
+            for item in self._query(namespace, request, document) or []
+        ]
 
     def _query(self, namespace: str, request: dict[str, Any], document: dict[str, Any]) -> list[dict[str, Any]] | None:
         """QueryVectors; None when the namespace has no index."""
@@ -309,6 +328,13 @@ class S3VectorsIndex:
             existing = self._dimension(index)
         if existing != dims:
             raise ValueError(f"the vectors have {dims} numbers; the namespace's index holds {existing}")
+
+
+def _cosine(item: dict[str, Any]) -> float | None:
+    """A result's cosine similarity: 1 - its cosine distance (``scores.vectorDistance`` in a hybrid answer,
+    ``distance`` otherwise); None when the vector search did not find it."""
+    distance = (item.get("scores") or {}).get("vectorDistance", item.get("distance"))
+    return None if distance is None else 1.0 - float(distance)
 
 
 def _code(error: Exception) -> str | None:
