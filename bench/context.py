@@ -1,6 +1,6 @@
 """memory_context on LoCoMo: how much of a question's evidence reaches the context, at what size and speed.
 
-    python bench/context.py [--data FILE] [--replay] [--scale 10000] [--limit-conversations N] [--smoke]
+    python bench/context.py [--data FILE] [--replay] [--scale 10000] [--scale-only] [--limit-conversations N] [--smoke]
 
 Each conversation is its own user and each LoCoMo session its own session; every turn goes through
 ``add_messages`` as bench/extraction.py sends them (``{role: user, content, name: speaker, id: dia_id, at:
@@ -20,7 +20,8 @@ summary strategies with LoCoMo's own observations and session summaries: perfect
 Scale: ``--scale N`` fills one user with N items (every conversation's turns through add_messages under
 that one user, then memories through memory_add_batch) and times memory_context at 1,000 tokens over HTTP
 with the dev questions: the latency goal is p95 <= 50 ms at 10k on the embedded default (bge). Writes
-bench/results/context.json. The last line is ``context evidence@1000 <x> p95 <y> ms``. --smoke runs on
+bench/results/context.json (``--scale-only``: only the latency run, to context-scale.json, for a quiet
+machine). The last line is ``context evidence@1000 <x> p95 <y> ms``. --smoke runs on
 bench/fixtures/locomo-smoke.json with a scale of 200.
 """
 
@@ -193,8 +194,20 @@ def main() -> None:
     parser.add_argument("--limit-conversations", type=int, default=None)
     parser.add_argument("--replay", action="store_true", help="also run with extraction through the replay model")
     parser.add_argument("--scale", type=int, default=10_000, help="items in one user scope for the latency run")
+    parser.add_argument(
+        "--scale-only", action="store_true", help="only the latency run at --scale items (context-scale.json)"
+    )
     args = parse_args(parser, {"data": SMOKE_PATH, "scale": 200})
     conversations = load(args.data)[: args.limit_conversations]
+    if args.scale_only:
+        scaled = scale(load(args.data), args.scale)
+        print(
+            f"scale: {scaled['items']} items in one user: memory_context at 1000 tokens over HTTP p50 "
+            f"{scaled['p50']:.1f} ms, p95 {scaled['p95']:.1f} ms ({scaled['calls']} calls)"
+        )
+        print(f"wrote {write_results('context-scale', {'data': args.data.name, 'scale': scaled})}")
+        print(f"context scale p95 {scaled['p95']:.1f} ms")
+        return
 
     results: dict[str, Any] = {}
     latency: dict[str, Any] = {}

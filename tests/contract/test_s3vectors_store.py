@@ -110,3 +110,14 @@ def test_top_k_never_passes_the_service_limit(stack: Services) -> None:
     index.upsert("many", [IndexDoc(f"d{n:03d}", [1.0, n / 200], f"doc {n}", {"scope": ["s"]}) for n in range(150)])
     hits = index.knn("many", [1.0, 0.0], {"scope": ["s"]}, 300)
     assert len(hits) == TOP_K
+
+
+def test_reindex_rebuilds_the_store_from_the_records(stack: Services) -> None:
+    """Moving to S3 Vectors (docs/deploy.md, "Choosing the vector store"): the index is rebuilt from DynamoDB."""
+    add, search = get_tool("memory_add"), get_tool("memory_search")
+    kept = add.invoke(stack, ALICE, {"content": "The release train leaves every second Tuesday"})
+    stack.index.clear("memory")
+    assert search.invoke(stack, ALICE, {"query": "when does the release train leave", "threshold": 0.0})["results"] == []
+    assert stack.memory.reindex() >= 1
+    found = search.invoke(stack, ALICE, {"query": "when does the release train leave", "threshold": 0.0})
+    assert [result["memoryId"] for result in found["results"]] == [kept["memoryId"]]
