@@ -117,7 +117,8 @@ def test_reindex_rebuilds_the_store_from_the_records(stack: Services) -> None:
     add, search = get_tool("memory_add"), get_tool("memory_search")
     kept = add.invoke(stack, ALICE, {"content": "The release train leaves every second Tuesday"})
     stack.index.clear("memory")
-    assert search.invoke(stack, ALICE, {"query": "when does the release train leave", "threshold": 0.0})["results"] == []
+    question = {"query": "when does the release train leave", "threshold": 0.0}
+    assert search.invoke(stack, ALICE, question)["results"] == []
     assert stack.memory.reindex() >= 1
-    found = search.invoke(stack, ALICE, {"query": "when does the release train leave", "threshold": 0.0})
+    found = search.invoke(stack, ALICE, question)
     assert [result["memoryId"] for result in found["results"]] == [kept["memoryId"]]
