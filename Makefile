@@ -1,8 +1,9 @@
 # Mnemo: `make run` serves the tools locally, `make test` runs every check.
 SHELL := /bin/bash
 PORT ?= 8765
-# Server processes for `make run`: tool calls are mostly Python, so a second process uses the second core.
-WORKERS ?= 2
+# Server processes for `make run`: tool calls are mostly Python, so one process per core (auto, `mnemo serve`'s
+# default) uses the machine; WORKERS=1 serves from one process.
+WORKERS ?= auto
 VENV := .venv
 BIN := $(VENV)/bin
 # Python 3.12 is the Lambda runtime and the least Mnemo runs on: pyenv's 3.12 first, then any python3.12,

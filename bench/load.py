@@ -127,7 +127,9 @@ class ServerProcess:
                 "from mnemo.cli import main; raise SystemExit(main())"
             )
             command = [sys.executable, "-c", start]
-        command += ["serve", "--host", "127.0.0.1", "--port", str(self.port)]
+        # One process: a kill -9 of it cuts a write off (tests/e2e/test_crash_recovery.py), and switch_interval
+        # reaches the process that serves.
+        command += ["serve", "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1"]
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 [*command, "--data-dir", str(self.data_dir)], env=env, stdout=log, stderr=subprocess.STDOUT

@@ -36,17 +36,21 @@ _SERVING = re.compile(r"^mnemo serving on (http://\S+) ")
 
 
 def serve_process(
-    data_dir: Path, env: Mapping[str, str], args: Sequence[str] = ()
+    data_dir: Path, env: Mapping[str, str], args: Sequence[str] = (), *, one_process: bool = True
 ) -> tuple[subprocess.Popen[str], str]:
     """`mnemo serve` as a child process (the real command, on a free port), once it answers /health.
 
     The server binds port 0 and the URL is read from the line it prints: a port picked here and bound
     there could be taken in between by a test running beside it (pytest-xdist workers, other runs).
-    Only the lines up to that one are read; the rest of the output is the caller's.
+    Only the lines up to that one are read; the rest of the output is the caller's. ``one_process``: serve
+    from one process (``--workers 1``) unless ``args`` name the workers; False leaves serve's default.
     """
     import pytest
 
-    command = [sys.executable, "-m", "mnemo.cli", "serve", "--port", "0", "--data-dir", str(data_dir), *args]
+    # One process unless the test asks for more: two test workers each starting a server of one process per
+    # core would load the machine twice over (tests/e2e/test_http_workers.py covers the default, auto).
+    workers = ["--workers", "1"] if one_process and "--workers" not in args else []
+    command = [sys.executable, "-m", "mnemo.cli", "serve", "--port", "0", "--data-dir", str(data_dir), *workers, *args]
     process = subprocess.Popen(
         command, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

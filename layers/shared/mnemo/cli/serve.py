@@ -11,11 +11,14 @@ from pathlib import Path
 from mnemo.cli.help import EXPERIMENTAL_HELP
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+def _workers(text: str) -> int:
+    """``--workers``: ``auto`` (one per usable core) or a whole number of at least 1 (``worker_count``)."""
+    from mnemo.entry.local_server import worker_count
+
+    try:
+        return worker_count(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _use_aws_endpoint(endpoint: str) -> None:
@@ -92,24 +95,11 @@ def _deliver_before_exit(timeout: float) -> None:
         last.join(timeout)
 
 
-def _start_learning() -> None:
-    """The local extraction worker (what the extraction Lambda does on AWS), when extraction is on and its
-    queue is this process's: the notices as they come, and a sweep of every stream with waiting turns."""
-    from mnemo.adapters.local.extraction_queue import LocalExtractionQueue
-    from mnemo.entry.extraction_events import LocalWorker
-    from mnemo.runtime import get_services
-
-    services = get_services()
-    queue = services.extraction_queue
-    if services.learning.enabled and isinstance(queue, LocalExtractionQueue):
-        LocalWorker(queue, sweep=services.learning.run_due).start()
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     """`mnemo serve`: bind the port first (1 when it is taken), optionally switch to the AWS adapters at
     ``--aws-endpoint`` and load ``--knowledge``, then serve HTTP until interrupted, with outbox draining and knowledge
     sync in a background thread."""
-    from mnemo.entry.local_server import PortInUse, ServeOptions, bind, serve
+    from mnemo.entry.local_server import PortInUse, ServeOptions, bind, serve, start_extraction_worker
 
     options = ServeOptions(
         host=args.host,
@@ -138,7 +128,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # With worker processes, this one only supervises them, so it does the maintenance alone.
     threading.Thread(target=_maintain_forever, args=(15.0, 4), daemon=True).start()
     threading.Thread(target=_deliver_change_events, args=(1.0,), daemon=True, name="change-events").start()
-    _start_learning()
+    # Alone, this process serves and drains its own notices too; with workers, each drains its own (local_server).
+    start_extraction_worker(sweep=True)
     try:
         serve(options, sock)
     except KeyboardInterrupt:
@@ -161,12 +152,19 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """Add the `serve` and `mcp` parsers."""
+    from mnemo.entry.local_server import AUTO_WORKERS, usable_cores
+
     serve = commands.add_parser("serve", help="serve the tools over HTTP (the local API Gateway)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8765")), help="port (env PORT)")
     serve.add_argument("--data-dir", type=Path, help="where the embedded stores live (env MNEMO_DATA_DIR)")
     serve.add_argument(
-        "--workers", type=_positive, default=1, help="server processes; more than 1 uses more cores for tool calls"
+        "--workers",
+        type=_workers,
+        default=AUTO_WORKERS,
+        metavar="auto|N",
+        help=f"server processes: auto is one per core this process may use ({usable_cores()} here); "
+        "1 serves from this process alone",
     )
     serve.add_argument(
         "--allow-host",

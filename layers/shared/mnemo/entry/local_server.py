@@ -6,7 +6,12 @@ runs it:
 - **One process or several.** ``workers=1`` serves from this process: tool
   calls run in threads side by side. ``workers>1`` starts that many processes
   on the one socket (uvicorn's supervisor); each opens the same data directory,
-  and the embedded index replays the writes of the others.
+  and the embedded index replays the writes of the others. `mnemo serve`'s
+  ``--workers`` is ``auto`` unless given: one process per core this process may
+  use (``usable_cores``), so a bare `mnemo serve` uses the machine.
+- **Extraction.** Each serving process drains the extraction notices it queued
+  itself (``start_extraction_worker``); the process that owns the socket also
+  sweeps every stream with waiting turns (what a restart left, or a notice lost).
 - **Connections.** A listen backlog of 2048; at most ``limit_concurrency``
   connections and requests at once (beyond it, 503); an idle keep-alive
   connection closes after 5 s, and a request head must arrive within 10 s
@@ -22,6 +27,7 @@ import errno
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -30,6 +36,38 @@ from typing import Any
 
 ALLOW_HOSTS_ENV = "MNEMO_ALLOW_HOSTS"
 ALLOW_ORIGINS_ENV = "MNEMO_ALLOW_ORIGINS"
+
+
+#: ``--workers``' word for "one process per usable core".
+AUTO_WORKERS = "auto"
+
+
+def usable_cores() -> int:
+    """The cores this process may run on, at least 1: ``os.process_cpu_count()`` on Python 3.13+ (the
+    affinity mask, or ``-X cpu_count``), else the affinity mask where the platform has one (Linux), else
+    the machine's count. A container's CPU quota (cgroups) is not counted: there, ``--workers N`` says it."""
+    count: int | None
+    if sys.version_info >= (3, 13):
+        count = os.process_cpu_count()
+    elif hasattr(os, "sched_getaffinity"):
+        count = len(os.sched_getaffinity(0))
+    else:
+        count = os.cpu_count()
+    return max(1, count or 1)
+
+
+def worker_count(text: str) -> int:
+    """What ``--workers`` asks for: ``auto`` is ``usable_cores()``; a whole number of at least 1 is itself.
+    ValueError, with the line to show, for anything else (0, a negative, a fraction, a word)."""
+    if text.strip().lower() == AUTO_WORKERS:
+        return usable_cores()
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"must be {AUTO_WORKERS} or a whole number of at least 1, not {text!r}")
+    return count
 
 
 class PortInUse(Exception):
@@ -103,7 +141,26 @@ def app_from_environment() -> Any:
 
     hosts = [host for host in os.environ.get(ALLOW_HOSTS_ENV, "").split(",") if host]
     origins = [origin for origin in os.environ.get(ALLOW_ORIGINS_ENV, "").split(",") if origin]
+    # The notices this worker's calls queue land in this process's own queue: nobody else can take them.
+    start_extraction_worker(sweep=False)
     return create_app(hosts, origins, warm_up=True)
+
+
+def start_extraction_worker(*, sweep: bool) -> None:
+    """The local extraction consumer of this process (what the extraction Lambda does on AWS), when extraction
+    is on and its queue is this process's own: the notices this process queued, as they come (a stream's
+    ``every_turns``, its idle wake-up); with ``sweep``, also every stream with waiting turns every 15 s, which
+    finds what a restart left and what other processes stored. One sweeping process is enough: the one that
+    owns the socket. Two processes may run one stream at once, as an on-demand memory_extract may beside the
+    background run: the ledger's writes are conditional, and the run that settles the turns first stands."""
+    from mnemo.adapters.local.extraction_queue import LocalExtractionQueue
+    from mnemo.entry.extraction_events import LocalWorker
+    from mnemo.runtime import get_services
+
+    services = get_services()
+    queue = services.extraction_queue
+    if services.learning.enabled and isinstance(queue, LocalExtractionQueue):
+        LocalWorker(queue, sweep=services.learning.run_due if sweep else None).start()
 
 
 def _exit_with_parent(parent: int) -> None:
