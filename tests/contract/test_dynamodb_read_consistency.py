@@ -24,6 +24,7 @@ from helpers import ctx
 from knowledge_helpers import push_tree
 from mnemo.adapters.aws.bootstrap import ensure_bucket
 from mnemo.context import RequestContext
+from mnemo.memory.records import keyed_memory_id, partition_of
 from mnemo.runtime import Services, set_services
 from mnemo.sync.models import SyncNowInput
 from mnemo.tools.registry import get_tool
@@ -118,10 +119,12 @@ def test_memory_add_reads_what_decides_its_write_consistently(aws: Stack) -> Non
     first = aws.wire.during(lambda: aws.call("memory_add", add))
     replay = aws.wire.during(lambda: aws.call("memory_add", add))
     duplicate = aws.wire.during(lambda: aws.call("memory_add", {"content": "Orders live in PostgreSQL 16."}))
-    for reads in (first, replay, duplicate):
+    assert first == []  # a keyed add reads nothing: its one conditional put finds a repeat (mnemo.memory.keys)
+    for reads in (replay, duplicate):
         assert reads
         assert eventual(reads) == []
-    assert any(sk == "IDEM#k-1" for read in replay for _, sk in read.keys)  # the idempotency record
+    keyed = f"MEM#{keyed_memory_id(partition_of(WRITER.scope_key('user')), 'k-1')}"
+    assert any(sk == keyed for read in replay for _, sk in read.keys)  # the key's memory record
     assert any(sk.startswith("MEM#") for read in duplicate for _, sk in read.keys)  # the duplicate's record
 
 

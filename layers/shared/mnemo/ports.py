@@ -68,8 +68,11 @@ class Put:
     """Write ``item`` whole (create or replace), if ``expect`` holds."""
 
     item: Item
-    #: "absent": the key must not exist; an int: the stored version must equal it.
-    expect: Literal["absent"] | int | None = None
+    #: "absent": the key must not exist; an int: the stored version must equal it; "new": the key must hold no
+    #: item at all, not even one past its ``expires_at`` that the backend still holds (a keyed memory_add, whose
+    #: memory id derives from its idempotency key, must never replace an expired memory's record:
+    #: ``mnemo.memory.keys``).
+    expect: Literal["absent", "new"] | int | None = None
 
 
 @dataclass
@@ -102,9 +105,9 @@ class RecordStore(Protocol):
     consistently. Adapters that are always consistent ignore it.
 
     An item whose ``expires_at`` has passed reads as absent everywhere (and counts as absent for a
-    write's ``expect``, but for ``Delete(expect="expired")``), even before the backend removes it; only
-    ``expired`` lists such items, and ``get(..., expired=True)`` reads one. Errors: the provider envelope (see the
-    module docstring); ``write`` also raises ``ConditionFailed``.
+    write's ``expect``, but for ``Delete(expect="expired")`` and ``Put(expect="new")``), even before the
+    backend removes it; only ``expired`` lists such items, and ``get(..., expired=True)`` reads one. Errors: the
+    provider envelope (see the module docstring); ``write`` also raises ``ConditionFailed``.
     """
 
     def get(self, pk: str, sk: str, *, consistent: bool = True, expired: bool = False) -> Item | None:
@@ -261,7 +264,9 @@ class InsertingIndex(Protocol):
 
     ``insert`` is ``upsert`` without looking for earlier copies to replace (OpenSearch Serverless looks
     them up by a search before every replacement). Only for ids no write ever gave the index, such as a
-    memory id drawn at random for a new memory; callers check for it with ``isinstance``.
+    memory id drawn at random for a new memory, or one derived from a memory_add's idempotency key (only a
+    repeat of that add writes it again, and a repeat whose record write fails queues the id's re-index, which
+    replaces every copy: ``mnemo.memory.writes``); callers check for it with ``isinstance``.
     """
 
     def insert(self, namespace: str, docs: Sequence[IndexDoc]) -> None: ...

@@ -10,7 +10,9 @@ answers one ``MemoryAddOutput`` per request, in input order. The rules are
   request's position (``details.index``) and nothing is stored.
 * **Idempotency.** A key already stored answers its stored response
   (``replayed``); the same key with a different request is CONFLICT. Within
-  one call, a repeated key with the same request replays the first.
+  one call, a repeated key with the same request replays the first. A keyed
+  request's memory takes the key's derived id, as ``add`` stores it
+  (``mnemo.memory.keys``), so either path finds the other's keys.
 * **Near-duplicates.** A memory whose vector is at least ``dedupe_similarity``
   from one already stored in its scope, or from one added earlier in the same
   call, is not stored: its answer names the existing memory with
@@ -19,8 +21,8 @@ answers one ``MemoryAddOutput`` per request, in input order. The rules are
   they are deduplicated even while the embedder is down. A request with
   ``dedupe`` false is stored whatever it repeats, in the scope or in the call.
 * **Same-write outbox markers.** Each new record (its ADD history entry folded
-  in) goes out with its index outbox marker and its idempotency record in the same
-  all-or-nothing write. Writes carry whole memories only, at most
+  in) goes out with its index outbox marker in the same all-or-nothing write (a
+  deduplicated keyed request's DEDUPE item with its idempotency record). Writes carry whole memories only, at most
   ``MAX_WRITE_OPERATIONS`` operations each.
 * **Indexing, then settling.** After a batch is written, its documents go to
   the index in one upsert, their versions are read back in one batch read, and
@@ -244,14 +246,22 @@ class BatchAdd:
         else:
             occurred_at = iso(request.occurred_at) if request.occurred_at else None
             previous = self._previous(entry.partition, occurred_at)
-            new = service.new_record(self._context, request, scope, previous, entry.content_hash)
+            new = service.new_record(
+                self._context,
+                request,
+                scope,
+                previous,
+                entry.content_hash,
+                memory_id=entry.keyed_id,
+                request_digest=entry.request_hash if entry.keyed_id else None,
+            )
             entry.data, entry.marker, entry.operations, output = new.data, new.marker, new.operations, new.output
             entry.previous_content = previous[1] if previous is not None else None
             if occurred_at:  # the next dated memory of this scope on this day links to this one
                 self._last[entry.partition] = (new.data["memoryId"], day_of(occurred_at), request.content)
             self._by_content[(scope, entry.content_hash)] = new.data["memoryId"]
             self._expires[new.data["memoryId"]] = epoch_of(new.data.get("expiresAt"))
-        if request.idempotency_key:
+        if request.idempotency_key and (duplicate is not None or entry.keyed_id is None):
             entry.operations.append(
                 idempotency_item(entry.partition, request.idempotency_key, entry.request_hash, output)
             )

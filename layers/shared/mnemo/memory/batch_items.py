@@ -4,18 +4,20 @@ Each item goes through the very write its single tool uses, so its rules hold pe
 
 * **add**: ``MemoryWrites.add`` (``memory_add``): layer checks, idempotency (a resent item with its
   ``idempotencyKey`` answers as it first did, and stores nothing again; the key with another content is a
-  CONFLICT), near-duplicates (DEDUPE history), the dated chain, index-first writes with the outbox as
-  fallback. Each item's record, history, idempotency record and LAST pointer go out in one all-or-nothing
-  write, so an item that fails leaves nothing of itself behind, whatever happened to the others.
+  CONFLICT; ``mnemo.memory.keys``), near-duplicates (DEDUPE history), the dated chain, index-first writes
+  with the outbox as fallback. Each item's records (its memory, or its DEDUPE history item with, when keyed,
+  its idempotency record; a dated memory's LAST pointer) go out in one all-or-nothing write, so an item that
+  fails leaves nothing of itself behind, whatever happened to the others.
 * **delete**: ``MemoryWrites.delete`` (``memory_delete``): NOT_FOUND for an id outside the caller's scopes,
   UNAUTHORIZED for a shared layer without the writer role, INVALID_INPUT for a knowledge pointer.
 
 What the batch adds:
 
-* **One embedder call.** Every item's content is embedded at once before the first write and handed to
-  ``add`` (``content_vector``); a dated item that follows another on the same day still embeds its
-  text in context itself. If that call fails, the items are stored unembedded and queued for the
-  indexer, as ``memory_add`` stores one while the embedder is down.
+* **One embedder call.** Every undated item's content is embedded at once before the first write and handed
+  to ``add`` (``content_vector``). A dated item embeds its one text itself, as ``memory_add`` does: its
+  content, or the pair with the memory before it that day (which only the write finds), so no dated item
+  embeds twice and its near-duplicate check is ``memory_add``'s. If the embedder fails, the items are stored
+  unembedded and queued for the indexer, as ``memory_add`` stores one while the embedder is down.
 * **Repeats within the batch.** An item whose content and layer repeat an earlier item's deduplicates
   against the memory that item stored (or repeats), even before the index shows it (OpenSearch refreshes
   about a second later): its memory is named to ``add`` (``repeats``), which checks its record. An item
@@ -32,7 +34,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from mnemo.context import RequestContext
 from mnemo.errors import MnemoError, ProviderError, Timeout
@@ -91,8 +93,12 @@ class MemoryBatches:
         (``not_started``) and stores nothing, so the call answers inside the API's time limit with every item's
         fate known, and the caller sends only those items again.
         """
-        embedded = self._sync.try_embed([item.content for item in request.items])  # [] when the embedder failed
-        vectors: Sequence[Sequence[float] | None] = embedded or [None] * len(request.items)
+        undated = [item.content for item in request.items if item.occurred_at is None]
+        embedded = iter(self._sync.try_embed(undated) if undated else [])  # empty when the embedder failed
+        # A dated item embeds its own text in ``add`` ("embed"); an undated one takes its vector, or None.
+        vectors: list[Sequence[float] | Literal["embed"] | None] = [
+            "embed" if item.occurred_at is not None else next(embedded, None) for item in request.items
+        ]
         #: (layer, content) -> the memory an earlier item of this batch stored or repeats.
         earlier: dict[tuple[str, str], str] = {}
         results: list[AddedItem] = []

@@ -14,20 +14,13 @@ from typing import Any
 
 from mnemo.context import RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError
+from mnemo.memory.keys import answered, lookup_keys
 from mnemo.memory.models import MemoryAddInput, MemoryAddOutput
-from mnemo.memory.records import (
-    digest,
-    idempotency_key_of,
-    idempotency_sk,
-    key_reused,
-    partition_of,
-    replayed,
-    request_hash,
-)
+from mnemo.memory.records import digest, key_reused, keyed_memory_id, partition_of, request_hash
 from mnemo.memory.writes import writable_scope
 from mnemo.ports import Delete, Item, Put, RecordStore
 
-#: The most idempotency records read in one batch read.
+#: The most keys read in one batch read (a key's derived memory record and its idempotency record: two each).
 _READ_CHUNK = 100
 
 
@@ -51,6 +44,9 @@ class Entry:
     content_hash: str
     #: An earlier entry of this call with the same idempotency key (and request).
     replay_of: Entry | None = None
+    #: The memory id a keyed request stores under (``keyed_memory_id``; None: a random id, and a keyed request
+    #: then writes an idempotency record, as when it is deduplicated).
+    keyed_id: str | None = None
     #: The content's vector: the near-duplicate check compares content alone.
     vector: list[float] | None = None
     #: What the index holds: the content's vector, or for a dated memory linked to the one added before it
@@ -112,7 +108,9 @@ def prepare(
 
 
 def resolve_idempotency(records: RecordStore, entries: list[Entry]) -> None:
-    """Replays and conflicts, for every keyed request, before anything is written."""
+    """Replays and conflicts, for every keyed request, before anything is written; the memory id each other
+    keyed request stores under (``mnemo.memory.keys``: the key's derived id unless a memory past its day holds
+    it)."""
     first: dict[tuple[str, str], Entry] = {}
     for entry in entries:
         key = entry.request.idempotency_key
@@ -125,17 +123,18 @@ def resolve_idempotency(records: RecordStore, entries: list[Entry]) -> None:
             raise at_position(key_reused(), entry.position)
         else:
             entry.replay_of = earlier
-    keys = [(partition, idempotency_sk(key)) for partition, key in first]
+    keys = [wanted for partition, key in first for wanted in lookup_keys(partition, key)]
     stored: dict[tuple[str, str], Item] = {}
     for start in range(0, len(keys), _READ_CHUNK):
         for item in records.batch_get(keys[start : start + _READ_CHUNK]):
-            stored[(item.pk, idempotency_key_of(item.sk))] = item
+            stored[(item.pk, item.sk)] = item
     for (partition, key), entry in first.items():
-        found = stored.get((partition, key))
-        if found is None:
-            continue
+        record, idempotency = (stored.get(wanted) for wanted in lookup_keys(partition, key))
         try:
-            output = replayed(found, entry.request_hash)
+            found = answered(record, idempotency, entry.request_hash)
         except Conflict as error:
             raise at_position(error, entry.position) from None
-        entry.outcome = AddOutcome(output, replayed=True)
+        if found.output is not None:
+            entry.outcome = AddOutcome(found.output, replayed=True)
+        elif not found.taken:
+            entry.keyed_id = keyed_memory_id(partition, key)

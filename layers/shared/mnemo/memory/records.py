@@ -11,11 +11,15 @@ sk (partition ``MEM|{scope}``)             holds
                                            before it, ``orphaned``/``orphanedAt`` when the knowledge item
                                            it mirrors is gone; ``added`` (memory_add and the batch
                                            path): its ADD history entry, folded in; ``expiresAt``
-                                           when it expires (the item's ``expires_at`` too)
+                                           when it expires (the item's ``expires_at`` too);
+                                           ``requestHash`` when a keyed add stored it (its id is then
+                                           derived from the key: ``keyed_memory_id``)
 ``HIST#{memoryId}#{at}#{event}#{rand}``    one history item per change ``{memoryId, event, at, actor}``
                                            (ADD, DEDUPE, DELETE, SYNC_ADD, SYNC_UPDATE, ORPHAN, EXPIRE);
                                            never expiring
-``IDEM#{key}``                             an idempotency record ``{requestHash, response}``, kept a day
+``IDEM#{key}``                             an idempotency record ``{requestHash, response}``, kept a day:
+                                           only for a keyed add answered as a near-duplicate, or whose
+                                           key's memory is past its day (``mnemo.memory.keys``)
 ``LAST``                                   the dated memory added last in the scope ``{memoryId, day}``
 ``SUBJ#{strategy}#{hash of subjectKey}``   the current extracted memory of one subject ``{strategy,
                                            subjectKey, memoryId, at}`` (``at``: the time that decides
@@ -70,6 +74,8 @@ SUBJECT = "SUBJ#"
 LAST = "LAST"
 #: The record's field holding its folded ADD history entry (see the module docstring).
 ADDED = "added"
+#: The field of a memory stored by a keyed add: the hash of that request (``request_hash``, ``mnemo.memory.keys``).
+REQUEST_HASH = "requestHash"
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 
 
@@ -128,6 +134,15 @@ def memory_id_of(sk: str) -> str:
 def history_prefix(memory_id: str) -> str:
     """The sort key prefix of every history item of one memory."""
     return f"{HISTORY}{memory_id}#"
+
+
+def keyed_memory_id(partition: str, key: str) -> str:
+    """The id of the memory a keyed add stores in ``partition``: derived from the scope and the key, shaped as a
+    random id (``mem_`` and 24 hex digits), so a repeat of the add writes the same record key and its conditional
+    put finds the first (``mnemo.memory.keys``). The scope is in it, so ids stay unique across scopes (the index
+    holds one document per id)."""
+    derived = hashlib.sha256(f"{partition}\n{key}".encode()).hexdigest()
+    return f"mem_{derived[:24]}"
 
 
 def idempotency_sk(key: str) -> str:
@@ -191,9 +206,11 @@ def record_data(
     created_by: str | None,
     after: str | None = None,
     expires_at: str | None = None,
+    request_hash: str | None = None,
 ) -> dict[str, Any]:
     """A memory record's body; ``after`` is the id of the dated memory it is linked to, if any; ``expires_at``
-    (ISO 8601 UTC) when it expires (``record_item`` puts it on the item too)."""
+    (ISO 8601 UTC) when it expires (``record_item`` puts it on the item too); ``request_hash`` the hash of the
+    keyed add that stores it (``REQUEST_HASH``)."""
     data: dict[str, Any] = {
         "memoryId": memory_id,
         "content": content,
@@ -211,6 +228,8 @@ def record_data(
         data["after"] = after
     if expires_at is not None:
         data["expiresAt"] = expires_at
+    if request_hash is not None:
+        data[REQUEST_HASH] = request_hash
     return data
 
 

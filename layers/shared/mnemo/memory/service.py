@@ -6,7 +6,8 @@ foreign index entry can never leak.
 
 ``MemoryService`` is one facade over parts that each do one job and hold only the ports they use:
 
-* ``mnemo.memory.writes``: ``add`` and ``delete`` (layer checks, near-duplicates, idempotency, history);
+* ``mnemo.memory.writes``: ``add`` and ``delete`` (layer checks, near-duplicates, idempotency keys with
+  ``mnemo.memory.keys``, history);
 * ``mnemo.memory.batch_items``: ``add_batch`` and ``delete_batch`` (the same writes, one result per item);
 * ``mnemo.memory.search``: ``search`` and ``history``;
 * ``mnemo.memory.browse``: ``list_layer`` and ``history_page`` (the reads that take no query);
@@ -149,9 +150,21 @@ class MemoryService:
         *,
         last: Item | Literal["unread"] | None = "unread",
         queued: bool = False,
+        memory_id: str | None = None,
+        request_digest: str | None = None,
     ) -> NewMemory:
         """The record of a new memory and its operations, not yet written (see ``MemoryWrites.new_record``)."""
-        return self._writes.new_record(context, request, scope, previous, content_hash, last=last, queued=queued)
+        return self._writes.new_record(
+            context,
+            request,
+            scope,
+            previous,
+            content_hash,
+            last=last,
+            queued=queued,
+            memory_id=memory_id,
+            request_digest=request_digest,
+        )
 
     def repeat_candidates(
         self, scope: str, vector: Sequence[float], content_hash: str | None, floor: float | None = None

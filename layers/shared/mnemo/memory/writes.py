@@ -1,14 +1,18 @@
 """Adding and deleting memories: layer checks, near-duplicates, idempotency, the dated chain, history.
 
-**memory_add writes the index first.** A new memory gets a fresh random id, so
-no other writer can touch its record or its index document before ``add``
-returns. ``add`` therefore indexes it first (a short-timeout write of a document
-for an id the index never held) and then writes its record in one write:
+**memory_add writes the index first.** A new memory gets a fresh random id, or
+with an idempotency key an id derived from the key that only a repeat of the
+same add writes (``mnemo.memory.keys``), so no other writer can touch its record
+or its index document before ``add`` returns. ``add`` therefore indexes it first
+(a short-timeout write of a document for an id the index never held, or held
+only for a repeat whose lost write re-indexes it from the record) and then
+writes its record in one write:
 
 - the index write succeeded: the record alone (its ADD history entry folded in,
   ``mnemo.memory.records``), one PutItem, plus, in the same all-or-nothing
-  write, the idempotency record and the scope's LAST pointer when there are any;
-  no outbox marker, no marker delete, no version read-back;
+  write, the scope's LAST pointer for a dated memory; a keyed add writes no
+  idempotency record (its record's key and condition detect a repeat); no outbox
+  marker, no marker delete, no version read-back;
 - the index write failed or timed out (OpenSearch down, or waking from idle),
   or there is no vector (embedder down): the record and a **queued** outbox
   marker (``mnemo.outbox``) in one all-or-nothing write; the stream indexer,
@@ -22,18 +26,30 @@ is missing, the near-duplicate check reads the candidate's record, a delete
 re-indexes its followers from theirs). When the record write lost a race
 (ConditionFailed: the LAST pointer moved, or a retry with the same idempotency
 key won) a queued marker for the abandoned id is written, so the indexer
-removes the stray document; after a crash ``mnemo reindex`` removes it. A
+removes the stray document (or, for a keyed id, re-indexes it from the record
+the repeat found); after a crash ``mnemo reindex`` removes it. A
 timed-out index write that in fact landed is replaced by the indexer's
 re-index from the record, and the copies checked again after the refresh
 window (``IndexOutbox`` rechecks).
 
 Concurrent writers and version order are unchanged: a new id is written once
-(``expect="absent"``); dated adds still race on the LAST pointer, and a delete
+(``expect="absent"``; a keyed id ``expect="new"``); dated adds still race on the LAST pointer, and a delete
 still writes its record removal, its DELETE history item, the folded ADD entry
 written out as its own history item, and its outbox marker in one
 all-or-nothing write, then settles the marker (``mnemo.memory.outbox_sync``).
 The batch path (``mnemo.memory.batch``) builds its records with the same
 builders and keeps its markers.
+
+**One text embedded per add.** An undated memory, or a dated one that follows no
+other that day, embeds its content; a dated memory that follows another embeds
+only the pair the index holds ("content⏎previous", ``embedding_text``), not its
+content alone as well. The index documents, and so every ranking, are unchanged.
+Its near-duplicate check then looks for exact repeats only (by content hash,
+whatever the vector: ``repeat_candidates``' ``exact``): the pair's vector is not
+the content's, and a pair lies close to other exchanges of the same conversation
+(checked with the pair's vector, LoCoMo dev with bge-small deduplicated 121 turns
+instead of 15, distinct statements among them), so comparing it would drop
+memories that repeat nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +63,7 @@ from typing import Any, Literal
 from mnemo.context import SHARED_LAYERS, WRITER_ROLE, Layer, RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized
 from mnemo.memory.indexing import CONTENT_HASH, NAMESPACE, embedding_text
+from mnemo.memory.keys import STORED_MESSAGE, KeyLookup, lookup
 from mnemo.memory.models import MemoryAddInput, MemoryAddOutput, MemoryDeleteInput, MemoryDeleteOutput
 from mnemo.memory.outbox_sync import MemoryIndexSync
 from mnemo.memory.records import (
@@ -57,8 +74,8 @@ from mnemo.memory.records import (
     fold,
     history_item,
     idempotency_item,
-    idempotency_sk,
     iso,
+    keyed_memory_id,
     last_pointer,
     now,
     outlives,
@@ -66,7 +83,6 @@ from mnemo.memory.records import (
     record_data,
     record_item,
     record_sk,
-    replayed,
     request_hash,
     unfolded,
 )
@@ -77,7 +93,6 @@ from mnemo.retrieval.ranker import AFTER
 
 #: Tries of an add whose write lost a race on the scope's LAST pointer (another dated add or a delete).
 LINK_ATTEMPTS = 3
-STORED_MESSAGE = "Memory stored successfully"
 DUPLICATE_MESSAGE = "A near-identical memory already exists in this scope; kept the existing one"
 
 logger = logging.getLogger(__name__)
@@ -159,18 +174,19 @@ class MemoryWrites:
     ) -> MemoryAddOutput:
         """Store one memory in the caller's scope of ``request.layer``, or name the one it repeats.
 
-        The memory is indexed first, then its record (its ADD history entry folded in) and, as the case may
-        be, its idempotency record and the scope's LAST pointer go out in one all-or-nothing write, with a
-        queued outbox marker only when the index write failed or timed out (the module docstring); so the
-        memory is stored even while the embedder or the index is down or waking from idle. A repeated idempotency key
-        answers as the first call did (CONFLICT when the key was used for another request). Errors:
-        INVALID_INPUT without the layer's ids, UNAUTHORIZED for a shared layer without the writer role,
-        CONFLICT when a dated add keeps losing the race for the scope's LAST pointer. ``request.dedupe`` false
-        stores it even beside a near-identical or identical memory (no near-duplicate check, no DEDUPE entry);
-        the idempotency key works as ever.
+        The memory is indexed first, then its record (its ADD history entry folded in) and, for a dated memory,
+        the scope's LAST pointer go out in one all-or-nothing write, with a queued outbox marker only when the
+        index write failed or timed out (the module docstring); so the memory is stored even while the embedder
+        or the index is down or waking from idle. With an idempotency key the memory's id derives from the key and
+        a repeated call answers as the first call did, found on its rare path: the record's conditional put fails,
+        or the near-duplicate check names a memory (``mnemo.memory.keys``; CONFLICT when the key was used for
+        another request). Errors: INVALID_INPUT without the layer's ids, UNAUTHORIZED for a shared layer without
+        the writer role, CONFLICT when a dated add keeps losing the race for the scope's LAST pointer.
+        ``request.dedupe`` false stores it even beside a near-identical or identical memory (no near-duplicate
+        check, no DEDUPE entry); the idempotency key works as ever.
 
-        The batch tool (``mnemo.memory.batch_items``) embeds every item's content in one call and passes its
-        ``content_vector`` (None: the embedder failed, store it unembedded and queued), and names in
+        The batch tool (``mnemo.memory.batch_items``) embeds every undated item's content in one call and passes
+        its ``content_vector`` (None: the embedder failed, store it unembedded and queued), and names in
         ``repeats`` the memories its earlier items stored with the same content in this layer: each whose
         record stands is taken as the memory this one repeats before the index is asked (which may not
         show them yet).
@@ -178,19 +194,21 @@ class MemoryWrites:
         scope = writable_scope(context, request.layer)
         partition = partition_of(scope)
         request_digest = request_hash(request)
-        if request.idempotency_key:
-            replay = self.replay(partition, request.idempotency_key, request_digest)
-            if replay is not None:
-                return replay
+        key = request.idempotency_key
+        #: Where a keyed add stores its memory: the key's derived id, or (once that id is taken by a memory past
+        #: its day) a random one with an idempotency record.
+        keyed_id = keyed_memory_id(partition, key) if key else None
         for _ in range(LINK_ATTEMPTS):
             try:
-                return self._add_once(context, request, scope, request_digest, content_vector, repeats)
+                return self._add_once(context, request, scope, request_digest, content_vector, repeats, keyed_id)
             except ConditionFailed:
-                # A concurrent retry with the same idempotency key won the race: answer as it did.
-                if request.idempotency_key:
-                    replay = self.replay(partition, request.idempotency_key, request_digest)
-                    if replay is not None:
-                        return replay
+                if key:  # a repeat, or a concurrent call with the same key, got there first: answer as it did
+                    found = self._lookup(partition, key, request_digest, indexed=True)
+                    if found.output is not None:
+                        return found.output
+                    if found.taken and keyed_id is not None:  # the key's memory is past its day: the key is free
+                        keyed_id = None
+                        continue
                 if request.occurred_at is None:  # only a dated add can lose a race (on the LAST pointer)
                     break
         raise Conflict("The memory changed while it was being written; retry")
@@ -203,22 +221,28 @@ class MemoryWrites:
         request_digest: str,
         content_vector: Sequence[float] | Literal["embed"] | None = "embed",
         repeats: Sequence[str] = (),
+        keyed_id: str | None = None,
     ) -> MemoryAddOutput:
-        """One attempt of ``add``; ConditionFailed when its write lost a race."""
+        """One attempt of ``add``; ConditionFailed when its write lost a race. ``keyed_id``: the memory id a keyed
+        add stores under (None: a random one, and a keyed add then writes an idempotency record)."""
         partition = partition_of(scope)
+        key = request.idempotency_key
         occurred_at = iso(request.occurred_at) if request.occurred_at else None
         # Strongly consistent (the default), as every read here that decides the write: a stale LAST pointer
         # would only cost a lost race and a retry, but a missed predecessor would leave the memory unlinked.
         last = self._records.get(partition, LAST) if occurred_at else None
         previous = self._previous(partition, occurred_at, last)
-        # The near-duplicate check compares the content alone; the index holds the content in context.
-        texts = [request.content] + ([embedding_text(request.content, previous[1])] if previous else [])
+        # One text is embedded (the module docstring): the content, or the pair the index holds when the memory
+        # follows another; the near-duplicate check then finds exact repeats only (the pair is not the content).
+        text = embedding_text(request.content, previous[1]) if previous else request.content
         vector: Sequence[float] | None = None
+        exact = False
         if isinstance(content_vector, str):  # "embed"
-            vectors = self._sync.try_embed(texts)
-            content_vector, vector = (vectors[0], vectors[-1]) if vectors else (None, None)
-        elif content_vector is not None:  # embedded by the caller; in context only when it follows another
-            in_context = self._sync.try_embed(texts[1:]) if previous else [content_vector]
+            vectors = self._sync.try_embed([text])
+            content_vector = vector = vectors[0] if vectors else None
+            exact = previous is not None
+        elif content_vector is not None:  # embedded by the caller: the content alone, in context only here
+            in_context = self._sync.try_embed([text]) if previous else [content_vector]
             vector = in_context[0] if in_context else None
         content_hash = digest(request.content)
         # Without a vector (embedder down) the memory is still stored and queued for
@@ -227,21 +251,39 @@ class MemoryWrites:
         # Only a memory living at least as long stands for this one (``outlives``, docs/lifecycle.md).
         expires = epoch_of(iso(request.expires_at)) if request.expires_at else None
         duplicate = self._standing(partition, repeats, expires) if request.dedupe else None
+        checked = duplicate is not None or not request.dedupe
         if duplicate is None and content_vector is not None and request.dedupe:
             try:
-                duplicate = self._find_duplicate(partition, scope, content_vector, content_hash, expires)
+                duplicate = self._find_duplicate(partition, scope, content_vector, content_hash, expires, exact=exact)
+                checked = True
             except MnemoError as error:  # the index is down or waking: no check, and no inline index write
                 logger.warning("near-duplicate check failed; the memory is stored and queued: %s", error.message)
                 vector = None
+        # A keyed add finds an earlier answer to its key here only on its rare paths: its near-duplicate check
+        # named a memory (maybe the key's own), or could not run (the key may hold a near-duplicate's answer).
+        if key and (duplicate is not None or not checked):
+            found = self._lookup(partition, key, request_digest)
+            if found.output is not None:
+                return found.output
+            keyed_id = None if found.taken else keyed_id
         if duplicate is not None:
             output, operations = deduplicated(context, request, scope, duplicate, content_hash)
-            if request.idempotency_key:
-                operations.append(idempotency_item(partition, request.idempotency_key, request_digest, output))
+            if key:
+                operations.append(idempotency_item(partition, key, request_digest, output))
             self._records.write(operations)
             return output
         # The LAST pointer moves only if no other add or delete moved it since it was read: a racing
         # add would fork the chain, a racing delete would leave its content in this memory's vector.
-        new = self.new_record(context, request, scope, previous, content_hash, last=last)
+        new = self.new_record(
+            context,
+            request,
+            scope,
+            previous,
+            content_hash,
+            last=last,
+            memory_id=keyed_id,
+            request_digest=request_digest if keyed_id else None,
+        )
         memory_id = new.output.memory_id
         # The index first (the module docstring): a new id, so nothing else can write its document.
         attempted = vector is not None
@@ -249,8 +291,8 @@ class MemoryWrites:
         operations = list(new.writes)
         if not indexed:  # the stream indexer takes it from the record (no vector, or the index failed)
             operations.append(self._sync.marker(partition, memory_id, queued=True))
-        if request.idempotency_key:
-            operations.append(idempotency_item(partition, request.idempotency_key, request_digest, new.output))
+        if key and keyed_id is None:  # the key's own id is taken: the answer goes to an idempotency record
+            operations.append(idempotency_item(partition, key, request_digest, new.output))
         try:
             self._records.write(operations)
         except ConditionFailed:
@@ -259,7 +301,7 @@ class MemoryWrites:
             # retry fail its "absent" condition. The record then holds this very memory: it is stored.
             if len(operations) == 1 and self._holds(partition, new.data):
                 return new.output
-            if attempted:  # a document (even one whose write timed out but landed) no record will hold
+            if attempted:  # a document (even one whose write timed out but landed) its record does not hold
                 self._abandon(partition, memory_id)
             raise
         except Exception:
@@ -298,6 +340,8 @@ class MemoryWrites:
         *,
         last: Item | Literal["unread"] | None = "unread",
         queued: bool = False,
+        memory_id: str | None = None,
+        request_digest: str | None = None,
     ) -> NewMemory:
         """The record of a new memory and its operations (``add`` and the batch path build it here).
 
@@ -306,10 +350,13 @@ class MemoryWrites:
         (``embedding_text``). A dated memory also moves the scope's LAST pointer to itself: given the
         ``last`` pointer as read (None: read as absent), only if it has not moved since; "unread" (the batch
         path, which writes it once per write): whatever it holds. ``queued``: the caller has no vector and
-        will not index it (the stream indexer takes it at once).
+        will not index it (the stream indexer takes it at once). ``memory_id``: a keyed add's id
+        (``keyed_memory_id``; default: a random one), whose record keeps ``request_digest`` and is written only
+        where no item is, not even an expired one (``expect="new"``, ``mnemo.memory.keys``).
         """
         partition = partition_of(scope)
-        memory_id = f"mem_{secrets.token_hex(12)}"
+        keyed = memory_id is not None
+        memory_id = memory_id or f"mem_{secrets.token_hex(12)}"
         occurred_at = iso(request.occurred_at) if request.occurred_at else None
         data = record_data(
             memory_id=memory_id,
@@ -325,6 +372,7 @@ class MemoryWrites:
             created_by=context.user,
             after=previous[0] if previous is not None else None,
             expires_at=iso(request.expires_at) if request.expires_at else None,
+            request_hash=request_digest,
         )
         output = MemoryAddOutput(memory_id=memory_id, message=STORED_MESSAGE, layer=request.layer)
         marker = self._sync.marker(partition, memory_id, queued=queued)
@@ -332,7 +380,7 @@ class MemoryWrites:
         # memory's too. Its history reads the record even once it has expired (``get(expired=True)``), until
         # storage removes it and the expiry writes the entry out (``expired_writes``).
         data = fold(data)
-        writes: list[Put | DeleteOp] = [Put(record_item(partition, data), expect="absent")]
+        writes: list[Put | DeleteOp] = [Put(record_item(partition, data), expect="new" if keyed else "absent")]
         if occurred_at:  # the next memory of this scope on this day links to this one
             writes.append(last_pointer(partition, memory_id, occurred_at, last))
         return NewMemory(data, output, marker, writes)
@@ -433,13 +481,16 @@ class MemoryWrites:
         vector: Sequence[float],
         content_hash: str | None = None,
         expires: int | None = None,
+        *,
+        exact: bool = False,
     ) -> str | None:
         """The stored memory of the scope this one repeats (see ``repeat_candidates``), if its record stands and
         it lives as long as a memory expiring at ``expires`` (None: never; ``outlives``).
 
         Read strongly consistent: a candidate deleted a moment ago must not be named as the memory kept.
         """
-        return self._standing(partition, self.repeat_candidates(scope, vector, content_hash), expires)
+        candidates = self.repeat_candidates(scope, vector, content_hash, exact=exact)
+        return self._standing(partition, candidates, expires)
 
     def _standing(self, partition: str, memory_ids: Sequence[str], expires: int | None = None) -> str | None:
         """The first of ``memory_ids`` whose record stands (exists, not orphaned) and outlives a memory expiring
@@ -451,34 +502,61 @@ class MemoryWrites:
         return None
 
     def repeat_candidates(
-        self, scope: str, vector: Sequence[float], content_hash: str | None, floor: float | None = None
+        self,
+        scope: str,
+        vector: Sequence[float],
+        content_hash: str | None,
+        floor: float | None = None,
+        *,
+        exact: bool = False,
     ) -> list[str]:
         """Indexed memories of the scope this content may repeat, best first: the same content (found by its
         hash, whatever the stored vector holds), then vectors at or above ``floor`` (default: the near-duplicate
-        similarity). The caller checks their records."""
+        similarity). ``exact``: the same content only (``vector`` is not the content's own: a dated memory's pair,
+        the module docstring), one k-NN search. The caller checks their records."""
         floor = self._dedupe_similarity if floor is None else floor
-        queries: list[tuple[Sequence[float], dict[str, list[str]], int]] = [(vector, {"scope": [scope]}, 3)]
+        queries: list[tuple[Sequence[float], dict[str, list[str]], int]] = (
+            [] if exact else [(vector, {"scope": [scope]}, 3)]
+        )
         if content_hash:
             queries.insert(0, (vector, {"scope": [scope], CONTENT_HASH: [content_hash]}, 1))
+        if not queries:
+            return []
         if isinstance(self._index, BatchKnnIndex):  # both in one request (OpenSearch _msearch), same answers
             answers = self._index.knn_many(NAMESPACE, queries)
         else:
             answers = [self._index.knn(NAMESPACE, *query) for query in queries]
-        same, near = (answers[0], answers[1]) if content_hash else ([], answers[0])
-        return [hit.id for hit in (*same, *(hit for hit in near if hit.score >= floor))]
+        same, near = (answers[0], answers[1:]) if content_hash else ([], answers)
+        close = [hit for found in near for hit in found if hit.score >= floor]
+        return [hit.id for hit in (*same, *close)]
+
+    def _lookup(self, partition: str, key: str, request_digest: str, *, indexed: bool = False) -> KeyLookup:
+        """What an idempotency key holds (``mnemo.memory.keys.lookup``; CONFLICT when another request's).
+
+        Before it answers, an index write still waiting in the outbox for the memory of the answer is done
+        (``IndexOutbox.complete``): the resend then finds its memory by search at once. ``indexed``: this call
+        wrote an index document under the key's memory id before its put failed; that id's re-index (queued by
+        ``_abandon``) is done too, even before a CONFLICT, so the index holds what the record holds.
+        """
+        refs = [{"pk": partition, "sk": record_sk(keyed_memory_id(partition, key))}] if indexed else []
+        try:
+            found = lookup(self._records, partition, key, request_digest)
+        except Conflict:
+            self._complete(refs)
+            raise
+        if found.output is not None:
+            # Read your own resend: the first call may have died (or given up on the index) after its record
+            # reached the store but before its index write; a caller told "stored" must find it by search at once.
+            refs.append({"pk": partition, "sk": record_sk(found.output.memory_id)})
+        self._complete(refs)
+        return found
+
+    def _complete(self, refs: list[dict[str, str]]) -> None:
+        """``IndexOutbox.complete`` for each distinct memory record named."""
+        for pk, sk in dict.fromkeys((ref["pk"], ref["sk"]) for ref in refs):
+            self._outbox.complete(self._sync, {"pk": pk, "sk": sk})
 
     def replay(self, partition: str, key: str, request_digest: str) -> MemoryAddOutput | None:
-        """The answer stored for an idempotency key, if any (CONFLICT when it was another request's).
-
-        A strongly consistent read, so a retry right after the first call's write sees its answer. Before a
-        stored answer is given, the memory's index write, if one still waits in the outbox, is done
-        (``IndexOutbox.complete``): the resend then finds it by search at once.
-        """
-        stored = self._records.get(partition, idempotency_sk(key))
-        if stored is None:
-            return None
-        output = replayed(stored, request_digest)
-        # Read your own resend: the first call may have died (or given up on the index) after its record
-        # reached the store but before its index write; a caller told "stored" must find it by search at once.
-        self._outbox.complete(self._sync, {"pk": partition, "sk": record_sk(output.memory_id)})
-        return output
+        """The answer stored for an idempotency key, if any (CONFLICT when it was another request's): from the
+        record at the key's derived id, or its idempotency record (``_lookup``), read strongly consistent."""
+        return self._lookup(partition, key, request_digest).output

@@ -200,7 +200,7 @@ class DynamoDbRecordStore(LazyClient):
     # ------------------------------------------------------------- writes
     @staticmethod
     def _condition(expect: object) -> dict[str, Any]:
-        """The condition expression for an ``expect`` (an expired item counts as absent)."""
+        """The condition expression for an ``expect`` (an expired item counts as absent, but for "new")."""
         now = {":now": {"N": str(int(time.time()))}}
         live = "(attribute_not_exists(expires_at) OR expires_at > :now)"
         if expect == "absent":
@@ -209,6 +209,8 @@ class DynamoDbRecordStore(LazyClient):
                 "ConditionExpression": f"attribute_not_exists(pk) OR NOT {live}",
                 "ExpressionAttributeValues": now,
             }
+        if expect == "new":  # no item at all, not even an expired one TTL has not removed yet (mnemo.ports.Put)
+            return {"ConditionExpression": "attribute_not_exists(pk)"}
         if expect == "expired":  # the expiry sweeper's delete: only an item TTL has not removed yet
             return {
                 "ConditionExpression": "attribute_exists(pk) AND expires_at <= :now",

@@ -209,6 +209,9 @@ class SqliteRecordStore:
                 if isinstance(op, Delete) and op.expect == "expired":  # the expiry sweeper's (mnemo.expiry)
                     self._delete_expired(conn, key, now)
                     continue
+                held = "SELECT 1 FROM items WHERE pk = ? AND sk = ?"  # "new": not even a row past its expires_at
+                if isinstance(op, Put) and op.expect == "new" and conn.execute(held, key).fetchone() is not None:
+                    raise ConditionFailed(f"{key} holds an item")
                 captured = self._capture is not None and self._capture(*key)
                 row = conn.execute(
                     f"SELECT version{', data' if captured else ''} FROM items WHERE pk = ? AND sk = ? AND {live}",
@@ -250,7 +253,7 @@ class SqliteRecordStore:
         expect = op.expect
         if expect is None:
             return
-        if expect == "absent" and current is not None:
+        if expect in ("absent", "new") and current is not None:  # "new" also checked expired rows (``_write``)
             raise ConditionFailed(f"{key} already exists")
         if expect == "present" and current is None:
             raise ConditionFailed(f"{key} does not exist")
