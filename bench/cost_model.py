@@ -184,11 +184,13 @@ OPENSEARCH_BYTES_PER_MEMORY = 4096
 DEFAULT_DYNAMODB_BYTES_PER_MEMORY = 1500.0
 #: The knowledge bucket's size, GB (S3 Standard): an assumption; memories are not kept in S3.
 KNOWLEDGE_BUCKET_GB = 1.0
-#: What the S3 Vectors adapter sends (its design: issue 44): each memory_search ranks one or two namespaces,
-#: one QueryVectors call each (topK <= 100, returnMetadata), priced at two; a memory_add's near-duplicate
-#: check (the k-NN search it sends OpenSearch today) is one QueryVectors; an indexed write is one PutVectors
-#: (here one vector a call, inline, as the OpenSearch bulk is today).
+#: What the S3 Vectors adapter sends (counted on moto: tests/contract/test_s3vectors_store.py): each
+#: memory_search ranks one or two namespaces, one hybrid QueryVectors each (topK <= 100), priced at two; a
+#: memory_add's near-duplicate check (one _msearch of two k-NN searches on OpenSearch) is two QueryVectors,
+#: S3 Vectors having no batch query; an indexed write is one PutVectors (one vector a call, inline, as the
+#: OpenSearch bulk is today).
 S3VECTORS_QUERIES_PER_SEARCH = 2
+S3VECTORS_QUERIES_PER_ADD = 2
 #: A vector as S3 Vectors counts it: 1024 float32 dimensions, its key, its metadata (the filterable keywords,
 #: and the text, non-filterable: about 1 KB together). Storage and PUT count all of it; query processing
 #: counts the vector, the key and the filterable metadata.
@@ -713,8 +715,9 @@ def s3vectors_requests(requests: Mapping[str, float], index_vectors: float, vect
 
 def s3vectors_counts(measured: Mapping[str, Any]) -> dict[str, Any]:
     """The measured counts with each function's OpenSearch requests swapped for what the S3 Vectors adapter
-    sends in their place: a bulk write becomes a PutVectors, a memory_add's k-NN search (its near-duplicate
-    check) a QueryVectors, and a memory_search's searches S3VECTORS_QUERIES_PER_SEARCH QueryVectors. The rest
+    sends in their place: a bulk write becomes a PutVectors, a memory_add's k-NN _msearch (its near-duplicate
+    check) S3VECTORS_QUERIES_PER_ADD QueryVectors, and a memory_search's searches S3VECTORS_QUERIES_PER_SEARCH
+    QueryVectors. The rest
     (DynamoDB, Titan, CPU, logs) is kept as measured."""
     swapped: dict[str, Any] = copy.deepcopy(dict(measured))
     for phase in ("memory_add", "memory_search", "indexer"):
@@ -727,7 +730,12 @@ def s3vectors_counts(measured: Mapping[str, Any]) -> dict[str, Any]:
         requests = {k: v for k, v in cost["requests"].items() if _service(k) != "opensearch"}
         writes = sum(v for k, v in opensearch.items() if k.split(":", 1)[1].startswith("bulk"))
         knn = sum(v for k, v in opensearch.items() if "k-NN" in k)
-        queries = float(S3VECTORS_QUERIES_PER_SEARCH) if phase == "memory_search" else knn
+        if phase == "memory_search":
+            queries = float(S3VECTORS_QUERIES_PER_SEARCH)
+        elif phase == "memory_add":
+            queries = knn * S3VECTORS_QUERIES_PER_ADD
+        else:
+            queries = knn
         if writes:
             requests["s3vectors:PutVectors"] = writes
         if queries:

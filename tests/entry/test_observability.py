@@ -131,6 +131,19 @@ def the_document(printed: str) -> dict[str, Any]:
     return document
 
 
+def the_documents(printed: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The invocation's document (by ``[service]`` alone) and its errors' documents, by error code."""
+    (main, *errors) = emf_documents(printed)
+    assert dimension_sets(main) == [["service"]]
+    by_code = {}
+    for document in errors:
+        assert dimension_sets(document) == [["service", "errorCode"]]
+        assert metric_names(document) == {"Errors"}
+        by_code[document["errorCode"]] = document
+    assert len(by_code) == len(errors)  # one document per code
+    return main, by_code
+
+
 def value(document: dict[str, Any], name: str) -> float:
     """A metric's total in the document (Powertools prints the values as an array)."""
     found = document[name]
@@ -182,8 +195,9 @@ def test_a_tool_call_prints_one_emf_document_with_its_latency(services: Services
 
     assert status == 200
     assert document["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Mnemo"  # no POWERTOOLS_METRICS_NAMESPACE here
-    assert dimension_sets(document) == [["service"], ["service", "tool"]]
-    assert (document["service"], document["tool"]) == ("mnemo", "memory_add")
+    # No tool dimension: the tool's own function is its FunctionName in AWS/Lambda's free metrics.
+    assert dimension_sets(document) == [["service"]]
+    assert document["service"] == "mnemo" and "tool" not in document
     assert metric_names(document) == {"Latency"}
     assert value(document, "Latency") > 0
     assert {"Unit": "Milliseconds", "Name": "Latency"} in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]
@@ -191,14 +205,15 @@ def test_a_tool_call_prints_one_emf_document_with_its_latency(services: Services
 
 def test_bad_input_is_counted_as_an_error_by_its_code(services: Services, capsys: Any) -> None:
     status, envelope = invoke("memory_add", {"content": ""})
-    document = the_document(capsys.readouterr().out)
+    document, by_code = the_documents(capsys.readouterr().out)
 
     assert status == 400
     assert envelope["errorCode"] == "INVALID_INPUT"
-    assert dimension_sets(document) == [["service"], ["service", "tool"], ["service", "tool", "errorCode"]]
-    assert (document["tool"], document["errorCode"]) == ("memory_add", "INVALID_INPUT")
+    # The envelope is an answer to Lambda (no Errors in AWS/Lambda): the door counts it, and by its code
+    # in a document of its own, so that the code is a dimension of Errors alone.
     assert value(document, "Errors") == 1
     assert value(document, "Latency") > 0
+    assert set(by_code) == {"INVALID_INPUT"} and value(by_code["INVALID_INPUT"], "Errors") == 1
 
 
 def test_an_add_that_finds_its_duplicate_is_counted(services: Services, capsys: Any) -> None:
@@ -210,14 +225,16 @@ def test_an_add_that_finds_its_duplicate_is_counted(services: Services, capsys: 
     assert value(the_document(capsys.readouterr().out), "DeduplicatedAdds") == 1
 
 
-def test_a_route_nobody_serves_is_not_a_dimension(services: Services, capsys: Any) -> None:
+def test_what_a_caller_typed_is_no_dimension(services: Services, capsys: Any) -> None:
     event = rest_event("memory_add", {"content": "x"}, AUTH)
     event["path"] = "/v1/tools/drop_table_users"
     answer = load("memory_add").handler(event, FakeLambdaContext())
-    document = the_document(capsys.readouterr().out)
+    printed = capsys.readouterr().out
+    _, by_code = the_documents(printed)
 
     assert answer["statusCode"] == 404
-    assert (document["tool"], document["errorCode"]) == ("unknown", "NOT_FOUND")
+    assert set(by_code) == {"NOT_FOUND"}
+    assert "drop_table_users" not in printed
 
 
 def test_every_line_of_a_call_carries_the_request_id_and_the_tool(
@@ -265,10 +282,10 @@ def test_an_mcp_call_is_measured_and_its_lines_carry_the_json_rpc_id(
     event["path"] = event["resource"] = "/mcp"
     event["headers"].update({"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"})
     answer = json.loads(load("mcp").handler(event, FakeLambdaContext())["body"])
-    document = the_document(capsys.readouterr().out)
+    document, by_code = the_documents(capsys.readouterr().out)
 
     assert answer["result"]["isError"] is True
-    assert (document["tool"], document["errorCode"], value(document, "Errors")) == ("memory_search", "INVALID_INPUT", 1)
+    assert (value(document, "Errors"), set(by_code)) == (1, {"INVALID_INPUT"})
     (summary,) = [line for line in log_lines() if line["message"] == "tool call"]
     assert summary["tool"] == "memory_search"
     assert summary["errorCode"] == "INVALID_INPUT"
@@ -284,10 +301,10 @@ def test_a_bedrock_action_is_measured_and_correlated_by_session(
         parameters=[{"name": "content", "type": "string", "value": ""}],
     )
     answer = load("bedrock_memory").handler(event, FakeLambdaContext())
-    document = the_document(capsys.readouterr().out)
+    document, by_code = the_documents(capsys.readouterr().out)
 
     assert answer["response"]["functionResponse"]["responseState"] == "REPROMPT"
-    assert (document["tool"], document["errorCode"], value(document, "Errors")) == ("memory_add", "INVALID_INPUT", 1)
+    assert (value(document, "Errors"), set(by_code)) == (1, {"INVALID_INPUT"})
     (summary,) = [line for line in log_lines() if line["message"] == "tool call"]
     assert summary["correlation_id"] == "111122223333-conv-1"
     assert summary["actionGroup"] == "mnemo-memory"
@@ -407,20 +424,28 @@ def test_an_opensearch_429_is_counted() -> None:
 
 
 # ---------------------------------------------------------- one per call ---
-def test_two_calls_in_one_invocation_are_two_documents(services: Services, capsys: Any) -> None:
+def test_calls_in_one_invocation_share_its_document_and_their_codes_stay_on_errors(
+    services: Services, capsys: Any
+) -> None:
     @observability.door()
     def handler(event: Any, context: Any) -> None:
         with observability.tool_call("memory_add"):
             telemetry.count("EmbeddingTokens", 3)
-        with observability.tool_call("memory_search") as call:
-            call.failed("RATE_LIMITED")
+        for _ in range(2):
+            with observability.tool_call("memory_search") as call:
+                call.failed("RATE_LIMITED")
+        with observability.tool_call("memory_list") as call:
+            call.failed("UNAUTHORIZED")
 
     handler({}, FakeLambdaContext())
-    first, second = emf_documents(capsys.readouterr().out)
+    document, by_code = the_documents(capsys.readouterr().out)
 
-    assert (first["tool"], value(first, "EmbeddingTokens"), "errorCode" in first) == ("memory_add", 3, False)
-    assert (second["tool"], second["errorCode"]) == ("memory_search", "RATE_LIMITED")
-    assert "EmbeddingTokens" not in second
+    assert len(document["Latency"]) == 4  # one value per call; CloudWatch counts and sums them
+    assert (value(document, "EmbeddingTokens"), value(document, "Errors")) == (3, 3)
+    assert {code: value(errors, "Errors") for code, errors in by_code.items()} == {"RATE_LIMITED": 2, "UNAUTHORIZED": 1}
+    handler({}, FakeLambdaContext())  # the next invocation starts from nothing
+    again, _ = the_documents(capsys.readouterr().out)
+    assert len(again["Latency"]) == 4
 
 
 def test_nothing_is_printed_outside_a_lambda_invocation(services: Services, capfd: Any) -> None:

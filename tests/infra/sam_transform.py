@@ -98,6 +98,8 @@ CASES: dict[str, dict[str, str]] = {
         "AlarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:mnemo-alarms",
         "Stage": "prod",
     },
+    # VectorStore s3vectors: a vector bucket, no collection; prod with alarms (the throttle alarm's metric).
+    "s3vectors-prod": {"VectorStore": "s3vectors", "Stage": "prod", "Alarms": "on"},
     "bedrock-agent": {"CreateBedrockAgent": "true"},
     "bedrock-agent-all-families": {"CreateBedrockAgent": "true", "BedrockAgentAllFamilies": "true"},
     "adopted-table-standby": {

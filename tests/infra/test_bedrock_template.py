@@ -162,6 +162,17 @@ FAMILY_RIGHTS: dict[str, tuple[str, dict[str, Any], bool | None]] = {
 EXTRACTOR_ARN = {"Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${ExtractorModelId}"}
 
 
+def _by_store(statement: dict[str, Any]) -> bool:
+    """A statement chosen by VectorStore: ``!If [UseS3Vectors, <on the vector bucket>, <on OpenSearch>]``."""
+    return "If" in statement and statement["If"][0] == "UseS3Vectors"
+
+
+def _statement(statement: dict[str, Any]) -> dict[str, Any]:
+    """The statement itself, the OpenSearch one of a statement chosen by VectorStore."""
+    chosen: dict[str, Any] = statement["If"][2] if _by_store(statement) else statement
+    return chosen
+
+
 @pytest.mark.parametrize("family", _families())
 def test_the_function_reaches_what_its_tools_need(family: str) -> None:
     doc = load_template()
@@ -178,7 +189,18 @@ def test_the_function_reaches_what_its_tools_need(family: str) -> None:
             )
         ]
     ]
-    (inline,) = [p["Statement"] for p in properties["Policies"] if not p["Statement"][0]["Sid"].startswith("Records")]
+    (inline,) = [
+        p["Statement"] for p in properties["Policies"] if not _statement(p["Statement"][0])["Sid"].startswith("Records")
+    ]
+    # The vector index's statement is one of two by VectorStore (an !If UseS3Vectors): the same Sid either way, on
+    # the vector bucket's indexes or on the collection (checked below); the rest of the checks read the latter.
+    on_bucket = [statement["If"][1] for statement in inline if _by_store(statement)]
+    inline = [_statement(statement) for statement in inline]
+    for statement in on_bucket:
+        assert statement["Sid"].startswith("VectorIndex")
+        assert all(action.startswith("s3vectors:") for action in statement["Action"])
+        assert statement["Resource"][0] == {"GetAtt": "VectorBucket.VectorBucketArn"}
+    assert [s["Sid"] for s in on_bucket] == [s["Sid"] for s in inline if s.get("Sid", "").startswith("VectorIndex")]
     # The extraction model's second statement exists only for an inference profile (an !If around it).
     by_sid = {statement["Sid"]: statement for statement in inline if "Sid" in statement}
     actions = {
@@ -329,17 +351,22 @@ def test_the_function_is_logged_and_alarmed(family: str) -> None:
     group = doc["Resources"][function]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
     assert doc["Resources"][group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
     alarms = [r["Properties"] for r in _resources(doc, "AWS::CloudWatch::Alarm").values()]
-    errors = [a for a in alarms if a.get("MetricName") == "Errors" and a["Dimensions"][0]["Value"] == {"Ref": function}]
-    assert len(errors) == 1
-    (throttles,) = [
+    # Its Errors in the action groups' metric-math alarm, under the metric id of its family; its throttles in
+    # the account's Throttles, which every function shares.
+    (errors,) = [
         a
         for a in alarms
         if {"Ref": function}
         in [m["MetricStat"]["Metric"]["Dimensions"][0]["Value"] for m in a.get("Metrics", []) if "MetricStat" in m]
     ]
-    assert all(
-        m["MetricStat"]["Metric"]["MetricName"] == "Throttles" for m in throttles["Metrics"] if "MetricStat" in m
-    )
-    (total,) = [m for m in throttles["Metrics"] if "Expression" in m]
-    ids = [m["Id"] for m in throttles["Metrics"] if "MetricStat" in m]
-    assert sorted(total["Expression"].replace(" ", "").split("+")) == sorted(ids)
+    (mine,) = [
+        m
+        for m in errors["Metrics"]
+        if m.get("MetricStat", {}).get("Metric", {}).get("Dimensions")
+        == [{"Name": "FunctionName", "Value": {"Ref": function}}]
+    ]
+    assert (mine["Id"], mine["MetricStat"]["Metric"]["MetricName"]) == (family, "Errors")
+    (total,) = [m for m in errors["Metrics"] if "Expression" in m]
+    ids = [m["Id"] for m in errors["Metrics"] if "MetricStat" in m]
+    assert total["Expression"].replace(" ", "").split("+") == ids
+    assert [a for a in alarms if a.get("MetricName") == "Throttles" and "Dimensions" not in a]

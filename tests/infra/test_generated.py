@@ -8,17 +8,18 @@ itself: its blocks, its refusals, and that a function is granted only what its t
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from mnemo.tools.cloudformation_yaml import load_template
 from mnemo.tools.generate import recount, stale
-from mnemo.tools.registry import load_catalog
+from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, load_catalog
 from mnemo.tools.rights import WORKSPACE_READ, Rights
-from mnemo.tools.template_alarms import MAX_METRICS_PER_ALARM, throttle_alarms
+from mnemo.tools.template_alarms import MAX_METRICS_PER_ALARM, alarm_condition, error_alarms, throttle_alarms
 from mnemo.tools.template_gen import StaleTemplate, render_template
-from mnemo.tools.template_names import function_id
+from mnemo.tools.template_names import bedrock_function_id, function_id
 from mnemo.tools.template_policies import policies
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,23 +77,41 @@ def test_rights_refuse_what_cannot_be_granted() -> None:
         Rights(records="read", embeds=True)
 
 
-def test_throttle_alarms_read_at_most_ten_metrics_each() -> None:
-    functions = {f"Tool{n}Function": None for n in range(23)} | {"OtherFunction": "ServeExperimental"}
-    doc = load_template("\n".join(throttle_alarms(functions)))
+def test_action_group_error_alarms_read_at_most_ten_metrics_each() -> None:
+    """Every family's action group function is in one alarm of its condition, each metric named for its family."""
+    catalog = load_catalog(experimental=True)
+    tools = [replace(tool, family=f"family{n}") for n, tool in enumerate(catalog.values())][:23]
+    tools.append(next(tool for tool in catalog.values() if tool.family in EXPERIMENTAL_FAMILIES))
+    doc = load_template("\n".join(error_alarms(tools)))
     watched = []
     for alarm in doc.values():
         metrics = alarm["Properties"]["Metrics"]
         assert len(metrics) - 1 <= MAX_METRICS_PER_ALARM
-        watched += [m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Ref"] for m in metrics[1:]]
-    assert sorted(watched) == sorted(functions)
+        assert metrics[0]["Expression"] == " + ".join(m["Id"] for m in metrics[1:])
+        for metric in metrics[1:]:
+            (dimension,) = metric["MetricStat"]["Metric"]["Dimensions"]
+            assert dimension["Value"]["Ref"] == bedrock_function_id(metric["Id"])
+            watched.append(metric["Id"])
+    assert sorted(watched) == sorted(tool.family for tool in tools)
+    assert len(doc) == 4  # 23 families: 10 + 10 + 3, and the experimental family's own
     # Every alarm needs the Alarms parameter: AlarmsOn, or combined with its functions' own condition.
-    assert sum(1 for alarm in doc.values() if alarm.get("Condition") == "ExperimentalAlarms") == 1
-    assert {alarm.get("Condition") for alarm in doc.values()} == {"AlarmsOn", "ExperimentalAlarms"}
+    assert [alarm["Condition"] for alarm in doc.values()].count("ExperimentalAlarms") == 1
+    assert {alarm["Condition"] for alarm in doc.values()} == {"AlarmsOn", "ExperimentalAlarms"}
+
+
+def test_the_throttle_alarm_reads_the_accounts_one_metric_whatever_the_functions() -> None:
+    few = load_template("\n".join(throttle_alarms({"OneFunction": None})))
+    many = load_template("\n".join(throttle_alarms({f"Tool{n}Function": None for n in range(60)})))
+    assert few == many
+    (alarm,) = few.values()
+    assert (alarm["Properties"]["Namespace"], alarm["Properties"]["MetricName"]) == ("AWS/Lambda", "Throttles")
+    assert "Dimensions" not in alarm["Properties"] and alarm["Condition"] == "AlarmsOn"
+    assert throttle_alarms({}) == []  # nothing to watch
 
 
 def test_an_alarm_on_a_condition_the_template_does_not_combine_is_refused() -> None:
     with pytest.raises(ValueError, match="no alarm condition"):
-        throttle_alarms({"OtherFunction": "SomeNewCondition"})
+        alarm_condition("SomeNewCondition")
 
 
 def test_count_markers_follow_the_figures() -> None:

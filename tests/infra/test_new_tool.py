@@ -6,8 +6,8 @@ rights, and its test. Four files. Then ``mnemo generate`` (what ``make docs`` ru
 else, and this test checks what followed without another hand-written line:
 
 - template.yaml gains the tool's function (granted exactly what its entry declares), its routes on both
-  APIs, API Gateway's permission, its log group and alarm, its place in a throttle alarm, and the memory
-  action group's schema; cfn-lint finds nothing wrong with it;
+  APIs, API Gateway's permission, its log group, and the memory action group's schema, and no alarm of its
+  own (the API's 5xx and the account's throttles already watch it); cfn-lint finds nothing wrong with it;
 - functions/memory_count/app.py, docs/tools.md, the client's typed method and catalog.json, and the tool
   counts of the README and docs follow;
 - the tool's own test passes, and so do the copy's "every tool" tests of the catalog, the template and the
@@ -222,12 +222,12 @@ def test_the_template_gives_the_tool_its_function_and_nothing_more(added: tuple[
     assert function["CodeUri"] == "functions/memory_count/"
     statements = [statement for policy in function["Policies"] for statement in policy["Statement"]]
     assert [statement["Sid"] for statement in statements] == ["RecordsRead"]  # it declared reads only
-    for kind in ("ApiPermission", "LogGroup", "ErrorsAlarm"):
+    for kind in ("ApiPermission", "LogGroup"):
         assert f"MemoryCount{kind}" in resources
     for api in ("MnemoApi", "MnemoHttpApi"):
         assert "/v1/tools/memory_count" in resources[api]["Properties"]["DefinitionBody"]["paths"]
-    throttled = json.dumps({name: r for name, r in resources.items() if name.endswith("ThrottlesAlarm")})
-    assert '"Ref": "MemoryCountFunction"' in throttled
+    alarms = json.dumps({name: r for name, r in resources.items() if r["Type"] == "AWS::CloudWatch::Alarm"})
+    assert '"MemoryCountFunction"' not in alarms and '"BedrockMemoryFunction"' in alarms
     memory_group = resources["BedrockAgent"]["Properties"]["ActionGroups"][0]
     assert "memory_count" in [each["Name"] for each in memory_group["FunctionSchema"]["Functions"]]
     assert "memory_count" in resources["BedrockMemoryFunction"]["Properties"]["Description"]

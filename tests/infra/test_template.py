@@ -1012,18 +1012,63 @@ def _metrics(alarm: dict[str, Any]) -> list[tuple[str, str, Any]]:
     ]
 
 
-def test_alarms_on_errors_throttles_and_dead_letters() -> None:
+def _dimension_values(alarm: dict[str, Any]) -> list[Any]:
+    return [dimension for _, _, dimension in _metrics(alarm)]
+
+
+def _invokers(doc: dict[str, Any], name: str) -> set[str]:
+    """What may invoke function ``name``: each Lambda permission's principal, each of its SAM events' type,
+    and EventSourceMapping for a mapping of its own."""
+    own = ({"Ref": name}, {"GetAtt": f"{name}.Arn"})
+    found = {
+        r["Properties"]["Principal"]
+        for r in resources_of(doc, "AWS::Lambda::Permission").values()
+        if r["Properties"]["FunctionName"] in own
+    }
+    if any(
+        r["Properties"]["FunctionName"] in own for r in resources_of(doc, "AWS::Lambda::EventSourceMapping").values()
+    ):
+        found.add("EventSourceMapping")
+    return found | {event["Type"] for event in (functions(doc)[name]["Properties"].get("Events") or {}).values()}
+
+
+def test_alarms_watch_groups_of_functions_and_every_dead_letter_queue() -> None:
+    """Each function's failures reach one kind of alarm: the API's 5xx for a function only API Gateway invokes
+    (each failure of it is a 5xx: 500 for a refused invocation, a throttle included, 502 for a crash, 504 past
+    the timeout), the action groups' metric-math alarm for a Bedrock action group function, its own Errors alarm
+    for a function behind an event source; and the account's Throttles (no dimension) for every one of them,
+    which holds since none reserves concurrency of its own. Each dead-letter queue's depth alarms."""
     doc = template()
     alarms = _alarms(doc)
     watched = {
-        (ns if isinstance(ns, str) else json.dumps(ns), metric, json.dumps(dim))  # a namespace may be a !Sub
+        # A namespace may be a !Sub, a metric an !If (the vector store's throttles).
+        (
+            ns if isinstance(ns, str) else json.dumps(ns),
+            metric if isinstance(metric, str) else json.dumps(metric),
+            json.dumps(dim),
+        )
         for a in alarms.values()
         for ns, metric, dim in _metrics(a)
     }
+    behind_api = [name for name in functions(doc) if _invokers(doc, name) == {"apigateway.amazonaws.com"}]
+    action_groups = [name for name in functions(doc) if _invokers(doc, name) == {"bedrock.amazonaws.com"}]
+    catalog = load_catalog(experimental=True)
+    assert len(behind_api) == len(catalog) + 2  # every tool's, MCP's, the console's
+    assert len(action_groups) == len({tool.family for tool in catalog.values()})
     for name in functions(doc):
-        ref = json.dumps({"Ref": name})
-        assert ("AWS/Lambda", "Errors", ref) in watched, f"no Errors alarm for {name}"
-        assert ("AWS/Lambda", "Throttles", ref) in watched, f"no Throttles alarm covers {name}"
+        errors = ("AWS/Lambda", "Errors", json.dumps({"Ref": name}))
+        assert (errors in watched) is (name not in behind_api), name  # the API's 5xx sees those
+        assert "ReservedConcurrentExecutions" not in functions(doc)[name]["Properties"], name
+    (group,) = [
+        a for a in alarms.values() if "Metrics" in a and {"Ref": "BedrockMemoryFunction"} in _dimension_values(a)
+    ]
+    assert group["AlarmName"] == {"Sub": "mnemo-${Stage}-bedrock-action-groups-errors"}
+    assert ("AWS/Lambda", "Throttles", "null") in watched  # the account's, every function's
+    assert not [a for a in alarms.values() for ns, metric, dim in _metrics(a) if metric == "Throttles" and dim]
+    apis = {"Api5xxAlarm": ("5XXError", "RestApiAlarms"), "HttpApi5xxAlarm": ("5xx", "HttpApiAlarms")}
+    for name, (metric, needs) in apis.items():
+        assert (alarms[name]["Namespace"], alarms[name]["MetricName"]) == ("AWS/ApiGateway", metric)
+        assert doc["Resources"][name]["Condition"] == needs
     depths = [a for a in alarms.values() if a.get("MetricName") == "ApproximateNumberOfMessagesVisible"]
     # The extraction queues hold work in passing (their depth is no failure); their dead-letter queues alarm.
     dead_letter_queues = [queue for queue in resources_of(doc, "AWS::SQS::Queue") if queue.endswith("DeadLetterQueue")]
@@ -1272,8 +1317,8 @@ def test_the_default_deployment_creates_nothing_experimental() -> None:
     doc = template()
     default = parameters(doc)
     assert default["ExperimentalTools"] == "false"
-    # The throttle alarm of the functions under ServeExperimental is named for the condition.
-    outline = {name for name in doc["Resources"] if "Outline" in name} | {"ExperimentalThrottlesAlarm"}
+    # The errors alarm of the experimental families' action groups is named for the condition.
+    outline = {name for name in doc["Resources"] if "Outline" in name} | {"ExperimentalBedrockActionGroupsErrorsAlarm"}
     assert outline >= OUTLINE_FUNCTIONS
     assert {"OutlineSyncDeadLetterQueue", "OutlineSyncDeadLetterQueuePolicy"} <= outline
     for name in outline:
@@ -1368,22 +1413,21 @@ def test_the_outline_sync_runs_on_workspace_object_events() -> None:
 
 
 def test_the_outline_functions_are_logged_and_alarmed() -> None:
+    """The outline tools' functions fail as the API's 5xx; the sync and the action group have Errors alarms of
+    their own condition (the action group's in the experimental families' metric-math alarm)."""
     doc = template()
     alarms = _alarms(doc)
-    (throttles,) = [
-        name
-        for name, alarm in alarms.items()
-        if {"Ref": "OutlineSyncFunction"} in [dimension for *_, dimension in _metrics(alarm)]
-        and "MetricName" not in alarm
-    ]
-    assert doc["Resources"][throttles]["Condition"] == "ExperimentalAlarms"
-    assert {dimension["Ref"] for *_, dimension in _metrics(alarms[throttles])} == OUTLINE_FUNCTIONS
     for name in OUTLINE_FUNCTIONS:
         group = doc["Resources"][name]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
         assert doc["Resources"][group]["Condition"] == "ServeExperimental", name
         errors = [
             alarm
             for alarm, properties in alarms.items()
-            if properties.get("MetricName") == "Errors" and properties["Dimensions"][0]["Value"] == {"Ref": name}
+            if ("AWS/Lambda", "Errors", {"Ref": name}) in _metrics(properties)
         ]
-        assert [doc["Resources"][alarm]["Condition"] for alarm in errors] == ["ExperimentalAlarms"], name
+        behind_api = _invokers(doc, name) == {"apigateway.amazonaws.com"}
+        expected = [] if behind_api else ["ExperimentalAlarms"]
+        assert [doc["Resources"][alarm]["Condition"] for alarm in errors] == expected, name
+    assert _metrics(alarms["ExperimentalBedrockActionGroupsErrorsAlarm"]) == [
+        ("AWS/Lambda", "Errors", {"Ref": "BedrockOutlineFunction"})
+    ]

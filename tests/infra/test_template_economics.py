@@ -71,7 +71,7 @@ def test_every_alarm_exists_only_with_the_alarms_parameter(stage: str, setting: 
     }
     rest = everything | {"ApiType": "REST"}
     alarms = resources_of(doc, ALARM)
-    assert len(alarms) > 60
+    assert len(alarms) > 15
     for name, resource in alarms.items():
         assert "Condition" in resource, name
     # With the parameter, every alarm whose resource exists (the API's 5xx: the deployed API's); else none.
@@ -89,7 +89,6 @@ def test_the_alarm_conditions_combine_the_parameter_with_what_they_watch() -> No
     assert spec["Default"] == "auto" and spec["AllowedValues"] == ["auto", "on", "off"]
     conditions = doc["Conditions"]
     assert conditions["ExperimentalAlarms"] == {"And": [{"Condition": "ServeExperimental"}, {"Condition": "AlarmsOn"}]}
-    assert conditions["ConsoleAlarms"] == {"And": [{"Condition": "ServeConsole"}, {"Condition": "AlarmsOn"}]}
     assert conditions["RestApiAlarms"] == {"And": [{"Condition": "UseRestApi"}, {"Condition": "AlarmsOn"}]}
     assert conditions["HttpApiAlarms"] == {"And": [{"Condition": "UseHttpApi"}, {"Condition": "AlarmsOn"}]}
     assert conditions["ChangeEventsAlarms"] == {"And": [{"Condition": "ChangeEventsOn"}, {"Condition": "AlarmsOn"}]}
@@ -97,7 +96,6 @@ def test_the_alarm_conditions_combine_the_parameter_with_what_they_watch() -> No
     assert used == {
         "AlarmsOn",
         "ExperimentalAlarms",
-        "ConsoleAlarms",
         "RestApiAlarms",
         "HttpApiAlarms",
         "ChangeEventsAlarms",
@@ -105,6 +103,32 @@ def test_the_alarm_conditions_combine_the_parameter_with_what_they_watch() -> No
     # Nothing that costs while idle is left outside them: no dashboard, no log metric filter.
     kinds = {resource["Type"] for resource in doc["Resources"].values()}
     assert not kinds & {"AWS::CloudWatch::Dashboard", "AWS::Logs::MetricFilter", "AWS::CloudWatch::CompositeAlarm"}
+
+
+def _metrics_read(alarm: dict[str, Any]) -> int:
+    """What CloudWatch bills an alarm for: its one metric, or each metric its metric math reads."""
+    queries = alarm["Properties"].get("Metrics")
+    return sum(1 for query in queries if "MetricStat" in query) if queries else 1
+
+
+@pytest.mark.parametrize("optional", [False, True])
+def test_prod_alarms_read_metrics_by_group_not_one_per_function(optional: bool) -> None:
+    """A prod stack's alarms read far fewer metrics than it has functions, with or without its optional
+    functions (experimental tools, the console, change events): adding a tool adds no alarm metric. The
+    Alarms parameter states the default stack's count and price, which this holds it to."""
+    doc = template()
+    extra = {"ExperimentalTools": "true", "ChangeEvents": "on", "Console": "Enabled", "AuthMode": "JWT"}
+    params = parameters(doc, Stage="prod", **(extra if optional else {}))
+    if optional:
+        params |= {"JwtIssuer": "https://x.example", "JwtAudience": "a"}
+    created = _created(doc, params)
+    alarms = {name: r for name, r in created.items() if r["Type"] == ALARM}
+    deployed = [name for name, r in created.items() if r["Type"] == "AWS::Serverless::Function"]
+    read = sum(_metrics_read(alarm) for alarm in alarms.values())
+    assert read < len(deployed) / 2, (read, len(deployed))
+    if not optional:
+        stated = " ".join(doc["Parameters"]["Alarms"]["Description"].split())
+        assert f"{len(alarms)} alarms read {read} metrics in a default prod stack, ${read * 0.10:.2f} a month" in stated
 
 
 @pytest.mark.parametrize("setting", ["Disabled", "Active"])

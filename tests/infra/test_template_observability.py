@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from aws_fixtures import CloudFormationLoader
 
@@ -38,11 +39,32 @@ def test_opensearch_throttles_alarm_reads_the_metric_the_adapter_counts() -> Non
     doc = template()
     properties = alarm(doc, "OpenSearchThrottlesAlarm")
     namespace = doc["Globals"]["Function"]["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"]
-    assert (properties["Namespace"], properties["MetricName"]) == (namespace, "OpenSearchThrottles")
+    # VectorStore chooses the metric: the S3 Vectors adapter's throttles, or OpenSearch's.
+    assert properties["Namespace"] == namespace
+    assert properties["MetricName"] == {"If": ["UseS3Vectors", "S3VectorsThrottles", "OpenSearchThrottles"]}
     assert properties["Dimensions"] == [{"Name": "service", "Value": "mnemo"}]
     assert properties["Statistic"] == "Sum"
     source = (PACKAGE / "adapters" / "aws" / "opensearch" / "errors.py").read_text()
     assert source.count('telemetry.count("OpenSearchThrottles")') == 2  # a 429 on a request and in a bulk answer
+
+
+def test_an_s3_vectors_throttle_counts_the_metric_its_alarm_reads() -> None:
+    from botocore.exceptions import ClientError
+
+    from mnemo import telemetry
+    from mnemo.adapters.aws.s3vectors.adapter import _translated
+    from mnemo.errors import RateLimited
+
+    counted: list[str] = []
+    original = telemetry.count
+    telemetry.count = lambda name, *args, **kwargs: counted.append(name)  # type: ignore[assignment]
+    try:
+        throttled = ClientError({"Error": {"Code": "TooManyRequestsException", "Message": "slow down"}}, "QueryVectors")
+        with pytest.raises(RateLimited), _translated():
+            raise throttled
+    finally:
+        telemetry.count = original  # type: ignore[assignment]
+    assert counted == ["S3VectorsThrottles"]
 
 
 def test_bedrock_throttles_alarm_watches_both_models_the_stack_invokes() -> None:

@@ -11,13 +11,18 @@ runs, in whatever thread runs it.
 
 **Metrics.** CloudWatch embedded metric format (EMF), namespace
 ``POWERTOOLS_METRICS_NAMESPACE``, printed once at the end of each Lambda
-invocation (and before a second tool call in the same invocation, so that one
-document speaks of one call). Dimension sets, all low-cardinality:
-``[service]`` always (what alarms read), ``[service, tool]`` for a tool call,
-``[service, tool, errorCode]`` for a failed one. Metrics:
+invocation. Every metric has the one dimension set ``[service]`` (what alarms
+read); only ``Errors`` is also printed by ``[service, errorCode]``, in a
+document of its own. CloudWatch bills a custom metric per name and set of
+dimension values ($0.30 a month each, by the hour it receives data), so a
+dimension must say what nothing free says: no ``tool`` dimension, since a
+tool's own function is its own ``FunctionName`` in AWS/Lambda's free
+``Invocations``, ``Errors`` and ``Duration``; the tool of each line is in the
+logs (``tool``), MCP's and the Bedrock action groups' included. Metrics:
 
 - ``Latency`` (Milliseconds): one per tool call, as the door measured it;
-- ``Errors`` (Count): a tool call answered with an error envelope;
+- ``Errors`` (Count): a tool call answered with an error envelope (which
+  Lambda counts as a success), and by its ``errorCode``;
 - ``DeduplicatedAdds`` (Count): an add that found a near-identical memory;
 - ``EmbeddingTokens`` (Count): Titan's ``inputTextTokenCount``;
 - ``ModelInputTokens`` / ``ModelOutputTokens`` (Count): Converse's ``usage``;
@@ -25,7 +30,10 @@ document speaks of one call). Dimension sets, all low-cardinality:
   ``BedrockThrottles``, ``DynamoDBThrottles``, ``S3Throttles``, ``EventBridgeThrottles``),
   after the client's own retries;
 - ``IndexOutboxDepth`` / ``IndexOutboxDeadLetters`` (Count): the index outbox after a drain;
-- ``IndexerFailedRecords`` (Count): stream records handed back to Lambda for a retry.
+- ``IndexerFailedRecords`` (Count): stream records handed back to Lambda for a retry;
+- ``Extraction*`` (Count): the extraction function's notices, wake-ups and failures, and each
+  strategy's tokens, failures and decisions; ``ChangeEventsFailedRecords`` (Count): the change
+  events function's records handed back.
 
 Adapters count through ``mnemo.telemetry``, which this module points at the
 invocation's metrics while a door runs. Outside a door (the local server, the
@@ -77,7 +85,6 @@ SCHEDULE_OR_STREAM = "id || Records[0].eventID"
 
 #: What X-Ray patches: the AWS SDK and the standard library's HTTP client, which urllib3 (OpenSearch) uses.
 TRACED_MODULES = ("boto3", "botocore", "httplib")
-_TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _ERROR_CODE = re.compile(r"^[A-Z][A-Z_]{0,31}$")
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
@@ -88,8 +95,8 @@ _tracer: Tracer | None = None
 _tracer_missing = False
 #: True while a door runs an invocation: only then are metrics kept (and printed at its end).
 _recording = False
-#: Tool calls in the metrics not yet printed (a document carries one call's dimensions).
-_calls_pending = 0
+#: The error codes of the invocation's tool calls not yet printed, and how many calls answered each.
+_error_codes: dict[str, int] = {}
 
 
 def metrics() -> Metrics:
@@ -142,14 +149,27 @@ def count(name: str, value: float = 1, unit: str = "Count") -> None:
 
 
 def _publish() -> None:
-    """Print what the invocation recorded as one EMF document, or nothing when it recorded nothing."""
-    global _calls_pending
+    """Print what the invocation recorded as one EMF document, or nothing when it recorded nothing; then
+    the errors by code, a document per code (Powertools gives a document one list of dimension sets, and the
+    code must not become a dimension of every other metric)."""
+    from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
     emf = metrics()
-    _calls_pending = 0
     if emf.metric_set:
         emf.flush_metrics()
     else:
         emf.clear_metrics()
+    codes = dict(_error_codes)
+    _error_codes.clear()
+    for code, calls in codes.items():
+        with single_metric(
+            name="Errors",
+            unit=MetricUnit.Count,
+            value=calls,
+            namespace=emf.namespace,
+            default_dimensions={"service": SERVICE},
+        ) as metric:
+            metric.add_dimension(name="errorCode", value=code)
 
 
 def door(correlation_id_path: str | None = None) -> Callable[[Handler], Handler]:
@@ -187,6 +207,7 @@ def door(correlation_id_path: str | None = None) -> Callable[[Handler], Handler]
 class ToolCall:
     """What a door learns about one tool call while it runs."""
 
+    #: The tool's name as the door read it (at most 64 characters): a log key, never a metric dimension.
     tool: str
     error_code: str | None = None
     deduplicated: bool = False
@@ -222,25 +243,17 @@ def answered(result: Mapping[str, Any]) -> None:
         call.answered(result)
 
 
-def _dimension(name: str | None) -> str:
-    """The tool as a metric dimension: a catalog name, never whatever a caller typed."""
-    from mnemo.tools.registry import CATALOG
-
-    return name if name is not None and _TOOL_NAME.match(name) and name in CATALOG else "unknown"
-
-
 @contextmanager
 def tool_call(name: str | None) -> Iterator[ToolCall]:
-    """Measure one tool call: ``tool`` in its log lines; its latency and outcome in the invocation's metrics.
+    """Measure one tool call: ``tool`` in its log lines; its latency and outcome in the invocation's metrics
+    (by ``[service]``, the tool in no dimension).
 
     An exception leaving the block counts as the error it carries (PROVIDER_ERROR
     for anything not a MnemoError) and goes on its way.
     """
-    call = ToolCall(_dimension(name))
-    if _recording and _calls_pending:  # a call already recorded in this invocation: its own document
-        _publish()
+    call = ToolCall((name or "")[:64])
     token = _CALL.set(call)
-    logger.thread_safe_append_keys(tool=(name or "")[:64])
+    logger.thread_safe_append_keys(tool=call.tool)
     started = time.perf_counter()
     try:
         yield call
@@ -260,14 +273,10 @@ def tool_call(name: str | None) -> Iterator[ToolCall]:
 
 
 def _record_call(call: ToolCall, elapsed_ms: float) -> None:
-    global _calls_pending
-    _calls_pending += 1
     emf = metrics()
     emf.add_metric(name="Latency", unit="Milliseconds", value=elapsed_ms)
     if call.error_code is not None:
         emf.add_metric(name="Errors", unit="Count", value=1)
+        _error_codes[call.error_code] = _error_codes.get(call.error_code, 0) + 1
     if call.deduplicated:
         emf.add_metric(name="DeduplicatedAdds", unit="Count", value=1)
-    emf.add_dimensions(service=SERVICE, tool=call.tool)
-    if call.error_code is not None:
-        emf.add_dimensions(service=SERVICE, tool=call.tool, errorCode=call.error_code)

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from mnemo.settings import Settings
 
 SERVICE = "s3vectors"
+#: The service's name in errors and in the throttle metric (``S3VectorsThrottles``, template.yaml's
+#: OpenSearchThrottlesAlarm with VectorStore s3vectors).
+LABEL = "S3Vectors"
 
 
 class S3VectorsIndex:
@@ -357,4 +360,4 @@ def _translated() -> Iterator[None]:
     except (MnemoError, ValueError):
         raise
     except Exception as error:
-        raise provider_error(SERVICE, error) from error
+        raise provider_error(LABEL, error) from error
