@@ -6,17 +6,19 @@ Used by bench/deploy_cost.py (and tests/bench/test_cost_model.py). Three parts:
   functions and conditions resolved for one set of parameters (the rehearsal's Resolver): which API serves the
   tools (a REST or an HTTP API, from the API a tool's invoke permission names), whether each function traces,
   its MemorySize and its logging configuration, the alarms that exist and the metrics each reads, the
-  collection group's minimum and maximum capacity (and the maxima the template allows), the vector store
-  (``VectorStore``), whether the table keeps point-in-time recovery, the scheduled invocations, and the
-  extraction queues polled.
-* The arithmetic: dollars per million calls of a tool by line item, the monthly total at a volume, a call mix,
-  a traffic shape and a number of stored memories, the idle floor, AgentCore Memory's price for the same calls
-  and records, and the break-even. Each rule that depends on the volume is a function of its own (X-Ray's
-  default sampling, the share of cold starts, the hours a scale-to-zero collection stays awake under a traffic
-  shape, the OCUs an index of stored memories needs, the hours a custom metric is emitted, S3 Vectors' query
+  collection group's minimum and maximum capacity (and the maxima the template allows for indexing and for
+  search), the vector store (``VectorStore``), whether the table keeps point-in-time recovery, the scheduled
+  invocations, and the extraction queues polled.
+* The arithmetic: dollars per million calls of a measured phase by line item (a tool, or a kind of memory_add:
+  keyed, dated; PHASES), the monthly total at a volume, a call mix, a traffic shape and a number of stored
+  memories, the idle floor, and AgentCore Memory's price for the same calls and records. Each rule that depends
+  on the volume is a function of its own (X-Ray's default sampling, the share of cold starts, the hours a
+  scale-to-zero collection stays awake under a traffic shape, the indexing and search OCUs the load and an index
+  of stored memories need and the maxima that hold them, the hours a custom metric is emitted, S3 Vectors' query
   processing by index size).
 * The curve: for each volume and traffic shape, the month of each vector store (``opensearch``, ``s3vectors``),
-  the one docs/deploy.md recommends (the cheapest the template can deploy), and AgentCore's bill beside it.
+  the one docs/deploy.md recommends (the cheapest the template can deploy, with the OCU maxima it needs), and
+  AgentCore's bill beside it.
 
 Nothing here measures: the per-invocation counts (requests, DynamoDB units, Titan tokens, CPU time, log bytes,
 EMF metrics, bytes stored per memory) come from the run (``measured``), the prices from PRICES, and every
@@ -185,10 +187,11 @@ DEFAULT_DYNAMODB_BYTES_PER_MEMORY = 1500.0
 #: The knowledge bucket's size, GB (S3 Standard): an assumption; memories are not kept in S3.
 KNOWLEDGE_BUCKET_GB = 1.0
 #: What the S3 Vectors adapter sends (counted on moto: tests/contract/test_s3vectors_store.py): each
-#: memory_search ranks one or two namespaces, one hybrid QueryVectors each (topK <= 100), priced at two; a
-#: memory_add's near-duplicate check (one _msearch of two k-NN searches on OpenSearch) is two QueryVectors,
-#: S3 Vectors having no batch query; an indexed write is one PutVectors (one vector a call, inline, as the
-#: OpenSearch bulk is today).
+#: memory_search ranks one or two namespaces, one hybrid QueryVectors each (topK <= 100), priced at two; each
+#: k-NN search of a memory_add's near-duplicate check is one QueryVectors, S3 Vectors having no batch query
+#: (the run counts the searches: ``knnSearches``; a plain or keyed add's _msearch holds two, a dated add that
+#: follows another one); without that count an add's _msearch is taken as S3VECTORS_QUERIES_PER_ADD. An indexed
+#: write is one PutVectors (one vector a call, inline, as the OpenSearch bulk is today).
 S3VECTORS_QUERIES_PER_SEARCH = 2
 S3VECTORS_QUERIES_PER_ADD = 2
 #: A vector as S3 Vectors counts it: 1024 float32 dimensions, its key, its metadata (the filterable keywords,
@@ -284,8 +287,18 @@ PLATFORM_JSON = (
 #: The functions the model follows, by the CodeUri folder that names them.
 FUNCTIONS = ("memory_add", "memory_search", "indexer", "knowledge_sync")
 TOOLS = ("memory_add", "memory_search")
+#: The kinds of memory_add measured apart from the plain one (the curve's mix keeps plain adds): with an
+#: ``idempotencyKey`` (each call a new key), and with an ``occurredAt`` the same day as the dated add before it.
+#: A phase is priced as a call of its function ("memory_add") at that function's share of the mix.
+ADD_PHASES = ("memory_add keyed", "memory_add dated")
+PHASES = (*TOOLS, *ADD_PHASES)
 GOAL_PER_MILLION = 5.0
 GOAL_IDLE_FLOOR = 1.0
+
+
+def function_of(phase: str) -> str:
+    """The function a measured phase runs in: its first word ("memory_add keyed" -> "memory_add")."""
+    return phase.split(" ", 1)[0]
 
 
 # ------------------------------------------------------------ the template ---
@@ -331,6 +344,9 @@ class Case:
     #: (its AllowedValues), largest last; None and () when the maximum is no parameter's.
     ocu_max_parameter: str | None = None
     ocu_max_allowed: tuple[float, ...] = ()
+    #: The same for the indexing maximum (OpenSearchMaxIndexingOcu).
+    indexing_max_parameter: str | None = None
+    indexing_max_allowed: tuple[float, ...] = ()
     #: "opensearch" or "s3vectors" (VectorStore); with s3vectors there is no collection (ocu_min None).
     vector_store: str = "opensearch"
     #: Whether the records table keeps point-in-time recovery (billed on its size).
@@ -465,16 +481,23 @@ def _ocu(template: Mapping[str, Any], resolver: Resolver) -> tuple[tuple[float, 
     return (floor, floor), maximum
 
 
-def _search_maximum_parameter(template: Mapping[str, Any], resolver: Resolver) -> str | None:
-    """The parameter the collection group's MaxSearchCapacityInOcu refers to (its ``Ref``), if any."""
+def _maximum_parameter(template: Mapping[str, Any], resolver: Resolver, kind: str) -> str | None:
+    """The parameter the collection group's Max<kind>CapacityInOcu refers to (its ``Ref``), if any; ``kind``
+    is "indexing" or "search"."""
     for resource in template["Resources"].values():
         if resource.get("Type") != "AWS::OpenSearchServerless::CollectionGroup" or not _present(resolver, resource):
             continue
         limits = (resource.get("Properties") or {}).get("CapacityLimits") or {}
         for key, value in limits.items():
-            if key.lower().startswith("maxsearch") and isinstance(value, dict) and "Ref" in value:
+            if key.lower().startswith(f"max{kind}") and isinstance(value, dict) and "Ref" in value:
                 return str(value["Ref"])
     return None
+
+
+def _allowed_values(template: Mapping[str, Any], parameter: str | None) -> tuple[float, ...]:
+    """A parameter's AllowedValues, smallest first (() for no parameter, or one that allows anything)."""
+    spec = (template.get("Parameters", {}).get(parameter) or {}) if parameter else {}
+    return tuple(sorted(float(v) for v in spec.get("AllowedValues") or []))
 
 
 def _pitr_enabled(table: Mapping[str, Any]) -> Any:
@@ -539,9 +562,8 @@ def derive_case(template: Mapping[str, Any], name: str, parameters: Mapping[str,
         # drops the collection's lines, as the parameter is designed to.
         notes.append("VectorStore=s3vectors: the collection's OCUs and storage are left out by the model")
         ocu_min, ocu_max = None, (0.0, 0.0)
-    maximum_parameter = _search_maximum_parameter(template, resolver)
-    spec = template.get("Parameters", {}).get(maximum_parameter) or {} if maximum_parameter else {}
-    allowed = spec.get("AllowedValues") or []
+    search_parameter = _maximum_parameter(template, resolver, "search")
+    indexing_parameter = _maximum_parameter(template, resolver, "indexing")
     pitr = any(
         str(resolver.resolve(_pitr_enabled(resource))).lower() == "true"
         for resource in template["Resources"].values()
@@ -562,8 +584,10 @@ def derive_case(template: Mapping[str, Any], name: str, parameters: Mapping[str,
         polled_queues=polled,
         batch_size=batch_size,
         batch_window_seconds=window,
-        ocu_max_parameter=maximum_parameter,
-        ocu_max_allowed=tuple(sorted(float(v) for v in allowed)),
+        ocu_max_parameter=search_parameter,
+        ocu_max_allowed=_allowed_values(template, search_parameter),
+        indexing_max_parameter=indexing_parameter,
+        indexing_max_allowed=_allowed_values(template, indexing_parameter),
         vector_store=store,
         pitr=pitr,
         notes=notes,
@@ -636,9 +660,13 @@ def index_search_ocu(stored: float, *, high: bool = True) -> float:
     return stored / 1e6 * SEARCH_OCU_PER_MILLION_MEMORIES[1 if high else 0]
 
 
-def allowed_maximum(case: Case, needed: float) -> float | None:
-    """The smallest OpenSearchMaxSearchOcu the template allows that is at least ``needed`` (None: none is)."""
-    allowed = case.ocu_max_allowed or (case.ocu_max[1],)
+def allowed_maximum(case: Case, needed: float, kind: str = "search") -> float | None:
+    """The smallest OpenSearchMaxSearchOcu (``kind`` "search") or OpenSearchMaxIndexingOcu ("indexing") the
+    template allows that is at least ``needed`` (None: none is). A maximum no parameter sets allows its value."""
+    if kind == "search":
+        allowed = case.ocu_max_allowed or (case.ocu_max[1],)
+    else:
+        allowed = case.indexing_max_allowed or (case.ocu_max[0],)
     return next((value for value in allowed if value >= needed), None)
 
 
@@ -714,14 +742,15 @@ def s3vectors_requests(requests: Mapping[str, float], index_vectors: float, vect
 
 
 def s3vectors_counts(measured: Mapping[str, Any]) -> dict[str, Any]:
-    """The measured counts with each function's OpenSearch requests swapped for what the S3 Vectors adapter
-    sends in their place: a bulk write becomes a PutVectors, a memory_add's k-NN _msearch (its near-duplicate
-    check) S3VECTORS_QUERIES_PER_ADD QueryVectors, and a memory_search's searches S3VECTORS_QUERIES_PER_SEARCH
-    QueryVectors. The rest
-    (DynamoDB, Titan, CPU, logs) is kept as measured."""
+    """The measured counts with each phase's OpenSearch requests swapped for what the S3 Vectors adapter
+    sends in their place: a bulk write becomes a PutVectors; each k-NN search of a memory_add (its
+    near-duplicate check) one QueryVectors, as the run counted them (``knnSearches``; without that count an
+    add's k-NN _msearch is S3VECTORS_QUERIES_PER_ADD); a memory_search's searches S3VECTORS_QUERIES_PER_SEARCH
+    QueryVectors; an indexer's k-NN request one. The rest (DynamoDB, Titan, CPU, logs) is kept as measured."""
     swapped: dict[str, Any] = copy.deepcopy(dict(measured))
-    for phase in ("memory_add", "memory_search", "indexer"):
-        cost = swapped.get(phase)
+    costs = [(phase, swapped.get(phase)) for phase in (*PHASES, "indexer")]
+    costs += [("indexer", own.get("indexer")) for own in (swapped.get("indexerOf") or {}).values()]
+    for phase, cost in costs:
         if not cost:
             continue
         opensearch = {k: float(v) for k, v in cost["requests"].items() if _service(k) == "opensearch"}
@@ -732,8 +761,8 @@ def s3vectors_counts(measured: Mapping[str, Any]) -> dict[str, Any]:
         knn = sum(v for k, v in opensearch.items() if "k-NN" in k)
         if phase == "memory_search":
             queries = float(S3VECTORS_QUERIES_PER_SEARCH)
-        elif phase == "memory_add":
-            queries = knn * S3VECTORS_QUERIES_PER_ADD
+        elif function_of(phase) == "memory_add":
+            queries = float(cost["knnSearches"]) if "knnSearches" in cost else knn * S3VECTORS_QUERIES_PER_ADD
         else:
             queries = knn
         if writes:
@@ -808,6 +837,16 @@ def records_per_indexer_invocation(case: Case, adds_per_second: float) -> float:
 PER_INVOCATION = ("Lambda requests", "Lambda INIT (cold starts)", "X-Ray traces")
 
 
+def indexer_of(measured: Mapping[str, Any], phase: str) -> tuple[Mapping[str, Any], float]:
+    """The indexer's counts (per invocation, with its ``records``) and the stream records one call of ``phase``
+    hands it: the phase's own (``measured["indexerOf"][phase]``, the kinds of add), else the plain add's
+    (``measured["indexer"]``, ``indexerRecordsPerAdd``)."""
+    own = (measured.get("indexerOf") or {}).get(phase)
+    if own:
+        return own["indexer"], float(own["recordsPerAdd"])
+    return measured.get("indexer") or {}, float(measured.get("indexerRecordsPerAdd", 1.0))
+
+
 def counts_for(case: Case, measured: Mapping[str, Any]) -> Mapping[str, Any]:
     """The counts a case's functions send: as measured (OpenSearch), or with S3 Vectors in OpenSearch's place."""
     return s3vectors_counts(measured) if case.vector_store == "s3vectors" else measured
@@ -827,20 +866,24 @@ def tool_per_million(
 ) -> dict[str, float]:
     """Dollars per million calls of ``tool`` by line item, at ``calls_per_month`` calls of ``mix`` in ``shape``
     with ``stored`` memories (what an S3 Vectors query processes): what each call adds (the month's custom
-    metrics, alarms, OCUs and storage are not per call: see ``monthly``)."""
+    metrics, alarms, OCUs and storage are not per call: see ``monthly``). ``tool`` may be a measured phase
+    (PHASES: "memory_add keyed", ...): its counts, in its function, at the function's share of ``mix`` (every
+    add of the mix taken to be of that kind), with the indexer records that phase hands over (``indexer_of``)."""
     measured = counts_for(case, measured)
+    function = function_of(tool)
+    share = mix.get(tool, mix.get(function, 0.0))
     index_vectors = s3vectors_index_vectors(case, stored)
-    rate = calls_per_month * mix[tool] / shape.active_seconds
-    per_session = shape.session_calls * mix[tool]
+    rate = calls_per_month * share / shape.active_seconds
+    per_session = shape.session_calls * share
     seconds = shape.session_seconds if shape.bursts else 0.0
-    api = case.api[tool]
+    api = case.api[function]
     lines = {f"API Gateway {api}": PRICES["apigw_rest_per_million" if api == "REST" else "apigw_http_per_million"]}
     own = invocation_lines(
         case,
-        tool,
+        function,
         measured[tool],
         rate,
-        init_ms[tool],
+        init_ms[function],
         high=high,
         calls_per_session=per_session,
         session_seconds=seconds,
@@ -848,11 +891,10 @@ def tool_per_million(
     ).items()
     for name, amount in own:
         lines[name] = amount * 1e6
-    records_per_add = float(measured.get("indexerRecordsPerAdd", 1.0))
-    if tool == "memory_add" and records_per_add > 0:
+    indexer, records_per_add = indexer_of(measured, tool)
+    if function == "memory_add" and records_per_add > 0:
         # The stream indexer: the stream records an add hands it (those its filter passes), each record's
         # counts, and its per-invocation ones once a batch.
-        indexer = measured["indexer"]
         records = float(indexer.get("records", 1.0))
         per_record = {key: indexer[key] / records for key in ("rru", "wru", "titanTokens", "cpuMs", "logBytes")}
         per_record["requests"] = {k: v / records for k, v in indexer["requests"].items()}
@@ -881,14 +923,17 @@ def tool_per_million(
 
 @dataclass(frozen=True)
 class Ocus:
-    """What a month of the collection bills: its OCUs while awake, and the search maximum that holds them."""
+    """What a month of the collection bills: its OCUs while awake, and the maxima that hold them."""
 
     dollars: float = 0.0
     awake_hours: float = 0.0
     indexing: float = 0.0
     search: float = 0.0
-    #: The smallest OpenSearchMaxSearchOcu the template allows that holds ``search`` (None: none does).
+    #: The smallest OpenSearchMaxSearchOcu the template allows that holds ``search`` (None: none does), at
+    #: least the case's own maximum.
     max_search: float | None = None
+    #: The same for OpenSearchMaxIndexingOcu and ``indexing``.
+    max_indexing: float | None = None
 
 
 def ocu_month(
@@ -902,9 +947,12 @@ def ocu_month(
 ) -> Ocus:
     """OpenSearch Serverless OCUs billed a month. Up: all month with a minimum above 0, else the hours the
     shape keeps it awake (``awake_seconds``). While up, each component bills the larger of its minimum (the
-    wake's workers, WAKE_OCU, when it scales to zero) and what the load needs (up to the group's maximum:
-    past it requests are throttled); search also what the stored memories' graphs need
-    (``index_search_ocu``), which no load cap lowers: the maximum must be raised to hold them."""
+    wake's workers, WAKE_OCU, when it scales to zero) and what it needs: indexing, the adds' rate while calls
+    arrive (OCU_CALLS_PER_SECOND); search, the searches' rate, and what the stored memories' graphs need
+    (``index_search_ocu``). Both maxima are sized alike to hold what is needed (``max_indexing``,
+    ``max_search``: the smallest the template allows, at least the case's own), so that nothing is billed
+    as throttled away: past a maximum the group would refuse to scale, writes and searches being throttled,
+    and past the largest the template allows (None) the config cannot be deployed (``store_option``)."""
     if case.ocu_min is None:
         return Ocus()
     scale_to_zero = case.scale_to_zero
@@ -912,12 +960,8 @@ def ocu_month(
     floor = (WAKE_OCU["indexing"], WAKE_OCU["search"]) if scale_to_zero else case.ocu_min
     adds = calls_per_month * mix.get("memory_add", 0.0) / shape.active_seconds
     searches = calls_per_month * mix.get("memory_search", 0.0) / shape.active_seconds
-    indexing = max(floor[0], min(case.ocu_max[0], adds / OCU_CALLS_PER_SECOND["indexing"]))
-    search = max(
-        floor[1],
-        min(case.ocu_max[1], searches / OCU_CALLS_PER_SECOND["search"]),
-        index_search_ocu(stored, high=high),
-    )
+    indexing = max(floor[0], adds / OCU_CALLS_PER_SECOND["indexing"])
+    search = max(floor[1], searches / OCU_CALLS_PER_SECOND["search"], index_search_ocu(stored, high=high))
     hours = awake / 3600
     return Ocus(
         dollars=(indexing + search) * hours * PRICES["opensearch_ocu_hour"],
@@ -925,6 +969,7 @@ def ocu_month(
         indexing=indexing,
         search=search,
         max_search=allowed_maximum(case, max(search, case.ocu_max[1])),
+        max_indexing=allowed_maximum(case, max(indexing, case.ocu_max[0]), "indexing"),
     )
 
 
@@ -1058,21 +1103,34 @@ def store_option(
     high: bool = True,
 ) -> dict[str, Any]:
     """One vector store's month at a volume and shape: its bill by line, its total, and whether the template
-    can deploy it (a collection whose index needs more search OCUs than OpenSearchMaxSearchOcu allows
-    cannot), with the parameters it needs beyond the case's."""
+    can deploy it (a collection that needs more indexing or search OCUs than OpenSearchMaxIndexingOcu or
+    OpenSearchMaxSearchOcu allows cannot), with the parameters it needs beyond the case's (``parameters``)
+    and, for a collection, both maxima to deploy (``maxIndexingOcu``, ``maxSearchOcu``)."""
     stored = stored_memories(calls_per_month, mix)
     bill = monthly(case, measured, calls_per_month, init_ms, mix=mix, high=high, shape=shape, stored=stored)
     option: dict[str, Any] = {"usd": sum(bill.values()), "feasible": True, "parameters": {}, "bill": bill}
     if case.ocu_min is not None:
         ocus = ocu_month(case, calls_per_month, mix=mix, shape=shape, stored=stored, high=high)
-        option.update(awakeHours=ocus.awake_hours, indexingOcu=ocus.indexing, searchOcu=ocus.search)
-        if ocus.max_search is None:
-            # Past the template's AllowedValues: the maximum AWS would need (1, 2, 4, 8, 16, then multiples
-            # of 16 up to 1,696) for a template that offered it.
-            option["feasible"] = False
-            option["neededMaxSearchOcu"] = aws_maximum(ocus.search)
-        elif ocus.max_search > case.ocu_max[1]:
-            option["parameters"] = {case.ocu_max_parameter or "OpenSearchMaxSearchOcu": int(ocus.max_search)}
+        option.update(
+            awakeHours=ocus.awake_hours,
+            indexingOcu=ocus.indexing,
+            searchOcu=ocus.search,
+            maxIndexingOcu=ocus.max_indexing,
+            maxSearchOcu=ocus.max_search,
+        )
+        sized = (
+            ("indexing", ocus.max_indexing, ocus.indexing, case.ocu_max[0], case.indexing_max_parameter),
+            ("search", ocus.max_search, ocus.search, case.ocu_max[1], case.ocu_max_parameter),
+        )
+        for kind, maximum, needed, default, parameter in sized:
+            name = parameter or f"OpenSearchMax{kind.capitalize()}Ocu"
+            if maximum is None:
+                # Past the template's AllowedValues: the maximum AWS would need (1, 2, 4, 8, 16, then multiples
+                # of 16 up to 1,696) for a template that offered it.
+                option["feasible"] = False
+                option[f"neededMax{kind.capitalize()}Ocu"] = aws_maximum(needed)
+            elif maximum > default:
+                option["parameters"][name] = int(maximum)
     return option
 
 
@@ -1104,9 +1162,10 @@ def curve(
     high: bool = True,
     what_if: Mapping[str, Case] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """For each volume and shape, ``{calls_per_month, shape, stored_memories, config, mnemo_usd,
-    agentcore_usd}``: the recommended config's month beside AgentCore's (with its record storage); and, apart,
-    each store's month at that point. ``cases`` maps a VectorStore to its case; ``what_if`` cases (a design
+    """For each volume and shape, ``{calls_per_month, shape, stored_memories, config, parameters, mnemo_usd,
+    agentcore_usd}``: the recommended config (its VectorStore and the parameters it needs beyond the defaults)
+    and its month beside AgentCore's (with its record storage); and, apart, each store's month at that point
+    (with a collection's OCU maxima to deploy). ``cases`` maps a VectorStore to its case; ``what_if`` cases (a design
     the adapter does not have) are priced beside them, never recommended."""
     points: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []
@@ -1125,6 +1184,7 @@ def curve(
                     "shape": shape.name,
                     "stored_memories": round(stored),
                     "config": config_name(chosen, options[chosen]),
+                    "parameters": {"VectorStore": chosen, **options[chosen]["parameters"]},
                     "mnemo_usd": round(options[chosen]["usd"], 2),
                     "agentcore_usd": round(agentcore, 2),
                 }

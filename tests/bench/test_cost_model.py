@@ -2,32 +2,42 @@
 
 The template below is a stand-in with the shapes template.yaml uses (a tool function with its API permission
 naming whichever API a condition deploys, Globals with Tracing and MemorySize, a conditional alarm and a metric
-math alarm, a collection group whose minimum depends on a parameter and whose maximum has allowed values, a
+math alarm, a collection group whose minimum depends on a parameter and whose maxima have allowed values, a
 table with point-in-time recovery, a scheduled drain, an extraction queue polled only when a parameter says so,
 and a VectorStore parameter whose s3vectors value deploys no collection). The traffic shapes, the stored
-memories, S3 Vectors' and AgentCore's prices and the curve are checked by hand on the same counts. Two tests
-read template.yaml itself for the cases the benchmark prints, and one the committed
+memories, the kinds of memory_add (keyed, dated) priced from their own counts, the OCU maxima sized to the
+load and the index, S3 Vectors' and AgentCore's prices and the curve are checked by hand on the same counts.
+Three tests read template.yaml itself for the cases the benchmark prints, and two the committed
 bench/results/deploy_cost.json, so that a template the model cannot read, or a result that names a machine's
-folders, fails here rather than in the benchmark.
+folders or lacks a measured phase, fails here rather than in the benchmark. One runs the benchmark itself in
+smoke mode (moto and osmem) and checks what a keyed and a dated add send.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cost_model import (
+    ADD_PHASES,
     CURVE_VOLUMES,
+    PHASES,
     PRICES,
+    S3VECTORS_QUERIES_PER_ADD,
     SECONDS_A_MONTH,
     SHAPES,
     agentcore_monthly,
     awake_seconds,
     awake_share,
     cold_share,
+    config_name,
     curve,
     custom_metrics_month,
     derive_case,
@@ -39,6 +49,7 @@ from cost_model import (
     s3vectors_query_processing,
     s3vectors_requests,
     schedule_per_month,
+    store_option,
     stored_memories,
     tool_per_million,
     xray_sampled_share,
@@ -55,6 +66,7 @@ Parameters:
   Extraction: {Type: String, Default: ""}
   VectorStore: {Type: String, Default: opensearch}
   MaxSearchOcu: {Type: Number, Default: 2, AllowedValues: [1, 2, 4, 8, 16, 32, 48, 64, 80, 96]}
+  MaxIndexingOcu: {Type: Number, Default: 2, AllowedValues: [1, 2, 4, 8, 16]}
 Conditions:
   IsProd: !Equals [!Ref Stage, prod]
   UseHttp: !Equals [!Ref ApiType, HTTP]
@@ -128,7 +140,7 @@ Resources:
       Generation: NEXTGEN
       StandbyReplicas: DISABLED
       CapacityLimits:
-        MaxIndexingCapacityInOcu: 2
+        MaxIndexingCapacityInOcu: !Ref MaxIndexingOcu
         MaxSearchCapacityInOcu: !Ref MaxSearchOcu
         MinIndexingCapacityInOcu: !If [ScaleToZero, 0, 0.5]
         MinSearchCapacityInOcu: !If [ScaleToZero, 0, 0.5]
@@ -426,7 +438,7 @@ def test_the_curve_has_every_volume_and_shape_and_grows_with_volume() -> None:
     }
     points, options = curve(stores, counts(dynamodbBytesPerMemory=900.0), INIT)
     assert len(points) == len(CURVE_VOLUMES) * len(SHAPES) == len(options)
-    fields = {"calls_per_month", "shape", "stored_memories", "config", "mnemo_usd", "agentcore_usd"}
+    fields = {"calls_per_month", "shape", "stored_memories", "config", "parameters", "mnemo_usd", "agentcore_usd"}
     assert all(set(point) == fields for point in points)
     assert {(p["calls_per_month"], p["shape"]) for p in points} == {(v, s) for v in CURVE_VOLUMES for s in SHAPES}
     for point, detail in zip(points, options, strict=True):
@@ -435,8 +447,9 @@ def test_the_curve_has_every_volume_and_shape_and_grows_with_volume() -> None:
             agentcore_monthly(point["calls_per_month"], stored_records=point["stored_memories"]), abs=0.01
         )
         by_store = detail["options"]
-        store = point["config"].split(",")[0]
-        # The recommended config is the cheapest the template can deploy.
+        store = point["parameters"]["VectorStore"]
+        # The recommended config is the cheapest the template can deploy; its parameters name it.
+        assert point["config"] == config_name(store, by_store[store]) == by_store[store]["config"]
         assert by_store[store]["feasible"]
         assert point["mnemo_usd"] == min(o["usd"] for o in by_store.values() if o["feasible"])
         assert point["mnemo_usd"] == pytest.approx(sum(by_store[store]["bill"].values()), abs=0.01)
@@ -500,6 +513,8 @@ def test_template_yaml_is_readable_for_the_benchmarks_cases(parameters: dict[str
     else:
         assert case.ocu_min is not None and case.ocu_max_parameter == "OpenSearchMaxSearchOcu"
         assert case.ocu_max_allowed and case.ocu_max_allowed[-1] >= case.ocu_max[1]
+        assert case.indexing_max_parameter == "OpenSearchMaxIndexingOcu"
+        assert case.indexing_max_allowed and case.indexing_max_allowed[-1] >= case.ocu_max[0]
 
 
 def test_an_add_the_stream_filter_keeps_from_the_indexer_costs_no_indexer_invocation() -> None:
@@ -532,3 +547,172 @@ def test_a_cold_start_bills_init_unthrottled_and_the_first_calls_extra_at_the_fu
     seconds = cold_start_ms((600.0, 100.0), 256) / 1000
     expected = cold_share(rate, 10, 600) * 0.25 * seconds * PRICES["lambda_arm_gb_second"] * 1e6
     assert lines["Lambda INIT (cold starts)"] == pytest.approx(expected)
+
+
+def _phases() -> dict[str, Any]:
+    """Counts with a keyed and a dated add beside the plain one: the keyed one as the plain one (its k-NN
+    _msearch counted as two searches), the dated one reading the scope's pointer and its predecessor, writing
+    both in a transaction, embedding the pair (more tokens) and checking one search; neither hands the indexer
+    a record."""
+    plain = counts()["memory_add"]
+    keyed = {**plain, "requests": {**plain["requests"], "opensearch:msearch k-NN": 1}, "knnSearches": 2}
+    dated = {
+        **plain,
+        "requests": {
+            "dynamodb:GetItem": 2,
+            "dynamodb:TransactWriteItems": 1,
+            "bedrock-runtime:InvokeModel": 1,
+            "opensearch:bulk": 1,
+            "opensearch:msearch k-NN": 1,
+        },
+        "wru": 4.0,
+        "rru": 2.0,
+        "titanTokens": 100,
+        "knnSearches": 1,
+    }
+    none = {"indexer": {**counts()["indexer"], "requests": {}, "rru": 0.0}, "recordsPerAdd": 0.0}
+    return {"memory_add keyed": keyed, "memory_add dated": dated, "indexerOf": dict.fromkeys(ADD_PHASES, none)}
+
+
+def test_a_keyed_and_a_dated_add_are_priced_from_their_own_counts_in_memory_adds_function() -> None:
+    assert PHASES == ("memory_add", "memory_search", "memory_add keyed", "memory_add dated")
+    dev = derive_case(template(), "dev", {})
+    measured = counts(**_phases())
+    dated = tool_per_million(dev, measured, "memory_add dated", 1e6, INIT, high=False)
+    assert dated["API Gateway HTTP"] == 1.00
+    assert dated["DynamoDB writes"] == pytest.approx(4 * 0.625)
+    assert dated["DynamoDB reads"] == pytest.approx(2 * 0.125)  # its own two reads: no indexer record
+    assert dated["Titan tokens"] == pytest.approx(100 / 1000 * 0.00002 * 1e6)
+    assert dated["Lambda requests"] == pytest.approx(0.20)
+    # memory_add's MemorySize (256): 10 ms of CPU scaled, three DynamoDB requests at 4 ms, Titan at 30 ms, two
+    # OpenSearch requests at 15 ms.
+    duration = (10 * 1769 / 256 + 3 * 4 + 30 + 2 * 15) / 1000 * 0.25
+    assert dated["Lambda duration"] == pytest.approx(duration * PRICES["lambda_arm_gb_second"] * 1e6)
+    plain = tool_per_million(dev, measured, "memory_add", 1e6, INIT, high=False)
+    keyed = tool_per_million(dev, measured, "memory_add keyed", 1e6, INIT, high=False)
+    # At the add's share of the mix: the same cold starts as any add (the plain one's indexer has its own too).
+    assert dated["Lambda INIT (cold starts)"] == pytest.approx(keyed["Lambda INIT (cold starts)"])
+    assert plain["Lambda INIT (cold starts)"] > keyed["Lambda INIT (cold starts)"]
+    # The plain add hands the indexer a record (counts()), the keyed one none: one Lambda request, no read.
+    assert (plain["Lambda requests"], keyed["Lambda requests"]) == (pytest.approx(0.40), pytest.approx(0.20))
+    assert (plain["DynamoDB reads"], keyed["DynamoDB reads"]) == (pytest.approx(0.125), 0.0)
+    # A phase with no indexer runs of its own takes the plain add's.
+    fallback = counts(**{"memory_add dated": measured["memory_add dated"]})
+    assert tool_per_million(dev, fallback, "memory_add dated", 1e6, INIT, high=False)["DynamoDB reads"] == (
+        pytest.approx(3 * 0.125)
+    )
+    # The function's API serves its phases.
+    rest = derive_case(template(), "rest", {"ApiType": "REST"})
+    assert tool_per_million(rest, measured, "memory_add keyed", 1e6, INIT)["API Gateway REST"] == 3.50
+
+
+def test_on_s3vectors_each_counted_knn_search_of_an_add_is_one_query() -> None:
+    measured = counts(**_phases())
+    swapped = s3vectors_counts(measured)
+    assert swapped["memory_add dated"]["requests"] == {
+        "dynamodb:GetItem": 2,
+        "dynamodb:TransactWriteItems": 1,
+        "bedrock-runtime:InvokeModel": 1,
+        "s3vectors:PutVectors": 1.0,
+        "s3vectors:QueryVectors": 1.0,
+    }
+    assert swapped["memory_add keyed"]["requests"]["s3vectors:QueryVectors"] == 2.0
+    # Without the run's count, an add's k-NN _msearch is S3VECTORS_QUERIES_PER_ADD queries (two searches).
+    plain = counts()["memory_add"]
+    uncounted = counts(memory_add={**plain, "requests": {**plain["requests"], "opensearch:msearch k-NN": 1}})
+    assert s3vectors_counts(uncounted)["memory_add"]["requests"]["s3vectors:QueryVectors"] == 2.0
+    assert S3VECTORS_QUERIES_PER_ADD == 2
+    s3v = derive_case(template(), "s3v", {"VectorStore": "s3vectors"})
+    lines = tool_per_million(s3v, measured, "memory_add dated", 1e6, INIT, stored=1_100_000)
+    put = s3vectors_requests({"s3vectors:PutVectors": 1}, 0)
+    query = s3vectors_requests({"s3vectors:QueryVectors": 1}, 1_100_000)
+    assert lines["S3 Vectors requests"] == pytest.approx((put + query) * 1e6)
+
+
+def test_the_indexing_maximum_is_sized_to_the_adds_as_the_search_one_is() -> None:
+    dev = derive_case(template(), "dev", {})
+    assert dev.indexing_max_parameter == "MaxIndexingOcu"
+    assert dev.indexing_max_allowed == (1.0, 2.0, 4.0, 8.0, 16.0)
+    business = SHAPES["business"]
+    active = 22 * 12 * 3600
+    quiet = ocu_month(dev, 1e6, shape=business)
+    assert (quiet.indexing, quiet.max_indexing) == (0.5, 2.0)
+    busy = ocu_month(dev, 1e8, shape=business)
+    adds = searches = 0.5e8 / active  # about 52.6 a second each
+    # 2.6 indexing OCU at 20 adds a second an OCU: billed in full, the maximum raised to hold it.
+    assert busy.indexing == pytest.approx(adds / 20)
+    assert busy.max_indexing == 4.0
+    assert busy.search == pytest.approx(searches / 20) and busy.max_search == 4.0
+    assert busy.dollars == pytest.approx((adds + searches) / 20 * busy.awake_hours * 0.24)
+    # With the memories stored (600 million: 480 search OCU), a template allowing search maxima up to 1,696.
+    wide = dataclasses.replace(dev, ocu_max_allowed=(1.0, 2.0, 4.0, 8.0, *(float(v) for v in range(16, 1697, 16))))
+    measured = counts(dynamodbBytesPerMemory=900.0)
+    option = store_option(wide, measured, 1e8, INIT, shape=business)
+    assert option["feasible"]
+    assert option["parameters"] == {"MaxIndexingOcu": 4, "MaxSearchOcu": 480}
+    assert (option["maxIndexingOcu"], option["maxSearchOcu"]) == (4.0, 480.0)
+    assert config_name("opensearch", option) == "opensearch, MaxIndexingOcu=4, MaxSearchOcu=480"
+    # All month (a trickle) the adds are spread thinner: 0.95 OCU, within the default of 2.
+    spread = store_option(wide, measured, 1e8, INIT, shape=SHAPES["trickle"])
+    assert spread["parameters"] == {"MaxSearchOcu": 480} and spread["maxIndexingOcu"] == 2.0
+    # A maximum that is no parameter's cannot be raised: the config cannot be deployed, and the maximum AWS
+    # would need is named.
+    fixed = dataclasses.replace(wide, indexing_max_parameter=None, indexing_max_allowed=())
+    stuck = store_option(fixed, measured, 1e8, INIT, shape=business)
+    assert not stuck["feasible"] and stuck["neededMaxIndexingOcu"] == 4
+
+
+def test_the_committed_result_prices_every_phase_and_names_both_maxima() -> None:
+    from aws_fixtures import ROOT
+
+    committed = json.loads((ROOT / "bench" / "results" / "deploy_cost.json").read_text())
+    assert set(committed["totalsAt1M"]["dev"]) == set(PHASES)
+    assert all(phase in committed["measured"] for phase in PHASES)
+    assert set(committed["measured"]["indexerOf"]) == set(ADD_PHASES)
+    figures = [row[0] for row in committed["goals"]]
+    assert all(any(figure.startswith(f"{phase}, $ per million") for figure in figures) for phase in PHASES)
+    for point, detail in zip(committed["curve"], committed["curveOptions"], strict=True):
+        assert point["parameters"]["VectorStore"] == point["config"].split(",")[0]
+        collection = detail["options"]["opensearch"]
+        assert collection["maxIndexingOcu"] >= 2 and collection["maxSearchOcu"] >= 2
+
+
+def test_the_benchmark_measures_a_keyed_add_as_one_put_and_a_dated_add_as_one_embedding(tmp_path: Path) -> None:
+    """bench/deploy_cost.py --smoke on moto and osmem: what a keyed add and a dated add following another send."""
+    from aws_fixtures import ROOT
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "MNEMO_BENCH_RESULTS": str(tmp_path), "TMPDIR": str(scratch)}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "deploy_cost.py"), "--smoke"],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=600,  # not a limit on speed: a run still going after this long is stuck
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads((tmp_path / "deploy_cost.json").read_text())
+    measured = result["measured"]
+    plain, keyed, dated = (measured[phase] for phase in ("memory_add", *ADD_PHASES))
+    # A keyed add (each call a new key): one conditional PutItem of 1 WRU, no read, no transaction, one embedding
+    # and the near-duplicate check's two k-NN searches.
+    assert {name: n for name, n in keyed["requests"].items() if name.startswith("dynamodb:")} == {
+        "dynamodb:PutItem": 1.0
+    }
+    assert (keyed["wru"], keyed["rru"], keyed["titanCalls"], keyed["knnSearches"]) == (1.0, 0.0, 1.0, 2.0)
+    # A dated add following another the same day: one Titan call (the pair it is indexed with, so more tokens
+    # than its content alone), a check for exact repeats only (one k-NN search), the reads of the scope's
+    # pointer and of its predecessor, and its record written with the pointer in one transaction.
+    assert dated["titanCalls"] == 1.0 and dated["titanTokens"] > plain["titanTokens"]
+    assert dated["knnSearches"] == 1.0
+    assert dated["requests"]["dynamodb:GetItem"] == 2.0
+    assert dated["requests"]["dynamodb:TransactWriteItems"] == 1.0
+    # Both index inline: the stream filter hands the indexer nothing.
+    assert all(measured["indexerOf"][phase]["recordsPerAdd"] == 0.0 for phase in ADD_PHASES)
+    # Each phase is priced and checked against the goal.
+    assert set(result["totalsAt1M"]["dev"]) == set(PHASES)
+    assert sum(1 for row in result["goals"] if row[0].split(",")[0] in PHASES) == len(PHASES)
