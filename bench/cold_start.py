@@ -46,13 +46,17 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from common import parse_args, table, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+from sample_knowledge import ADR, ADR_ID  # noqa: E402  (the rehearsal's knowledge item, synced by sync_now)
+
 PROBE = """
 import json, sys, time
 started = time.perf_counter()
@@ -81,11 +85,29 @@ CASES = {
 # ------------------------------------------------------------- built mode ---
 #: The built folder bench/cold_start.py --built makes (git-ignored with the rest of .aws-sam/).
 BUILT_WORK_DIR = ROOT / ".aws-sam" / "cold-start"
-BUILT_FUNCTIONS = ("memory_add", "memory_search")
+#: What --built --smoke measures (one round): a write, a read through OpenSearch, a family after memory.
+SMOKE_BUILT_FUNCTIONS = ("memory_add", "memory_search", "file_read")
 #: Warm calls after the first, in the same process; their median is the warm figure.
 WARM_CALLS = 3
+#: Unmeasured calls of each function, in one process, before the rounds: the index exists, the table holds
+#: items, the disk cache is warm.
+WARMUP_CALLS = 2
+#: A round measures both baselines again after every GROUP functions; a function's ratio is to the baselines
+#: measured just before and just after its group (see ``measure_built``).
+GROUP = 8
+#: The goal of issue 44: every tool function's cold start at most this many times the bare+SDK handler's.
+GOAL_SDK_RATIO = 1.5
 ACCOUNT = "123456789012"
 CALLER = f"arn:aws:iam::{ACCOUNT}:user/cold-start-agent"
+#: erase_user needs the admin role, which only a trusted delegate grants an IAM caller (mnemo.entry.identity).
+DELEGATE_ROLE = f"arn:aws:iam::{ACCOUNT}:role/ColdStartDelegate"
+DELEGATE_CALLER = f"arn:aws:sts::{ACCOUNT}:assumed-role/ColdStartDelegate/cold-start"
+DELEGATE_HEADERS = {
+    "X-Mnemo-User": "cold-start-admin",
+    "X-Mnemo-Roles": "admin",
+    "Authorization": "AWS4-HMAC-SHA256 Credential=ASIACOLDSTART/20260101/eu-west-1/execute-api/aws4_request, "
+    f"SignedHeaders=host;x-amz-date;x-mnemo-roles;x-mnemo-user, Signature={'0' * 64}",
+}
 #: One fresh Lambda execution environment: stdlib only; run as python3.12 -I -S -B PROBE FUNCTION LAYER RUNTIME,
 #: the handler's events on stdin (JSON), the figures on stdout, the function's own output on stderr.
 BUILT_PROBE = r"""
@@ -126,7 +148,7 @@ for number, event in enumerate(request["events"]):
     answer = handler(event, Context(number))
     calls.append(1000 * (time.perf_counter() - began))
     statuses.append(answer.get("statusCode"))
-    bodies.append(str(answer.get("body"))[:300])
+    bodies.append(str(answer.get("body")))
 answers.write(json.dumps({"import": 1000 * (imported - started), "calls": calls, "statuses": statuses,
                           "bodies": bodies, "modules": len(sys.modules)}) + "\n")
 """
@@ -193,40 +215,220 @@ def _bare_app(tool: str, api: str) -> str:
     )
 
 
-def _built_body(tool: str) -> dict[str, Any]:
-    """A call's arguments; each add a new memory (words no other call shares), so that none is a duplicate."""
-    if tool in ("memory_add", *BARE_TOOLS):
-        words = " ".join(uuid.uuid4().hex[i : i + 6] for i in range(0, 24, 6))
-        return {"content": f"Release note {words}", "layer": "user"}
-    if tool == "memory_search":
-        return {"query": "release note", "threshold": 0}
-    raise KeyError(f"no built-mode arguments for {tool}")
+# ------------------------------------------------- what each function is called with ---
+Body = dict[str, Any]
 
 
-def _built_event(tool: str, api: str) -> dict[str, Any]:
-    """An API Gateway event under IAM auth: REST (payload 1.0) or HTTP API (2.0), as the template sends them."""
+def _words() -> str:
+    """Four words no other call shares (so that no add is a near-duplicate of another)."""
+    hex_ = uuid.uuid4().hex
+    return " ".join(hex_[i : i + 6] for i in range(0, 24, 6))
+
+
+def _tag() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Objects made before the rounds for the calls that use one up (a delete, an unpin, an invalidation):
+    each made by ``tool`` with ``body()``, its id read by ``key`` from the answer and the body, then passed
+    through ``then`` (another tool's call per object) when given."""
+
+    tool: str
+    body: Callable[[], Body]
+    key: Callable[[Body, Body], str]
+    then: tuple[str, Callable[[str], Body]] | None = None
+
+
+def _fact(name: str) -> Body:
+    link = {"subject": name, "predicate": "works_at", "object": "Acme", "subjectType": "person"}
+    return {**link, "objectType": "organization", "text": f"{name} works at Acme.", "validAt": "2024-03-01T00:00:00Z"}
+
+
+POOLS: dict[str, Pool] = {
+    "memory": Pool(
+        "memory_add", lambda: {"content": f"Kept note {_words()}", "layer": "user"}, lambda a, _: a["memoryId"]
+    ),
+    "topic": Pool(
+        "memorize_new_topic",
+        lambda: {
+            "topic": f"cold-start-{_tag()}",
+            "tags": ["cold"],
+            "summary": "To forget.",
+            "content": "# Forget me\n",
+        },
+        lambda _, b: b["topic"],
+    ),
+    "block": Pool(
+        "file_write",
+        lambda: {"path": f"mnemo:///blocks/cold-{_tag()}.md", "content": "# Cold start\n[END]\n"},
+        lambda _, b: b["path"],
+    ),
+    "pinned": Pool(
+        "file_write",
+        lambda: {"path": f"mnemo:///blocks/pinned-{_tag()}.md", "content": "# Pinned\n"},
+        lambda _, b: b["path"],
+        then=("block_pin", lambda path: {"path": path}),
+    ),
+    "fact": Pool("add_memory_link", lambda: _fact(f"Person {_tag()}"), lambda a, _: a["factId"]),
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """How a function is called: ``body(usage, taken)`` from its tool's Usage example (its spec's) and the
+    objects it takes from ``pool`` (``takes`` a call); the template ``parameters`` its function is deployed
+    with beyond the defaults; ``delegate``: as a trusted delegate granting the admin role."""
+
+    body: Callable[[Body, list[str]], Body] = lambda usage, _: usage
+    pool: str | None = None
+    takes: int = 1
+    parameters: Mapping[str, str] = field(default_factory=dict)
+    delegate: bool = False
+
+
+def _messages(usage: Body) -> Body:
+    tag = _tag()
+    return {**usage, "messages": [{**m, "id": f"m-{tag}-{i}"} for i, m in enumerate(usage["messages"])]}
+
+
+def _batch(usage: Body) -> Body:
+    items = [{"content": f"Batch note {_words()}", "idempotencyKey": f"cold-{_tag()}"} for _ in range(2)]
+    return {**usage, "items": items}
+
+
+def _updated_entity(usage: Body) -> Body:
+    """update_memory_object's Usage example with a new summary each call and no expected version (the
+    entity's version grows with each call)."""
+    kept = {key: value for key, value in usage.items() if key != "expectedVersion"}
+    return {**kept, "summary": f"{usage['summary']} ({_words()})"}
+
+
+#: Every function not named here is called with its tool's Usage example, as is (each call alike). The others
+#: need a new object each call (an add that is not a duplicate, a delete or a pin of something that exists), a
+#: setting (extraction on, the experimental tools served, a trusted delegate), a call that does not conflict,
+#: or a change each call: a warm call that finds nothing left to do would make a first call look dearer than
+#: its cold start made it (the cost is the first call less a warm one).
+OUTLINE_TOOLS = ("outline_symbol", "outline_file", "outline_project")
+BUILT_CASES: dict[str, Case] = {
+    "memory_add": Case(lambda _, __: {"content": f"Release note {_words()}", "layer": "user"}),
+    "memory_search": Case(lambda _, __: {"query": "release note", "threshold": 0}),
+    "memory_delete": Case(lambda _, ids: {"memoryId": ids[0]}, pool="memory"),
+    "memory_history": Case(lambda _, ids: {"memoryId": ids[0]}, pool="memory"),
+    "knowledge_show": Case(lambda usage, _: {**usage, "id": ADR_ID}),
+    "add_conversation": Case(lambda usage, _: {**usage, "message_id": f"msg_{_tag()}"}),
+    "add_messages": Case(lambda usage, _: _messages(usage)),
+    "memory_extract": Case(parameters={"ExtractionStrategies": "all"}),
+    "memorize_new_topic": Case(lambda usage, _: {**usage, "topic": f"deployment-{_tag()}"}),
+    "forget_memory": Case(lambda _, topics: {"topic": topics[0]}, pool="topic"),
+    "block_unpin": Case(lambda _, paths: {"path": paths[0]}, pool="pinned"),
+    "file_delete": Case(lambda _, paths: {"path": paths[0]}, pool="block"),
+    "add_memory_link": Case(lambda usage, _: {**usage, "subject": f"Alice {_tag()}"}),
+    "update_memory_object": Case(lambda usage, _: _updated_entity(usage)),
+    "invalidate_memory_link": Case(lambda usage, facts: {**usage, "factId": facts[0]}, pool="fact"),
+    "memory_add_batch": Case(lambda usage, _: _batch(usage)),
+    "memory_delete_batch": Case(lambda _, ids: {"memoryIds": ids}, pool="memory", takes=2),
+    "erase_user": Case(
+        lambda _, __: {"subjectUserId": f"gone-{_tag()}"},
+        parameters={"TrustedDelegateArns": DELEGATE_ROLE},
+        delegate=True,
+    ),
+    "memorize_general_info": Case(lambda usage, _: {**usage, "content": f"{usage['content']} Noted {_words()}."}),
+    "refine_memory": Case(lambda usage, _: {**usage, "newSummary": f"{usage['newSummary']} ({_words()})"}),
+    "file_write": Case(lambda usage, _: {**usage, "path": f"mnemo:///blocks/new-{_tag()}.md"}),
+    "block_pin": Case(lambda _, paths: {"path": paths[0]}, pool="block"),
+    "file_edit": Case(lambda usage, paths: {**usage, "path": paths[0]}, pool="block"),
+    **{name: Case(parameters={"ExperimentalTools": "true"}) for name in (*OUTLINE_TOOLS, "outline_sync")},
+}
+#: Made once before the rounds, with their tools' Usage examples, for the functions that read them: a memory,
+#: a conversation and its execution, the general info and a topic, a block (pinned), an entity and its fact.
+SEEDS = ("memory_add", "add_conversation", "add_execution", "memorize_general_info", "memorize_new_topic",
+         "file_write", "block_pin", "add_memory_link")  # fmt: skip
+#: The answer build_memory_from_text's model gives (Converse, its forced tool): its Usage example's facts.
+GRAPH_ANSWER = {
+    "entities": [{"name": "Spring AI", "type": "technology", "summary": "A framework for building AI applications."},
+                 {"name": "Amazon Bedrock", "type": "technology"}, {"name": "OpenAI", "type": "organization"}],
+    "facts": [{"subject": "Spring AI", "predicate": "integrates_with", "object": "Amazon Bedrock",
+               "text": "Spring AI integrates with Amazon Bedrock."},
+              {"subject": "Spring AI", "predicate": "integrates_with", "object": "OpenAI",
+               "text": "Spring AI integrates with OpenAI."}],
+}  # fmt: skip
+
+
+def _event(route: str, body: Body, api: str, *, delegate: bool = False) -> dict[str, Any]:
+    """An API Gateway event under IAM auth: REST (payload 1.0) or HTTP API (2.0), as the template sends them;
+    ``delegate``: a trusted delegate's role session, its identity headers signed."""
     sys.path.insert(0, str(ROOT / "tests" / "support"))
     from http_api_events import http_api_event
 
     from aws_events import rest_event
 
-    route = "memory_add" if tool in BARE_TOOLS else tool
+    caller, headers = (DELEGATE_CALLER, DELEGATE_HEADERS) if delegate else (CALLER, {})
     if api == "http":
-        return http_api_event(f"/v1/tools/{route}", _built_body(tool), iam={"accountId": ACCOUNT, "userArn": CALLER})
+        lower = {"content-type": "application/json", **{key.lower(): value for key, value in headers.items()}}
+        return http_api_event(f"/v1/tools/{route}", body, iam={"accountId": ACCOUNT, "userArn": caller}, headers=lower)
     identity = {"accountId": ACCOUNT, "caller": "AIDACOLDSTART", "accessKey": "AKIACOLDSTART", "user": "AIDACOLDSTART",
-                "sourceIp": "203.0.113.10", "userArn": CALLER, "userAgent": "aws-sdk-python"}  # fmt: skip
-    return rest_event(route, _built_body(tool), identity=identity)
+                "sourceIp": "203.0.113.10", "userArn": caller, "userAgent": "aws-sdk-python"}  # fmt: skip
+    event = rest_event(route, body, identity=identity)
+    event["headers"].update(headers)
+    event["multiValueHeaders"].update({key: [value] for key, value in headers.items()})
+    return event
+
+
+def tool_functions(template: Mapping[str, Any]) -> list[str]:
+    """Every tool function of ``template``: a catalog tool's (experimental ones included) whose code is
+    functions/<tool>/, in catalog order."""
+    from mnemo.tools.registry import load_catalog
+
+    folders = {
+        str(resource["Properties"].get("CodeUri", "")).rstrip("/").rsplit("/", 1)[-1]
+        for resource in template["Resources"].values()
+        if resource.get("Type") == "AWS::Serverless::Function"
+    }
+    return [name for name in load_catalog(True) if name in folders]
+
+
+def usage_example(tool: str) -> Body:
+    """The tool's Usage example, from its spec (what its docs show)."""
+    from mnemo.tools.registry import load_catalog
+
+    found = [example for label, example in load_catalog(True)[tool].examples() if label == "Usage"]
+    if not found or not isinstance(found[0], dict):
+        raise KeyError(f"{tool} has no Usage example in its spec")
+    return dict(found[0])
+
+
+def _scripted_model(model_id: str) -> Any:
+    """The rehearsal's Titan stand-in, whose Converse answers as a model calling the forced tool does:
+    GRAPH_ANSWER for build_memory_from_text's tool, an empty input for any other (no model runs here)."""
+    from rehearsal_stage import TitanStandIn
+
+    class ScriptedModel(TitanStandIn):
+        def _converse(self, request: Any, model_id: str, raw: bytes) -> None:
+            sent = json.loads(raw)
+            name = sent["toolConfig"]["toolChoice"]["tool"]["name"]
+            self.converse_calls[name] += 1
+            use = {"toolUseId": "tooluse_cold_start", "name": name,
+                   "input": GRAPH_ANSWER if name == "record_knowledge_graph" else {}}  # fmt: skip
+            answer = {"output": {"message": {"role": "assistant", "content": [{"toolUse": use}]}},
+                      "stopReason": "tool_use", "usage": {"inputTokens": 200, "outputTokens": 80, "totalTokens": 280},
+                      "metrics": {"latencyMs": 1}}  # fmt: skip
+            self._send(request, 200, None, answer)
+
+    return ScriptedModel(model_id=model_id)
 
 
 class BuiltStage:
-    """The built functions' surroundings: moto (DynamoDB), osmem-server behind the k-NN stand-in, Titan's stand-in."""
+    """The built functions' surroundings: moto (DynamoDB, S3, SQS), osmem-server behind the k-NN stand-in,
+    Titan's stand-in (its Converse scripted)."""
 
     def __init__(self, build_dir: Path | None, source: Path = ROOT) -> None:
         sys.path.insert(0, str(ROOT / "tests" / "support"))
         from aws_fixtures import create_records_table, load_template, shared_moto_server
         from osmem_server import OsmemServer
         from rehearsal_build import Build, lambda_architecture, python312, sam_build
-        from rehearsal_stage import OpenSearchStandIn, TitanStandIn, runtime_boto3_dir
+        from rehearsal_stage import OpenSearchStandIn, runtime_boto3_dir
 
         if build_dir is None:
             self.build = sam_build({}, BUILT_WORK_DIR, source.resolve())
@@ -239,36 +441,53 @@ class BuiltStage:
             subprocess.run([self.python, "-m", "compileall", "-q", str(self.runtime)], check=True)
             (self.runtime / ".compiled").touch()
         self.template = load_template()
+        self.tools = tool_functions(self.template)
         self.moto = shared_moto_server()
         self.table = f"mnemo-cold-start-{uuid.uuid4().hex[:8]}"
+        self.bucket = f"mnemo-cold-start-{uuid.uuid4().hex[:8]}"
         create_records_table(self.moto.client("dynamodb"), self.table)
+        self._refs, self._attributes = self._references()
+        s3 = self.moto.client("s3")
+        s3.create_bucket(Bucket=self.bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        s3.put_bucket_versioning(Bucket=self.bucket, VersioningConfiguration={"Status": "Enabled"})  # as the template's
+        s3.put_object(Bucket=self.bucket, Key=f"knowledge/{ACCOUNT}/company/{ADR_ID}.md", Body=ADR.encode())
+        sqs = self.moto.client("sqs")
+        for name in (key[: -len(".QueueName")] for key in self._attributes if key.endswith(".QueueName")):
+            queue = self._attributes[f"{name}.QueueName"]
+            sqs.create_queue(QueueName=queue, Attributes={"FifoQueue": "true"} if queue.endswith(".fifo") else {})
         self.osmem = OsmemServer.start()
         self.opensearch = OpenSearchStandIn(self.osmem.url)
         self.titan_model = str(
-            self._resolver().resolve(self.template["Globals"]["Function"]["Environment"]["Variables"])[
+            self._resolver({}).resolve(self.template["Globals"]["Function"]["Environment"]["Variables"])[
                 "MNEMO_TITAN_MODEL_ID"
             ]
         )
-        self.titan = TitanStandIn(model_id=self.titan_model)
+        self.titan = _scripted_model(self.titan_model)
         everything = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
         self.titan.callers["testing"] = ("cold-start", [everything])
         self.work = Path(tempfile.mkdtemp(prefix="mnemo-cold-start-"))
 
-    def _resolver(self) -> Any:
-        from rehearsal_template import Resolver
-
-        refs = {"RecordsTable": self.table, "KnowledgeBucket": "mnemo-cold-start"}
+    def _references(self) -> tuple[dict[str, str], dict[str, str]]:
+        refs = {"RecordsTable": self.table, "KnowledgeBucket": self.bucket}
         attributes = {
             "RecordsTable.Arn": f"arn:aws:dynamodb:eu-west-1:{ACCOUNT}:table/{self.table}",
-            "VectorCollection.CollectionEndpoint": self.opensearch.url,
+            "KnowledgeBucket.Arn": f"arn:aws:s3:::{self.bucket}",
         }
         for logical_id, resource in self.template["Resources"].items():
             if resource.get("Type") == "AWS::SQS::Queue":
-                name = f"mnemo-dev-{logical_id}" + (".fifo" if resource["Properties"].get("FifoQueue") else "")
+                name = f"mnemo-cs-{logical_id}" + (".fifo" if resource["Properties"].get("FifoQueue") else "")
                 refs[logical_id] = f"https://sqs.eu-west-1.amazonaws.com/{ACCOUNT}/{name}"
                 attributes[f"{logical_id}.QueueName"] = name
                 attributes[f"{logical_id}.Arn"] = f"arn:aws:sqs:eu-west-1:{ACCOUNT}:{name}"
-        return Resolver(self.template, {}, refs, attributes)
+        return refs, attributes
+
+    def _resolver(self, parameters: Mapping[str, str]) -> Any:
+        from rehearsal_template import Resolver
+
+        attributes = dict(self._attributes)
+        if hasattr(self, "opensearch"):
+            attributes["VectorCollection.CollectionEndpoint"] = self.opensearch.url
+        return Resolver(self.template, dict(parameters), self._refs, attributes)
 
     def function(self, tool: str, api: str) -> tuple[Path, dict[str, str]]:
         """The function's build folder and its environment as Lambda would set it (the baselines: memory_add's)."""
@@ -284,7 +503,7 @@ class BuiltStage:
             and str(resource["Properties"].get("CodeUri", "")).rstrip("/").endswith(f"functions/{target}")
         )
         properties, globals_ = resources[logical_id]["Properties"], self.template["Globals"]["Function"]
-        resolver = self._resolver()
+        resolver = self._resolver(BUILT_CASES.get(tool, Case()).parameters)
         variables = {
             **resolver.resolve(globals_["Environment"]["Variables"]),
             **resolver.resolve((properties.get("Environment") or {}).get("Variables", {})),
@@ -310,11 +529,14 @@ class BuiltStage:
             environment = {**environment, "LAMBDA_TASK_ROOT": str(folder), "_HANDLER": "app.handler"}
         return folder, environment
 
-    def run(self, tool: str, api: str, calls: int, extra: Sequence[str] = ()) -> tuple[dict[str, Any], str]:
-        """One fresh interpreter: import, then ``calls`` invocations; its figures and its stderr."""
+    def run(
+        self, tool: str, api: str, events: Sequence[dict[str, Any]], extra: Sequence[str] = (), *, http: bool = True
+    ) -> tuple[dict[str, Any], str]:
+        """One fresh interpreter: import, then one invocation per event; its figures and its stderr. ``http``:
+        each answer must be a 200 (a proxy response), else it only must not raise."""
         folder, environment = self.function(tool, api)
         request = {
-            "events": [_built_event(tool, api) for _ in range(calls)],
+            "events": list(events),
             "arn": f"arn:aws:lambda:eu-west-1:{ACCOUNT}:function:{environment['AWS_LAMBDA_FUNCTION_NAME']}",
             "timeoutMs": 15000,
         }
@@ -326,8 +548,9 @@ class BuiltStage:
         if done.returncode != 0 or not done.stdout.strip():
             raise RuntimeError(f"{tool}: the probe failed ({done.returncode}):\n{done.stderr[-4000:]}")
         figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-        if any(status != 200 for status in figures["statuses"]):
-            raise RuntimeError(f"{tool}: {figures['statuses']} {figures['bodies']}\n{done.stderr[-3000:]}")
+        if http and any(status != 200 for status in figures["statuses"]):
+            bodies = [body[:600] for body in figures["bodies"]]
+            raise RuntimeError(f"{tool}: {figures['statuses']} {bodies}\n{done.stderr[-3000:]}")
         return figures, done.stderr
 
     def layer_megabytes(self) -> float:
@@ -340,58 +563,202 @@ class BuiltStage:
         self.osmem.close()
 
 
+class Calls:
+    """The events each function is sent, call after call: its case's bodies, each call's objects taken from
+    the pools, which ``seed`` fills before the rounds (through the built functions themselves)."""
+
+    def __init__(self, stage: BuiltStage, api: str) -> None:
+        self.stage, self.api = stage, api
+        self.pools: dict[str, list[str]] = {name: [] for name in POOLS}
+
+    def seed(self, tools: Sequence[str], calls_each: int) -> None:
+        """Make what the functions read (SEEDS, the knowledge item) and fill each pool for ``calls_each`` calls
+        of every function in ``tools`` that takes from it."""
+        for tool in SEEDS:
+            self._call(tool, [usage_example(tool)])
+        self._call("sync_now", [{}])
+        if any(tool in OUTLINE_TOOLS for tool in tools):
+            self._outline()
+        wanted: dict[str, int] = {}
+        for tool in tools:
+            case = BUILT_CASES.get(tool, Case())
+            if case.pool is not None:
+                wanted[case.pool] = wanted.get(case.pool, 0) + calls_each * case.takes
+        for name, count in wanted.items():
+            pool = POOLS[name]
+            bodies = [pool.body() for _ in range(count)]
+            answers = self._call(pool.tool, bodies)
+            keys = [pool.key(answer, body) for answer, body in zip(answers, bodies, strict=True)]
+            if pool.then is not None:
+                then_tool, then_body = pool.then
+                self._call(then_tool, [then_body(key) for key in keys])
+            self.pools[name].extend(keys)
+
+    def _outline(self) -> None:
+        """The shop fixture's Python files written to the workspace (file_write), each object then outlined by
+        outline_sync as its S3 event would have it: what the outline tools' Usage examples ask about."""
+        shop = ROOT / "tests" / "fixtures" / "outline" / "shop"
+        files = {str(path.relative_to(shop)): path.read_text() for path in sorted(shop.glob("shop/**/*.py"))}
+        self._call("file_write", [{"path": path, "content": content} for path, content in files.items()])
+        listed = self.stage.moto.client("s3").list_objects_v2(Bucket=self.stage.bucket, Prefix="workspace/")
+        keys = [item["Key"] for item in listed.get("Contents", []) if item["Key"].endswith(".py")]
+        if len(keys) < len(files):
+            raise RuntimeError(f"the workspace holds {keys}, not the {len(files)} files written")
+        detail = {"version": "0", "bucket": {"name": self.stage.bucket}, "request-id": "R1", "requester": ACCOUNT,
+                  "reason": "PutObject"}  # fmt: skip
+        events = [{"version": "0", "id": str(uuid.uuid4()), "detail-type": "Object Created", "source": "aws.s3",
+                   "account": ACCOUNT, "time": "2026-01-07T10:00:00Z", "region": "eu-west-1",
+                   "resources": [f"arn:aws:s3:::{self.stage.bucket}"],
+                   "detail": {**detail, "object": {"key": key, "size": 1, "etag": "e"}}} for key in keys]  # fmt: skip
+        self.stage.run("outline_sync", self.api, events, http=False)
+
+    def _call(self, tool: str, bodies: list[Body]) -> list[Body]:
+        """Call ``tool`` with each body in one process (unmeasured); its answers."""
+        case = BUILT_CASES.get(tool, Case())
+        figures, _ = self.stage.run(tool, self.api, [_event(tool, body, self.api, delegate=case.delegate)
+                                                     for body in bodies])  # fmt: skip
+        return [json.loads(body) for body in figures["bodies"]]
+
+    def events(self, tool: str, count: int) -> list[dict[str, Any]]:
+        """The next ``count`` events of ``tool`` (a baseline's: a new memory's arguments each)."""
+        if tool in BARE_TOOLS:
+            return [_event("memory_add", {"content": f"Release note {_words()}", "layer": "user"}, self.api)
+                    for _ in range(count)]  # fmt: skip
+        case, usage = BUILT_CASES.get(tool, Case()), usage_example(tool)
+        events = []
+        for _ in range(count):
+            taken: list[str] = []
+            if case.pool is not None:
+                pool = self.pools[case.pool]
+                if len(pool) < case.takes:
+                    raise RuntimeError(f"{tool}: the {case.pool} pool is empty (seed more)")
+                taken, self.pools[case.pool] = pool[: case.takes], pool[case.takes :]
+            events.append(_event(tool, case.body(usage, taken), self.api, delegate=case.delegate))
+        return events
+
+
+# ----------------------------------------------------------- importtime ---
+def importtime_modules(log: str) -> dict[str, int]:
+    """Each module of a ``python -X importtime`` log and its own import time (µs, its imports excluded)."""
+    modules = {}
+    for line in log.splitlines():
+        if not line.startswith("import time:"):
+            continue
+        own, _, name = line[len("import time:") :].split("|", 2)
+        if own.strip().isdigit():
+            modules[name.strip()] = int(own)
+    return modules
+
+
+def package_of(module: str) -> str:
+    """The package a module is counted under: its top-level one; mnemo's by subpackage (a family's tools,
+    an adapter and a front door apart: ``mnemo.tools.files``, ``mnemo.adapters.aws``, ``mnemo.entry.apigw``)."""
+    parts = module.split(".")
+    if parts[0] != "mnemo":
+        return parts[0]
+    return ".".join(parts[:3] if len(parts) > 2 and parts[1] in ("tools", "adapters", "entry") else parts[:2])
+
+
+def beyond(mine: Mapping[str, int], baseline: Mapping[str, int], top: int = 4) -> list[tuple[str, float]]:
+    """What a cold start imports that the baseline's does not: the ``top`` packages by their modules' own
+    import time (ms), largest first."""
+    sums: dict[str, int] = {}
+    for module, micros in mine.items():
+        if module not in baseline:
+            sums[package_of(module)] = sums.get(package_of(module), 0) + micros
+    return [(name, round(micros / 1000, 1)) for name, micros in sorted(sums.items(), key=lambda kv: -kv[1])[:top]]
+
+
+# ------------------------------------------------------------ measuring ---
+#: How many times a sample is taken again when one of its calls fails (a retryable refusal on a loaded machine
+#: must not end a quarter-hour run); each retry is counted in the results.
+RETRIES = 2
+
+
+def _sample(stage: BuiltStage, calls: Calls, tool: str, api: str, retried: dict[str, int]) -> dict[str, float]:
+    """One fresh interpreter's figures for ``tool``: its import, first call, warm call and cold cost."""
+    for attempt in range(RETRIES + 1):
+        try:
+            figures, _ = stage.run(tool, api, calls.events(tool, 1 + WARM_CALLS))
+            break
+        except RuntimeError as error:
+            if attempt == RETRIES:
+                raise
+            retried[tool] = retried.get(tool, 0) + 1
+            print(f"{tool}: taken again after {str(error)[:400]}", file=sys.stderr)
+    first, warm = figures["calls"][0], statistics.median(figures["calls"][1:])
+    return {"import": figures["import"], "first": first, "warm": warm, "cost": figures["import"] + first - warm,
+            "modules": figures["modules"]}  # fmt: skip
+
+
 def measure_built(args: argparse.Namespace) -> None:
-    tools = [*BARE_TOOLS, *(args.functions.split(",") if args.functions else BUILT_FUNCTIONS)]
+    """Seed, warm every function up, log one cold start of each with ``-X importtime``, then ``--runs`` rounds.
+
+    A round measures every function once, in an order rotated from round to round, in groups of GROUP with
+    both baselines measured before the first group and after each: a function's ratio in a round is its cost
+    over the mean of the baseline's two measurements around its group, minutes apart at most, so that a load
+    that comes and goes on a shared machine weighs on both sides alike. Its ratio is the median of its rounds'.
+    """
     stage = BuiltStage(args.build_dir, args.source)
-    rows: list[list[Any]] = []
+    default = SMOKE_BUILT_FUNCTIONS if args.smoke else stage.tools
+    tools = args.functions.split(",") if args.functions else list(default)
+    everything = [*BARE_TOOLS, *tools]
+    calls = Calls(stage, args.api)
+    samples: dict[str, list[dict[str, float]]] = {tool: [] for tool in everything}
+    retried: dict[str, int] = {}
     payload: dict[str, dict[str, Any]] = {}
     try:
-        for tool in tools:  # unmeasured: the index and the table's first items exist, the disk cache is warm
-            stage.run(tool, args.api, 2)
-        if args.importtime is not None:
-            args.importtime.mkdir(parents=True, exist_ok=True)
-            for tool in tools:
-                _, log = stage.run(tool, args.api, 1, ["-X", "importtime"])
+        calls.seed(tools, WARMUP_CALLS + 1 + (args.runs + RETRIES) * (1 + WARM_CALLS))
+        for tool in everything:  # unmeasured: the index and the table's first items exist, the disk cache is warm
+            stage.run(tool, args.api, calls.events(tool, WARMUP_CALLS))
+        imported: dict[str, dict[str, int]] = {}
+        for tool in everything:
+            _, log = stage.run(tool, args.api, calls.events(tool, 1), ["-X", "importtime"])
+            imported[tool] = importtime_modules(log)
+            if args.importtime is not None:
+                args.importtime.mkdir(parents=True, exist_ok=True)
                 lines = [line for line in log.splitlines() if line.startswith("import time:")]
                 (args.importtime / f"{tool}-{args.api}.txt").write_text("\n".join(lines) + "\n")
-        # Round after round, each function once a round: a load on the machine weighs on all of them alike.
-        samples: dict[str, list[dict[str, float]]] = {tool: [] for tool in tools}
-        for _ in range(args.runs):
-            for tool in tools:
-                figures, _ = stage.run(tool, args.api, 1 + WARM_CALLS)
-                first, warm = figures["calls"][0], statistics.median(figures["calls"][1:])
-                cost = figures["import"] + first - warm
-                samples[tool].append(
-                    {
-                        "import": figures["import"],
-                        "first": first,
-                        "warm": warm,
-                        "cost": cost,
-                        "modules": figures["modules"],
-                    }
-                )
-        for tool in tools:
-            medians = {key: statistics.median(sample[key] for sample in samples[tool]) for key in samples[tool][0]}
-            payload[tool] = {"medians": medians, "samples": samples[tool]}
-        for tool in tools:
-            medians = payload[tool]["medians"]
-            # Each round's cost over a baseline's in the same round, then their median: a load that comes and
-            # goes on a shared machine moves both sides of a round together.
-            for key, baseline in (("ratio", "bare"), ("ratioSdk", "bare+sdk")):
-                pairs = zip(samples[tool], samples[baseline], strict=True)
-                medians[key] = statistics.median(mine["cost"] / theirs["cost"] for mine, theirs in pairs)
-            payload[tool]["leastCost"] = min(sample["cost"] for sample in samples[tool])
-            rows.append([tool, medians["import"], medians["first"], medians["warm"], medians["cost"],
-                         f"{medians['ratio']:.2f}x", f"{medians['ratioSdk']:.2f}x", payload[tool]["leastCost"],
-                         int(medians["modules"])])  # fmt: skip
+        for number in range(args.runs):
+            shift = number * len(tools) // max(args.runs, 1)
+            order = tools[shift:] + tools[:shift]
+            brackets = [{base: _sample(stage, calls, base, args.api, retried) for base in BARE_TOOLS}]
+            for start in range(0, len(order), GROUP):
+                group = {tool: _sample(stage, calls, tool, args.api, retried) for tool in order[start : start + GROUP]}
+                brackets.append({base: _sample(stage, calls, base, args.api, retried) for base in BARE_TOOLS})
+                around = {base: (brackets[-2][base]["cost"] + brackets[-1][base]["cost"]) / 2 for base in BARE_TOOLS}
+                for tool, sample in group.items():
+                    sample["ratio"] = sample["cost"] / around["bare"]
+                    sample["ratioSdk"] = sample["cost"] / around["bare+sdk"]
+                    samples[tool].append(sample)
+            for bracket in brackets:
+                for base in BARE_TOOLS:
+                    sample = dict(bracket[base])
+                    sample["ratio"] = sample["cost"] / bracket["bare"]["cost"]
+                    sample["ratioSdk"] = sample["cost"] / bracket["bare+sdk"]["cost"]
+                    samples[base].append(sample)
         layer = stage.layer_megabytes()
     finally:
         stage.close()
-    headers = ["function", "import ms", "first call ms", "warm ms", "cold cost ms", "× bare", "× bare+SDK"]
-    print(table([*headers, "least cost ms", "modules"], rows))
+    rows: list[list[Any]] = []
+    for tool in everything:
+        keys = ("import", "first", "warm", "cost", "modules", "ratio", "ratioSdk")
+        medians = {key: statistics.median(sample[key] for sample in samples[tool]) for key in keys}
+        extra = beyond(imported[tool], imported["bare+sdk"]) if tool not in BARE_TOOLS else []
+        payload[tool] = {"medians": medians, "leastCost": min(s["cost"] for s in samples[tool]),
+                         "beyondBareSdk": dict(extra), "samples": samples[tool]}  # fmt: skip
+        rows.append([tool, medians["cost"], f"{medians['ratioSdk']:.2f}x", f"{medians['ratio']:.2f}x",
+                     payload[tool]["leastCost"], medians["import"], medians["first"], int(medians["modules"]),
+                     ", ".join(f"{name} {ms:.0f}" for name, ms in extra)])  # fmt: skip
+    headers = ["function", "cold ms", "× bare+SDK", "× bare", "least ms", "import ms", "first call ms", "modules"]
+    print(table([*headers, "beyond bare+SDK (importtime ms)"], rows))
+    over = [tool for tool in tools if payload[tool]["medians"]["ratioSdk"] > GOAL_SDK_RATIO]
+    print(f"over {GOAL_SDK_RATIO}x bare+SDK: {', '.join(over) or 'none'} ({len(over)} of {len(tools)})")
     print(f"layer: {layer} MB ({stage.build.layer_python.parent})")
-    result = {"runs": args.runs, "api": args.api, "warmCalls": WARM_CALLS, "layerMegabytes": layer,
-              "buildDir": str(stage.build.build_dir), "functions": payload}  # fmt: skip
+    result = {"runs": args.runs, "api": args.api, "warmCalls": WARM_CALLS, "group": GROUP, "layerMegabytes": layer,
+              "buildDir": str(stage.build.build_dir.relative_to(ROOT) if stage.build.build_dir.is_relative_to(ROOT)
+                              else stage.build.build_dir),
+              "goalSdkRatio": GOAL_SDK_RATIO, "overGoal": over, "retried": retried, "functions": payload}  # fmt: skip
     print(f"wrote {write_results(f'cold-start-built-{args.api}', result)}")
 
 

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("add_conversation")
+handler = tool_handler("add_conversation", family="conversations")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("add_memory_link")
+handler = tool_handler("add_memory_link", family="graph")

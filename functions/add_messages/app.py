@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("add_messages")
+handler = tool_handler("add_messages", family="learning")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("block_pin")
+handler = tool_handler("block_pin", family="files")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("build_memory_from_text")
+handler = tool_handler("build_memory_from_text", family="graph")

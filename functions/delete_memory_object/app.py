@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("delete_memory_object")
+handler = tool_handler("delete_memory_object", family="graph")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("erase_user")
+handler = tool_handler("erase_user", family="lifecycle")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("expand_prompt")
+handler = tool_handler("expand_prompt", family="files")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("extraction_status")
+handler = tool_handler("extraction_status", family="learning")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("file_delete")
+handler = tool_handler("file_delete", family="files")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("file_list")
+handler = tool_handler("file_list", family="files")

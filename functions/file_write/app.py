@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("file_write")
+handler = tool_handler("file_write", family="files")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("knowledge_check")
+handler = tool_handler("knowledge_check", family="knowledge")

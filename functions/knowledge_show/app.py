@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("knowledge_show")
+handler = tool_handler("knowledge_show", family="knowledge")

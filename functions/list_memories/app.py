@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("list_memories")
+handler = tool_handler("list_memories", family="topics")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("memorize_general_info")
+handler = tool_handler("memorize_general_info", family="topics")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("memorize_new_topic")
+handler = tool_handler("memorize_new_topic", family="topics")

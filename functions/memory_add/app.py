@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("memory_add")
+handler = tool_handler("memory_add", family="memory")

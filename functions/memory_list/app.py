@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("memory_list")
+handler = tool_handler("memory_list", family="memory")

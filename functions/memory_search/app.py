@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("memory_search")
+handler = tool_handler("memory_search", family="memory")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("outline_project")
+handler = tool_handler("outline_project", family="outline")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("outline_symbol")
+handler = tool_handler("outline_symbol", family="outline")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("pinned_context")
+handler = tool_handler("pinned_context", family="files")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("recall_memory")
+handler = tool_handler("recall_memory", family="topics")

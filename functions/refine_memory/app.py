@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("refine_memory")
+handler = tool_handler("refine_memory", family="topics")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("retrieve_execution")
+handler = tool_handler("retrieve_execution", family="conversations")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("search_memories")
+handler = tool_handler("search_memories", family="topics")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("sync_now")
+handler = tool_handler("sync_now", family="sync")

@@ -2,4 +2,4 @@
 
 from mnemo.entry.apigw import tool_handler
 
-handler = tool_handler("sync_status")
+handler = tool_handler("sync_status", family="sync")

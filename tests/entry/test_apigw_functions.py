@@ -36,9 +36,9 @@ def invoke(tool: str, body: Any, authorizer: dict[str, Any] | None = AUTH, **kw:
 
 
 def test_every_catalog_tool_has_a_function_folder() -> None:
-    for name in load_catalog(experimental=True):
+    for name, tool in load_catalog(experimental=True).items():
         source = (ROOT / "functions" / name / "app.py").read_text()
-        assert f'tool_handler("{name}")' in source
+        assert f'tool_handler("{name}", family="{tool.family}")' in source
 
 
 def test_the_outline_lambdas_answer_with_the_setting_the_template_passes(

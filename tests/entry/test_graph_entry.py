@@ -61,7 +61,7 @@ def test_every_graph_tool_has_its_own_function() -> None:
     """Every tool of the catalog's graph family has its own Lambda, and the family its action group."""
     assert GRAPH_TOOLS, "the catalog serves graph tools"
     for name in GRAPH_TOOLS:
-        assert f'tool_handler("{name}")' in (ROOT / "functions" / name / "app.py").read_text()
+        assert f'tool_handler("{name}", family="graph")' in (ROOT / "functions" / name / "app.py").read_text()
     assert 'action_group_handler("graph")' in (ROOT / "functions" / "bedrock_graph" / "app.py").read_text()
 
 

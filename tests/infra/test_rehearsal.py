@@ -45,6 +45,7 @@ from rehearsal_stage import (
     runtime_boto3_dir,
 )
 from rehearsal_template import ACCOUNT, Function, Resolver, functions, transformed_template
+from sample_knowledge import ADR
 
 from aws_events import bedrock_agent_event, rest_event
 
@@ -367,21 +368,6 @@ def test_the_tool_functions_and_mcp_answer_http_api_iam_events(stage: Stage) -> 
     listed = stage.invoke("McpFunction", http_api_event("/mcp", rpc, iam=IAM_CALLER, headers=headers), "memory")
     assert listed["statusCode"] == 200, listed
     assert "memory_search" in {tool["name"] for tool in json.loads(listed["body"])["result"]["tools"]}
-
-
-ADR = """---
-id: adr-007-queue-choice
-type: adr
-title: Queues for Asynchronous Work
-summary: Use SQS for asynchronous work between services
-status: accepted
-tags: [messaging, queues]
-created: "2026-01-05"
----
-# Queues for Asynchronous Work
-
-Services hand asynchronous work to each other through SQS queues, never through shared tables.
-"""
 
 
 def test_knowledge_and_sync_families(stage: Stage) -> None:

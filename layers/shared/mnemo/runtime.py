@@ -9,7 +9,6 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from mnemo.memory.service import MemoryService
 from mnemo.outbox import IndexedFamily, IndexOutbox
 from mnemo.ports import BlobStore, Embedder, EventPublisher, ExtractionQueue, Extractor, RecordStore, VectorIndex
 from mnemo.settings import Settings
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
     from mnemo.learning.recall import Recall
     from mnemo.learning.service import LearningService
     from mnemo.learning.transcript import Turn
+    from mnemo.memory.service import MemoryService
     from mnemo.outline.service import OutlineService
     from mnemo.sync.service import SyncService
     from mnemo.topics.service import TopicService
@@ -176,6 +176,10 @@ class Services:
     @cached_property
     def memory(self) -> MemoryService:
         """The memory tools' service."""
+        # Imported here, as every other family's service is: a function of another family that never reads
+        # memories does not load the memory package at its cold start.
+        from mnemo.memory.service import MemoryService
+
         return MemoryService(
             self.records, self.index, self.embedder, self.outbox, dedupe_similarity=self.settings.dedupe_similarity
         )

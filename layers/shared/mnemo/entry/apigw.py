@@ -223,9 +223,10 @@ class ToolDoor:
         return resolve(self.resolver_for(event), event, context)
 
 
-def tool_handler(name: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """The Lambda handler for one tool's function: its resolvers know only that tool."""
-    door = ToolDoor([get_tool(name)])
+def tool_handler(name: str, family: str | None = None) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The Lambda handler for one tool's function: its resolvers know only that tool. ``family`` (the generated
+    entry names the tool's) is the only family its cold start imports (``get_tool``)."""
+    door = ToolDoor([get_tool(name, family)])
 
     @observability.door(observability.API_GATEWAY)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -37,7 +37,7 @@ def tool_entry(tool: Tool) -> str:
         "\n"
         "from mnemo.entry.apigw import tool_handler\n"
         "\n"
-        f'handler = tool_handler("{tool.name}")\n'
+        f'handler = tool_handler("{tool.name}", family="{tool.family}")\n'
     )
 
 

@@ -242,19 +242,23 @@ def load_catalog(experimental: bool | None = None) -> Mapping[str, Tool]:
     return {name: found for name, found in CATALOG.items() if served or found.family not in EXPERIMENTAL_FAMILIES}
 
 
-def get_tool(name: str) -> Tool:
-    """The served tool ``name``. The families are imported one at a time, in catalog order, until one
-    registers it: a function serving one tool loads its own family's models and the families before it
-    (a memory tool's, first in the order, alone), not the whole catalog. An unknown name loads the whole
-    catalog, for the error's list of the available tools."""
+def get_tool(name: str, family: str | None = None) -> Tool:
+    """The served tool ``name``. ``family``, when the caller knows it (a tool's generated Lambda entry names
+    it), is imported first, so a function loads its own family's models and domain alone. Otherwise the
+    families are imported one at a time, in catalog order, until one registers it (a memory tool's, first
+    in the order, alone). An unknown name loads the whole catalog, for the error's list of the available
+    tools."""
     import importlib
 
     served = experimental_enabled()
-    for family in FAMILIES + EXPERIMENTAL_FAMILIES if served else FAMILIES:
+    order: tuple[str, ...] = FAMILIES + EXPERIMENTAL_FAMILIES if served else FAMILIES
+    if family is not None and family in order:  # a known family only: the name never becomes an arbitrary import
+        order = (family, *(other for other in order if other != family))
+    for candidate in order:
         found = CATALOG.get(name)
         if found is not None and (served or found.family not in EXPERIMENTAL_FAMILIES):
             return found
-        importlib.import_module(f"mnemo.tools.{family}")
+        importlib.import_module(f"mnemo.tools.{candidate}")
     catalog = load_catalog()
     found = catalog.get(name)
     if found is None:
