@@ -15,7 +15,7 @@ import pytest
 from helpers import ctx, drained
 from mnemo import cli
 from mnemo.context import RequestContext
-from mnemo.errors import ProviderError
+from mnemo.errors import Conflict, ProviderError
 from mnemo.outbox import MAX_ATTEMPTS, IndexOutbox
 from mnemo.ports import IndexDoc
 from mnemo.runtime import Services
@@ -167,7 +167,7 @@ def test_memory_add_killed_after_its_record_write_is_indexed_and_leaves_no_marke
     assert found(services, "zebra")
 
 
-def test_memory_add_whose_record_write_loses_a_race_queues_the_removal_of_its_document(
+def test_memory_add_whose_record_write_fails_its_condition_queues_the_removal_of_its_document(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from datetime import UTC, datetime
@@ -180,17 +180,17 @@ def test_memory_add_whose_record_write_loses_a_race_queues_the_removal_of_its_do
 
     def lose_the_first_race(self: Any, operations: Sequence[Any]) -> None:
         records = [op.item.sk for op in operations if getattr(op, "item", None) and op.item.sk.startswith("MEM#")]
-        if records and not lost:  # as if another dated add had moved the scope's LAST pointer meanwhile
+        if records and not lost:  # as if an item had appeared at the record's key meanwhile
             lost.append(records[0])
-            raise ConditionFailed("the LAST pointer moved")
+            raise ConditionFailed("the record's key is taken")
         records_write(self, operations)
 
+    request = MemoryAddInput(content="The zebra gateway runs in Dublin", occurred_at=datetime(2026, 5, 1, tzinfo=UTC))
     with monkeypatch.context() as patch:
         patch.setattr(type(services.records), "write", lose_the_first_race)
-        added = services.memory.add(
-            ALICE,
-            MemoryAddInput(content="The zebra gateway runs in Dublin", occurred_at=datetime(2026, 5, 1, tzinfo=UTC)),
-        )
+        with pytest.raises(Conflict):  # the caller is told to retry: nothing of the attempt is stored
+            services.memory.add(ALICE, request)
+    added = services.memory.add(ALICE, request)  # the retry
     assert lost and lost[0] != f"MEM#{added.memory_id}"
     # The first attempt's document names an id no record holds: searches drop it, and its removal is queued.
     assert services.index.count("memory") == 2

@@ -3,8 +3,8 @@
 The Lambda handler serves memory_add over records on moto (Titan answered by the meter's stub, the local
 vector index), as test_deploy_cost_counts.py does for a plain add. A keyed add is one PutItem whose condition is
 on its own record's key (``attribute_not_exists(pk)``), no transaction, no read: the same request and units as an
-add without a key. Its repeat reads (strongly consistent) and writes nothing. A keyed dated add writes its record
-and the scope's LAST pointer in one two-item transaction, as every dated add, and reads only that pointer.
+add without a key. Its repeat reads (strongly consistent) and writes nothing. A keyed dated add writes its record,
+then the scope's LAST pointer in a PutItem of its own, as every dated add, and reads only that pointer.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def test_a_keyed_add_is_one_conditional_put_item_and_its_repeat_writes_nothing(
     assert dynamodb(repeat) and repeat.rru == repeat.rru_strong  # it reads, strongly consistent, and only reads
 
 
-def test_a_keyed_dated_add_writes_its_record_and_the_scopes_pointer_in_one_transaction(
+def test_a_keyed_dated_add_writes_its_record_then_the_scopes_pointer_with_no_transaction(
     metered: tuple[Meter, Sent, Services],
 ) -> None:
     meter, sent, _ = metered
@@ -124,12 +124,10 @@ def test_a_keyed_dated_add_writes_its_record_and_the_scopes_pointer_in_one_trans
     answers: list[dict[str, Any]] = []
     with call(meter, "dated", {**body, "idempotencyKey": "d-2"}, answers) as dated:
         pass
-    assert dynamodb(dated) == {"dynamodb:GetItem": 1, "dynamodb:TransactWriteItems": 1}  # the LAST read
-    [transaction] = sent.named("TransactWriteItems")
-    assert [item["Put"]["Item"]["sk"]["S"] for item in transaction["TransactItems"]] == [
-        f"MEM#{answers[0]['memoryId']}",
-        "LAST",
-    ]
-    assert transaction["TransactItems"][0]["Put"]["ConditionExpression"] == "attribute_not_exists(pk)"
-    assert (dated.wru, dated.rru) == (2 * 2, 1)  # two items under 1 KB in a transaction; one strong read
+    assert dynamodb(dated) == {"dynamodb:GetItem": 1, "dynamodb:PutItem": 2}  # the LAST read
+    record, pointer = sent.named("PutItem")
+    assert (record["Item"]["sk"]["S"], pointer["Item"]["sk"]["S"]) == (f"MEM#{answers[0]['memoryId']}", "LAST")
+    assert record["ConditionExpression"] == "attribute_not_exists(pk)"
+    assert pointer["ConditionExpression"].startswith("attribute_not_exists(pk)")  # the scope had no pointer yet
+    assert (dated.wru, dated.rru) == (2, 1)  # two items under 1 KB, one write each; one strong read
     assert dated.titan_calls == 1

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from helpers import ctx
+from mnemo.errors import ProviderError
 from mnemo.memory.filters import ATTRS, attr_terms
 from mnemo.memory.indexing import NAMESPACE
 from mnemo.memory.models import MemoryAddInput, MemoryDeleteInput, MemorySearchInput
@@ -203,7 +204,7 @@ def test_an_add_racing_the_delete_of_its_predecessor_does_not_link_to_it(service
     assert closest(services, alice, "Melanie: noted") == (second, pytest.approx(1.0, abs=1e-5))
 
 
-def test_two_dated_adds_racing_on_one_scope_keep_one_chain(services: Services) -> None:
+def test_two_dated_adds_racing_on_one_scope_each_follow_the_memory_they_read(services: Services) -> None:
     alice = ctx()
     first = add(services, alice, "Caroline: I painted a sunrise", occurredAt=DAY)
     racer: list[str] = []
@@ -212,8 +213,43 @@ def test_two_dated_adds_racing_on_one_scope_keep_one_chain(services: Services) -
     last = add(services, alice, "Caroline: here it is", occurredAt=DAY)
 
     assert hook.fired
+    # Both read the pointer to the first: both follow it (the chain forks), neither is lost nor unlinked.
     assert record(services, alice, racer[0])["after"] == first
-    assert record(services, alice, last)["after"] == racer[0]  # retried after the racer, not beside it
+    assert record(services, alice, last)["after"] == first
     pointer = services.records.get(partition_of(alice.scope_key("user")), LAST)
     assert pointer is not None
-    assert pointer.data["memoryId"] == last
+    assert pointer.data["memoryId"] == racer[0]  # the racer moved it first: the next add follows the racer
+    following = add(services, alice, "Melanie: lovely colours", occurredAt=DAY)
+    assert record(services, alice, following)["after"] == racer[0]
+    assert services.index.count(NAMESPACE) == 4  # every one indexed
+    assert services.outbox.pending() == []  # nothing left to re-index: no link was dropped
+
+
+def test_a_dated_add_whose_pointer_write_fails_is_stored_and_the_next_follows_the_one_before(
+    services: Services,
+) -> None:
+    """The pointer is written after the record, on its own: when that write fails (throttled, the store
+    down), the memory is stored and indexed all the same; the next dated add follows the memory before it."""
+    alice = ctx()
+    first = add(services, alice, "Caroline: the gallery opens on Friday", occurredAt=DAY)
+
+    def throttled() -> None:
+        raise ProviderError("DynamoDB throttled the request", {"provider": "dynamodb"})
+
+    real_write = services.records.write
+
+    def fail_pointer(operations: Any) -> None:
+        if any(getattr(getattr(op, "item", None), "sk", None) == LAST for op in operations):
+            throttled()
+        real_write(operations)
+
+    services.records.write = fail_pointer  # type: ignore[method-assign]
+    second = add(services, alice, "Melanie: I will be there", occurredAt=DAY)
+    services.records.write = real_write  # type: ignore[method-assign]
+
+    assert record(services, alice, second)["after"] == first
+    pointer = services.records.get(partition_of(alice.scope_key("user")), LAST)
+    assert pointer is not None and pointer.data["memoryId"] == first
+    third = add(services, alice, "Caroline: see you there", occurredAt=DAY)
+    assert record(services, alice, third)["after"] == first
+    assert services.index.count(NAMESPACE) == 3

@@ -9,31 +9,37 @@ only for a repeat whose lost write re-indexes it from the record) and then
 writes its record in one write:
 
 - the index write succeeded: the record alone (its ADD history entry folded in,
-  ``mnemo.memory.records``), one PutItem, plus, in the same all-or-nothing
-  write, the scope's LAST pointer for a dated memory; a keyed add writes no
-  idempotency record (its record's key and condition detect a repeat); no outbox
-  marker, no marker delete, no version read-back;
+  ``mnemo.memory.records``), one PutItem; a keyed add writes no idempotency
+  record (its record's key and condition detect a repeat); no outbox marker, no
+  marker delete, no version read-back;
 - the index write failed or timed out (OpenSearch down, or waking from idle),
   or there is no vector (embedder down): the record and a **queued** outbox
   marker (``mnemo.outbox``) in one all-or-nothing write; the stream indexer,
   which has no API time limit, indexes it from the record at once, and the
   drains retry it.
 
+A dated memory then moves the scope's LAST pointer to itself, in a conditional
+PutItem of its own (1 WRU and 1 request, where one transaction with the record
+was 4 WRU). Should the pointer have moved since it was read, the memory keeps
+the predecessor it read: a racing dated add follows the same one (the chain
+forks, and the next add follows the racer), and when the predecessor's delete
+removed the pointer its link goes and its document is re-indexed from the
+record, so no deleted content stays in its vector (``_move_last``).
+
 An index document whose record write then fails, or never happens (the process
 is killed in between), is harmless: it names a memory id no record holds, and
 every reader hydrates from the records first (search drops a hit whose record
 is missing, the near-duplicate check reads the candidate's record, a delete
 re-indexes its followers from theirs). When the record write lost a race
-(ConditionFailed: the LAST pointer moved, or a retry with the same idempotency
-key won) a queued marker for the abandoned id is written, so the indexer
-removes the stray document (or, for a keyed id, re-indexes it from the record
-the repeat found); after a crash ``mnemo reindex`` removes it. A
+(ConditionFailed: a retry with the same idempotency key won) a queued marker for
+the abandoned id is written, so the indexer removes the stray document (or, for
+a keyed id, re-indexes it from the record the repeat found); after a crash ``mnemo reindex`` removes it. A
 timed-out index write that in fact landed is replaced by the indexer's
 re-index from the record, and the copies checked again after the refresh
 window (``IndexOutbox`` rechecks).
 
 Concurrent writers and version order are unchanged: a new id is written once
-(``expect="absent"``; a keyed id ``expect="new"``); dated adds still race on the LAST pointer, and a delete
+(``expect="absent"``; a keyed id ``expect="new"``), and a delete
 still writes its record removal, its DELETE history item, the folded ADD entry
 written out as its own history item, and its outbox marker in one
 all-or-nothing write, then settles the marker (``mnemo.memory.outbox_sync``).
@@ -91,8 +97,8 @@ from mnemo.ports import BatchKnnIndex, ConditionFailed, Embedder, Item, Put, Rec
 from mnemo.ports import Delete as DeleteOp
 from mnemo.retrieval.ranker import AFTER
 
-#: Tries of an add whose write lost a race on the scope's LAST pointer (another dated add or a delete).
-LINK_ATTEMPTS = 3
+#: Tries of a keyed add: its key's own id may turn out taken by a memory past its day (then a random id).
+LINK_ATTEMPTS = 2
 DUPLICATE_MESSAGE = "A near-identical memory already exists in this scope; kept the existing one"
 
 logger = logging.getLogger(__name__)
@@ -174,14 +180,14 @@ class MemoryWrites:
     ) -> MemoryAddOutput:
         """Store one memory in the caller's scope of ``request.layer``, or name the one it repeats.
 
-        The memory is indexed first, then its record (its ADD history entry folded in) and, for a dated memory,
-        the scope's LAST pointer go out in one all-or-nothing write, with a queued outbox marker only when the
-        index write failed or timed out (the module docstring); so the memory is stored even while the embedder
+        The memory is indexed first, then its record (its ADD history entry folded in) is written, with a
+        queued outbox marker only when the index write failed or timed out (the module docstring), and for a
+        dated memory the scope's LAST pointer after it (``_move_last``); so the memory is stored even while the embedder
         or the index is down or waking from idle. With an idempotency key the memory's id derives from the key and
         a repeated call answers as the first call did, found on its rare path: the record's conditional put fails,
         or the near-duplicate check names a memory (``mnemo.memory.keys``; CONFLICT when the key was used for
         another request). Errors: INVALID_INPUT without the layer's ids, UNAUTHORIZED for a shared layer without
-        the writer role, CONFLICT when a dated add keeps losing the race for the scope's LAST pointer.
+        the writer role, CONFLICT when a concurrent call with the same idempotency key left no answer to give.
         ``request.dedupe`` false stores it even beside a near-identical or identical memory (no near-duplicate
         check, no DEDUPE entry); the idempotency key works as ever.
 
@@ -209,8 +215,7 @@ class MemoryWrites:
                     if found.taken and keyed_id is not None:  # the key's memory is past its day: the key is free
                         keyed_id = None
                         continue
-                if request.occurred_at is None:  # only a dated add can lose a race (on the LAST pointer)
-                    break
+                break
         raise Conflict("The memory changed while it was being written; retry")
 
     def _add_once(
@@ -288,7 +293,10 @@ class MemoryWrites:
         # The index first (the module docstring): a new id, so nothing else can write its document.
         attempted = vector is not None
         indexed = vector is not None and self._sync.try_insert(new.data, vector)
-        operations = list(new.writes)
+        # The scope's LAST pointer is written after the record, on its own (``_move_last``): 2 WRU, not the 4
+        # of a two-item transaction.
+        pointer = [op for op in new.writes if isinstance(op, Put) and op.item.sk == LAST]
+        operations = [op for op in new.writes if op not in pointer]
         if not indexed:  # the stream indexer takes it from the record (no vector, or the index failed)
             operations.append(self._sync.marker(partition, memory_id, queued=True))
         if key and keyed_id is None:  # the key's own id is taken: the answer goes to an idempotency record
@@ -296,10 +304,11 @@ class MemoryWrites:
         try:
             self._records.write(operations)
         except ConditionFailed:
-            # A lone record write (no idempotency record, no LAST pointer) has no token to make the SDK's
-            # retry of it idempotent: a first attempt that was applied but whose answer was lost makes the
-            # retry fail its "absent" condition. The record then holds this very memory: it is stored.
+            # A lone record write (no idempotency record, no marker) has no token to make the SDK's retry of
+            # it idempotent: a first attempt that was applied but whose answer was lost makes the retry fail
+            # its "absent" condition. The record then holds this very memory: it is stored.
             if len(operations) == 1 and self._holds(partition, new.data):
+                self._move_last(partition, pointer, new.data)
                 return new.output
             if attempted:  # a document (even one whose write timed out but landed) its record does not hold
                 self._abandon(partition, memory_id)
@@ -310,7 +319,48 @@ class MemoryWrites:
             if attempted:
                 self._abandon(partition, memory_id)
             raise
+        self._move_last(partition, pointer, new.data)
         return new.output
+
+    def _move_last(self, partition: str, pointer: Sequence[Put], data: dict[str, Any]) -> None:
+        """Move the scope's LAST pointer to the dated memory just stored (``data``), if it has not moved since
+        it was read: its own conditional write, after the record's.
+
+        Should it have moved, a racing dated add moved it (each memory keeps the predecessor it read: two
+        follow the same one, and the next follows the racer), or the delete of this memory's predecessor
+        removed it; then this memory must not keep the deleted content in its vector: its link goes and its
+        document is re-indexed from its record (``_unlink``). A crash or a failure before the pointer moves
+        leaves the same fork, and nothing lost: the memory is stored and indexed, the next add follows the
+        memory before it.
+        """
+        if not pointer:
+            return
+        try:
+            self._records.write(list(pointer))
+            return
+        except ConditionFailed:
+            pass
+        except Exception as error:  # the memory is stored: the next dated add links to the one before it
+            logger.warning("could not move the LAST pointer to %s: %s", data["memoryId"], error)
+            return
+        after = data.get("after")
+        if after and self._standing(partition, [after]) is None:
+            self._unlink(partition, data["memoryId"])
+
+    def _unlink(self, partition: str, memory_id: str) -> None:
+        """Drop a stored memory's link to its deleted predecessor and queue its re-index from the record (its
+        vector then holds its own content only), in one write; if the record changed meanwhile, only the
+        re-index."""
+        marker = self._sync.marker(partition, memory_id, queued=True)
+        stored = self._records.get(partition, record_sk(memory_id))
+        try:
+            if stored is None or "after" not in stored.data:
+                self._records.write([marker])
+                return
+            data = {name: value for name, value in stored.data.items() if name != "after"}
+            self._records.write([Put(record_item(partition, data, stored.version + 1), expect=stored.version), marker])
+        except ConditionFailed:
+            self._records.write([marker])
 
     def _holds(self, partition: str, data: dict[str, Any]) -> bool:
         """Whether the record of ``data``'s memory id holds this very write (its content hash and creation)."""
@@ -419,8 +469,8 @@ class MemoryWrites:
             dated = bool(item.data.get("occurredAt"))  # only dated memories are linked
             linked = self._followers(scope, memory_id) if dated else []
             followers = [self._sync.marker(item.pk, follower) for follower in linked]
-            # A dated add that read the pointer to this memory must not link to it: the pointer goes with it,
-            # so such an add's conditional write fails and it tries again without this memory.
+            # A dated add that read the pointer to this memory must not keep its content: the pointer goes with
+            # it, so such an add's conditional move of the pointer fails and it drops its link (``_move_last``).
             last = self._records.get(item.pk, LAST) if dated else None
             unlink = (
                 [DeleteOp(item.pk, LAST, expect=last.version)]
