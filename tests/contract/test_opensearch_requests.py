@@ -23,6 +23,7 @@ from opensearchpy import OpenSearch, Urllib3AWSV4SignerAuth
 from opensearchpy.exceptions import AuthorizationException, ConnectionTimeout, TransportError
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 
+from mnemo.adapters.aws.clients import botocore_session
 from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
 from mnemo.adapters.aws.opensearch.client import is_local_endpoint, make_client
 from mnemo.adapters.aws.opensearch.mapping import index_definition, index_name
@@ -581,9 +582,20 @@ def test_make_client_without_credentials_is_a_provider_error(monkeypatch: pytest
     monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", raising=False)
     monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", raising=False)
     monkeypatch.delenv("AWS_WEB_IDENTITY_TOKEN_FILE", raising=False)
+    botocore_session.cache_clear()  # the process's session may hold credentials another test resolved
 
-    with pytest.raises(ProviderError):
-        make_client("https://abc.eu-west-1.aoss.amazonaws.com", "eu-west-1", "aoss")
+    try:
+        with pytest.raises(ProviderError):
+            make_client("https://abc.eu-west-1.aoss.amazonaws.com", "eu-west-1", "aoss")
+    finally:
+        botocore_session.cache_clear()  # not left without credentials for the tests after it
+
+
+def test_the_signer_shares_the_aws_clients_botocore_session(aws_credentials: None) -> None:
+    client = make_client("https://abc.eu-west-1.aoss.amazonaws.com", "eu-west-1", "aoss")
+
+    auth = client.transport.get_connection().http_auth
+    assert auth.signer.credentials is botocore_session().get_credentials()  # resolved once, by the one session
 
 
 # ------------------------------------------------------------ index names ---

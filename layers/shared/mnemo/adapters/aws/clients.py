@@ -16,8 +16,9 @@ _lock = threading.Lock()
 
 
 @cache
-def _session() -> Any:
-    """One botocore session per process (sessions are not cheap to make)."""
+def botocore_session() -> Any:
+    """One botocore session per process (sessions are not cheap to make): the clients' and the OpenSearch
+    signer's, so a cold start loads its configuration and resolves its credentials once."""
     import botocore.session
 
     return botocore.session.get_session()
@@ -42,7 +43,7 @@ def _client(
     from botocore.config import Config
 
     config = Config(retries=retries, connect_timeout=3, read_timeout=read_timeout)
-    return _session().create_client(service, region_name=region, endpoint_url=endpoint, config=config)
+    return botocore_session().create_client(service, region_name=region, endpoint_url=endpoint, config=config)
 
 
 def model_client(region: str | None, endpoint: str | None, read_timeout: float) -> Any:

@@ -75,10 +75,11 @@ def make_client(
     if parsed.scheme != "https" or not parsed.hostname:
         raise ValueError(f"a signed OpenSearch endpoint must be an https URL, not {endpoint!r}")
 
-    # botocore's own session (what a boto3 session wraps), without importing boto3 (mnemo.adapters.aws.clients).
-    import botocore.session
+    # The process's botocore session, the AWS clients' own (mnemo.adapters.aws.clients): one session and one
+    # credential resolution per cold start, and no boto3.
+    from mnemo.adapters.aws.clients import botocore_session
 
-    session = botocore.session.get_session()
+    session = botocore_session()
     credentials = session.get_credentials()
     if credentials is None:
         raise ProviderError("No AWS credentials are available to sign OpenSearch requests", {"service": service})
