@@ -104,3 +104,16 @@ def test_tracing_on_without_the_xray_sdk_runs_untraced_with_one_warning() -> Non
     # Inside Lambda the one Logger writes to stdout (CloudWatch): the warning, once.
     warnings = [line for line in done.stdout.splitlines() if "no X-Ray SDK" in line]
     assert len(warnings) == 1
+
+
+@pytest.mark.parametrize(
+    ("tool", "body"),
+    [("extraction_status", {}), ("graph_search", {"query": "Where does Alice work?"})],
+)
+def test_jsonschema_waits_for_a_model_answer(tool: str, body: dict[str, Any]) -> None:
+    """jsonschema (60-80 ms of a cold start on the built layer) checks model answers only: a learning or graph
+    function whose first call asks no model (none is configured here) never imports it."""
+    report = run(HANDLER.format(tool=tool, bodies=[json.dumps(body)]))
+    assert report["statuses"] == [200], report["errors"]
+    assert f"mnemo.tools.{'graph' if tool == 'graph_search' else 'learning'}" in report["modules"]
+    assert [m for m in report["modules"] if m == "jsonschema" or m.startswith("jsonschema.")] == []

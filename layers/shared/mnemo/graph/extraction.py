@@ -14,7 +14,6 @@ import logging
 import re
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from mnemo.budget import fit_head
@@ -214,6 +213,9 @@ class GraphBuilder:
             prompt += f"\nContext (earlier messages):\n{previous}\n"
         prompt += f"\nText:\n{piece}"
         answer = self._extractor.extract(SYSTEM, prompt, TOOL)
+        # Imported here: jsonschema (60-80 ms of a cold start) is needed only once a model has answered.
+        from jsonschema import Draft202012Validator
+
         problems = sorted(Draft202012Validator(EXTRACTION_SCHEMA).iter_errors(answer), key=lambda e: list(e.path))
         if problems:
             where = "/".join(str(part) for part in problems[0].absolute_path) or "(root)"

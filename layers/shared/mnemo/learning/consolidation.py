@@ -44,8 +44,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from mnemo.context import Layer
 from mnemo.errors import MnemoError
 from mnemo.memory.extracted import (
@@ -355,6 +353,9 @@ class Consolidator:
             details = error.details or {}
             return int(details.get("inputTokens") or 0), int(details.get("outputTokens") or 0)
         answer, tokens = called.answer, (called.input_tokens, called.output_tokens)
+        # Imported here: jsonschema (60-80 ms of a cold start) is needed only once a model has answered.
+        from jsonschema import Draft202012Validator
+
         if any(Draft202012Validator(JUDGE_TOOL.schema).iter_errors(answer)):
             logger.warning("the consolidation judge answered out of shape, the rules decide")
             return tokens
