@@ -313,12 +313,11 @@ class Stack:
 
     def _knn(self, index: str, body: dict[str, Any]) -> dict[str, Any]:
         """A k-NN search answered from the stored vectors with faiss's inner-product score."""
-        from opensearchpy import OpenSearch
-
+        from mnemo.adapters.aws.opensearch.client import make_client
         from mnemo.adapters.aws.opensearch.scoring import score_from_cosine
 
         if self._plain is None:
-            self._plain = OpenSearch(hosts=[self.osmem.url])
+            self._plain = make_client(self.osmem.url, None, "es", endpoint_is_local=True)
         self.knn_searches += 1
         knn = body["query"]["knn"]["vector"]
         clauses = (knn.get("filter") or {}).get("bool", {}).get("filter", [])

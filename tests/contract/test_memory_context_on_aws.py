@@ -126,9 +126,11 @@ class KnnFromText:
     cosine of the query vector with the embedding of each one's stored text."""
 
     def __init__(self, url: str, services: Services) -> None:
-        from opensearchpy import OpenSearch
+        from mnemo.adapters.aws.opensearch.client import make_client
 
-        self._plain = OpenSearch(hosts=[url])  # its own client: its requests are not metered
+        self._plain = make_client(
+            url, None, "es", endpoint_is_local=True
+        )  # its own client: its requests are not metered
         self._services = services
 
     def __call__(self, index: str, body: dict[str, Any]) -> dict[str, Any]:

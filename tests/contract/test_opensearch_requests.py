@@ -7,6 +7,7 @@ with scores made by the documented faiss formula. Everything else goes to osmem.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import random
@@ -19,13 +20,18 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from opensearchpy import OpenSearch, Urllib3AWSV4SignerAuth
-from opensearchpy.exceptions import AuthorizationException, ConnectionTimeout, TransportError
-from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 
 from mnemo.adapters.aws.clients import botocore_session
 from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
 from mnemo.adapters.aws.opensearch.client import is_local_endpoint, make_client
+from mnemo.adapters.aws.opensearch.http import (
+    AuthorizationException,
+    ConnectionTimeout,
+    OpenSearchClient,
+    Signer,
+    TransportError,
+)
+from mnemo.adapters.aws.opensearch.http import ConnectionError as OpenSearchConnectionError
 from mnemo.adapters.aws.opensearch.mapping import index_definition, index_name
 from mnemo.adapters.aws.opensearch.queries import lexical_window
 from mnemo.adapters.aws.opensearch.scoring import cosine_from_score, score_from_cosine
@@ -57,7 +63,7 @@ class Sent:
 class Recorder:
     """Wraps a client's transport: keeps every request, answers k-NN searches itself."""
 
-    client: OpenSearch
+    client: OpenSearchClient
     sent: list[Sent] = field(default_factory=list)
     #: The hits a k-NN search is answered with (osmem has no k-NN).
     knn_hits: list[dict[str, Any]] = field(default_factory=list)
@@ -512,9 +518,9 @@ def test_rejected_bulk_items_are_reported(recorded: Callable[..., Any]) -> None:
 
 # ----------------------------------------------------------------- client ---
 def test_the_client_is_made_once_and_only_when_needed(osmem_clone: Any) -> None:
-    made: list[OpenSearch] = []
+    made: list[OpenSearchClient] = []
 
-    def factory() -> OpenSearch:
+    def factory() -> OpenSearchClient:
         made.append(make_client(osmem_clone.url, None, "es", endpoint_is_local=True))
         return made[-1]
 
@@ -529,11 +535,14 @@ def test_the_client_is_made_once_and_only_when_needed(osmem_clone: Any) -> None:
 
 
 @pytest.fixture
-def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+    botocore_session.cache_clear()  # the process's one session resolves these credentials, not earlier ones
+    yield
+    botocore_session.cache_clear()
 
 
 @pytest.mark.parametrize(
@@ -543,23 +552,25 @@ def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_make_client_signs_with_sigv4_for_the_service(aws_credentials: None, service: Any, endpoint: str) -> None:
     client = make_client(endpoint, "eu-west-1", service)
 
-    connection = client.transport.get_connection()
-    auth = connection.http_auth
-    assert isinstance(auth, Urllib3AWSV4SignerAuth)
-    assert auth.service == service
-    assert auth.signer.region == "eu-west-1"
-    assert connection.host.startswith("https://")
-    assert connection.host.endswith(":443")
-    host = connection.host.removeprefix("https://").removesuffix(":443")
-    headers = auth("POST", f"https://{host}/mnemo-memory/_search", b'{"size": 0}')
-    assert f"/eu-west-1/{service}/aws4_request" in headers["Authorization"]
-    assert "x-amz-content-sha256" in {name.lower() for name in headers}
+    transport = client.transport
+    signer = transport.signer
+    assert isinstance(signer, Signer)
+    assert (signer.service, signer.region) == (service, "eu-west-1")
+    assert transport.base_url.startswith("https://") and transport.base_url.endswith(":443")
+    body = b'{"size": 0}'
+    headers = signer("POST", f"{transport.base_url}/mnemo-memory/_search", body)
+    authorization = headers["Authorization"]
+    assert authorization.startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+    assert f"/eu-west-1/{service}/aws4_request" in authorization
+    signed = authorization.split("SignedHeaders=")[1].split(",")[0].split(";")
+    assert {"host", "x-amz-content-sha256", "x-amz-date"} <= set(signed)  # the payload hash is signed
+    assert headers["X-Amz-Content-SHA256"] == hashlib.sha256(body).hexdigest()
 
 
 def test_make_client_for_a_local_url_does_not_sign(aws_credentials: None) -> None:
     client = make_client("http://127.0.0.1:9200", None, "aoss", endpoint_is_local=True)
 
-    assert client.transport.get_connection().http_auth is None
+    assert client.transport.signer is None
     assert is_local_endpoint("http://localhost:9200")
     assert is_local_endpoint("http://127.0.0.1:1")
     assert not is_local_endpoint("https://localhost:9200")
@@ -594,8 +605,9 @@ def test_make_client_without_credentials_is_a_provider_error(monkeypatch: pytest
 def test_the_signer_shares_the_aws_clients_botocore_session(aws_credentials: None) -> None:
     client = make_client("https://abc.eu-west-1.aoss.amazonaws.com", "eu-west-1", "aoss")
 
-    auth = client.transport.get_connection().http_auth
-    assert auth.signer.credentials is botocore_session().get_credentials()  # resolved once, by the one session
+    signer = client.transport.signer
+    assert signer is not None
+    assert signer.credentials is botocore_session().get_credentials()  # resolved once, by the one session
 
 
 # ------------------------------------------------------------ index names ---

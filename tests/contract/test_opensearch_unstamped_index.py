@@ -8,10 +8,10 @@ import logging
 from typing import Any
 
 import pytest
-from opensearchpy.exceptions import AuthorizationException
 
 from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
 from mnemo.adapters.aws.opensearch.client import make_client
+from mnemo.adapters.aws.opensearch.http import AuthorizationException
 from mnemo.adapters.aws.opensearch.mapping import index_definition
 from mnemo.ports import IndexDoc
 

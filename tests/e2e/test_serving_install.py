@@ -114,7 +114,7 @@ def test_the_full_install_brings_what_serving_leaves_out(blocked: tuple[dict[str
     env, names = blocked
     assert "local" in SERVING
     assert set(SERVING) < set(FULL)
-    assert {"boto3", "moto", "pytest", "mypy", "langchain", "matplotlib", "opensearchpy"} <= names
+    assert {"boto3", "moto", "pytest", "mypy", "langchain", "matplotlib"} <= names
     assert not {"numpy", "onnxruntime", "faiss", "tree_sitter", "uvicorn", "starlette", "mcp"} & names
     refused = subprocess.run([sys.executable, "-c", "import boto3"], env=env, capture_output=True, text=True)
     assert "not in the serving install" in refused.stderr  # the guard holds in a child process

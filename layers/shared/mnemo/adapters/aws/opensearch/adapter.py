@@ -39,11 +39,10 @@ from mnemo.errors import ProviderError
 from mnemo.ports import Filter, Hit, IndexDoc, Match
 
 if TYPE_CHECKING:
-    from opensearchpy import OpenSearch
-
+    from mnemo.adapters.aws.opensearch.http import OpenSearchClient
     from mnemo.settings import Settings
 
-ClientFactory = Callable[[], "OpenSearch"]
+ClientFactory = Callable[[], "OpenSearchClient"]
 _log = logging.getLogger(__name__)
 
 
@@ -90,7 +89,7 @@ class OpenSearchVectorIndex:
         ):
             raise ValueError(f"index prefix {index_prefix!r} cannot start an OpenSearch index name")
         self._client_factory = client_factory
-        self._client: OpenSearch | None = None
+        self._client: OpenSearchClient | None = None
         self._prefix = index_prefix
         self._serverless = serverless
         #: Seconds until a write is visible to the lookups that deletes and replacements use.
@@ -129,7 +128,7 @@ class OpenSearchVectorIndex:
         )
 
     @property
-    def client(self) -> OpenSearch:
+    def client(self) -> OpenSearchClient:
         """The client, made on first use and kept (one per container)."""
         client = self._client
         if client is None:
@@ -424,7 +423,7 @@ class OpenSearchVectorIndex:
         without the field (the strict mapping would refuse them) and ``prune`` cannot tell copies apart
         by age, so it keeps one of them.
         """
-        from opensearchpy.exceptions import TransportError
+        from mnemo.adapters.aws.opensearch.http import TransportError
 
         try:
             self.client.indices.put_mapping(
@@ -479,7 +478,7 @@ class OpenSearchVectorIndex:
             body = index_template(self._prefix, dims, serverless=self._serverless)
             self.client.indices.put_index_template(name=template_name(self._prefix), body=body, params=self._params())
         except Exception as error:
-            from opensearchpy.exceptions import TransportError
+            from mnemo.adapters.aws.opensearch.http import TransportError
 
             if not isinstance(error, TransportError) or not 400 <= status_of(error) < 500:
                 raise

@@ -1,24 +1,20 @@
 """The OpenSearch client: SigV4-signed for a managed domain (``es``) or a Serverless collection (``aoss``).
 
-opensearch-py 3.2 offers two synchronous connections: ``Urllib3HttpConnection`` (its
-default) with ``Urllib3AWSV4SignerAuth``, and ``RequestsHttpConnection`` with
-``RequestsAWSV4SignerAuth`` (``AWSV4SignerAuth`` is its deprecated alias). ``requests`` is a
-dependency of opensearch-py, so both work; the urllib3 pair is used because it is the
-client's default transport and urllib3 is what botocore already loads in Lambda.
-
-The signer takes botocore's credentials object and asks it for frozen credentials on every
-request, so credentials that refresh (ECS, SSO, assumed roles) keep working.
+The client is ``mnemo.adapters.aws.opensearch.http``'s: the REST calls the adapter makes, over urllib3 (which
+botocore already loads in Lambda), signed by botocore's SigV4 with the process's one botocore session. The
+signer asks the session's credentials object for frozen credentials on every request, so credentials that
+refresh (ECS, SSO, assumed roles) keep working.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlparse
 
 from mnemo.errors import ProviderError
 
 if TYPE_CHECKING:
-    from opensearchpy import OpenSearch
+    from mnemo.adapters.aws.opensearch.http import OpenSearchClient
 
 Service = Literal["es", "aoss"]
 
@@ -29,7 +25,7 @@ Service = Literal["es", "aoss"]
 TIMEOUT_SECONDS = 25.0
 #: Retries of a request whose connection failed (a pooled connection the server closed while the function
 #: was idle, the common case after scale to zero): fast failures. A request that timed out or got an HTTP
-#: status back is never re-sent (``retry_on_timeout=False``, ``retry_on_status=()``): each retry would
+#: status back is never re-sent (``mnemo.adapters.aws.opensearch.http.Transport``): each retry would
 #: wait the whole timeout again, and on Serverless a retried bulk could index its documents twice (they
 #: carry no chosen _id).
 MAX_RETRIES = 2
@@ -48,7 +44,7 @@ def make_client(
     service: Service,
     endpoint_is_local: bool = False,
     timeout: float = TIMEOUT_SECONDS,
-) -> OpenSearch:
+) -> OpenSearchClient:
     """An OpenSearch client for ``endpoint``.
 
     ``endpoint`` is the https URL (or bare host name) of a domain or Serverless collection;
@@ -57,19 +53,12 @@ def make_client(
     is used as given and nothing is signed (tests against a local server). ``timeout``: seconds
     a request may wait (``TIMEOUT_SECONDS``); a request may ask for another (``request_timeout``).
     """
-    from opensearchpy import OpenSearch, Urllib3AWSV4SignerAuth, Urllib3HttpConnection
+    from mnemo.adapters.aws.opensearch.http import OpenSearchClient, Signer, Transport
 
     if service not in ("es", "aoss"):
         raise ValueError(f"OpenSearch SigV4 service must be 'es' or 'aoss', not {service!r}")
-    common: dict[str, Any] = {
-        "connection_class": Urllib3HttpConnection,
-        "timeout": timeout,
-        "max_retries": MAX_RETRIES,
-        "retry_on_timeout": False,
-        "retry_on_status": (),
-    }
     if endpoint_is_local:
-        return OpenSearch(hosts=[endpoint], **common)
+        return OpenSearchClient(Transport(endpoint, None, timeout, MAX_RETRIES))
 
     parsed = urlparse(endpoint if "://" in endpoint else f"https://{endpoint}")
     if parsed.scheme != "https" or not parsed.hostname:
@@ -86,11 +75,5 @@ def make_client(
     signing_region = region or session.get_config_variable("region")
     if not signing_region:
         raise ValueError("an AWS region is needed to sign OpenSearch requests (MNEMO_AWS_REGION or AWS_REGION)")
-    auth = Urllib3AWSV4SignerAuth(credentials, signing_region, service)
-    return OpenSearch(
-        hosts=[{"host": parsed.hostname, "port": parsed.port or 443}],
-        http_auth=auth,
-        use_ssl=True,
-        verify_certs=True,
-        **common,
-    )
+    base_url = f"https://{parsed.hostname}:{parsed.port or 443}"
+    return OpenSearchClient(Transport(base_url, Signer(credentials, signing_region, service), timeout, MAX_RETRIES))

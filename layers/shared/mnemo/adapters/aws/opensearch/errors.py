@@ -26,7 +26,7 @@ def status_of(error: Exception) -> int:
 
 def error_type_of(error: Exception) -> str:
     """The OpenSearch error type of a transport error (e.g. ``index_not_found_exception``), else ""."""
-    from opensearchpy.exceptions import TransportError
+    from mnemo.adapters.aws.opensearch.http import TransportError
 
     if isinstance(error, TransportError):
         return str(error.error)
@@ -35,7 +35,7 @@ def error_type_of(error: Exception) -> str:
 
 def is_missing_index(error: Exception) -> bool:
     """True when the request failed because its index does not exist."""
-    from opensearchpy.exceptions import NotFoundError
+    from mnemo.adapters.aws.opensearch.http import NotFoundError
 
     return isinstance(error, NotFoundError) and error_type_of(error) in ("index_not_found_exception", "404")
 
@@ -101,8 +101,8 @@ def translated(timeout: float | None = None) -> Iterator[None]:
 
     ``timeout``: the seconds the requests inside may wait, named by the TIMEOUT a timed-out one answers.
     """
-    from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
-    from opensearchpy.exceptions import ConnectionTimeout, OpenSearchException, TransportError
+    from mnemo.adapters.aws.opensearch.http import ConnectionError as OpenSearchConnectionError
+    from mnemo.adapters.aws.opensearch.http import ConnectionTimeout, OpenSearchException, TransportError
 
     try:
         yield
