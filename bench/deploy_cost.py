@@ -118,6 +118,9 @@ CASES = {"dev": {}, "prod": {"Stage": "prod"}, "s3vectors": {"VectorStore": "s3v
 CURVE_CASES = {"opensearch": "dev", "s3vectors": "s3vectors"}
 #: A design the S3 Vectors adapter may take, priced beside the curve (never recommended): an index a tenant.
 WHAT_IF = f"s3vectors, indexes of <= {cost_model.WHAT_IF_INDEX_VECTORS / 1e6:g}M vectors"
+#: SnapStart for the functions behind the API (docs/deploy.md, "SnapStart"), priced by ``snapstart_option``:
+#: with it a tool's permission names its alias, which ``cost_model.derive_case`` does not follow.
+SNAPSTART = {"SnapStart": "on"}
 #: Parameters whose cost the run also prints, each from Stage=dev's defaults.
 OPTIONS = [
     {"Tracing": "Active"},
@@ -125,7 +128,16 @@ OPTIONS = [
     {"Alarms": "on"},
     {"OpenSearchScaleToZero": "off"},
     {"ExtractionStrategies": "all"},
+    SNAPSTART,
 ]
+#: Lambda SnapStart for Python, US East (N. Virginia), one rate for both architectures: $0.0000015046 per GB-second
+#: a version's snapshot stays cached (from its publication while the version exists, at least 3 hours) and
+#: $0.0001397998 per GB restored at each cold start, the GB being the function's memory. AWS's Lambda pricing page,
+#: "SnapStart Pricing" and its worked example (1 GB cached 2,678,400 s: $4.03; 74,400 restores of 1 GB: $10.40),
+#: https://aws.amazon.com/lambda/pricing/ as stored in the project's search tool (read 2026-12-02); the same two
+#: rates are the Price List's SnapStart SKUs (us-east-1, October 2025). With SnapStart the function's INIT runs once,
+#: when the version is published, and a cold start restores the snapshot instead (docs/deploy.md, "SnapStart").
+SNAPSTART_PRICES = {"cache_gb_second": 0.0000015046, "restore_gb": 0.0001397998}
 
 WORDS = [
     "deploy",
@@ -651,6 +663,71 @@ def average(costs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- money ---
+def snapstart_functions(template: dict[str, Any], parameters: dict[str, str]) -> dict[str, int]:
+    """Logical id -> MemorySize of each function whose version SnapStart caches with ``parameters``: those whose
+    ``SnapStart`` property applies to published versions, among the functions these parameters deploy."""
+    resolver = cost_model.TemplateResolver(template, parameters=dict(parameters), refs={}, attributes={})
+    default = (template.get("Globals", {}).get("Function") or {}).get("MemorySize", 128)
+    found: dict[str, int] = {}
+    for logical_id, resource in template["Resources"].items():
+        properties = resource.get("Properties") or {}
+        if resource.get("Type") != "AWS::Serverless::Function" or "SnapStart" not in properties:
+            continue
+        if "Condition" in resource and not resolver.condition(resource["Condition"]):
+            continue
+        snapstart = resolver.resolve(properties["SnapStart"])
+        if isinstance(snapstart, dict) and snapstart.get("ApplyOn") == "PublishedVersions":
+            found[logical_id] = int(resolver.resolve(properties.get("MemorySize", default)))
+    return found
+
+
+def snapstart_cache_month(memory_mb: dict[str, int]) -> float:
+    """A month of cached snapshots: one live version of each function, cached all month (a deploy replaces it:
+    the new one is billed from its publication, the old one no longer once deleted)."""
+    gigabytes = sum(memory / 1024 for memory in memory_mb.values())
+    return gigabytes * cost_model.SECONDS_A_MONTH * SNAPSTART_PRICES["cache_gb_second"]
+
+
+def snapstart_per_million(
+    case: cost_model.Case,
+    tool: str,
+    calls_per_month: float,
+    init_ms: dict[str, tuple[float, float]],
+    *,
+    mix: dict[str, float] = cost_model.DEFAULT_MIX,
+    shape: cost_model.Shape = cost_model.SHAPES["bursts"],
+) -> dict[str, float]:
+    """What SnapStart changes in a million calls of ``tool``, by line: each cold start of its function (as many as
+    ``cost_model.tool_per_million`` counts) restores the snapshot, billed per GB of its memory, and runs no INIT
+    (billed as duration since August 1, 2025: cost_model.PRICES). The first call's extra over a warm one stays
+    (what the handler does lazily: its clients, its connections). Left out: the billed restore duration (loading
+    the runtime and the after-restore hooks), which nothing here measures."""
+    memory = case.memory_mb[tool]
+    share = mix.get(tool, 0.0)
+    rate = calls_per_month * share / shape.active_seconds
+    seconds = shape.session_seconds if shape.bursts else 0.0
+    cold = cost_model.cold_share(rate, shape.session_calls * share, seconds) * 1e6
+    phase, _ = init_ms[tool]
+    init_gb_seconds = memory / 1024 * cost_model.cold_start_ms((phase, 0.0), memory) / 1000
+    return {
+        "SnapStart restores": cold * memory / 1024 * SNAPSTART_PRICES["restore_gb"],
+        "Lambda INIT (cold starts)": -cold * init_gb_seconds * cost_model.PRICES["lambda_arm_gb_second"],
+    }
+
+
+def snapstart_option(
+    template: dict[str, Any],
+    case: cost_model.Case,
+    reference: float,
+    init_ms: dict[str, tuple[float, float]],
+) -> dict[str, float]:
+    """The options table's SnapStart row from ``case`` (Stage=dev's defaults): per million calls of each tool at
+    ``reference`` calls a month, and the idle floor (the month's cached snapshots)."""
+    row = {tool: sum(snapstart_per_million(case, tool, reference, init_ms).values()) for tool in cost_model.TOOLS}
+    row["idle floor"] = snapstart_cache_month(snapstart_functions(template, {**case.parameters, **SNAPSTART}))
+    return row
+
+
 def init_durations(memory: dict[str, int], api: str) -> tuple[dict[str, tuple[float, float]], str]:
     """What a cold start adds to an invocation, by function: (INIT ms, the first call's extra ms over a warm
     one), both on one vCPU of this machine. From the built-artifact measurement of bench/cold_start.py for the
@@ -1007,6 +1084,11 @@ def main() -> None:
     for parameters in OPTIONS:
         if not set(parameters) <= set(template.get("Parameters", {})):
             continue  # a parameter this template does not have
+        if parameters == SNAPSTART:
+            snapstart = snapstart_option(template, dev, reference, init_ms)
+            deltas = [*(snapstart[tool] for tool in cost_model.TOOLS), snapstart["idle floor"]]
+            rows.append(["SnapStart=on"] + [f"{d:+.2f}" for d in deltas])
+            continue
         option = cost_model.derive_case(template, "option", parameters)
         changed = [
             sum(cost_model.tool_per_million(option, measured, tool, reference, init_ms, stored=stored).values())

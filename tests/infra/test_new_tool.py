@@ -203,7 +203,7 @@ def test_make_docs_writes_everything_else(added: tuple[Path, set[str], set[str]]
     }
     checked = _run(copy, "-m", "mnemo.cli", "generate", "--root", str(copy), "--check")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert 'tool_handler("memory_count")' in (copy / "functions/memory_count/app.py").read_text()
+    assert 'tool_handler("memory_count", family="memory")' in (copy / "functions/memory_count/app.py").read_text()
     assert "### `memory_count`" in (copy / "docs/tools.md").read_text()
     assert "def memory_count(" in (copy / "layers/shared/mnemo/client/tools.py").read_text()
     listing = json.loads((copy / "layers/shared/mnemo/client/catalog.json").read_text())

@@ -25,6 +25,7 @@ from mnemo.settings import Settings
 from mnemo.sync.service import LOCK_RENEW_SECONDS, LOCK_SECONDS
 from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, Tool, load_catalog
 from mnemo.tools.rights import Rights
+from mnemo.tools.template_snapstart import alias_id
 
 ROOT = Path(__file__).resolve().parents[2]
 TITAN_V2 = "amazon.titan-embed-text-v2:0"
@@ -87,12 +88,36 @@ def route_items(doc: dict[str, Any], api: str = "MnemoApi") -> dict[str, dict[st
     return found
 
 
+def integration_uri(item: dict[str, Any]) -> str:
+    """The ``Sub`` of the invocation URI of a path item's Lambda proxy integration (its one method's) without
+    SnapStart: with it, a tool's or MCP's URI names the function's alias live
+    (tests/infra/test_template_snapstart.py)."""
+    (operation,) = item.values()
+    uri = operation["x-amazon-apigateway-integration"]["uri"]
+    if "Sub" in uri:  # a function without SnapStart (the console's)
+        return str(uri["Sub"])
+    condition_name, on, off = uri["If"]
+    (function,) = re.findall(r"\$\{(\w+)\.Arn\}", off["Sub"])
+    assert condition_name == "SnapStartOn", function
+    assert on["Sub"] == off["Sub"].replace(f"${{{function}.Arn}}", f"${{{alias_id(function)}}}"), function
+    return str(off["Sub"])
+
+
 def integrated_function(item: dict[str, Any]) -> str:
     """The logical id of the function a path item's Lambda proxy integration invokes (its one method's)."""
-    (operation,) = item.values()
-    uri = operation["x-amazon-apigateway-integration"]["uri"]["Sub"]
-    (function,) = re.findall(r"\$\{(\w+)\.Arn\}", uri)
+    (function,) = re.findall(r"\$\{(\w+)\.Arn\}", integration_uri(item))
     return function
+
+
+def permitted_function(permission: dict[str, Any]) -> Any:
+    """What a Lambda permission lets its principal invoke without SnapStart: an API's permission names the
+    function's alias live with it (``!If [SnapStartOn, alias, function]``)."""
+    name = permission["Properties"]["FunctionName"]
+    if isinstance(name, dict) and set(name) == {"If"} and name["If"][0] == "SnapStartOn":
+        _, on, off = name["If"]
+        assert on == {"Ref": alias_id(off["Ref"])}, name
+        return off
+    return name
 
 
 def integrated_routes(doc: dict[str, Any], api: str = "MnemoApi") -> dict[str, list[str]]:
@@ -274,7 +299,7 @@ def test_every_route_carries_the_api_security_and_its_integration() -> None:
         function = integrated_function(item)
         integration = item["post"]["x-amazon-apigateway-integration"]
         assert (integration["type"], integration["httpMethod"]) == ("aws_proxy", "POST")
-        assert integration["uri"]["Sub"] == (
+        assert integration_uri(item) == (
             "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/"
             f"${{{function}.Arn}}/invocations"
         )
@@ -294,7 +319,7 @@ def test_each_routed_function_may_be_invoked_on_its_route_of_the_deployed_api_on
         integrated_function(item) for item in route_items(doc, "MnemoHttpApi").values()
     }
     for path, function in routes.items():
-        (permission,) = [r for r in permissions.values() if r["Properties"]["FunctionName"] == {"Ref": function}]
+        (permission,) = [r for r in permissions.values() if permitted_function(r) == {"Ref": function}]
         assert permission.get("Condition") == doc["Resources"][function].get("Condition"), function
         properties = permission["Properties"]
         assert (properties["Principal"], properties["Action"]) == ("apigateway.amazonaws.com", "lambda:InvokeFunction")
@@ -1023,7 +1048,7 @@ def _invokers(doc: dict[str, Any], name: str) -> set[str]:
     found = {
         r["Properties"]["Principal"]
         for r in resources_of(doc, "AWS::Lambda::Permission").values()
-        if r["Properties"]["FunctionName"] in own
+        if permitted_function(r) in own
     }
     if any(
         r["Properties"]["FunctionName"] in own for r in resources_of(doc, "AWS::Lambda::EventSourceMapping").values()
@@ -1323,11 +1348,17 @@ def test_the_default_deployment_creates_nothing_experimental() -> None:
     assert {"OutlineSyncDeadLetterQueue", "OutlineSyncDeadLetterQueuePolicy"} <= outline
     for name in outline:
         resource = doc["Resources"][name]
-        # An outline function's alarms also need the Alarms parameter (ExperimentalAlarms).
-        expected = "ExperimentalAlarms" if resource["Type"] == "AWS::CloudWatch::Alarm" else "ServeExperimental"
+        # An outline function's alarms also need the Alarms parameter (ExperimentalAlarms), its version and alias
+        # the SnapStart parameter (ExperimentalSnapStart).
+        expected = {
+            "AWS::CloudWatch::Alarm": "ExperimentalAlarms",
+            "AWS::Lambda::Version": "ExperimentalSnapStart",
+            "AWS::Lambda::Alias": "ExperimentalSnapStart",
+        }.get(resource["Type"], "ServeExperimental")
         assert resource.get("Condition") == expected, name
         assert condition(doc, resource["Condition"], default) is False, name
-        assert condition(doc, resource["Condition"], parameters(doc, ExperimentalTools="true", Alarms="on")), name
+        every = parameters(doc, ExperimentalTools="true", Alarms="on", SnapStart="on")
+        assert condition(doc, resource["Condition"], every), name
     for name, output in doc["Outputs"].items():
         if "Outline" in name or _mentions(output, outline):
             assert output.get("Condition") == "ServeExperimental", name

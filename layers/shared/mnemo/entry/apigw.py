@@ -21,6 +21,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
 
 from mnemo import observability
+from mnemo.entry import snapstart
 from mnemo.entry.identity import context_from_event
 from mnemo.entry.tool_http import RESPONSE_BUDGET_BYTES, json_kind, parse_body
 from mnemo.errors import MnemoError, NotFound, ProviderError, invalid_field
@@ -28,6 +29,9 @@ from mnemo.identity_claims import IDENTITY_CLAIMS, strip_identity_claims
 from mnemo.observability import logger
 from mnemo.runtime import get_services
 from mnemo.tools.registry import Tool, experimental_enabled, get_tool, load_catalog, parse_json_body
+
+# During INIT, as SnapStart needs: the runtime then calls the hook after each restore (a no-op outside Lambda).
+snapstart.register()
 
 #: Powertools keeps the request being resolved in shared state (``BaseRouter.current_event`` is a class
 #: attribute, the matched route a dict on the resolver), so a process resolves one request at a time: a

@@ -14,9 +14,13 @@ import json
 from typing import Any
 
 from mnemo import observability
+from mnemo.entry import snapstart
 from mnemo.entry.identity import context_from_event
 from mnemo.errors import MnemoError, ProviderError
 from mnemo.observability import logger
+
+# During INIT, as SnapStart needs: the runtime then calls the hook after each restore (a no-op outside Lambda).
+snapstart.register()
 
 
 def _proxy(status: int, headers: dict[str, str], body: bytes) -> dict[str, Any]:

@@ -12,7 +12,9 @@ invoke it; for every family, the function of its Bedrock action group (the union
 its invoke permission, log group, alarm and output, and the action groups of the stack's agent; for
 functions that run other tools (MCP, knowledge sync, the outline sync, the extraction), their policies; the vector
 collection's data access policy (each function's role under the access its tools declare), and the
-throttle alarms of every function, ten metrics to an alarm (CloudWatch's limit for metric math).
+throttle alarms of every function, ten metrics to an alarm (CloudWatch's limit for metric math). Last, from the
+template the others leave, what the SnapStart parameter needs (``mnemo.tools.template_snapstart``): each API
+function's published version and alias, and its fingerprint, written into the tool functions and MCP's.
 
 Why a generator and not ``Fn::ForEach``: tools differ in what their functions are granted, which ForEach
 can only vary through a Mappings table per statement shape (as long to write as the resources), while the
@@ -44,6 +46,17 @@ from mnemo.tools.template_names import (
     resource,
 )
 from mnemo.tools.template_policies import extraction_consumer_statements, policies
+from mnemo.tools.template_snapstart import (
+    HAND_WRITTEN,
+    PROPERTY,
+    Fingerprint,
+    fingerprint,
+    integration_uri,
+    marker,
+    permission_target,
+    snapstart_functions,
+    versions,
+)
 
 #: The families the stack's agent always has; the others join with BedrockAgentAllFamilies (an agent has at
 #: most 11 APIs by default), experimental ones also only when deployed.
@@ -92,7 +105,9 @@ class StaleTemplate(Exception):
 
 
 # -------------------------------------------------------------- functions ---
-def _environment(rights: Rights, runtime: Runtime, extra: Mapping[str, str] | None = None) -> list[str]:
+def _environment(
+    rights: Rights, runtime: Runtime, extra: Mapping[str, str] | None = None, snapshot: Fingerprint | None = None
+) -> list[str]:
     variables = dict(extra or {})
     if runtime.block_budget:
         variables["MNEMO_BLOCK_BUDGET_TOKENS"] = "!Ref BlockBudgetTokens"
@@ -106,9 +121,16 @@ def _environment(rights: Rights, runtime: Runtime, extra: Mapping[str, str] | No
         variables["MNEMO_REQUEST_DEADLINE_SECONDS"] = f'"{runtime.deadline}"'
     if rights.extraction_queue:
         variables["MNEMO_EXTRACTION_QUEUE_URL"] = "!Ref ExtractionQueue"
-    if not variables:
+    # With SnapStart: what the published version is made of (mnemo.tools.template_snapstart).
+    own = marker(snapshot) if snapshot else []
+    if not variables and not own:
         return []
-    return ["Environment:", "  Variables:", *(f"    {name}: {value}" for name, value in variables.items())]
+    return [
+        "Environment:",
+        "  Variables:",
+        *(f"    {name}: {value}" for name, value in variables.items()),
+        *("    " + line for line in own),
+    ]
 
 
 def _function(
@@ -122,6 +144,8 @@ def _function(
     condition: str | None,
     environment: Mapping[str, str] | None = None,
     handler: bool = False,
+    snapstart: bool = False,
+    snapshot: Fingerprint | None = None,
 ) -> list[str]:
     lines = resource(logical_id, "AWS::Serverless::Function", condition)
     lines += [
@@ -140,13 +164,16 @@ def _function(
         "    LoggingConfig:",
         f"      LogGroup: !Ref {logical_id.removesuffix('Function')}LogGroup",
     ]
-    lines += ["    " + line for line in _environment(rights, runtime, environment)]
+    if snapstart:  # the SnapStart parameter (mnemo.tools.template_snapstart)
+        lines.append("    " + PROPERTY)
+    lines += ["    " + line for line in _environment(rights, runtime, environment, snapshot)]
     lines += ["    " + line for line in policies(rights)]
     return lines
 
 
-def tool_functions(tools: Sequence[Tool]) -> list[str]:
-    """One function per tool, granted exactly its declared rights."""
+def tool_functions(tools: Sequence[Tool], prints: Mapping[str, Fingerprint] | None = None) -> list[str]:
+    """One function per tool, granted exactly its declared rights, and SnapStart with the parameter: ``prints``
+    holds each function's fingerprint once known (:func:`render_template` renders the block again with them)."""
     lines: list[str] = []
     for tool in tools:
         experimental = " (experimental)" if tool.family in EXPERIMENTAL_FAMILIES else ""
@@ -158,6 +185,8 @@ def tool_functions(tools: Sequence[Tool]) -> list[str]:
             rights=tool.rights,
             runtime=tool.runtime,
             condition=condition_of(tool.family),
+            snapstart=True,
+            snapshot=(prints or {}).get(function_id(tool)),
         )
         lines.append("")
     return lines[:-1]
@@ -217,13 +246,6 @@ def runner_rights(tools: Sequence[Tool], runner: Runner) -> Rights:
 
 
 # ------------------------------------------------------------------- API ---
-def _integration(function: str) -> str:
-    return (
-        "uri: !Sub arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/"
-        f"${{{function}.Arn}}/invocations"
-    )
-
-
 def _route(tool: Tool, body: list[str]) -> list[str]:
     path = f"/v1/tools/{tool.name}:"
     condition = condition_of(tool.family)
@@ -239,12 +261,12 @@ def _route(tool: Tool, body: list[str]) -> list[str]:
 
 
 def _proxy_integration(tool: Tool) -> list[str]:
-    """The Lambda proxy integration of a tool's route: its own function, POST."""
+    """The Lambda proxy integration of a tool's route: its own function (its alias with SnapStart), POST."""
     return [
         "x-amazon-apigateway-integration:",
         "  type: aws_proxy",
         "  httpMethod: POST",
-        "  " + _integration(function_id(tool)),
+        *("  " + line for line in integration_uri(function_id(tool))),
     ]
 
 
@@ -268,15 +290,15 @@ def http_routes(tools: Sequence[Tool]) -> list[str]:
 
 
 def api_permissions(tools: Sequence[Tool]) -> list[str]:
-    """API Gateway may invoke each tool's function on its own route only, of whichever API AuthMode and ApiType
-    deploy."""
+    """API Gateway may invoke each tool's function (its alias with SnapStart) on its own route only, of whichever
+    API AuthMode and ApiType deploy."""
     lines: list[str] = []
     for tool in tools:
         lines += resource(f"{camel(tool.name)}ApiPermission", PERMISSION, condition_of(tool.family))
         lines += [
             "  Properties:",
             "    Action: lambda:InvokeFunction",
-            f"    FunctionName: !Ref {function_id(tool)}",
+            f"    FunctionName: {permission_target(function_id(tool))}",
             "    Principal: apigateway.amazonaws.com",
             "    SourceArn: !Sub",
             f"      - arn:${{AWS::Partition}}:execute-api:${{AWS::Region}}:${{AWS::AccountId}}:${{ApiId}}/*/POST/v1/tools/{tool.name}",
@@ -454,6 +476,10 @@ BLOCKS = (
     Block("bedrock-outputs", bedrock_outputs),
 )
 THROTTLES = "throttle-alarms"
+#: Rendered last, from the fingerprints of the template as the blocks above leave it (SnapStart): each
+#: function's published version and alias, MCP's fingerprint variable, and the tool functions again with theirs.
+SNAPSTART_VERSIONS = "snapstart-versions"
+TOOL_FUNCTIONS = "tool-functions"
 
 
 def _regions(lines: list[str]) -> dict[str, tuple[int, int, int]]:
@@ -502,4 +528,13 @@ def render_template(text: str, tools: Mapping[str, Tool]) -> str:
         lines = _replace(lines, block.name, block.render(served))
     functions = stack_functions("\n".join(lines))
     lines = _replace(lines, THROTTLES, throttle_alarms(functions))
+    # A fingerprint leaves out the fingerprint variables themselves: the blocks rendered above (without them, or
+    # with the previous ones) give the same fingerprints as the template rendered below.
+    snapstart = snapstart_functions(served)
+    rendered = load_template("\n".join(lines))
+    prints = {logical_id: fingerprint(rendered, logical_id) for logical_id in snapstart}
+    lines = _replace(lines, TOOL_FUNCTIONS, tool_functions(served, prints))
+    for logical_id, name in HAND_WRITTEN.items():
+        lines = _replace(lines, name, marker(prints[logical_id]))
+    lines = _replace(lines, SNAPSTART_VERSIONS, versions(snapstart, prints))
     return "\n".join(lines)
