@@ -160,7 +160,8 @@ class Transport:
 
             # The CA bundle the AWS SDK verifies its own endpoints with.
             options |= {"cert_reqs": "CERT_REQUIRED", "ca_certs": get_cert_path(True)}
-        self._pool = urllib3.PoolManager(**options)
+        # One endpoint: its connection pool directly (a PoolManager would parse each URL to find it again).
+        self._pool = urllib3.PoolManager(**options).connection_from_url(self.base_url)
 
     def perform_request(
         self,
@@ -176,16 +177,17 @@ class Transport:
 
         query = dict(params or {})
         seconds = float(query.pop("request_timeout", None) or timeout or self.timeout)
-        target = self.base_url + url + (f"?{urlencode(query)}" if query else "")
+        where = url + (f"?{urlencode(query)}" if query else "")
+        target = self.base_url + where
         data = serialized(body)
         sent = {"Content-Type": JSON, **(headers or {})}
         last: BaseException | None = None
         for _ in range(1 + self.max_retries):
             signed = {**sent, **self.signer(method, target, data)} if self.signer is not None else sent
             try:
-                response = self._pool.request(
+                response = self._pool.urlopen(
                     method,
-                    target,
+                    where,
                     body=data,
                     headers=signed,
                     timeout=urllib3.Timeout(connect=seconds, read=seconds),
