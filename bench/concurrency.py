@@ -75,6 +75,8 @@ from load import NAMES, THINGS, VERBS, WHEN, Client, free_port, percentiles
 from common import parse_args, table, write_results
 
 TENANT = "concurrency"
+#: The repository's root: paths inside it are recorded relative to it.
+ROOT_DIR = str(Path(__file__).resolve().parents[1])
 TOOLS = ("memory_search", "memory_add")
 ADJECTIVES = ["quietly", "twice", "carefully", "late", "early", "again", "remotely", "by hand", "with help"]
 
@@ -445,7 +447,10 @@ def run(args: argparse.Namespace) -> int:
             "label": args.label,
             "embedder": args.embedder,
             "source": str(args.source) if args.source else None,
-            "mnemoImportedFrom": location,
+            # Relative to the repository when inside it: a committed result names no machine's folders.
+            "mnemoImportedFrom": os.path.relpath(location, ROOT_DIR)
+            if os.path.abspath(location).startswith(ROOT_DIR + os.sep)
+            else location,
             "commit": commit,
             "serveArgs": args.serve_arg,
             "cores": os.cpu_count(),
