@@ -14,14 +14,16 @@ import random
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import botocore.session
 import pytest
 from jsonschema import Draft202012Validator
 
-from mnemo.adapters.aws.clients import botocore_session
+from mnemo.adapters.aws import clients
 from mnemo.adapters.aws.opensearch.adapter import OpenSearchVectorIndex
 from mnemo.adapters.aws.opensearch.client import is_local_endpoint, make_client
 from mnemo.adapters.aws.opensearch.http import (
@@ -540,9 +542,9 @@ def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
-    botocore_session.cache_clear()  # the process's one session resolves these credentials, not earlier ones
+    # A session of this test's own, in place of the process's (which other tests' clients keep using).
+    monkeypatch.setattr(clients, "botocore_session", cache(botocore.session.get_session))
     yield
-    botocore_session.cache_clear()
 
 
 @pytest.mark.parametrize(
@@ -593,13 +595,11 @@ def test_make_client_without_credentials_is_a_provider_error(monkeypatch: pytest
     monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", raising=False)
     monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", raising=False)
     monkeypatch.delenv("AWS_WEB_IDENTITY_TOKEN_FILE", raising=False)
-    botocore_session.cache_clear()  # the process's session may hold credentials another test resolved
+    # A session of this test's own: the process's may hold credentials another test resolved.
+    monkeypatch.setattr(clients, "botocore_session", cache(botocore.session.get_session))
 
-    try:
-        with pytest.raises(ProviderError):
-            make_client("https://abc.eu-west-1.aoss.amazonaws.com", "eu-west-1", "aoss")
-    finally:
-        botocore_session.cache_clear()  # not left without credentials for the tests after it
+    with pytest.raises(ProviderError):
+        make_client("https://abc.eu-west-1.aoss.amazonaws.com", "eu-west-1", "aoss")
 
 
 def test_the_signer_shares_the_aws_clients_botocore_session(aws_credentials: None) -> None:
@@ -607,7 +607,7 @@ def test_the_signer_shares_the_aws_clients_botocore_session(aws_credentials: Non
 
     signer = client.transport.signer
     assert signer is not None
-    assert signer.credentials is botocore_session().get_credentials()  # resolved once, by the one session
+    assert signer.credentials is clients.botocore_session().get_credentials()  # resolved once, by the one session
 
 
 # ------------------------------------------------------------ index names ---

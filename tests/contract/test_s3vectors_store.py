@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
+import botocore.session
 import pytest
 from aws_fixtures import create_records_table, dynamodb_settings, shared_moto_server
 
 from helpers import ctx
+from mnemo.adapters.aws import clients
 from mnemo.adapters.aws.s3vectors.adapter import S3VectorsIndex
 from mnemo.adapters.aws.s3vectors.queries import FILTERABLE_BYTES, TOP_K
 from mnemo.ports import IndexDoc
@@ -28,9 +31,15 @@ _names = itertools.count()
 
 
 @pytest.fixture
-def stack(tmp_path: Path) -> Iterator[Services]:
+def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Services]:
     from s3vectors_fake import install
 
+    # The stack's clients sign with the environment's credentials (moto takes any): this test's own, not
+    # whatever an earlier test left in the process's botocore session.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setattr(clients, "botocore_session", cache(botocore.session.get_session))
+    monkeypatch.setattr(clients, "_cached_client", cache(clients._cached_client.__wrapped__))
     install()
     server = shared_moto_server()
     table, bucket = f"s3v-{next(_names)}", f"s3v-store-{next(_names)}"
