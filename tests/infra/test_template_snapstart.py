@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cost_model import TemplateResolver
 from infra.test_template import (
     APIS,
     choose,
@@ -34,7 +35,6 @@ from infra.test_template import (
     template,
 )
 from rehearsal_build import REGION, SAM_VENV
-from rehearsal_template import Resolver
 
 from mnemo.tools.registry import load_catalog
 from mnemo.tools.template_names import function_id
@@ -286,19 +286,6 @@ def transformed() -> dict[str, Any]:
     return result
 
 
-class _Names(Resolver):
-    """Resolves a transformed template's intrinsics, a resource standing for its logical id (Ref X is "X")."""
-
-    def ref(self, name: str) -> Any:
-        try:
-            return super().ref(name)
-        except KeyError:
-            return name
-
-    def get_att(self, resource: str, attribute: str) -> str:
-        return f"{resource}.{attribute}"
-
-
 def test_sam_transforms_the_template_the_same_for_either_value_and_cfn_lint_finds_nothing() -> None:
     """The value is CloudFormation's to apply at deploy time (conditions): SAM's output does not depend on it,
     stays under CloudFormation's 500 resources and 1 MB, and cfn-lint finds nothing in it."""
@@ -316,7 +303,7 @@ def test_what_cloudformation_deploys_with_snapstart_on_and_off() -> None:
     arn = f"arn:aws:lambda:{REGION}:123456789012:layer:mnemo-shared-dev:7"
     for value in ("on", "off"):
         parameters = {"SnapStart": value, "ExperimentalTools": "true"}
-        resolver = _Names(deployed, parameters, refs={layer: arn}, attributes={})
+        resolver = TemplateResolver(deployed, parameters, refs={layer: arn}, attributes={})
         for name in api_functions():
             function = resolver.resolve(resources[name]["Properties"])
             present = {
