@@ -40,12 +40,33 @@ def lexical_text(content: str, occurred_at: str | None) -> str:
     return f"{content} {moment.day} {moment.strftime('%B %Y')}"
 
 
+#: The longest pair embedded, in characters. The previous content fills what the content leaves of it, its
+#: end kept (a turn's question comes last), so a long memory, which says enough alone, is embedded alone, and
+#: a pair of short turns whole. LoCoMo dev (docs/benchmarks.md, "The pair's length"): R@10 78.6 at 256
+#: against 78.4 with no limit; a memory of 200-400 characters then costs about half the tokens.
+PAIR_CHARACTERS = 256
+
+
+def pair_tail(previous: str) -> str:
+    """What of a content any pair can hold (its last ``PAIR_CHARACTERS`` - 1 characters): the scope's LAST
+    pointer keeps it, so the next dated add embeds its pair without reading this memory's record."""
+    return previous[-(PAIR_CHARACTERS - 1) :]
+
+
 def embedding_text(content: str, previous: str | None) -> str:
-    """What is embedded: the content, then that of the memory added just before it (same scope, same day).
+    """What is embedded: the content, then the end of that of the memory added just before it (same scope,
+    same day), the pair at most ``PAIR_CHARACTERS`` long.
 
     A turn of a conversation often only makes sense with the one before it
-    ("Yes, twice last summer"); embedding the pair lets a question about either find it.
+    ("Yes, twice last summer"); embedding the pair lets a question about either find it. The previous
+    content is cut at a word, from its end; ``pair_tail(previous)`` gives the same text as ``previous``.
     """
+    room = PAIR_CHARACTERS - len(content) - 1
+    if not previous or room <= 0:
+        return content
+    if len(previous) > room:
+        cut = previous[len(previous) - room :]
+        previous = cut.split(" ", 1)[1] if " " in cut else cut
     return f"{content}\n{previous}" if previous else content
 
 

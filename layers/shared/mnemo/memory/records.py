@@ -20,7 +20,9 @@ sk (partition ``MEM|{scope}``)             holds
 ``IDEM#{key}``                             an idempotency record ``{requestHash, response}``, kept a day:
                                            only for a keyed add answered as a near-duplicate, or whose
                                            key's memory is past its day (``mnemo.memory.keys``)
-``LAST``                                   the dated memory added last in the scope ``{memoryId, day}``
+``LAST``                                   the dated memory added last in the scope ``{memoryId, day,
+                                           tail}`` (``tail``: the end of its content the next pair holds;
+                                           pointers written before it lack it); it expires with the memory
 ``SUBJ#{strategy}#{hash of subjectKey}``   the current extracted memory of one subject ``{strategy,
                                            subjectKey, memoryId, at}`` (``at``: the time that decides
                                            between two statements of it); written in the same all-or-
@@ -324,15 +326,29 @@ def with_folded(items: list[Item], record: Item | None, low: str = "", high: str
     return sorted([*items, entry], key=lambda item: item.sk)
 
 
-def last_pointer(pk: str, memory_id: str, occurred_at: str, last: Item | Literal["unread"] | None = "unread") -> Put:
+def last_pointer(
+    pk: str,
+    memory_id: str,
+    occurred_at: str,
+    last: Item | Literal["unread"] | None = "unread",
+    *,
+    tail: str | None = None,
+    expires_at: int | None = None,
+) -> Put:
     """The scope's LAST pointer moved to a dated memory: given the pointer as read (None: read as absent), only if
-    it has not moved since; "unread" (the batch path, which writes it once per write): whatever it holds."""
+    it has not moved since; "unread" (the batch path, which writes it once per write): whatever it holds.
+
+    ``tail``: the end of the memory's content that the next memory's pair can hold (``indexing.pair_tail``), so
+    that the next add reads no record; the pointer then expires with the memory (``expires_at``), and goes with
+    it when it is deleted (``MemoryWrites.delete``) or erased."""
     pointer = {"memoryId": memory_id, "day": day_of(occurred_at)}
+    if tail is not None:
+        pointer["tail"] = tail
     if last == "unread":
-        return Put(Item(pk, LAST, pointer))
+        return Put(Item(pk, LAST, pointer, expires_at=expires_at))
     version = last.version + 1 if last is not None else 1
     expect: int | Literal["absent"] = last.version if last is not None else "absent"
-    return Put(Item(pk, LAST, pointer, version=version), expect=expect)
+    return Put(Item(pk, LAST, pointer, version=version, expires_at=expires_at), expect=expect)
 
 
 def key_reused() -> Conflict:

@@ -48,8 +48,10 @@ builders and keeps its markers.
 
 **One text embedded per add.** An undated memory, or a dated one that follows no
 other that day, embeds its content; a dated memory that follows another embeds
-only the pair the index holds ("content⏎previous", ``embedding_text``), not its
-content alone as well. The index documents, and so every ranking, are unchanged.
+only the pair the index holds ("content⏎previous", ``embedding_text``, at most
+``PAIR_CHARACTERS`` long, so a long content alone), not its content alone as
+well. The previous content is the tail the scope's LAST pointer keeps
+(``pair_tail``): the add reads the pointer and no record. The index documents, and so every ranking, are unchanged.
 Its near-duplicate check then looks for exact repeats only (by content hash,
 whatever the vector: ``repeat_candidates``' ``exact``): the pair's vector is not
 the content's, and a pair lies close to other exchanges of the same conversation
@@ -68,7 +70,7 @@ from typing import Any, Literal
 
 from mnemo.context import SHARED_LAYERS, WRITER_ROLE, Layer, RequestContext
 from mnemo.errors import Conflict, InvalidInput, MnemoError, NotFound, Unauthorized
-from mnemo.memory.indexing import CONTENT_HASH, NAMESPACE, embedding_text
+from mnemo.memory.indexing import CONTENT_HASH, NAMESPACE, embedding_text, pair_tail
 from mnemo.memory.keys import STORED_MESSAGE, KeyLookup, lookup
 from mnemo.memory.models import MemoryAddInput, MemoryAddOutput, MemoryDeleteInput, MemoryDeleteOutput
 from mnemo.memory.outbox_sync import MemoryIndexSync
@@ -240,14 +242,15 @@ class MemoryWrites:
         # One text is embedded (the module docstring): the content, or the pair the index holds when the memory
         # follows another; the near-duplicate check then finds exact repeats only (the pair is not the content).
         text = embedding_text(request.content, previous[1]) if previous else request.content
+        paired = text != request.content  # a long content is embedded alone (``PAIR_CHARACTERS``)
         vector: Sequence[float] | None = None
         exact = False
         if isinstance(content_vector, str):  # "embed"
             vectors = self._sync.try_embed([text])
             content_vector = vector = vectors[0] if vectors else None
-            exact = previous is not None
+            exact = paired
         elif content_vector is not None:  # embedded by the caller: the content alone, in context only here
-            in_context = self._sync.try_embed([text]) if previous else [content_vector]
+            in_context = self._sync.try_embed([text]) if paired else [content_vector]
             vector = in_context[0] if in_context else None
         content_hash = digest(request.content)
         # Without a vector (embedder down) the memory is still stored and queued for
@@ -431,8 +434,10 @@ class MemoryWrites:
         # storage removes it and the expiry writes the entry out (``expired_writes``).
         data = fold(data)
         writes: list[Put | DeleteOp] = [Put(record_item(partition, data), expect="new" if keyed else "absent")]
-        if occurred_at:  # the next memory of this scope on this day links to this one
-            writes.append(last_pointer(partition, memory_id, occurred_at, last))
+        if occurred_at:  # the next memory of this scope on this day links to this one, and pairs with its tail
+            expires = epoch_of(data.get("expiresAt"))
+            tail = pair_tail(request.content)
+            writes.append(last_pointer(partition, memory_id, occurred_at, last, tail=tail, expires_at=expires))
         return NewMemory(data, output, marker, writes)
 
     # ------------------------------------------------------------- delete
@@ -502,12 +507,16 @@ class MemoryWrites:
     def _previous(self, partition: str, occurred_at: str | None, last: Item | None) -> tuple[str, str] | None:
         """The id and content of the dated memory added last in this scope, if it happened the same day.
 
-        ``last`` is the scope's LAST pointer as read (None: absent).
+        ``last`` is the scope's LAST pointer as read (None: absent). Its ``tail`` stands for the content: all of
+        it a pair can hold (``pair_tail``), read with no request; only a pointer written before it had one
+        names a record to read.
         """
         if not occurred_at:
             return None
         if last is None or last.data.get("day") != day_of(occurred_at):
             return None
+        if "tail" in last.data:
+            return last.data["memoryId"], last.data["tail"]
         found = self._records.get(partition, record_sk(last.data["memoryId"]))
         if found is None or found.data.get("orphaned"):
             return None
