@@ -116,7 +116,7 @@ def test_a_malformed_file_is_a_failed_item_while_the_others_sync(services: Servi
     assert failed["path"] == "company/broken.md"
     assert failed["field"] == "type"
     assert failed["retryCount"] == 0
-    assert "memo" in failed["error"] or "is not one of" in failed["error"]
+    assert "'memo' must be one of" in failed["error"]
 
     again = sync(services)
     assert again["failedItems"][0]["retryCount"] == 1

@@ -1,7 +1,7 @@
 """build_memory_from_text: a model extracts entities and facts, and each fact is added as add_memory_link adds it.
 
 The model answers by calling one tool whose input is ``EXTRACTION_SCHEMA``
-(checked with jsonschema before anything is written). Calls are bounded: the
+(checked against its JSON Schema before anything is written). Calls are bounded: the
 text is cut at paragraph ends into at most ``max_calls`` pieces of at most
 ``chunk_chars`` characters, and a longer text is refused before any call.
 Facts are added one by one through ``GraphService.add_link``, so the same
@@ -33,6 +33,7 @@ from mnemo.graph.scopes import writable_scope
 from mnemo.graph.service import GraphService
 from mnemo.graph.temporal import now, stamp
 from mnemo.ports import Extraction, ExtractionTool, Extractor
+from mnemo.schema_check import first_problem
 from mnemo.visible import hidden_character
 
 logger = logging.getLogger(__name__)
@@ -213,15 +214,11 @@ class GraphBuilder:
             prompt += f"\nContext (earlier messages):\n{previous}\n"
         prompt += f"\nText:\n{piece}"
         answer = self._extractor.extract(SYSTEM, prompt, TOOL)
-        # Imported here: jsonschema (60-80 ms of a cold start) is needed only once a model has answered.
-        from jsonschema import Draft202012Validator
-
-        problems = sorted(Draft202012Validator(EXTRACTION_SCHEMA).iter_errors(answer), key=lambda e: list(e.path))
-        if problems:
-            where = "/".join(str(part) for part in problems[0].absolute_path) or "(root)"
+        problem = first_problem(EXTRACTION_SCHEMA, answer)
+        if problem is not None:
             raise ProviderError(
-                f"The model's extraction does not match the schema at {where}: {problems[0].message}; retry",
-                {"service": "extractor", "model": self._extractor.name, "path": where},
+                f"The model's extraction does not match the schema at {problem.where}: {problem.message}; retry",
+                {"service": "extractor", "model": self._extractor.name, "path": problem.where},
             )
         return answer
 

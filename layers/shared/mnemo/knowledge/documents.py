@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from mnemo.errors import InvalidInput
 from mnemo.knowledge.models import Constraint, KnowledgeItem, KnowledgeLayer
 from mnemo.knowledge.patterns import validate_pattern
+from mnemo.schema_check import Problem, first_problem
 
 ROOT = "knowledge"
 LAYER_FOLDERS: dict[str, KnowledgeLayer] = {"orgs": "org", "teams": "team", "projects": "project"}
@@ -95,13 +96,6 @@ def front_matter_schema() -> dict[str, Any]:
 
 
 @cache
-def _validator() -> Any:
-    from jsonschema import Draft202012Validator
-
-    return Draft202012Validator(front_matter_schema())
-
-
-@cache
 def _yaml_loader() -> Any:
     import yaml
 
@@ -115,14 +109,10 @@ def _yaml_loader() -> Any:
     return Loader
 
 
-def _field_of(error: Any) -> str:
-    path = [str(part) for part in error.absolute_path]
-    if error.validator == "required":
-        missing = re.findall(r"'([^']+)' is a required property", error.message)
-        path.append(missing[0] if missing else "")
-    if error.validator == "additionalProperties":
-        extra = re.findall(r"'([^']+)'", error.message)
-        path.append(extra[0] if extra else "")
+def _field_of(problem: Problem) -> str:
+    path = [str(part) for part in problem.path]
+    if problem.subject is not None:  # the property a "required" or "additionalProperties" problem names
+        path.append(problem.subject)
     return ".".join(part for part in path if part) or "frontMatter"
 
 
@@ -141,10 +131,9 @@ def read_front_matter(path: str, text: str) -> tuple[dict[str, Any], str]:
         raise DocumentError(path, "frontMatter", f"invalid YAML{where}: {getattr(error, 'problem', error)}") from None
     if not isinstance(data, dict):
         raise DocumentError(path, "frontMatter", "the front matter must be a YAML mapping")
-    errors = sorted(_validator().iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
-    if errors:
-        first = errors[0]
-        raise DocumentError(path, _field_of(first), first.message)
+    problem = first_problem(front_matter_schema(), data)
+    if problem is not None:
+        raise DocumentError(path, _field_of(problem), problem.message)
     if data.get("supersedes") == data["id"]:
         raise DocumentError(path, "supersedes", "an item cannot supersede itself")
     for number, constraint in enumerate(data.get("constraints", [])):

@@ -58,6 +58,7 @@ from mnemo.memory.extracted import (
 )
 from mnemo.memory.records import digest, epoch_of, outlives
 from mnemo.ports import ConditionFailed, ExtractionTool, Extractor
+from mnemo.schema_check import first_problem
 from mnemo.visible import hidden_character
 
 logger = logging.getLogger(__name__)
@@ -353,10 +354,7 @@ class Consolidator:
             details = error.details or {}
             return int(details.get("inputTokens") or 0), int(details.get("outputTokens") or 0)
         answer, tokens = called.answer, (called.input_tokens, called.output_tokens)
-        # Imported here: jsonschema (60-80 ms of a cold start) is needed only once a model has answered.
-        from jsonschema import Draft202012Validator
-
-        if any(Draft202012Validator(JUDGE_TOOL.schema).iter_errors(answer)):
+        if first_problem(JUDGE_TOOL.schema, answer) is not None:
             logger.warning("the consolidation judge answered out of shape, the rules decide")
             return tokens
         answered: dict[int, dict[str, Any]] = {}

@@ -49,6 +49,7 @@ from mnemo.learning.transcript import Turn, conversation_turns, execution_turn, 
 from mnemo.memory.extracted import SubjectHead, epoch
 from mnemo.memory.records import iso
 from mnemo.ports import ConditionFailed, Delete, ExtractionTool, Extractor, Item, Put, RecordStore
+from mnemo.schema_check import first_problem
 from mnemo.visible import hidden_character
 
 logger = logging.getLogger(__name__)
@@ -504,16 +505,11 @@ class Pipeline:
                 raise Failed(error.message, None, attempt, (tokens_in, tokens_out), counts=False) from None
             tokens_in += extraction.input_tokens
             tokens_out += extraction.output_tokens
-            # Imported here: jsonschema (60-80 ms of a cold start) is needed only once a model has answered.
-            from jsonschema import Draft202012Validator
-
-            problems = sorted(
-                Draft202012Validator(strategy.schema).iter_errors(extraction.answer), key=lambda e: list(e.path)
-            )
-            if not problems:
+            problem = first_problem(strategy.schema, extraction.answer)
+            if problem is None:
                 return extraction.answer, (tokens_in, tokens_out)
-            where = "/".join(str(part) for part in problems[0].absolute_path) or "(root)"
-            raw, message = extraction.raw, f"the answer does not match the schema at {where}: {problems[0].message}"
+            raw = extraction.raw
+            message = f"the answer does not match the schema at {problem.where}: {problem.message}"
         raise Failed(f"{message} (asked twice)", raw, 2, (tokens_in, tokens_out))
 
     def _throttled(self, extractor: Extractor, system: str, user: str, tool: ExtractionTool) -> Any:
