@@ -1,8 +1,9 @@
 """Counts what a stack sends to AWS, in the units AWS bills: DynamoDB request units, Titan tokens, requests.
 
 Used by bench/deploy_cost.py (and its test). Nothing here changes what is sent,
-except that Titan InvokeModel calls are answered locally (no model runs here)
-and, when asked, OpenSearch k-NN searches are answered locally (osmem has no k-NN).
+except that Titan InvokeModel calls are answered locally (no model runs here; or,
+with ``answer_titan=False``, by a stand-in server: bench/stand_ins.py) and, when
+asked, OpenSearch k-NN searches are answered locally (osmem has no k-NN).
 
 DynamoDB units follow the developer guide, not moto: moto's ConsumedCapacity is
 a fixed figure per call (1.0 for a write, 0.5 for a query, one unit per key of a
@@ -29,6 +30,7 @@ import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -138,8 +140,19 @@ class Meter:
     calls go to; ``tallies[phase]`` holds it.
     """
 
-    def __init__(self, peek: Callable[[str, dict[str, Any]], dict[str, Any] | None]) -> None:
+    def __init__(
+        self,
+        peek: Callable[[str, dict[str, Any]], dict[str, Any] | None],
+        *,
+        answer_titan: bool = True,
+        offload: bool = False,
+    ) -> None:
+        """``answer_titan``: answer InvokeModel here (False: a stand-in server answers it and calls
+        ``count_titan``). ``offload``: do the DynamoDB accounting (the request's parsing, the peeks) on a
+        thread of its own while the caller waits, so that the caller's CPU time holds none of it."""
         self._peek = peek
+        self._answer_titan = answer_titan
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="cost-meter") if offload else None
         self.phase = "unattributed"
         self.tallies: dict[str, Tally] = defaultdict(Tally)
         self._pending: dict[int, list[tuple[str, float]]] = {}
@@ -160,7 +173,17 @@ class Meter:
         self._attached[id(client)] = client
         return client
 
+    def count_titan(self, tokens: int) -> None:
+        """A Titan call a stand-in server answered, with its tokens (the phase's: the caller waits on it)."""
+        self.tally.titan_calls += 1
+        self.tally.titan_tokens += tokens
+
+    def _off(self, work: Callable[..., Any], *args: Any) -> Any:
+        return self._worker.submit(work, *args).result() if self._worker is not None else work(*args)
+
     def detach(self) -> None:
+        if self._worker is not None:
+            self._worker.shutdown()
         for client in self._attached.values():
             client.meta.events.unregister("before-call", unique_id=f"cost-meter-before-{id(self)}")
             client.meta.events.unregister("after-call", unique_id=f"cost-meter-after-{id(self)}")
@@ -179,21 +202,24 @@ class Meter:
         service = model.service_model.service_id.hyphenize()
         name = model.name
         self.tally.requests[f"{service}:{name}"] += 1
-        if service == "bedrock-runtime" and name == "InvokeModel":
+        if service == "bedrock-runtime" and name == "InvokeModel" and self._answer_titan:
             return self._titan_answer(params)
         if service == "bedrock-runtime" and name in ("Converse", "ConverseStream"):
             self.tally.converse_calls += 1
         if service == "dynamodb":
-            body = json.loads(params["body"] or b"{}")
-            context["cost_meter_body"] = body
-            if name in WRITE_OPERATIONS:
-                context["cost_meter_before"] = self._sizes_before(name, body)
+            self._off(self._dynamodb_before, name, params, context)
         return None
+
+    def _dynamodb_before(self, name: str, params: dict[str, Any], context: dict[str, Any]) -> None:
+        body = json.loads(params["body"] or b"{}")
+        context["cost_meter_body"] = body
+        if name in WRITE_OPERATIONS:
+            context["cost_meter_before"] = self._sizes_before(name, body)
 
     def _after(self, model: Any, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         if model.service_model.service_id.hyphenize() == "dynamodb":
             sent = context.get("cost_meter_body") or {}
-            self._count_dynamodb(model.name, sent, parsed, context.get("cost_meter_before") or [])
+            self._off(self._count_dynamodb, model.name, sent, parsed, context.get("cost_meter_before") or [])
 
     def _titan_answer(self, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """Answer InvokeModel with a deterministic unit vector and the token estimate AWS documents."""

@@ -7,10 +7,14 @@ The real handlers run with template.yaml's settings (MNEMO_RECORDS=dynamodb,
 MNEMO_VECTOR_INDEX=opensearch with service ``aoss``, MNEMO_EMBEDDER=titan...):
 ``mnemo.entry.apigw`` handles API Gateway REST proxy events (payload 1.0,
 IAM caller), DynamoDB runs on a moto server (the tests' serial one), the
-OpenSearch API on osmem-server (k-NN searches, which osmem lacks, are answered
-here with the documented faiss inner-product scores over the stored vectors),
-and Titan InvokeModel is answered by a botocore hook with deterministic vectors
-and AWS's documented 4.7 characters per token as ``inputTextTokenCount``.
+OpenSearch API on osmem-server behind a stand-in that answers the k-NN searches
+osmem lacks with the documented faiss inner-product scores over the stored
+vectors, and Titan InvokeModel on a stand-in with deterministic vectors and AWS's
+documented 4.7 characters per token as ``inputTextTokenCount``. Both stand-ins
+serve HTTP from threads of their own (bench/stand_ins.py), and the meter does its
+accounting (the peeks that size a write) on a thread of its own: the handler's
+CPU time (``time.thread_time``) holds what it does against AWS, signing and HTTP
+exchanges included, and nothing of the bench's.
 
 Each Lambda function gets its own ``Services`` (its own warm container): the
 memory_add function, the memory_search function and the stream indexer. After
@@ -78,6 +82,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -85,8 +90,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 import cost_model
-from cost_meter import Meter, OpenSearchMeter, Tally, item_size
+from cost_meter import Meter, Tally, item_size, opensearch_kind
 from cost_model import DEFAULT_INIT_MS
+from stand_ins import TitanServer
 
 from common import RESULTS, parse_args, results_dir, smoke, table, write_results
 
@@ -101,9 +107,12 @@ for _variable, _value in {
 
 import aws_fixtures  # noqa: E402
 from aws_fixtures import REGION, create_records_table, shared_moto_server  # noqa: E402
+from rehearsal_stage import OpenSearchStandIn  # noqa: E402
 from rehearsal_template import Resolver  # noqa: E402
 
 from aws_events import FakeLambdaContext, rest_event  # noqa: E402
+from mnemo.adapters.aws.clients import aws_client  # noqa: E402
+from mnemo.adapters.aws.titan import TitanEmbedder  # noqa: E402
 from mnemo.tools import cloudformation_yaml  # noqa: E402
 
 #: The repository: the JSON names its files relative to it.
@@ -281,10 +290,13 @@ class Stack:
         )
         self.stream_arn = self.dynamodb.describe_table(TableName=table_name)["Table"]["LatestStreamArn"]
         self._iterators: dict[str, str] = {}
-        #: k-NN searches answered so far (an _msearch holds several): S3 Vectors sends one QueryVectors each.
-        self.knn_searches = 0
         self.osmem = OsmemServer.start()
-        environment = template_environment(table_name, self.osmem.url)
+        # Titan and the k-NN searches osmem lacks are answered over HTTP from threads of their own
+        # (bench/stand_ins.py): the handler's CPU time holds what it does against AWS, and nothing of theirs.
+        self.meter = Meter(self._peek, answer_titan=False, offload=True)
+        self.titan = TitanServer(self.meter.count_titan)
+        self.search = OpenSearchStandIn(self.osmem.url, self._count_search)
+        environment = template_environment(table_name, self.search.url)
         os.environ.update({k: v for k, v in environment.items() if k.startswith("POWERTOOLS_")})
         os.environ["AWS_DEFAULT_REGION"] = REGION
         if application_log_level:  # Lambda's JSON log format filters the application's lines (Powertools reads it)
@@ -295,26 +307,40 @@ class Stack:
         from mnemo.settings import Settings
 
         self.environment = environment
-        self.meter = Meter(self._peek)
-        self.search_meter = OpenSearchMeter(self.meter, knn=self._knn)
         self.services: dict[str, Services] = {}
         for function in ("memory_add", "memory_search", "indexer", "knowledge_sync"):
-            own = template_environment(table_name, self.osmem.url, function)
+            own = template_environment(table_name, self.search.url, function)
             settings = Settings.from_env(own).model_copy(
                 update={"data_dir": Path(tempfile.mkdtemp(prefix=f"mnemo-cost-{function}-"))}
             )
             services = Services(settings)
             self.meter.attach(services.records.client)  # type: ignore[attr-defined]
+            services.__dict__["embedder"] = TitanEmbedder(
+                partial(aws_client, "bedrock-runtime", REGION, self.titan.url),
+                model_id=settings.titan_model_id,
+                dimensions=settings.titan_dimensions,
+            )
             self.meter.attach(services.embedder.client)  # type: ignore[attr-defined]
-            self.search_meter.attach(services.index.client)  # type: ignore[attr-defined]
             if function == "knowledge_sync":
                 self.meter.attach(services.blobs.client)  # type: ignore[attr-defined]
             self.services[function] = services
-        self._plain: Any = None
 
     def close(self) -> None:
         self.meter.detach()
+        self.titan.close()
+        self.search.close()
         self.osmem.close()
+
+    def _count_search(self, method: str, path: str, body: bytes | None, searches: int) -> None:
+        """A request the OpenSearch stand-in served, counted in the phase of the call waiting on it."""
+        route = path.split("?", 1)[0]
+        kind = ("msearch k-NN" if route.rstrip("/").endswith("_msearch") else "search k-NN") if searches else None
+        self.meter.tally.requests[f"opensearch:{kind or opensearch_kind(method, route, body)}"] += 1
+
+    @property
+    def knn_searches(self) -> int:
+        """k-NN searches answered so far (an _msearch holds several): S3 Vectors sends one QueryVectors each."""
+        return self.search.knn_searches
 
     # -- what the meter needs ----------------------------------------------
     def _peek(self, table_name: str, key: dict[str, Any]) -> dict[str, Any] | None:
@@ -322,29 +348,6 @@ class Stack:
             "Item"
         )
         return found
-
-    def _knn(self, index: str, body: dict[str, Any]) -> dict[str, Any]:
-        """A k-NN search answered from the stored vectors with faiss's inner-product score."""
-        from mnemo.adapters.aws.opensearch.client import make_client
-        from mnemo.adapters.aws.opensearch.scoring import score_from_cosine
-
-        if self._plain is None:
-            self._plain = make_client(self.osmem.url, None, "es", endpoint_is_local=True)
-        self.knn_searches += 1
-        knn = body["query"]["knn"]["vector"]
-        clauses = (knn.get("filter") or {}).get("bool", {}).get("filter", [])
-        query = {"bool": {"filter": clauses}} if clauses else {"match_all": {}}
-        found = self._plain.search(index=index, body={"size": 10_000, "query": query})
-        query_vector = knn["vector"]
-        hits = []
-        for hit in found["hits"]["hits"]:
-            vector = hit["_source"].get("vector") or []
-            cosine = sum(a * b for a, b in zip(query_vector, vector, strict=False))
-            source = {name: hit["_source"].get(name) for name in body.get("_source", [])}
-            hits.append({"_index": index, "_id": hit["_id"], "_score": score_from_cosine(cosine), "_source": source})
-        hits.sort(key=lambda hit: -hit["_score"])
-        top = hits[: int(knn["k"])]
-        return {"took": 1, "timed_out": False, "hits": {"total": {"value": len(top)}, "hits": top}}
 
     # -- calls ----------------------------------------------------------------
     def new_stream_records(self) -> list[dict[str, Any]]:

@@ -205,7 +205,7 @@ def unit_vector(text: str, size: int) -> list[float]:
     return [v / norm for v in vector]
 
 
-def _serve(answer: Callable[[BaseHTTPRequestHandler], None], *methods: str) -> tuple[ThreadingHTTPServer, str]:
+def serve_http(answer: Callable[[BaseHTTPRequestHandler], None], *methods: str) -> tuple[ThreadingHTTPServer, str]:
     """A quiet HTTP server on a free local port, in a daemon thread, handing each request of ``methods``
     to ``answer``; and its URL."""
 
@@ -236,7 +236,7 @@ class TitanStandIn:
     converse_calls: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
-        self._server, self.url = _serve(self._answer, "POST")
+        self._server, self.url = serve_http(self._answer, "POST")
 
     def _answer(self, request: BaseHTTPRequestHandler) -> None:
         from urllib.parse import unquote
@@ -493,16 +493,19 @@ class OpenSearchStandIn:
     of ``_source``). Deleted or duplicated documents count as osmem holds them.
     """
 
-    def __init__(self, osmem_url: str) -> None:
+    def __init__(self, osmem_url: str, on_request: Callable[[str, str, bytes | None, int], None] | None = None) -> None:
+        """``on_request(method, path, body, k-NN searches)`` is called for each request, on the server's thread,
+        before it is answered (bench/deploy_cost.py counts them into the phase of the call waiting on it)."""
         from jsonschema import Draft202012Validator
 
         self.osmem_url = osmem_url
+        self._on_request = on_request
         schema = json.loads((ROOT / "tests" / "contract" / "knn_query.schema.json").read_text())
         self._validator = Draft202012Validator(schema)
         self.vectors: dict[tuple[str, str], list[float]] = {}
         self.knn_searches = 0
         self.problems: list[str] = []
-        self._server, self.url = _serve(self._handle, "GET", "POST", "PUT", "DELETE", "HEAD")
+        self._server, self.url = serve_http(self._handle, "GET", "POST", "PUT", "DELETE", "HEAD")
 
     def _osmem(self, method: str, path: str, body: bytes | None, content_type: str | None) -> tuple[int, bytes, str]:
         import http.client
@@ -528,8 +531,11 @@ class OpenSearchStandIn:
             except ValueError:
                 body = None
         searches = _knn_msearch(path, raw)
-        if isinstance(body, dict) and "knn" in (body.get("query") or {}):
-            status, data, kind = self._knn(path.split("?")[0].rsplit("/", 1)[0], body)
+        single = isinstance(body, dict) and "knn" in (body.get("query") or {})
+        if self._on_request is not None:
+            self._on_request(request.command, path, raw, 1 if single else len(searches))
+        if single:
+            status, data, kind = self._knn(path.split("?")[0].rsplit("/", 1)[0], body)  # type: ignore[arg-type]
         elif searches:  # an _msearch of k-NN searches only (memory_add's near-duplicate check): each as above
             answers = [self._knn(index_path, search) for index_path, search in searches]
             responses = [{**json.loads(data), "status": status} for status, data, _ in answers]

@@ -39,10 +39,15 @@ def _cached_client(service: str, region: str | None, endpoint: str | None) -> An
 def _client(
     service: str, region: str | None, endpoint: str | None, retries: dict[str, Any], read_timeout: float
 ) -> Any:
-    """A new client with these retries and timeouts (3 s to connect)."""
+    """A new client with these retries and timeouts (3 s to connect).
+
+    Without botocore's client-side parameter validation, which botocore documents as a switch "for performance
+    reasons": every request is built by an adapter from checked values, and AWS validates it anyway (its
+    ValidationException maps as any other error). It costs about a fifth of a DynamoDB call's CPU on this
+    machine (docs/deploy.md, "What one call costs")."""
     from botocore.config import Config
 
-    config = Config(retries=retries, connect_timeout=3, read_timeout=read_timeout)
+    config = Config(retries=retries, connect_timeout=3, read_timeout=read_timeout, parameter_validation=False)
     return botocore_session().create_client(service, region_name=region, endpoint_url=endpoint, config=config)
 
 
