@@ -286,6 +286,12 @@ class Case:
     takes: int = 1
     parameters: Mapping[str, str] = field(default_factory=dict)
     delegate: bool = False
+    #: Each call as a new IAM user: its scope holds only what the call writes (the graph's k-NN stand-in scores
+    #: a scope's every fact in Python, so one scope that grows over the rounds makes each call slower).
+    fresh_caller: bool = False
+    #: A records table of the function's own: what it scans is what it wrote (erasure scans the table, and the
+    #: shared one holds every other function's writes), so its first and warm calls do the same work.
+    own_table: bool = False
 
 
 def _messages(usage: Body) -> Body:
@@ -324,7 +330,7 @@ BUILT_CASES: dict[str, Case] = {
     "forget_memory": Case(lambda _, topics: {"topic": topics[0]}, pool="topic"),
     "block_unpin": Case(lambda _, paths: {"path": paths[0]}, pool="pinned"),
     "file_delete": Case(lambda _, paths: {"path": paths[0]}, pool="block"),
-    "add_memory_link": Case(lambda usage, _: {**usage, "subject": f"Alice {_tag()}"}),
+    "add_memory_link": Case(lambda usage, _: {**usage, "subject": f"Alice {_tag()}"}, fresh_caller=True),
     "update_memory_object": Case(lambda usage, _: _updated_entity(usage)),
     "invalidate_memory_link": Case(lambda usage, facts: {**usage, "factId": facts[0]}, pool="fact"),
     "memory_add_batch": Case(lambda usage, _: _batch(usage)),
@@ -333,6 +339,7 @@ BUILT_CASES: dict[str, Case] = {
         lambda _, __: {"subjectUserId": f"gone-{_tag()}"},
         parameters={"TrustedDelegateArns": DELEGATE_ROLE},
         delegate=True,
+        own_table=True,
     ),
     "memorize_general_info": Case(lambda usage, _: {**usage, "content": f"{usage['content']} Noted {_words()}."}),
     "refine_memory": Case(lambda usage, _: {**usage, "newSummary": f"{usage['newSummary']} ({_words()})"}),
@@ -356,15 +363,17 @@ GRAPH_ANSWER = {
 }  # fmt: skip
 
 
-def _event(route: str, body: Body, api: str, *, delegate: bool = False) -> dict[str, Any]:
+def _event(route: str, body: Body, api: str, *, delegate: bool = False, fresh: bool = False) -> dict[str, Any]:
     """An API Gateway event under IAM auth: REST (payload 1.0) or HTTP API (2.0), as the template sends them;
-    ``delegate``: a trusted delegate's role session, its identity headers signed."""
+    ``delegate``: a trusted delegate's role session, its identity headers signed; ``fresh``: a new IAM user."""
     sys.path.insert(0, str(ROOT / "tests" / "support"))
     from http_api_events import http_api_event
 
     from aws_events import rest_event
 
     caller, headers = (DELEGATE_CALLER, DELEGATE_HEADERS) if delegate else (CALLER, {})
+    if fresh and not delegate:
+        caller = f"arn:aws:iam::{ACCOUNT}:user/cold-start-{_tag()}"
     if api == "http":
         lower = {"content-type": "application/json", **{key.lower(): value for key, value in headers.items()}}
         return http_api_event(f"/v1/tools/{route}", body, iam={"accountId": ACCOUNT, "userArn": caller}, headers=lower)
@@ -444,6 +453,7 @@ class BuiltStage:
         self.tools = tool_functions(self.template)
         self.moto = shared_moto_server()
         self.table = f"mnemo-cold-start-{uuid.uuid4().hex[:8]}"
+        self._own_tables: set[str] = set()
         self.bucket = f"mnemo-cold-start-{uuid.uuid4().hex[:8]}"
         create_records_table(self.moto.client("dynamodb"), self.table)
         self._refs, self._attributes = self._references()
@@ -481,6 +491,16 @@ class BuiltStage:
                 attributes[f"{logical_id}.Arn"] = f"arn:aws:sqs:eu-west-1:{ACCOUNT}:{name}"
         return refs, attributes
 
+    def own_table(self, tool: str) -> str:
+        """The records table of ``tool``'s own (``Case.own_table``), made on first use."""
+        from aws_fixtures import create_records_table
+
+        name = f"{self.table}-{tool.replace('_', '-')}"
+        if name not in self._own_tables:
+            create_records_table(self.moto.client("dynamodb"), name)
+            self._own_tables.add(name)
+        return name
+
     def _resolver(self, parameters: Mapping[str, str]) -> Any:
         from rehearsal_template import Resolver
 
@@ -508,7 +528,9 @@ class BuiltStage:
             **resolver.resolve(globals_["Environment"]["Variables"]),
             **resolver.resolve((properties.get("Environment") or {}).get("Variables", {})),
         }
-        variables["MNEMO_RECORDS_TABLE"] = self.table
+        variables["MNEMO_RECORDS_TABLE"] = (
+            self.own_table(tool) if BUILT_CASES.get(tool, Case()).own_table else self.table
+        )
         function = Function(
             logical_id=logical_id,
             name=f"mnemo-dev-{target}",
@@ -633,7 +655,9 @@ class Calls:
                 if len(pool) < case.takes:
                     raise RuntimeError(f"{tool}: the {case.pool} pool is empty (seed more)")
                 taken, self.pools[case.pool] = pool[: case.takes], pool[case.takes :]
-            events.append(_event(tool, case.body(usage, taken), self.api, delegate=case.delegate))
+            events.append(
+                _event(tool, case.body(usage, taken), self.api, delegate=case.delegate, fresh=case.fresh_caller)
+            )
         return events
 
 
