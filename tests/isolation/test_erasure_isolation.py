@@ -11,6 +11,7 @@ import pytest
 from erasure_support import (
     ADMIN,
     ALICE,
+    BOB,
     OTHER_ALICE,
     call,
     erase_alice_and_check,
@@ -23,6 +24,7 @@ from scripted_model import ScriptedModel
 
 from helpers import ctx, make_services
 from mnemo.errors import Unauthorized
+from mnemo.memory.records import LAST
 from mnemo.portability.erasure import Erasure
 from mnemo.runtime import Services
 from mnemo.settings import Settings
@@ -75,3 +77,25 @@ def test_an_erasure_past_its_deadline_answers_running_and_the_next_call_finishes
     assert finished.completed_at is not None
     assert finished.counts.records > 0
     nothing_left_for_alice(services, tmp_path)
+
+
+def test_a_shared_scopes_pointer_keeps_no_end_of_an_erased_memory(services: Services) -> None:
+    """A dated memory's LAST pointer keeps the end of its content (docs/scoring.md): erasing its author takes the
+    pointer of a shared scope that names it, and leaves one that names another's memory."""
+    day = "2026-03-02T09:00:00Z"
+    project, team = "MEM|" + ALICE.scope_key("project"), "MEM|" + ALICE.scope_key("team")
+    call(
+        services,
+        ALICE,
+        "memory_add",
+        {"content": "alice: the launch slips to May", "layer": "project", "occurredAt": day},
+    )
+    call(services, ALICE, "memory_add", {"content": "alice: the budget is frozen", "layer": "team", "occurredAt": day})
+    call(services, BOB, "memory_add", {"content": "bob: noted, thanks", "layer": "team", "occurredAt": day})
+    assert "alice" in services.records.get(project, LAST).data["tail"]  # type: ignore[union-attr]
+
+    receipt = call(services, ADMIN, "erase_user", {"subjectUserId": "alice"})
+
+    assert services.records.get(project, LAST) is None
+    assert services.records.get(team, LAST).data["tail"] == "bob: noted, thanks"  # type: ignore[union-attr]
+    assert receipt["counts"]["sharedMemories"] == 2

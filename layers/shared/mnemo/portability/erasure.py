@@ -70,7 +70,7 @@ from mnemo.graph.store import PARTITION as GRAPH_PARTITION
 from mnemo.learning.ledger import PARTITION as LEARN_PARTITION
 from mnemo.learning.ledger import queue_partitions
 from mnemo.memory.indexing import NAMESPACE as MEMORY_NAMESPACE
-from mnemo.memory.records import HISTORY, IDEMPOTENCY, RECORD, history_prefix
+from mnemo.memory.records import HISTORY, IDEMPOTENCY, LAST, RECORD, history_prefix
 from mnemo.memory.records import PARTITION as MEMORY_PARTITION
 from mnemo.models import ToolRequest, ToolResponse, WireModel
 from mnemo.outbox import DEAD_PARTITION, OUTBOX_PREFIX
@@ -434,12 +434,17 @@ class Erasure:
         return pages
 
     def _shared_memories(self, tenant: str, user: str) -> Callable[[Item], Iterator[tuple[list[Item], str]]]:
-        """The memories the user wrote into shared layers, each with its history items (knowledge pointers stay)."""
+        """The memories the user wrote into shared layers, each with its history items and the scope's LAST pointer
+        when it names the memory (it keeps the end of its content); knowledge pointers stay."""
 
         def pages(_: Item) -> Iterator[tuple[list[Item], str]]:
             found: list[Item] = []
+            pointers: dict[str, Item] = {}  # partition -> its LAST pointer
             for layer in sorted(SHARED_LAYERS):
                 for item in self._records.scan(f"{MEMORY_PARTITION}t={tenant}|{layer}"):
+                    if item.sk == LAST:
+                        pointers[item.pk] = item
+                        continue
                     scope = parse_scope(item.pk.removeprefix(MEMORY_PARTITION))
                     if (
                         scope is not None
@@ -451,9 +456,13 @@ class Erasure:
                     ):
                         found.append(item)
             for record in found:
-                history = self._records.query(record.pk, history_prefix(record.sk.removeprefix(RECORD)), limit=10_000)
+                memory_id = record.sk.removeprefix(RECORD)
+                history = self._records.query(record.pk, history_prefix(memory_id), limit=10_000)
+                # The scope's pointer keeps the end of the memory's content when it names it (its ``tail``).
+                pointer = pointers.get(record.pk)
+                named = [pointer] if pointer is not None and pointer.data.get("memoryId") == memory_id else []
                 # The record last, in the page that takes it: a rerun finds a memory until its history is gone.
-                items = [*history, record]
+                items = [*history, *named, record]
                 for start in range(0, len(items), PAGE):
                     page = items[start : start + PAGE]
                     yield page, ""
