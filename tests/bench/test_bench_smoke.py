@@ -28,6 +28,7 @@ HELPERS = {
     "cost_meter.py": "the AWS request meter of deploy_cost.py",
     "cost_model.py": "deploy_cost.py's template reading and cost arithmetic",
     "locomo.py": "the LoCoMo loader of retrieval.py, calibrate.py and retrieval_lab.py",
+    "stand_ins.py": "deploy_cost.py's Titan stand-in, served from a thread of its own",
     "vector_first.py": "retrieval.py --vector-first: the embedded index ranked as the S3 Vectors store ranks",
 }
 #: Not a limit on speed: a run still going after this long is stuck.

@@ -29,6 +29,7 @@ KERNEL = {
     "mnemo.outbox",
     "mnemo.paging",
     "mnemo.ports",
+    "mnemo.schema_check",
     "mnemo.settings",
     "mnemo.telemetry",
     "mnemo.visible",
