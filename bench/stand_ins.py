@@ -22,7 +22,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 
 from cost_meter import TITAN_CHARS_PER_TOKEN, deterministic_vector
-from rehearsal_stage import serve_http
+from rehearsal_stage import send_json, serve_http
 
 
 class TitanServer:
@@ -35,23 +35,14 @@ class TitanServer:
     def _answer(self, request: BaseHTTPRequestHandler) -> None:
         raw = request.rfile.read(int(request.headers.get("Content-Length") or 0))
         if re.fullmatch(r"/model/[^/]+/invoke", request.path) is None:
-            self._send(request, 404, {"message": f"no such route: {request.path}"})
+            send_json(request, 404, "ResourceNotFoundException", {"message": f"no such route: {request.path}"})
             return
         body = json.loads(raw)
         text = body["inputText"]
         tokens = max(1, math.ceil(len(text) / TITAN_CHARS_PER_TOKEN))
         self._on_call(tokens)
         vector = deterministic_vector(text, int(body.get("dimensions", 1024)))
-        self._send(request, 200, {"embedding": vector, "inputTextTokenCount": tokens})
-
-    @staticmethod
-    def _send(request: BaseHTTPRequestHandler, status: int, payload: dict[str, object]) -> None:
-        data = json.dumps(payload).encode()
-        request.send_response(status)
-        request.send_header("Content-Type", "application/json")
-        request.send_header("Content-Length", str(len(data)))
-        request.end_headers()
-        request.wfile.write(data)
+        send_json(request, 200, None, {"embedding": vector, "inputTextTokenCount": tokens})
 
     def close(self) -> None:
         self._server.shutdown()

@@ -223,6 +223,18 @@ def serve_http(answer: Callable[[BaseHTTPRequestHandler], None], *methods: str) 
     return server, f"http://127.0.0.1:{server.server_port}"
 
 
+def send_json(request: BaseHTTPRequestHandler, status: int, error: str | None, payload: dict[str, Any]) -> None:
+    """Answer ``request`` with ``payload`` as JSON; ``error``: the AWS error type, in ``x-amzn-ErrorType``."""
+    data = json.dumps(payload).encode()
+    request.send_response(status)
+    request.send_header("Content-Type", "application/json")
+    request.send_header("Content-Length", str(len(data)))
+    if error:
+        request.send_header("x-amzn-ErrorType", error)
+    request.end_headers()
+    request.wfile.write(data)
+
+
 @dataclass
 class TitanStandIn:
     """An HTTP server answering bedrock-runtime InvokeModel as Titan Text Embeddings V2 would."""
@@ -252,7 +264,7 @@ class TitanStandIn:
         credential = re.search(r"Credential=([^/]+)/", request.headers.get("Authorization", ""))
         caller = self.callers.get(credential.group(1)) if credential else None
         if match is None or caller is None:
-            self._send(request, 403, "AccessDeniedException", {"message": "unsigned or unknown caller"})
+            send_json(request, 403, "AccessDeniedException", {"message": "unsigned or unknown caller"})
             return
         model_id = unquote(match.group(1))
         function, policies = caller
@@ -260,7 +272,7 @@ class TitanStandIn:
         results = [IAMPolicy(json.dumps(doc)).is_action_permitted("bedrock:InvokeModel", model_arn) for doc in policies]
         if PermissionResult.DENIED in results or PermissionResult.PERMITTED not in results:
             self.problems.append(f"{function}: bedrock:InvokeModel on {model_arn} is not allowed by its role")
-            self._send(request, 403, "AccessDeniedException", {"message": f"not authorized to invoke {model_arn}"})
+            send_json(request, 403, "AccessDeniedException", {"message": f"not authorized to invoke {model_arn}"})
             return
         try:
             body = json.loads(raw)
@@ -269,12 +281,12 @@ class TitanStandIn:
         problems = titan_problems(model_id, self.model_id, request.headers, body)
         if problems:
             self.problems.append(f"{function}: {'; '.join(problems)}")
-            self._send(request, 400, "ValidationException", {"message": "; ".join(problems)})
+            send_json(request, 400, "ValidationException", {"message": "; ".join(problems)})
             return
         self.calls[function] += 1
         size = int(body.get("dimensions", 1024))
         text = body["inputText"]
-        self._send(request, 200, None, {"embedding": unit_vector(text, size), "inputTextTokenCount": len(text.split())})
+        send_json(request, 200, None, {"embedding": unit_vector(text, size), "inputTextTokenCount": len(text.split())})
 
     def _converse(self, request: BaseHTTPRequestHandler, model_id: str, raw: bytes) -> None:
         """Converse (the extraction model): checked as Bedrock would check it, then refused as a model without
@@ -285,7 +297,7 @@ class TitanStandIn:
         credential = re.search(r"Credential=([^/]+)/", request.headers.get("Authorization", ""))
         caller = self.callers.get(credential.group(1)) if credential else None
         if caller is None:
-            self._send(request, 403, "AccessDeniedException", {"message": "unsigned or unknown caller"})
+            send_json(request, 403, "AccessDeniedException", {"message": "unsigned or unknown caller"})
             return
         function, policies = caller
         model_arn = f"arn:aws:bedrock:{REGION}::foundation-model/{model_id}"
@@ -293,7 +305,7 @@ class TitanStandIn:
         results = [IAMPolicy(json.dumps(doc)).is_action_permitted("bedrock:InvokeModel", model_arn) for doc in policies]
         if PermissionResult.DENIED in results or PermissionResult.PERMITTED not in results:
             self.problems.append(f"{function}: Converse (bedrock:InvokeModel) on {model_arn} is not allowed")
-            self._send(request, 403, "AccessDeniedException", {"message": f"not authorized to invoke {model_arn}"})
+            send_json(request, 403, "AccessDeniedException", {"message": f"not authorized to invoke {model_arn}"})
             return
         try:
             body = json.loads(raw)
@@ -303,23 +315,12 @@ class TitanStandIn:
         if not isinstance(body, dict) or not body.get("messages") or not forced:
             self.problems.append(f"{function}: a Converse request without messages or a forced tool")
         self.converse_calls[function] += 1
-        self._send(
+        send_json(
             request,
             403,
             "AccessDeniedException",
             {"message": "You don't have access to the model with the specified model ID."},
         )
-
-    @staticmethod
-    def _send(request: BaseHTTPRequestHandler, status: int, error: str | None, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        request.send_response(status)
-        request.send_header("Content-Type", "application/json")
-        request.send_header("Content-Length", str(len(data)))
-        if error:
-            request.send_header("x-amzn-ErrorType", error)
-        request.end_headers()
-        request.wfile.write(data)
 
     def close(self) -> None:
         self._server.shutdown()

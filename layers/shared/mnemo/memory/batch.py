@@ -273,14 +273,7 @@ class BatchAdd:
         if not occurred_at:
             return None
         if partition not in self._last:
-            self._last[partition] = None
-            last = self._records.get(partition, LAST)
-            if last is not None and "tail" in last.data:  # the end of its content a pair can hold: no record read
-                self._last[partition] = (last.data["memoryId"], last.data.get("day"), last.data["tail"])
-                return self._previous(partition, occurred_at)
-            found = self._records.get(partition, record_sk(last.data["memoryId"])) if last is not None else None
-            if last is not None and found is not None and not found.data.get("orphaned"):
-                self._last[partition] = (found.data["memoryId"], last.data.get("day"), found.data["content"])
+            self._last[partition] = self._service.pointed(partition, self._records.get(partition, LAST))
         last_here = self._last[partition]
         if last_here is None or last_here[1] != day_of(occurred_at):
             return None

@@ -172,6 +172,10 @@ class MemoryService:
         """Indexed memories this content may repeat, best first (see ``MemoryWrites.repeat_candidates``)."""
         return self._writes.repeat_candidates(scope, vector, content_hash, floor)
 
+    def pointed(self, partition: str, last: Item | None) -> tuple[str, str | None, str] | None:
+        """The id, day and content of the dated memory a scope's LAST pointer names (see ``MemoryWrites.pointed``)."""
+        return self._writes.pointed(partition, last)
+
     def replay(self, partition: str, key: str, request_digest: str) -> MemoryAddOutput | None:
         """The answer stored for an idempotency key, if any (see ``MemoryWrites.replay``)."""
         return self._writes.replay(partition, key, request_digest)

@@ -507,20 +507,27 @@ class MemoryWrites:
     def _previous(self, partition: str, occurred_at: str | None, last: Item | None) -> tuple[str, str] | None:
         """The id and content of the dated memory added last in this scope, if it happened the same day.
 
-        ``last`` is the scope's LAST pointer as read (None: absent). Its ``tail`` stands for the content: all of
-        it a pair can hold (``pair_tail``), read with no request; only a pointer written before it had one
-        names a record to read.
+        ``last`` is the scope's LAST pointer as read (None: absent).
         """
-        if not occurred_at:
+        if not occurred_at or last is None or last.data.get("day") != day_of(occurred_at):
             return None
-        if last is None or last.data.get("day") != day_of(occurred_at):
+        named = self.pointed(partition, last)
+        return (named[0], named[2]) if named is not None else None
+
+    def pointed(self, partition: str, last: Item | None) -> tuple[str, str | None, str] | None:
+        """The id, day and content of the dated memory the scope's LAST pointer (as read; None: absent) names.
+
+        Its ``tail`` stands for the content: all of it a pair can hold (``pair_tail``), read with no request;
+        only a pointer written before it had one names a record to read.
+        """
+        if last is None:
             return None
         if "tail" in last.data:
-            return last.data["memoryId"], last.data["tail"]
+            return last.data["memoryId"], last.data.get("day"), last.data["tail"]
         found = self._records.get(partition, record_sk(last.data["memoryId"]))
         if found is None or found.data.get("orphaned"):
             return None
-        return found.data["memoryId"], found.data["content"]
+        return found.data["memoryId"], last.data.get("day"), found.data["content"]
 
     def _followers(self, scope: str, memory_id: str) -> list[str]:
         """The memories linked to this one as their predecessor (their vectors hold its content)."""
