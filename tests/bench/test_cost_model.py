@@ -486,7 +486,7 @@ def test_paths_in_the_results_are_relative_to_the_repository(tmp_path: Path) -> 
 
 
 def test_a_custom_metric_two_functions_emit_is_billed_once() -> None:
-    shared = "Mnemo/dev/Latency[service=mnemo]"
+    shared = "Mnemo/dev/EmbeddingTokens[service=mnemo]"
     measured = counts(emf={"memory_add": [shared, "a"], "memory_search": [shared, "b"]})
     busy = custom_metrics_month(measured, {"memory_add": 1.0, "memory_search": 1.0})
     assert busy == pytest.approx(3 * 0.30)

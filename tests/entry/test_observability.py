@@ -189,7 +189,18 @@ def invoke(tool: str, body: Any) -> tuple[int, dict[str, Any]]:
 
 
 # ------------------------------------------------------------- API Gateway ---
-def test_a_tool_call_prints_one_emf_document_with_its_latency(services: Services, capsys: Any) -> None:
+def test_a_tool_call_that_records_nothing_prints_nothing(services: Services, capsys: Any) -> None:
+    """No latency metric: AWS/Lambda's free Duration says it per function. The local embedder reports no
+    tokens, so this add records nothing, and prints no document (a log line CloudWatch would bill)."""
+    status, _ = invoke("memory_add", {"content": "Deploys freeze on Dec 20"})
+
+    assert status == 200
+    assert emf_documents(capsys.readouterr().out) == []
+
+
+def test_a_tool_call_prints_one_emf_document_of_what_it_recorded(services: Services, capsys: Any) -> None:
+    invoke("memory_add", {"content": "Deploys freeze on Dec 20"})
+    capsys.readouterr()
     status, _ = invoke("memory_add", {"content": "Deploys freeze on Dec 20"})
     document = the_document(capsys.readouterr().out)
 
@@ -198,9 +209,8 @@ def test_a_tool_call_prints_one_emf_document_with_its_latency(services: Services
     # No tool dimension: the tool's own function is its FunctionName in AWS/Lambda's free metrics.
     assert dimension_sets(document) == [["service"]]
     assert document["service"] == "mnemo" and "tool" not in document
-    assert metric_names(document) == {"Latency"}
-    assert value(document, "Latency") > 0
-    assert {"Unit": "Milliseconds", "Name": "Latency"} in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+    assert metric_names(document) == {"DeduplicatedAdds"}
+    assert {"Unit": "Count", "Name": "DeduplicatedAdds"} in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]
 
 
 def test_bad_input_is_counted_as_an_error_by_its_code(services: Services, capsys: Any) -> None:
@@ -212,13 +222,13 @@ def test_bad_input_is_counted_as_an_error_by_its_code(services: Services, capsys
     # The envelope is an answer to Lambda (no Errors in AWS/Lambda): the door counts it, and by its code
     # in a document of its own, so that the code is a dimension of Errors alone.
     assert value(document, "Errors") == 1
-    assert value(document, "Latency") > 0
+    assert "Latency" not in document
     assert set(by_code) == {"INVALID_INPUT"} and value(by_code["INVALID_INPUT"], "Errors") == 1
 
 
 def test_an_add_that_finds_its_duplicate_is_counted(services: Services, capsys: Any) -> None:
     invoke("memory_add", {"content": "The build cache lives in eu-west-1"})
-    assert "DeduplicatedAdds" not in the_document(capsys.readouterr().out)
+    assert emf_documents(capsys.readouterr().out) == []  # nothing recorded: no document
     _, added = invoke("memory_add", {"content": "The build cache lives in eu-west-1"})
 
     assert added["deduplicated"] is True
@@ -440,12 +450,12 @@ def test_calls_in_one_invocation_share_its_document_and_their_codes_stay_on_erro
     handler({}, FakeLambdaContext())
     document, by_code = the_documents(capsys.readouterr().out)
 
-    assert len(document["Latency"]) == 4  # one value per call; CloudWatch counts and sums them
+    assert "Latency" not in document
     assert (value(document, "EmbeddingTokens"), value(document, "Errors")) == (3, 3)
     assert {code: value(errors, "Errors") for code, errors in by_code.items()} == {"RATE_LIMITED": 2, "UNAUTHORIZED": 1}
     handler({}, FakeLambdaContext())  # the next invocation starts from nothing
     again, _ = the_documents(capsys.readouterr().out)
-    assert len(again["Latency"]) == 4
+    assert (value(again, "EmbeddingTokens"), value(again, "Errors")) == (3, 3)
 
 
 def test_nothing_is_printed_outside_a_lambda_invocation(services: Services, capfd: Any) -> None:

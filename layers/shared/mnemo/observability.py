@@ -18,9 +18,11 @@ dimension values ($0.30 a month each, by the hour it receives data), so a
 dimension must say what nothing free says: no ``tool`` dimension, since a
 tool's own function is its own ``FunctionName`` in AWS/Lambda's free
 ``Invocations``, ``Errors`` and ``Duration``; the tool of each line is in the
-logs (``tool``), MCP's and the Bedrock action groups' included. Metrics:
+logs (``tool``), MCP's and the Bedrock action groups' included. For the same
+reason no latency is emitted: Lambda's free ``Duration`` says it per function,
+and each call's ``latencyMs`` is in its DEBUG line. A call that records nothing
+prints no document. Metrics:
 
-- ``Latency`` (Milliseconds): one per tool call, as the door measured it;
 - ``Errors`` (Count): a tool call answered with an error envelope (which
   Lambda counts as a success), and by its ``errorCode``;
 - ``DeduplicatedAdds`` (Count): an add that found a near-identical memory;
@@ -245,8 +247,8 @@ def answered(result: Mapping[str, Any]) -> None:
 
 @contextmanager
 def tool_call(name: str | None) -> Iterator[ToolCall]:
-    """Measure one tool call: ``tool`` in its log lines; its latency and outcome in the invocation's metrics
-    (by ``[service]``, the tool in no dimension).
+    """Measure one tool call: ``tool`` in its log lines, its latency in a DEBUG line; its outcome in the
+    invocation's metrics (by ``[service]``, the tool in no dimension).
 
     An exception leaving the block counts as the error it carries (PROVIDER_ERROR
     for anything not a MnemoError) and goes on its way.
@@ -269,12 +271,11 @@ def tool_call(name: str | None) -> Iterator[ToolCall]:
         logger.thread_safe_remove_keys(["tool"])
         _CALL.reset(token)
         if _recording:
-            _record_call(call, elapsed)
+            _record_call(call)
 
 
-def _record_call(call: ToolCall, elapsed_ms: float) -> None:
+def _record_call(call: ToolCall) -> None:
     emf = metrics()
-    emf.add_metric(name="Latency", unit="Milliseconds", value=elapsed_ms)
     if call.error_code is not None:
         emf.add_metric(name="Errors", unit="Count", value=1)
         _error_codes[call.error_code] = _error_codes.get(call.error_code, 0) + 1
