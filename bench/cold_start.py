@@ -20,7 +20,8 @@ module the artifact ships without bytecode is compiled again at each cold start)
 function folder, the layer's ``python/``, then the runtime's boto3 (tests/support/rehearsal_stage.py's
 stand-in for /var/runtime) and the standard library, in Lambda's order. The environment is the function's
 in template.yaml (Globals and its own, every parameter at its default, rehearsal_template.Resolver) with
-the variables Lambda sets; the adapters reach DynamoDB on a moto server, OpenSearch on osmem-server (behind
+the variables Lambda sets; the adapters reach DynamoDB on a moto server (in a process of its own,
+aws_fixtures.MotoProcess, so that its heap and GIL are not the bench's), OpenSearch on osmem-server (behind
 the rehearsal's k-NN stand-in) and Titan on the rehearsal's stand-in.
 
 Cost of a cold start = import + first call - a warm call (the median of 3 warm calls in the same
@@ -434,7 +435,7 @@ class BuiltStage:
 
     def __init__(self, build_dir: Path | None, source: Path = ROOT) -> None:
         sys.path.insert(0, str(ROOT / "tests" / "support"))
-        from aws_fixtures import create_records_table, load_template, shared_moto_server
+        from aws_fixtures import MotoProcess, create_records_table, load_template
         from osmem_server import OsmemServer
         from rehearsal_build import Build, lambda_architecture, python312, sam_build
         from rehearsal_stage import OpenSearchStandIn, runtime_boto3_dir
@@ -451,7 +452,7 @@ class BuiltStage:
             (self.runtime / ".compiled").touch()
         self.template = load_template()
         self.tools = tool_functions(self.template)
-        self.moto = shared_moto_server()
+        self.moto = MotoProcess()  # its own process: a probe's requests wait for moto alone
         self.table = f"mnemo-cold-start-{uuid.uuid4().hex[:8]}"
         self._own_tables: set[str] = set()
         self.bucket = f"mnemo-cold-start-{uuid.uuid4().hex[:8]}"
@@ -583,6 +584,7 @@ class BuiltStage:
         self.titan.close()
         self.opensearch.close()
         self.osmem.close()
+        self.moto.close()
 
 
 class Calls:

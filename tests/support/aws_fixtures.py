@@ -79,6 +79,53 @@ class SerialMotoServer:
         self._thread.join(timeout=5)
 
 
+#: What ``MotoProcess`` runs: a SerialMotoServer, its URL on stdout, until stdin closes.
+_MOTO_PROCESS = """
+import gc, sys
+sys.path.insert(0, sys.argv[1])
+from aws_fixtures import SerialMotoServer
+server = SerialMotoServer()
+gc.freeze()  # what moto loaded is kept for good: no collection walks it again
+print(server.url, flush=True)
+sys.stdin.read()
+"""
+
+
+class MotoProcess:
+    """A SerialMotoServer in a process of its own, for benchmarks that time other processes against it: its
+    heap, its garbage collections and its GIL are not the caller's (whose threads may serve stand-ins), so
+    a timed request waits for moto alone. Same ``url``, ``client`` and ``close`` as SerialMotoServer."""
+
+    def __init__(self) -> None:
+        import subprocess
+        import sys
+
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _MOTO_PROCESS, str(Path(__file__).resolve().parent)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._process.stdout is not None
+        self.url = self._process.stdout.readline().strip()
+        if not self.url.startswith("http://"):
+            self.close()
+            raise RuntimeError("the moto process did not start")
+
+    client = SerialMotoServer.client
+
+    def close(self) -> None:
+        import subprocess
+
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+
 _shared: SerialMotoServer | None = None
 
 
