@@ -86,8 +86,9 @@ CASES = {
 # ------------------------------------------------------------- built mode ---
 #: The built folder bench/cold_start.py --built makes (git-ignored with the rest of .aws-sam/).
 BUILT_WORK_DIR = ROOT / ".aws-sam" / "cold-start"
-#: What --built --smoke measures (one round): a write, a read through OpenSearch, a family after memory.
-SMOKE_BUILT_FUNCTIONS = ("memory_add", "memory_search", "file_read")
+#: What --built --smoke measures (one round): a write, a read through OpenSearch, a family after memory, and the
+#: one whose model answer the bench scripts (``_scripted_model``).
+SMOKE_BUILT_FUNCTIONS = ("memory_add", "memory_search", "file_read", "build_memory_from_text")
 #: Warm calls after the first, in the same process; their median is the warm figure.
 WARM_CALLS = 3
 #: Unmeasured calls of each function, in one process, before the rounds: the index exists, the table holds
@@ -412,7 +413,7 @@ def usage_example(tool: str) -> Body:
 def _scripted_model(model_id: str) -> Any:
     """The rehearsal's Titan stand-in, whose Converse answers as a model calling the forced tool does:
     GRAPH_ANSWER for build_memory_from_text's tool, an empty input for any other (no model runs here)."""
-    from rehearsal_stage import TitanStandIn
+    from rehearsal_stage import TitanStandIn, send_json
 
     class ScriptedModel(TitanStandIn):
         def _converse(self, request: Any, model_id: str, raw: bytes) -> None:
@@ -424,7 +425,7 @@ def _scripted_model(model_id: str) -> Any:
             answer = {"output": {"message": {"role": "assistant", "content": [{"toolUse": use}]}},
                       "stopReason": "tool_use", "usage": {"inputTokens": 200, "outputTokens": 80, "totalTokens": 280},
                       "metrics": {"latencyMs": 1}}  # fmt: skip
-            self._send(request, 200, None, answer)
+            send_json(request, 200, None, answer)
 
     return ScriptedModel(model_id=model_id)
 

@@ -167,7 +167,7 @@ def test_the_built_mode_runs_in_smoke_mode_on_the_sam_build(tmp_path: Path) -> N
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     payload = json.loads((results / "cold-start-built-rest.json").read_text())
     functions = payload["functions"]
-    assert set(functions) == {"bare", "bare+sdk", "memory_add", "memory_search", "file_read"}
+    assert set(functions) == {"bare", "bare+sdk", "memory_add", "memory_search", "file_read", "build_memory_from_text"}
     for name, figures in functions.items():
         assert figures["samples"], name
         assert figures["medians"]["modules"] > 0, name
