@@ -38,7 +38,7 @@ from mnemo.memory.models import MemoryAddInput
 from mnemo.portability.exporter import export
 from mnemo.portability.importer import Importer, check
 from mnemo.portability.selection import Selection
-from mnemo.runtime import Services
+from mnemo.runtime import Services, record_families
 from mnemo.tools.registry import load_catalog
 
 USERS = 10
@@ -90,7 +90,7 @@ def populate(services: Services, memories: int) -> None:
 def timed_import(target: Services, path: Path) -> tuple[float, dict[str, Any]]:
     started = time.perf_counter()
     with path.open(encoding="utf-8") as handle:
-        plan = check(handle)
+        plan = check(handle, record_families())
     summary = Importer(target, plan).run(path).as_json()
     return time.perf_counter() - started, summary
 

@@ -25,7 +25,6 @@ from scripted_model import ScriptedModel
 from helpers import ctx, make_services
 from mnemo.errors import Unauthorized
 from mnemo.memory.records import LAST
-from mnemo.portability.erasure import Erasure
 from mnemo.runtime import Services
 from mnemo.settings import Settings
 
@@ -68,7 +67,7 @@ def test_an_erasure_past_its_deadline_answers_running_and_the_next_call_finishes
     services: Services, tmp_path: Path
 ) -> None:
     populate_person(services, ALICE)
-    erasure = Erasure(services.records, services.index, services.blobs)
+    erasure = services.erasure
     first = erasure.erase("acme", "alice", deadline=0.0)
     assert first.status == "running"
     assert first.completed_at is None

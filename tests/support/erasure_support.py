@@ -334,7 +334,7 @@ def erase_alice_and_check(services: Services, tmp_path: Path) -> None:
     again = call(services, ADMIN, "erase_user", {"subjectUserId": "alice"})
     assert again["erasureId"] != receipt["erasureId"]
     assert again["counts"]["records"] == 0
-    kept = Erasure(services.records, services.index, services.blobs).receipts("acme", "alice")
+    kept = services.erasure.receipts("acme", "alice")
     assert [each.erasure_id for each in kept] == [receipt["erasureId"], again["erasureId"]]
 
 
@@ -366,27 +366,26 @@ def interrupt_and_resume(
         populate_person(services, ALICE)
         bulk(services, ALICE, memories)
         populate_person(services, BOB)
-    expected = Erasure(reference.records, reference.index, reference.blobs).erase("acme", "alice")
+    expected = reference.erasure.erase("acme", "alice")
     assert expected.counts.records > deletes + PAGE  # it fails part-way, with pages left to do
 
-    flaky = Erasure(FailingAfter(interrupted.records, deletes), interrupted.index, interrupted.blobs)  # type: ignore[arg-type]
+    flaky = Erasure(
+        FailingAfter(interrupted.records, deletes), interrupted.index, interrupted.blobs, families=interrupted.families
+    )  # type: ignore[arg-type]
     bob_before = exported(interrupted, BOB, tmp_path / "bob.jsonl")
     with pytest.raises(ProviderError):
         flaky.erase("acme", "alice")
-    running = Erasure(interrupted.records, interrupted.index, interrupted.blobs).receipts("acme", "alice")
+    running = interrupted.erasure.receipts("acme", "alice")
     assert [each.status for each in running] == ["running"]
     # Only whole pages were counted: what the store took before it failed, never more.
     assert running[0].counts.records <= deletes
     assert (running[0].counts.records > 0) == (deletes > 0)
 
-    resumed = Erasure(interrupted.records, interrupted.index, interrupted.blobs).erase("acme", "alice")
+    resumed = interrupted.erasure.erase("acme", "alice")
     assert resumed.status == "completed"
     assert resumed.erasure_id == running[0].erasure_id
     assert resumed.runs == 2
     assert resumed.counts == expected.counts
     assert exported(interrupted, ALICE, tmp_path / "alice.jsonl") == []
     assert exported(interrupted, BOB, tmp_path / "bob-after.jsonl") == bob_before
-    assert Counter(
-        each.status
-        for each in Erasure(interrupted.records, interrupted.index, interrupted.blobs).receipts("acme", "alice")
-    ) == {"completed": 1}
+    assert Counter(each.status for each in interrupted.erasure.receipts("acme", "alice")) == {"completed": 1}

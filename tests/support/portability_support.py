@@ -125,7 +125,7 @@ def import_from(services: Services, path: Path) -> dict[str, Any]:
     from mnemo.portability.importer import Importer, check
 
     with path.open(encoding="utf-8") as handle:
-        plan = check(handle)
+        plan = check(handle, services.families)
     return Importer(services, plan).run(path).as_json()
 
 

@@ -15,13 +15,24 @@ from event_schemas import SCHEMAS, subject, validate
 from helpers import ctx
 from mnemo.adapters.local.change_log import SqliteChangeLog
 from mnemo.adapters.local.sqlite_records import SqliteRecordStore
-from mnemo.events import KINDS, RecordChange, captured, events_of
+from mnemo.events import KINDS, ChangeEvent, RecordChange
+from mnemo.events import events_of as mapped
 from mnemo.events.delivery import MAX_ATTEMPTS, WebhookDelivery, backoff
 from mnemo.events.signing import sign, verify
 from mnemo.ports import ConditionFailed, Delete, Item, Put
-from mnemo.runtime import Services, set_services
+from mnemo.runtime import Services, record_families, set_services
 from mnemo.settings import Settings, Webhook
 from mnemo.tools.registry import load_catalog
+
+
+def events_of(change: RecordChange) -> list[ChangeEvent]:
+    """The events of a change, as the registered record families map it."""
+    return mapped(change, record_families())
+
+
+def captured(pk: str, sk: str) -> bool:
+    return record_families().captured(pk, sk)
+
 
 ALICE = ctx("alice", roles=("writer",))
 SECRET = "whsec-test-0123456789"
@@ -227,7 +238,8 @@ def call(services: Services, tool: str, body: dict[str, Any]) -> dict[str, Any]:
 
 def worker(services: Services, receiver: Receiver, clock: Clock, **options: Any) -> WebhookDelivery:
     log = SqliteChangeLog(services.settings.sqlite_path)
-    return WebhookDelivery(log, receiver, services.settings.webhook_targets, clock=clock, **options)
+    targets = services.settings.webhook_targets
+    return WebhookDelivery(log, receiver, targets, families=record_families(), clock=clock, **options)
 
 
 def test_tool_calls_reach_the_webhook_signed_valid_and_once(stack: Services) -> None:

@@ -1,5 +1,10 @@
 """A record change, a change event, and the envelope every event is delivered in.
 
+``RecordChange`` is what both change sources give: a DynamoDB stream record
+(``mnemo.entry.change_events``) and a row of the local change log (``ChangeLog``,
+which numbers its rows: ``seq``). A record family maps a change of its records to
+events (``mnemo.families.RecordFamily.events``, with ``make_event``).
+
 The envelope (docs/events.md; docs/events/<kind>.schema.json for each kind)::
 
     {"specVersion": "1", "id": "evt_<32 hex>", "kind": "memory.added", "time": "...Z",
@@ -51,7 +56,8 @@ class RecordChange:
 
     ``old``/``new``: the body (``Item.data``) before and after (None: absent); ``old_version``/``new_version``
     the versions; ``at``: when the change was stored (ISO 8601 UTC); ``by_service``: the store removed the item
-    itself (DynamoDB's TTL), which is an expiry, never a user's delete.
+    itself (DynamoDB's TTL), which is an expiry, never a user's delete; ``seq``: the change log's number of the
+    row (None for a stream record).
     """
 
     pk: str
@@ -62,6 +68,7 @@ class RecordChange:
     old_version: int | None = None
     new_version: int | None = None
     by_service: bool = False
+    seq: int | None = None
 
     @property
     def inserted(self) -> bool:

@@ -5,8 +5,9 @@ days and its stream tells the indexer (``mnemo.entry.indexer``). The embedded SQ
 so the local server's background maintenance (``mnemo serve``) and ``mnemo expire`` run ``sweep``: it reads
 the items past their time (``RecordStore.expired``) and hands each to the family that owns its partition
 (``ExpiringFamily``: memories keep their history and lose their index documents, turns lose their index
-documents), and deletes the rest (idempotency records past their day, extraction runs past 30 days). Every
-delete is conditional on the item being expired still (``Delete(expect="expired")``), so an item written
+documents), and deletes the rest (idempotency records past their day, extraction runs past 30 days), each
+with its index document when its record family's index mirrors it (``RecordFamily.index``, ``mnemo.families``).
+Every delete is conditional on the item being expired still (``Delete(expect="expired")``), so an item written
 again meanwhile stays. A second sweep finds nothing left to do.
 """
 
@@ -15,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from mnemo.ports import ConditionFailed, Delete, Item, RecordStore
+from mnemo.families import Families
+from mnemo.ports import ConditionFailed, Delete, Item, RecordStore, VectorIndex
 
 #: Items handed to a family (or deleted) at a time.
 SWEEP_BATCH = 50
@@ -32,9 +34,15 @@ class ExpiringFamily(Protocol):
         ...
 
 
-def sweep(records: RecordStore, families: Sequence[ExpiringFamily]) -> dict[str, int]:
+def sweep(
+    records: RecordStore,
+    families: Sequence[ExpiringFamily],
+    registry: Families | None = None,
+    index: VectorIndex | None = None,
+) -> dict[str, int]:
     """Remove every expired item the store still holds; how many went, by family prefix (``other`` for the
-    items no family owns). Maintenance only: it scans."""
+    items no expiring family owns, each with its index document when ``registry`` says the index mirrors it).
+    Maintenance only: it scans."""
     counts: dict[str, int] = {}
     pending: dict[int, list[Item]] = {}
     others: list[Item] = []
@@ -52,6 +60,9 @@ def sweep(records: RecordStore, families: Sequence[ExpiringFamily]) -> dict[str,
                 records.write([Delete(item.pk, item.sk, expect="expired")])
             except ConditionFailed:
                 continue
+            entry = registry.index_entry(item) if registry is not None and index is not None else None
+            if entry is not None and index is not None:
+                index.delete(entry.family, [entry.doc_id])
             counts["other"] = counts.get("other", 0) + 1
         others.clear()
 

@@ -40,7 +40,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from mnemo.changes import RecordChange
 
 
 # ---------------------------------------------------------------- records ---
@@ -601,21 +604,6 @@ class ExtractionQueue(Protocol):
 
 # ----------------------------------------------------------- change log ---
 @dataclass(frozen=True)
-class LoggedChange:
-    """One record change the local record store logged with it (``ChangeLog``): the key, the body and version
-    before and after (None: absent), and when (ISO 8601 UTC)."""
-
-    seq: int
-    pk: str
-    sk: str
-    old: dict[str, Any] | None
-    new: dict[str, Any] | None
-    old_version: int | None
-    new_version: int | None
-    at: str
-
-
-@dataclass(frozen=True)
 class Delivery:
     """One event's delivery to one webhook, as the delivery log keeps it.
 
@@ -643,7 +631,7 @@ class ChangeLog(Protocol):
     a worker that dies leaves it to the next one after that.
     """
 
-    def lease_changes(self, worker: str, limit: int, lease_seconds: float) -> list[LoggedChange]:
+    def lease_changes(self, worker: str, limit: int, lease_seconds: float) -> list[RecordChange]:
         """The oldest logged changes no other worker holds, now held by ``worker``."""
         ...
 

@@ -6,9 +6,10 @@ and a Lambda container keeps its clients between invocations.
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
+from mnemo.families import Families
 from mnemo.outbox import IndexedFamily, IndexOutbox
 from mnemo.ports import BlobStore, Embedder, EventPublisher, ExtractionQueue, Extractor, RecordStore, VectorIndex
 from mnemo.settings import Settings
@@ -40,8 +41,46 @@ if TYPE_CHECKING:
     from mnemo.learning.transcript import Turn
     from mnemo.memory.service import MemoryService
     from mnemo.outline.service import OutlineService
+    from mnemo.portability.erasure import Erasure
     from mnemo.sync.service import SyncService
     from mnemo.topics.service import TopicService
+
+
+@cache
+def record_families() -> Families:
+    """Every record family, registered: what the change events, erasure, export and import, expiry and the
+    index outbox loop over (``mnemo.families``; docs/architecture.md, "Adding a record family"). Each family's
+    declaration is a light module of its package, loaded on the first call."""
+    from mnemo.conversations.family import CONVERSATION_FAMILY, EXECUTION_FAMILY
+    from mnemo.files.family import BLOCKS_FAMILY, PINS_FAMILY, WORKSPACE_FAMILY
+    from mnemo.graph.family import FAMILY as GRAPH_FAMILY
+    from mnemo.knowledge.family import FAMILY as KNOWLEDGE_FAMILY
+    from mnemo.learning.family import FAMILY as LEARNING_FAMILY
+    from mnemo.learning.family import QUEUE_FAMILY as LEARNING_QUEUE_FAMILY
+    from mnemo.memory.family import FAMILY as MEMORY_FAMILY
+    from mnemo.outline.family import FAMILY as OUTLINE_FAMILY
+    from mnemo.portability.family import FAMILY as RECEIPT_FAMILY
+    from mnemo.sync.family import FAMILY as SYNC_FAMILY
+    from mnemo.topics.family import FAMILY as TOPIC_FAMILY
+
+    return Families(
+        (
+            MEMORY_FAMILY,
+            CONVERSATION_FAMILY,
+            EXECUTION_FAMILY,
+            TOPIC_FAMILY,
+            BLOCKS_FAMILY,
+            PINS_FAMILY,
+            WORKSPACE_FAMILY,
+            OUTLINE_FAMILY,
+            GRAPH_FAMILY,
+            LEARNING_FAMILY,
+            LEARNING_QUEUE_FAMILY,
+            SYNC_FAMILY,
+            KNOWLEDGE_FAMILY,
+            RECEIPT_FAMILY,
+        )
+    )
 
 
 class Services:
@@ -63,9 +102,7 @@ class Services:
         from mnemo.adapters.local.sqlite_records import SqliteRecordStore
 
         if self.settings.webhook_targets:  # change events go somewhere: log the changes they come from
-            from mnemo.events.mappers import captured
-
-            return SqliteRecordStore(self.settings.sqlite_path, capture=captured)
+            return SqliteRecordStore(self.settings.sqlite_path, capture=record_families().captured)
         return SqliteRecordStore(self.settings.sqlite_path)
 
     @cached_property
@@ -82,6 +119,7 @@ class Services:
             SqliteChangeLog(self.settings.sqlite_path),
             post,
             self.settings.webhook_targets,
+            families=record_families(),
             include_content=self.settings.change_event_content,
         )
 
@@ -171,7 +209,25 @@ class Services:
             self.block_index,
             self.graph.index,
         ]
+        if any(family.document is not None for family in record_families()):
+            from mnemo.family_index import DocumentIndex
+
+            # A family no service of its own indexes: the generic indexer embeds what it declares.
+            described = [family for family in record_families() if family.document is not None]
+            families += [DocumentIndex(family, self.records, self.index, self.embedder) for family in described]
         return {family.family: family for family in families}
+
+    @property
+    def families(self) -> Families:
+        """Every registered record family (``record_families``)."""
+        return record_families()
+
+    @cached_property
+    def erasure(self) -> Erasure:
+        """Erasing a user (erase_user, ``mnemo erase-user``), over every registered record family."""
+        from mnemo.portability.erasure import Erasure
+
+        return Erasure(self.records, self.index, self.blobs, families=record_families())
 
     @cached_property
     def memory(self) -> MemoryService:

@@ -37,7 +37,6 @@ def cmd_erase_user(args: argparse.Namespace) -> int:
     """`mnemo erase-user`: erase the user (or resume their erasure) and print the receipt; ``--receipts`` prints the
     kept receipts instead. Exit status 0, or 1 on an error (its envelope on stderr)."""
     from mnemo.context import RequestContext
-    from mnemo.portability.erasure import Erasure
     from mnemo.runtime import get_services
 
     tenant = args.tenant or os.environ.get("MNEMO_TENANT") or "local"
@@ -49,7 +48,7 @@ def cmd_erase_user(args: argparse.Namespace) -> int:
         return 1
     try:
         services = get_services()
-        erasure = Erasure(services.records, services.index, services.blobs)
+        erasure = services.erasure
         if args.receipts:
             found = [receipt.model_dump(mode="json", by_alias=True) for receipt in erasure.receipts(tenant, args.user)]
             print(json.dumps(found, indent=None if args.json else 2))

@@ -182,7 +182,7 @@ def import_full(path: Path, label: str) -> int:
     started = time.perf_counter()
     try:
         with path.open(encoding="utf-8") as handle:
-            plan = check(handle)
+            plan = check(handle, get_services().families)
         progress = Progress("imported", plan.lines, sys.stderr)
         summary = Importer(get_services(), plan, progress.update).run(path)
         progress.close()

@@ -16,9 +16,10 @@ if TYPE_CHECKING:
 def sweep_expired(services: Services) -> dict[str, int]:
     """Remove the expired items the record store still holds (``mnemo.expiry.sweep``): memories with their
     history kept, turns, and the rest; the counts ``memories``, ``turns``, ``other``."""
-    from mnemo.expiry import sweep
+    from mnemo.expiry import ExpiringFamily, sweep
 
-    counts = sweep(services.records, [services.memory.expiry, services.conversations])
+    expiring: list[ExpiringFamily] = [services.memory.expiry, services.conversations]
+    counts = sweep(services.records, expiring, services.families, services.index)
     memory, turns = services.memory.expiry.expiring_prefixes[0], services.conversations.expiring_prefixes[0]
     return {"memories": counts.get(memory, 0), "turns": counts.get(turns, 0), "other": counts.get("other", 0)}
 

@@ -2,7 +2,7 @@
 
 ChangeEventsFunction (template.yaml, when the ``ChangeEvents`` parameter is ``on``)
 reads the records table's stream (NEW_AND_OLD_IMAGES). Its event filter passes only
-the keys that can give an event (``mnemo.events.mappers.CAPTURED``), so the common
+the keys that can give an event (each family's ``captures``, ``mnemo.families``), so the common
 write that gives none (history, idempotency records, outbox markers, locks,
 turns) never invokes it. Each stream record becomes a ``RecordChange`` (its keys,
 the ``data`` and ``version`` of its old and new images, its approximate creation
@@ -31,7 +31,7 @@ from mnemo import observability
 from mnemo.events import RecordChange, events_of
 from mnemo.observability import logger
 from mnemo.ports import Event
-from mnemo.runtime import get_services
+from mnemo.runtime import get_services, record_families
 
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 
@@ -84,9 +84,8 @@ def handle_record(record: DynamoDBRecord) -> int:
     """Publish the change events of one stream record; how many."""
     services = get_services()
     include_content = services.settings.change_event_content
-    events = [
-        Event(detail_type=event.kind, detail=event.envelope(include_content)) for event in events_of(change_of(record))
-    ]
+    changed = events_of(change_of(record), record_families())
+    events = [Event(detail_type=event.kind, detail=event.envelope(include_content)) for event in changed]
     if events:
         services.events.publish(events)
     return len(events)

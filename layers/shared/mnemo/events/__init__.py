@@ -14,13 +14,14 @@ So a write costs what it cost before, an event is never lost once its change is
 stored (the stream or the change log holds it until it is delivered), and a
 change delivered again gives the same event id.
 
-Modules: ``changes`` (the change, the event and its envelope), ``mappers`` (one
-mapper per family, which knows that family's keys), ``signing`` (the webhook
-signature) and ``delivery`` (the local webhook worker). docs/events.md is the
+The change, the event and its envelope are ``mnemo.changes``; each record
+family maps its own changes (``mnemo.families``). Modules: ``mappers`` (a change
+to the events of the family that owns it), ``signing`` (the webhook signature)
+and ``delivery`` (the local webhook worker). docs/events.md is the
 reference; docs/events/<kind>.schema.json the schema of each kind.
 """
 
-from mnemo.events.changes import KINDS, ChangeEvent, RecordChange
+from mnemo.changes import KINDS, ChangeEvent, RecordChange
 from mnemo.events.mappers import captured, events_of
 
 __all__ = ["KINDS", "ChangeEvent", "RecordChange", "captured", "events_of"]

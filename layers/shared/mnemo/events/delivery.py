@@ -28,10 +28,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from mnemo.events.changes import RecordChange
+from mnemo.changes import RecordChange
 from mnemo.events.mappers import events_of
 from mnemo.events.signing import ATTEMPT_HEADER, EVENT_ID_HEADER, EVENT_KIND_HEADER, SIGNATURE_HEADER, sign
-from mnemo.ports import ChangeLog, Delivery, LoggedChange
+from mnemo.families import Families
+from mnemo.ports import ChangeLog, Delivery
 from mnemo.settings import Webhook
 
 logger = logging.getLogger(__name__)
@@ -64,19 +65,6 @@ def backoff(attempts: int) -> float:
     return float(min(FIRST_BACKOFF_SECONDS * 2 ** max(attempts - 1, 0), MAX_BACKOFF_SECONDS))
 
 
-def change_of(logged: LoggedChange) -> RecordChange:
-    """A logged change as the mappers take it."""
-    return RecordChange(
-        pk=logged.pk,
-        sk=logged.sk,
-        old=logged.old,
-        new=logged.new,
-        at=logged.at,
-        old_version=logged.old_version,
-        new_version=logged.new_version,
-    )
-
-
 class WebhookDelivery:
     """Maps logged changes to events and POSTs them to the webhooks (see the module docstring)."""
 
@@ -86,11 +74,13 @@ class WebhookDelivery:
         post: Poster,
         webhooks: Sequence[Webhook],
         *,
+        families: Families,
         include_content: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._log = log
         self._post = post
+        self._families = families
         self._webhooks = {webhook.url: webhook for webhook in webhooks}
         self._include_content = include_content
         self._clock = clock
@@ -115,7 +105,7 @@ class WebhookDelivery:
             if not logged:
                 break
             deliveries = self._deliveries_or_skip(logged)
-            self._log.settle_changes([row.seq for row in logged], deliveries)
+            self._log.settle_changes([row.seq for row in logged if row.seq is not None], deliveries)
             changes, queued = changes + len(logged), queued + len(deliveries)
         delivered = retrying = failed = 0
         while True:
@@ -132,7 +122,7 @@ class WebhookDelivery:
                 break  # every one failed: a receiver is down, the next round tries again
         return DeliveryReport(changes, queued, delivered, retrying, failed)
 
-    def _deliveries_or_skip(self, logged: Sequence[LoggedChange]) -> list[Delivery]:
+    def _deliveries_or_skip(self, logged: Sequence[RecordChange]) -> list[Delivery]:
         """``deliveries_of``, row by row when the batch fails: a row that cannot be mapped is logged and settled
         with no delivery, so it never holds back every change logged after it."""
         try:
@@ -146,12 +136,12 @@ class WebhookDelivery:
                     logger.exception("change %s (%s %s) gives no event; skipped", row.seq, row.pk, row.sk)
             return deliveries
 
-    def deliveries_of(self, logged: Sequence[LoggedChange]) -> list[Delivery]:
+    def deliveries_of(self, logged: Sequence[RecordChange]) -> list[Delivery]:
         """One delivery per event of these changes and webhook that wants its kind."""
         deliveries: list[Delivery] = []
         now = self._clock()
         for row in logged:
-            for event in events_of(change_of(row)):
+            for event in events_of(row, self._families):
                 body = json.dumps(event.envelope(self._include_content), separators=(",", ":"), sort_keys=True)
                 for url, webhook in self._webhooks.items():
                     if webhook.kinds is None or event.kind in webhook.kinds:

@@ -14,11 +14,10 @@ from typing import Any
 
 from mnemo.errors import MnemoError
 from mnemo.graph.names import fact_sentence, type_key
-from mnemo.graph.store import ENTITY, FACT, PARTITION, GraphStore
+from mnemo.graph.store import ENTITY, FACT, NAMESPACE, PARTITION, GraphStore
 from mnemo.outbox import GONE, IndexOutbox, Reference
 from mnemo.ports import MAX_WRITE_OPERATIONS, Embedder, IndexDoc, Put, RecordStore, VectorIndex
 
-NAMESPACE = "graph"
 #: Facts a rename re-indexes before it answers; the drain takes the rest.
 REINDEX_NOW = 100
 

@@ -30,6 +30,8 @@ from mnemo.graph.names import name_key
 from mnemo.ports import Delete, Item, Put, RecordStore
 
 PARTITION = "GRAPH|"
+#: The index namespace of entities and facts, and their family in the index outbox (``mnemo.graph.index``).
+NAMESPACE = "graph"
 ENTITY = "ENT#"
 NAME = "NAME#"
 FACT = "FACT#"

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mnemo.context import RequestContext
+from mnemo.knowledge.family import ITEM, PARTITION
 from mnemo.knowledge.models import KNOWLEDGE_LAYERS, KnowledgeItem, KnowledgeLayer
 from mnemo.ports import IndexDoc, Item, RecordStore
 
@@ -31,7 +32,7 @@ def scope_of(tenant: str, layer: str, layer_id: str | None) -> str:
 
 
 #: Every knowledge catalog partition starts so; the scope follows.
-PARTITION_PREFIX = "KNOW|"
+PARTITION_PREFIX = PARTITION
 
 
 def partition(scope: str) -> str:
@@ -41,7 +42,7 @@ def partition(scope: str) -> str:
 
 def item_key(item_id: str) -> str:
     """The sort key of a knowledge item: ``ITEM#{id}``."""
-    return f"ITEM#{item_id}"
+    return f"{ITEM}{item_id}"
 
 
 def doc_id(scope: str, item_id: str) -> str:
@@ -99,7 +100,7 @@ class Catalog:
 
     def in_layer(self, scope: str, *, consistent: bool = True) -> list[Item]:
         """Every item of one layer: one partition query, paged by the store (``consistent``: see RecordStore)."""
-        return self._records.query(partition(scope), "ITEM#", limit=MAX_ITEMS_PER_LAYER, consistent=consistent)
+        return self._records.query(partition(scope), ITEM, limit=MAX_ITEMS_PER_LAYER, consistent=consistent)
 
     def find(self, context: RequestContext, item_id: str) -> Item | None:
         """The item with this id in the most specific layer the caller can see."""

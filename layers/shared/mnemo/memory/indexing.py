@@ -12,12 +12,11 @@ from datetime import datetime
 from typing import Any
 
 from mnemo.memory.filters import ATTRS, attr_terms
+from mnemo.memory.records import NAMESPACE as NAMESPACE  # the index namespace, and the outbox family
 from mnemo.memory.records import day_of
 from mnemo.ports import IndexDoc
 from mnemo.retrieval.ranker import AFTER, EPISODE, SUBJECT, subject_of
 
-#: The index namespace of memories, and their family in the index outbox.
-NAMESPACE = "memory"
 #: Index keyword holding a memory's content hash: an exact repeat is found whatever its stored vector
 #: holds (a dated memory's vector is embedded with its predecessor's content).
 CONTENT_HASH = "contentHash"

@@ -61,13 +61,17 @@ import secrets
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mnemo.errors import Conflict, ConflictingRequest
-from mnemo.memory.models import MemoryAddInput, MemoryAddOutput
 from mnemo.ports import Item, Put
 
+if TYPE_CHECKING:  # the layout is read by light modules (mnemo.memory.family): no pydantic model at import
+    from mnemo.memory.models import MemoryAddInput, MemoryAddOutput
+
 PARTITION = "MEM|"
+#: The index namespace of memories (``mnemo.memory.indexing``).
+NAMESPACE = "memory"
 RECORD = "MEM#"
 HISTORY = "HIST#"
 IDEMPOTENCY = "IDEM#"
@@ -367,4 +371,6 @@ def replayed(stored: Item, request_digest: str) -> MemoryAddOutput:
     """The answer an idempotency record holds for the same request; CONFLICT for another request."""
     if stored.data["requestHash"] != request_digest:
         raise key_reused()
+    from mnemo.memory.models import MemoryAddOutput
+
     return MemoryAddOutput.model_validate(stored.data["response"])

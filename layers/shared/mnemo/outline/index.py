@@ -30,12 +30,13 @@ from typing import Any
 
 from mnemo.errors import invalid_field
 from mnemo.files.store import FileStore, Location
+from mnemo.outline.family import FILE
+from mnemo.outline.family import PARTITION as OUTLINE_PREFIX
 from mnemo.outline.languages import LanguageSpec, extract
 from mnemo.outline.structure import FileOutline
 from mnemo.ports import Delete, Item, Put, RecordStore
 
 logger = logging.getLogger(__name__)
-OUTLINE_PREFIX = "OUTLINE|"
 #: The stored outline's layout: an outline stored under another (older code) is made again, never misread.
 OUTLINE_FORMAT = 1
 #: The most files of one language an outline covers; a bigger project gets INVALID_INPUT, not a timeout.
@@ -95,7 +96,7 @@ class OutlineIndex:
             after = heads[-1].data["name"]
 
     def stored(self, pk: str, language: str) -> dict[str, Item]:
-        prefix = f"F#{language}#"
+        prefix = f"{FILE}{language}#"
         found: dict[str, Item] = {}
         low, high = prefix, prefix + "\U0010ffff"
         while True:
@@ -169,7 +170,7 @@ class OutlineIndex:
         'current', 'removed' or 'absent'. Other files whose module key the change moves (a new
         ``__init__.py``) are caught by the next full refresh, which every tool call runs."""
         pk = outline_pk(where)
-        sk = f"F#{spec.name}#{path}"
+        sk = f"{FILE}{spec.name}#{path}"
         head = self._files.head(where, path)
         stored = self._records.get(pk, sk)
         if head is None:
@@ -217,23 +218,23 @@ class OutlineIndex:
             }
             if item.bytes > MAX_FILE_BYTES:
                 data["skipped"] = f"{item.bytes:,} bytes; files over {MAX_FILE_BYTES:,} bytes are not outlined"
-                return Item(pk, f"F#{spec.name}#{item.path}", data)
+                return Item(pk, f"{FILE}{spec.name}#{item.path}", data)
             content, _ = self._files.content(where, item.head)
             try:
                 outline = extract(spec, item.path, content.encode(), paths)
             except RecursionError:
                 data["skipped"] = "its code nests deeper than the outline follows"
-                return Item(pk, f"F#{spec.name}#{item.path}", data)
+                return Item(pk, f"{FILE}{spec.name}#{item.path}", data)
             except Exception:  # one file the extractor cannot read must not take the project's outline down
                 logger.exception("outline extraction failed", extra={"path": item.path, "language": spec.name})
                 data["skipped"] = "the outline could not read this file (logged)"
-                return Item(pk, f"F#{spec.name}#{item.path}", data)
+                return Item(pk, f"{FILE}{spec.name}#{item.path}", data)
             encoded = json.dumps(outline.to_json(), separators=(",", ":"))
             if len(encoded) > MAX_OUTLINE_JSON_BYTES:
                 data["skipped"] = f"its outline takes {len(encoded):,} bytes, over {MAX_OUTLINE_JSON_BYTES:,}"
             else:
                 data["outline"] = encoded
-            return Item(pk, f"F#{spec.name}#{item.path}", data)
+            return Item(pk, f"{FILE}{spec.name}#{item.path}", data)
 
         run: Callable[[WorkspaceFile], Item] = one
         if len(stale) <= 1:

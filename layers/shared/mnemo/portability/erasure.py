@@ -1,25 +1,22 @@
 """Erasing one user of one tenant (GDPR article 17): everything stored for them, in every family, and a receipt.
 
-What goes (docs/security.md, "Erasing a user"):
+What goes (docs/security.md, "Erasing a user") is what the record families declare (``mnemo.families``), in
+the order of their steps (``steps_of``):
 
 * every record in the user's personal scopes (``RequestContext.scope_key`` of the ``user`` layer, and of every
-  ``agent`` and ``session`` layer of that user), in every family whose partition is ``{PREFIX}{scope}``:
-  memories with their history, idempotency records and ``LAST`` pointer (``MEM|``), conversations and
-  executions (``CONV|``, ``EXEC|``), topics (``TOPIC|``), StoredAssets and skills (``ASSET|``), pinned contexts
-  (``PINS|``), the personal workspace's files (``WS|``) and outlines (``OUTLINE|``), the graph (``GRAPH|``) and
-  the extraction ledger (``LEARN|``: waiting turns, stream state, runs);
-* the memories the user wrote into shared layers (project, team, org, company: ``createdBy`` is the user),
-  with their history items, counted apart as ``sharedMemories``; knowledge pointers (``sync_now`` run by
-  the user) stay, as they are the organisation's knowledge, not the user's;
-* every version of the personal workspace's blobs (``BlobStore.purge``: a delete would keep the versions);
-* the index document of every erased record, in its family's namespace (``memory``, ``conversations``,
-  ``executions``, ``topics``, ``blocks``, ``graph``);
-* the user's streams in the extraction queue (``LEARNQ|``) and the index outbox markers and dead letters
-  naming one of the user's scopes;
-* the user's pinner keys in the pinner lists (``P#{name}``) of the shared files they had pinned (a project's
-  blocks), which stay.
+  ``agent`` and ``session`` layer of that user) of every ``personal`` family: memories with their history,
+  idempotency records and pointer, conversations and executions, topics, StoredAssets and skills, pinned
+  contexts, the personal workspace's files and outlines, the graph and the extraction ledger; each page after
+  what its family's ``before_erase`` takes first (every version of a workspace file's blob; the user's key in
+  the pinner lists of the shared files a pin set held, which stay);
+* the index document of every erased record (its family's ``index``);
+* what the families' own steps find: the memories the user wrote into shared layers (``sharedMemories``;
+  knowledge pointers stay, as they are the organisation's knowledge), the personal workspace's blobs no
+  record named (``workspaceBlobs``), the user's streams in the extraction queue (``extractionQueue``);
+* last, the index outbox markers and dead letters naming one of the user's scopes (``indexOutbox``).
 
-**The receipt** is one record, ``ERASURE#t={tenant}`` / ``{userHash}#{startedAt}#{erasureId}``, holding
+**The receipt** is one record (``mnemo.portability.family``), ``{userHash}#{startedAt}#{erasureId}`` in the
+tenant's receipt partition, holding
 ``{erasureId, tenant, userHash, startedAt, completedAt, status, runs, done, counts}``. ``userHash`` is the
 SHA-256 of ``{tenant}\\n{user}``: the raw user id is never stored, and whoever knows it can find the receipt
 again. It is written when the erasure starts (``status`` ``running``), again with every page of deletes,
@@ -47,65 +44,49 @@ import hashlib
 import secrets
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import Field
 
-from mnemo.context import SHARED_LAYERS, parse_scope
-from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS
-from mnemo.conversations.store import RECORD as CONVERSATION_RECORD
-from mnemo.conversations.store import doc_id as conversation_doc_id
 from mnemo.errors import Conflict
-from mnemo.files.index import NAMESPACE as BLOCKS_NAMESPACE
-from mnemo.files.index import doc_id as block_doc_id
-from mnemo.files.pins import PINS_PREFIX
-from mnemo.files.scopes import WORKSPACE_ROOT, workspace_location_of
-from mnemo.files.store import ASSET_PREFIX, PINNERS, WORKSPACE_PREFIX, blob_prefix
-from mnemo.files.store import HEAD as FILE_HEAD
-from mnemo.graph.index import NAMESPACE as GRAPH_NAMESPACE
-from mnemo.graph.store import ENTITY, FACT
-from mnemo.graph.store import PARTITION as GRAPH_PARTITION
-from mnemo.learning.ledger import PARTITION as LEARN_PARTITION
-from mnemo.learning.ledger import queue_partitions
-from mnemo.memory.indexing import NAMESPACE as MEMORY_NAMESPACE
-from mnemo.memory.records import HISTORY, IDEMPOTENCY, LAST, RECORD, history_prefix
-from mnemo.memory.records import PARTITION as MEMORY_PARTITION
+from mnemo.families import (
+    ERASURE_PAGE,
+    ErasurePage,
+    ErasureScope,
+    ErasureStep,
+    Families,
+    RecordFamily,
+    is_personal_scope,
+    paged,
+    personal_prefixes,
+)
 from mnemo.models import ToolRequest, ToolResponse, WireModel
 from mnemo.outbox import DEAD_PARTITION, OUTBOX_PREFIX
-from mnemo.outline.index import OUTLINE_PREFIX
-from mnemo.ports import MAX_WRITE_OPERATIONS, BlobStore, ConditionFailed, Delete, Item, Put, RecordStore, VectorIndex
-from mnemo.topics.records import HEAD as TOPIC_HEAD
-from mnemo.topics.records import PARTITION as TOPIC_PARTITION
-from mnemo.topics.service import NAMESPACE as TOPICS_NAMESPACE
-from mnemo.topics.service import TopicService
+from mnemo.portability.family import PARTITION as RECEIPT_PREFIX
+from mnemo.portability.family import partition_of as receipt_partition
+from mnemo.ports import BlobStore, ConditionFailed, Delete, Item, Put, RecordStore, VectorIndex
 
-#: Partition of a tenant's erasure receipts.
-RECEIPT_PREFIX = "ERASURE#"
+__all__ = [
+    "PAGE",
+    "RECEIPT_PREFIX",
+    "EraseUserInput",
+    "EraseUserOutput",
+    "Erasure",
+    "ErasureCounts",
+    "is_personal_scope",
+    "receipt_partition",
+    "steps_of",
+    "user_hash",
+]
+
 #: How long a completed receipt is kept: a year, then DynamoDB's TTL (the local sweeper) removes it.
 RECEIPT_TTL_SECONDS = 365 * 24 * 3600
 #: Record deletes per write: the receipt's update takes the last of a write's operations.
-PAGE = MAX_WRITE_OPERATIONS - 1
-#: Layers whose scope key names the user first (``t={tenant}|{layer}|u={user}...``).
-PERSONAL_LAYERS = ("user", "agent", "session")
-#: The families of the personal scopes, as (step, partition prefix), in the order they are erased. Memories go
-#: first, as they are what a read is most likely to find; the extraction ledger last but one, so no pending
-#: turn of an erased conversation is left to extract.
-PERSONAL_FAMILIES: tuple[tuple[str, str], ...] = (
-    ("memories", MEMORY_PARTITION),
-    ("conversations", CONVERSATIONS.partition_prefix),
-    ("executions", EXECUTIONS.partition_prefix),
-    ("topics", TOPIC_PARTITION),
-    ("blocks", ASSET_PREFIX),
-    ("pins", PINS_PREFIX),
-    ("files", WORKSPACE_PREFIX),
-    ("outlines", OUTLINE_PREFIX),
-    ("graph", GRAPH_PARTITION),
-    ("extraction", LEARN_PARTITION),
-)
-#: Every step of an erasure, in order (``done`` in the receipt lists those finished).
-STEPS = (*(step for step, _ in PERSONAL_FAMILIES), "workspaceBlobs", "sharedMemories", "extractionQueue", "indexOutbox")
+PAGE = ERASURE_PAGE
+#: The last step: the index outbox's markers and dead letters naming the user's scopes (the outbox is no family).
+INDEX_OUTBOX_ORDER = 1000
 
 Status = Literal["running", "completed"]
 
@@ -168,80 +149,53 @@ def user_hash(tenant: str, user: str) -> str:
     return hashlib.sha256(f"{tenant}\n{user}".encode()).hexdigest()
 
 
-def receipt_partition(tenant: str) -> str:
-    """The partition of a tenant's erasure receipts: ``ERASURE#t={tenant}``."""
-    return f"{RECEIPT_PREFIX}t={tenant}"
-
-
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def is_personal_scope(scope: str, tenant: str, user: str) -> bool:
-    """Whether a scope key is one of the user's own: their user layer, or one of their agents or sessions."""
-    found = parse_scope(scope)
-    return (
-        found is not None
-        and found.tenant == tenant
-        and found.layer in PERSONAL_LAYERS
-        and found.ids.get("user") == user
-    )
+# ------------------------------------------------------------------ steps
+def _personal_step(family: RecordFamily) -> ErasureStep:
+    """The step erasing every record of ``family`` in the user's personal scopes, partition by partition, a page
+    at a time (each page read again from the start: what the last one deleted is gone)."""
+
+    def pages(where: ErasureScope) -> Iterator[ErasurePage]:
+        partitions: dict[str, None] = {}
+        for scan_prefix in personal_prefixes(family.partition, where.tenant, where.user):
+            for item in where.records.scan(scan_prefix):
+                if is_personal_scope(family.scope_of(item.pk), where.tenant, where.user):
+                    partitions[item.pk] = None
+        for pk in partitions:
+            while page := where.records.query(pk, limit=PAGE):
+                yield page
+
+    return ErasureStep(family.name, family.erasure_order, pages, family.count_as)
 
 
-def personal_prefixes(prefix: str, tenant: str, user: str) -> list[str]:
-    """Scan prefixes that cover every partition of ``prefix`` in the user's personal scopes (a prefix may
-    also cover another user's, ``u=al`` before ``u=alice``: callers check each with ``is_personal_scope``)."""
-    return [
-        f"{prefix}t={tenant}|user|u={user}",
-        f"{prefix}t={tenant}|agent|u={user}|",
-        f"{prefix}t={tenant}|session|u={user}|",
-    ]
+def _outbox_step() -> ErasureStep:
+    """Index outbox markers and dead letters whose reference names one of the user's scopes."""
+
+    def pages(where: ErasureScope) -> Iterator[ErasurePage]:
+        found = [
+            item
+            for prefix in (OUTBOX_PREFIX, DEAD_PARTITION)
+            for item in where.records.scan(prefix)
+            if _names_user(item.data.get("ref"), where.tenant, where.user)
+        ]
+        yield from paged(found)
+
+    return ErasureStep("indexOutbox", INDEX_OUTBOX_ORDER, pages, lambda sk: "indexMarkers")
 
 
-# --------------------------------------------------- what a record counts as
-def _count_key(step: str, sk: str) -> str:
-    """The receipt count a deleted record of a personal family adds to."""
-    if step in ("memories", "sharedMemories"):
-        if sk.startswith(RECORD):
-            return step
-        if sk.startswith(HISTORY):
-            return "history"
-        return "idempotency" if sk.startswith(IDEMPOTENCY) else "otherRecords"
-    heads = {
-        "conversations": CONVERSATION_RECORD,
-        "executions": CONVERSATION_RECORD,
-        "topics": TOPIC_HEAD,
-        "blocks": FILE_HEAD,
-        "files": FILE_HEAD,
-    }
-    if step in heads:
-        return step if sk.startswith(heads[step]) or (step == "topics" and sk == "GENERAL") else "otherRecords"
-    if step == "pins":
-        return "pins"
-    if step == "graph":
-        return "graphEntities" if sk.startswith(ENTITY) else "graphFacts" if sk.startswith(FACT) else "otherRecords"
-    if step == "extraction":
-        return "extraction"
-    return "otherRecords"
-
-
-def index_entry(step: str, item: Item) -> tuple[str, str] | None:
-    """The namespace and id of the index document a record has, if it is an indexed record (counted as
-    ``indexDocuments`` whether or not the index still held it: the count follows from the records alone, so a
-    resumed erasure counts what an uninterrupted one would)."""
-    scope = item.pk.partition("|")[2]
-    if step in ("memories", "sharedMemories") and item.sk.startswith(RECORD):
-        return MEMORY_NAMESPACE, item.sk.removeprefix(RECORD)
-    if step in ("conversations", "executions") and item.sk.startswith(CONVERSATION_RECORD):
-        kind = CONVERSATIONS if step == "conversations" else EXECUTIONS
-        return kind.namespace, conversation_doc_id(scope, item.sk.removeprefix(CONVERSATION_RECORD))
-    if step == "topics" and item.sk.startswith(TOPIC_HEAD):
-        return TOPICS_NAMESPACE, TopicService.doc_id(scope, item.sk.removeprefix(TOPIC_HEAD))
-    if step == "blocks" and item.sk.startswith(FILE_HEAD) and not item.data.get("deleted"):  # a delete unindexed it
-        return BLOCKS_NAMESPACE, block_doc_id(item.pk, item.sk.removeprefix(FILE_HEAD))
-    if step == "graph" and item.sk.startswith((ENTITY, FACT)):
-        return GRAPH_NAMESPACE, item.sk.partition("#")[2]
-    return None
+def steps_of(families: Families) -> list[ErasureStep]:
+    """Every step of an erasure, in order: each personal family's scopes at its ``erasure_order``, the steps the
+    families add, and the index outbox last. Their names are the receipt's ``done`` list."""
+    steps = [_personal_step(family) for family in families.personal]
+    steps += [step for family in families for step in family.steps]
+    steps.append(_outbox_step())
+    names = [step.name for step in steps]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two erasure steps share a name: {sorted(names)}")
+    return sorted(steps, key=lambda step: step.order)
 
 
 def _names_user(value: Any, tenant: str, user: str) -> bool:
@@ -259,10 +213,14 @@ def _names_user(value: Any, tenant: str, user: str) -> bool:
 class Erasure:
     """One user's erasure over the records, the vector index and the blobs (the module docstring says what goes)."""
 
-    def __init__(self, records: RecordStore, index: VectorIndex, blobs: BlobStore) -> None:
+    def __init__(self, records: RecordStore, index: VectorIndex, blobs: BlobStore, *, families: Families) -> None:
         self._records = records
         self._index = index
         self._blobs = blobs
+        self._families = families
+        self._steps = steps_of(families)
+        #: What must go before a personal family's records (blobs, pinner lists), by its step.
+        self._before = {family.name: family.before_erase for family in families.personal if family.before_erase}
 
     # -------------------------------------------------------------- receipts
     def receipts(self, tenant: str, user: str) -> list[EraseUserOutput]:
@@ -339,172 +297,34 @@ class Erasure:
         the next call resumes. CONFLICT when another run of the same erasure writes its receipt meanwhile.
         """
         receipt = self._open(tenant, user)
-        steps: dict[str, Callable[[Item], Iterator[tuple[list[Item], str]]]] = {
-            **{step: self._personal(step, prefix, tenant, user) for step, prefix in PERSONAL_FAMILIES},
-            "workspaceBlobs": self._workspace_blobs(tenant, user),
-            "sharedMemories": self._shared_memories(tenant, user),
-            "extractionQueue": self._queue_entries(tenant, user),
-            "indexOutbox": self._markers(tenant, user),
-        }
-        for step in STEPS:
-            if step in receipt.data["done"]:
+        where = ErasureScope(self._records, self._blobs, tenant, user)
+        for step in self._steps:
+            if step.name in receipt.data["done"]:
                 continue
-            for page, counted_as in steps[step](receipt):
+            for page in step.pages(where):
                 if deadline is not None and time.monotonic() > deadline:
                     return EraseUserOutput.model_validate(receipt.data)
-                receipt = self._erase_page(receipt, step, page, counted_as)
-            receipt = self._commit(receipt, [], Counter(), finished=step)
+                receipt = self._erase_page(receipt, step, page, where)
+            receipt = self._commit(receipt, [], Counter(), finished=step.name)
         return EraseUserOutput.model_validate(self._complete(receipt).data)
 
-    def _erase_page(self, receipt: Item, step: str, page: list[Item], counted_as: str) -> Item:
-        """Purge the page's blobs, delete its index documents, then its records with the receipt's counts."""
+    def _erase_page(self, receipt: Item, step: ErasureStep, page: list[Item], where: ErasureScope) -> Item:
+        """What must go first (its family's ``before_erase``: blobs, pinner lists), then the page's index
+        documents, then its records with the receipt's counts."""
         added: Counter[str] = Counter()
-        if step == "files":
-            for item in page:
-                where = workspace_location_of(item.pk)
-                if where is not None and item.sk.startswith(FILE_HEAD):
-                    self._blobs.purge(where.blob_key(item.sk.removeprefix(FILE_HEAD)))
-                    added["blobKeys"] += 1
-        if step == "pins":
-            for item in page:
-                self._unlist_pinner(item)
+        before = self._before.get(step.name)
+        if before is not None:
+            added.update(before(where, page))
         documents: dict[str, list[str]] = {}
         for item in page:
-            entry = index_entry(step, item)
+            # Counted as ``indexDocuments`` whether or not the index still held it: the count follows from the
+            # records alone, so a resumed erasure counts what an uninterrupted one would.
+            entry = self._families.index_entry(item)
             if entry is not None:
-                documents.setdefault(entry[0], []).append(entry[1])
+                documents.setdefault(entry.family, []).append(entry.doc_id)
         for namespace, ids in documents.items():
             self._index.delete(namespace, ids)
             added["indexDocuments"] += len(ids)
         for item in page:
-            added[counted_as or _count_key(step, item.sk)] += 1
+            added[step.count_as(item.sk)] += 1
         return self._commit(receipt, [Delete(item.pk, item.sk) for item in page], added)
-
-    def _unlist_pinner(self, pin_set: Item) -> None:
-        """Take the pinner out of the pinner list (``P#{name}``) of every file its pin set holds outside the
-        user's own scopes (a project's blocks), before the set goes: those lists would still name the user.
-        Each list is rewritten on its own, conditional on the version read; a rerun finds nothing left to do."""
-        pinner = pin_set.pk.removeprefix(PINS_PREFIX)
-        for pin in pin_set.data.get("pins", []):
-            for _ in range(3):  # a pin or write racing this one moves the list on: read it again
-                listed = self._records.get(pin["pk"], PINNERS + pin["name"])
-                if listed is None or pinner not in listed.data.get("pinnedBy", []):
-                    break
-                others = [each for each in listed.data["pinnedBy"] if each != pinner]
-                data = {**listed.data, "pinnedBy": others}
-                put = Put(Item(listed.pk, listed.sk, data, listed.version + 1), expect=listed.version)
-                try:
-                    self._records.write([put])
-                    break
-                except ConditionFailed:
-                    continue
-            else:
-                raise Conflict("A pinned file kept changing while the user was taken off its pinners; try again")
-
-    # ------------------------------------------------------- what each step finds
-    def _personal(
-        self, step: str, prefix: str, tenant: str, user: str
-    ) -> Callable[[Item], Iterator[tuple[list[Item], str]]]:
-        """Every record of the family in the user's personal scopes, partition by partition, a page at a time."""
-
-        def pages(_: Item) -> Iterator[tuple[list[Item], str]]:
-            partitions: dict[str, None] = {}
-            for scan_prefix in personal_prefixes(prefix, tenant, user):
-                for item in self._records.scan(scan_prefix):
-                    if is_personal_scope(item.pk.removeprefix(prefix), tenant, user):
-                        partitions[item.pk] = None
-            for pk in partitions:
-                while True:
-                    # Each page is read again from the start: what the last one deleted is gone.
-                    page = self._records.query(pk, limit=PAGE)
-                    if not page:
-                        break
-                    yield page, ""
-
-        return pages
-
-    def _workspace_blobs(self, tenant: str, user: str) -> Callable[[Item], Iterator[tuple[list[Item], str]]]:
-        """No records: the personal workspace's blobs no record named (a put whose head write failed)."""
-
-        def pages(_: Item) -> Iterator[tuple[list[Item], str]]:
-            for key in self._blobs.list_keys(WORKSPACE_ROOT + blob_prefix(tenant, "user", user)):
-                self._blobs.purge(key)
-            yield from ()
-
-        return pages
-
-    def _shared_memories(self, tenant: str, user: str) -> Callable[[Item], Iterator[tuple[list[Item], str]]]:
-        """The memories the user wrote into shared layers, each with its history items and the scope's LAST pointer
-        when it names the memory (it keeps the end of its content); knowledge pointers stay."""
-
-        def pages(_: Item) -> Iterator[tuple[list[Item], str]]:
-            found: list[Item] = []
-            pointers: dict[str, Item] = {}  # partition -> its LAST pointer
-            for layer in sorted(SHARED_LAYERS):
-                for item in self._records.scan(f"{MEMORY_PARTITION}t={tenant}|{layer}"):
-                    if item.sk == LAST:
-                        pointers[item.pk] = item
-                        continue
-                    scope = parse_scope(item.pk.removeprefix(MEMORY_PARTITION))
-                    if (
-                        scope is not None
-                        and scope.tenant == tenant
-                        and scope.layer in SHARED_LAYERS
-                        and item.sk.startswith(RECORD)
-                        and item.data.get("createdBy") == user
-                        and "knowledgePointer" not in (item.data.get("metadata") or {})
-                    ):
-                        found.append(item)
-            for record in found:
-                memory_id = record.sk.removeprefix(RECORD)
-                history = self._records.query(record.pk, history_prefix(memory_id), limit=10_000)
-                # The scope's pointer keeps the end of the memory's content when it names it (its ``tail``).
-                pointer = pointers.get(record.pk)
-                named = [pointer] if pointer is not None and pointer.data.get("memoryId") == memory_id else []
-                # The record last, in the page that takes it: a rerun finds a memory until its history is gone.
-                items = [*history, *named, record]
-                for start in range(0, len(items), PAGE):
-                    page = items[start : start + PAGE]
-                    yield page, ""
-
-        return pages
-
-    def _queue_entries(self, tenant: str, user: str) -> Callable[[Item], Iterator[tuple[list[Item], str]]]:
-        """The user's streams in the list of streams with waiting turns."""
-
-        def pages(_: Item) -> Iterator[tuple[list[Item], str]]:
-            found = [
-                item
-                for partition in queue_partitions()
-                for scan_prefix in personal_prefixes("", tenant, user)
-                for item in self._records.query(partition, scan_prefix, limit=10_000)
-                if is_personal_scope(item.sk, tenant, user)
-            ]
-            yield from _paged(found, "extraction")
-
-        return pages
-
-    def _markers(self, tenant: str, user: str) -> Callable[[Item], Iterator[tuple[list[Item], str]]]:
-        """Index outbox markers and dead letters whose reference names one of the user's scopes."""
-
-        def pages(_: Item) -> Iterator[tuple[list[Item], str]]:
-            found = [
-                item
-                for prefix in (OUTBOX_PREFIX, DEAD_PARTITION)
-                for item in self._records.scan(prefix)
-                if _names_user(item.data.get("ref"), tenant, user)
-            ]
-            yield from _paged(found, "indexMarkers")
-
-        return pages
-
-
-def _paged(items: Iterable[Item], counted_as: str) -> Iterator[tuple[list[Item], str]]:
-    page: list[Item] = []
-    for item in items:
-        page.append(item)
-        if len(page) == PAGE:
-            yield page, counted_as
-            page = []
-    if page:
-        yield page, counted_as

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from mnemo.families import Families
 from mnemo.files.scopes import workspace_location_of
 from mnemo.files.store import HEAD, HISTORY
 from mnemo.portability.lines import FORMAT_VERSION
@@ -119,11 +120,11 @@ class WorkspaceVersions:
         yield from (head for head in self._heads if head not in self._named)
 
 
-def records_of(records: RecordStore, selection: Selection) -> Iterator[tuple[str, Item]]:
-    """(family, item) of every record of the selection."""
-    for prefix in selection.scan_prefixes():
+def records_of(records: RecordStore, selection: Selection, families: Families) -> Iterator[tuple[str, Item]]:
+    """(family, item) of every record of the selection, of every exported family."""
+    for prefix in selection.scan_prefixes(families):
         for item in records.scan(prefix):
-            found = split_partition(item.pk)
+            found = split_partition(item.pk, families)
             if found is not None and selection.holds(found[1]):
                 yield found[0], item
 
@@ -155,7 +156,7 @@ def export(services: Services, selection: Selection, out: TextIO, progress: Prog
 
     emit(_header(services, selection), "header")
     workspace = WorkspaceVersions()
-    for family, item in records_of(services.records, selection):
+    for family, item in records_of(services.records, selection, services.families):
         workspace.note(item)
         counts.add(counts.records, family)
         emit(record_line(family, item), family)

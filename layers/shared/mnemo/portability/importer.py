@@ -48,6 +48,7 @@ from mnemo.blob_keys import check_blob_key
 from mnemo.context import ScopeKey
 from mnemo.conversations import store as conversations
 from mnemo.errors import InvalidInput, MnemoError, from_validation_errors
+from mnemo.families import Families
 from mnemo.files import store as files
 from mnemo.files.scopes import workspace_location_of
 from mnemo.graph import store as graph
@@ -231,7 +232,8 @@ class Plan:
 
 
 class _Checker:
-    def __init__(self) -> None:
+    def __init__(self, families: Families) -> None:
+        self.families = families
         self.plan: Plan | None = None
         self.stage = 0  # 0 header, 1 records, 2 blobs, 3 after the end line
         self.keys: set[bytes] = set()
@@ -280,7 +282,7 @@ class _Checker:
 
     def record(self, number: int, line: RecordLine) -> None:
         assert self.plan is not None
-        found = split_partition(line.pk)
+        found = split_partition(line.pk, self.families)
         if found is None or found[0] != line.family:
             raise _invalid(number, "pk", f"not a partition of the {line.family} family")
         family, scope = found
@@ -341,9 +343,10 @@ class _Checker:
                 raise _invalid(number, what, f"the end line counts {stated} but the file holds {found}")
 
 
-def check(handle: Iterable[str]) -> Plan:
-    """Validate a whole file; the first bad line raises INVALID_INPUT naming it and its field."""
-    checker = _Checker()
+def check(handle: Iterable[str], families: Families) -> Plan:
+    """Validate a whole file against the registered record ``families``; the first bad line raises INVALID_INPUT
+    naming it and its field."""
+    checker = _Checker(families)
     for number, raw in _numbered(handle):
         payload = _parsed(number, raw)
         try:
@@ -621,7 +624,7 @@ class Importer:
     def _marker(self, line: RecordLine, item: Item) -> Put | None:
         """The index outbox marker written with a new record, if the index mirrors it. Every record's reference
         is remembered, added or not: a marker an earlier run left queued for it is this import's pending work."""
-        marker = index_marker(self._services.outbox, line.family, item)
+        marker = index_marker(self._services.outbox, self._services.families, item)
         if marker is not None:
             data = marker.item.data
             self._queued.add((data["family"], json.dumps(data["ref"], sort_keys=True)))

@@ -1,8 +1,9 @@
 """What one export holds: a tenant, or one user of it, optionally narrowed to some layers.
 
-Every record that belongs to someone lives in a partition ``{PREFIX}|{scope key}``
+Every record that belongs to someone lives in a partition ``{family prefix}{scope key}``
 (``RequestContext.scope_key``: ``t={tenant}|{layer}|{x}={id}...``), so the scope
-key alone says whether a record is in a selection. Knowledge files say it by
+key alone says whether a record is in a selection; an export carries the record
+families that declare an export name (``RecordFamily.exported_as``). Knowledge files say it by
 their path (``company/``, ``orgs/{id}/`` ...), workspace files by the partition
 of the records that name them.
 """
@@ -12,39 +13,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mnemo.context import LAYER_IDS, MEMORY_LAYERS, ScopeKey, parse_scope
-from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS
-from mnemo.files.pins import PINS_PREFIX
-from mnemo.files.store import ASSET_PREFIX, WORKSPACE_PREFIX
-from mnemo.graph.store import PARTITION as GRAPH_PARTITION
+from mnemo.families import Families
 from mnemo.knowledge.documents import LAYER_FOLDERS, split_key
-from mnemo.memory.records import PARTITION as MEMORY_PARTITION
-from mnemo.topics.records import PARTITION as TOPIC_PARTITION
 
-#: Partition prefix (with its ``|``) -> family, for every record family an export carries (the rest is derived
-#: and rebuilt); each prefix comes from its family's layout module.
-RECORD_FAMILIES: dict[str, str] = {
-    MEMORY_PARTITION: "memories",
-    CONVERSATIONS.partition_prefix: "conversations",
-    EXECUTIONS.partition_prefix: "executions",
-    TOPIC_PARTITION: "topics",
-    ASSET_PREFIX: "blocks",
-    PINS_PREFIX: "pins",
-    WORKSPACE_PREFIX: "workspace",
-    GRAPH_PARTITION: "graph",
-}
 #: Blob families: the knowledge repository and the project workspace's file contents.
 BLOB_FAMILIES = ("knowledge", "workspace")
-FAMILIES = (*RECORD_FAMILIES.values(), "knowledge")
 #: Layers that belong to one user: a user's export is these, for that user.
 USER_LAYERS = frozenset(layer for layer, ids in LAYER_IDS.items() if "user" in ids)
 
 
-def split_partition(pk: str) -> tuple[str, ScopeKey] | None:
-    """(family, scope) of an exportable record's partition, else None."""
-    prefix, bar, rest = pk.partition("|")
-    family = RECORD_FAMILIES.get(prefix + bar)
-    scope = parse_scope(rest) if family else None
-    return (family, scope) if family and scope else None
+def split_partition(pk: str, families: Families) -> tuple[str, ScopeKey] | None:
+    """(export family, scope) of an exportable record's partition (its family's ``exported_as``), else None."""
+    family = families.owning(pk)
+    scope = parse_scope(family.scope_of(pk)) if family is not None and family.exported_as else None
+    return (family.exported_as, scope) if family is not None and family.exported_as and scope else None
 
 
 @dataclass(frozen=True)
@@ -76,9 +58,9 @@ class Selection:
             return scope.layer in USER_LAYERS and scope.ids.get("user") == self.user
         return True
 
-    def holds_partition(self, pk: str) -> bool:
+    def holds_partition(self, pk: str, families: Families) -> bool:
         """Whether a record partition belongs to a scope in the selection."""
-        found = split_partition(pk)
+        found = split_partition(pk, families)
         return found is not None and self.holds(found[1])
 
     def holds_knowledge(self, key: str) -> bool:
@@ -91,6 +73,6 @@ class Selection:
         folder = found[1].split("/", 1)[0]
         return ("company" if folder == "company" else LAYER_FOLDERS.get(folder)) in self.layers
 
-    def scan_prefixes(self) -> list[str]:
-        """Record partitions to scan: one prefix per family, narrowed to the tenant."""
-        return [f"{prefix}t={self.tenant}|" for prefix in RECORD_FAMILIES]
+    def scan_prefixes(self, families: Families) -> list[str]:
+        """Record partitions to scan: one prefix per exported family, narrowed to the tenant."""
+        return [family.partition_of(f"t={self.tenant}|") for family in families.exported.values()]

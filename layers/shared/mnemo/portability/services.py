@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from mnemo.families import Families
 from mnemo.outbox import IndexOutbox
 from mnemo.ports import BlobStore, Embedder, RecordStore, VectorIndex
 from mnemo.settings import Settings
@@ -34,3 +35,5 @@ class PortabilityServices(Protocol):
     def outbox(self) -> IndexOutbox: ...
     @property
     def sync(self) -> SyncService: ...
+    @property
+    def families(self) -> Families: ...

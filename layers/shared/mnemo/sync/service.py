@@ -42,6 +42,7 @@ from mnemo.knowledge.models import KnowledgeItem
 from mnemo.knowledge.repository import KnowledgeRepository
 from mnemo.memory.service import MemoryService
 from mnemo.ports import ConditionFailed, Delete, Embedder, Item, Put, RecordStore, VectorIndex
+from mnemo.sync.family import FAILURE, ITEM, LOCK, partition_of
 from mnemo.sync.models import (
     FailedItem,
     SyncCounts,
@@ -70,7 +71,7 @@ def _iso(moment: datetime) -> str:
 
 
 def _partition(tenant: str) -> str:
-    return f"SYNC|t={tenant}"
+    return partition_of(tenant)
 
 
 def pointer_id(scope: str, item_id: str) -> str:
@@ -129,12 +130,12 @@ class SyncService:
         token = secrets.token_hex(8)
         now = time.time()
         data = {"owner": token, "since": now, "expiresAt": now + LOCK_SECONDS}
-        lock = Item(_partition(tenant), "LOCK", data, expires_at=int(now + LOCK_SECONDS) + 3600)
+        lock = Item(_partition(tenant), LOCK, data, expires_at=int(now + LOCK_SECONDS) + 3600)
         try:
             self._records.write([Put(lock, expect="absent")])
             return token
         except ConditionFailed:
-            held = self._records.get(_partition(tenant), "LOCK")
+            held = self._records.get(_partition(tenant), LOCK)
         if held is not None and float(held.data["expiresAt"]) > now:
             raise Conflict(
                 "A sync of this tenant is already running; retry when it has finished",
@@ -149,7 +150,7 @@ class SyncService:
         return token
 
     def _release(self, tenant: str, token: str) -> None:
-        held = self._records.get(_partition(tenant), "LOCK")
+        held = self._records.get(_partition(tenant), LOCK)
         if held is not None and held.data.get("owner") == token:
             with contextlib.suppress(ConditionFailed):
                 self._records.write([Delete(held.pk, held.sk, expect=held.version)])
@@ -174,7 +175,7 @@ class SyncService:
         now = time.time()
         if now - renewed[0] < LOCK_RENEW_SECONDS:
             return
-        held = self._records.get(_partition(tenant), "LOCK")
+        held = self._records.get(_partition(tenant), LOCK)
         if held is None or held.data.get("owner") != token:
             raise Conflict("This sync lost its lock (it ran past the lock's expiry); the next sync goes on")
         data = {**held.data, "expiresAt": now + LOCK_SECONDS}
@@ -347,8 +348,8 @@ class SyncService:
         deadline: float | None = None,
     ) -> tuple[SyncCounts, list[FailedItem], int]:
         """The counts, the failures and how many items were left because ``deadline`` came first."""
-        state = self._state(tenant, "ITEM#")
-        previous_failures = self._state(tenant, "FAIL#")
+        state = self._state(tenant, ITEM)
+        previous_failures = self._state(tenant, FAILURE)
         plan = self._plan(tenant, request, paths, state)
         derived = self._derive(tenant, plan, state)
         counts, deferred = SyncCounts(), 0
@@ -461,8 +462,8 @@ class SyncService:
         }
         self._records.write(
             [
-                Put(Item(_partition(tenant), f"ITEM#{item.path}", entry)),
-                Delete(_partition(tenant), f"FAIL#{item.path}"),
+                Put(Item(_partition(tenant), f"{ITEM}{item.path}", entry)),
+                Delete(_partition(tenant), f"{FAILURE}{item.path}"),
             ]
         )
 
@@ -478,7 +479,7 @@ class SyncService:
     def _remove(self, tenant: str, entry: Item, actor: str) -> None:
         self._forget(entry.data["scope"], entry.data["itemId"], entry.data["path"], actor)
         self._records.write(
-            [Delete(_partition(tenant), entry.sk), Delete(_partition(tenant), f"FAIL#{entry.data['path']}")]
+            [Delete(_partition(tenant), entry.sk), Delete(_partition(tenant), f"{FAILURE}{entry.data['path']}")]
         )
 
     def _record_failures(self, tenant: str, plan: _Plan, previous: dict[str, Item], *, full: bool) -> list[FailedItem]:
@@ -496,9 +497,9 @@ class SyncService:
                 retry_count=(before.data.get("retryCount", 0) + 1) if before else 0,
             )
             failures.append(failure)
-            writes.append(Put(Item(_partition(tenant), f"FAIL#{path}", failure.model_dump(mode="json"))))
+            writes.append(Put(Item(_partition(tenant), f"{FAILURE}{path}", failure.model_dump(mode="json"))))
         if full:  # a file that failed before and is now gone fails no more
-            writes += [Delete(_partition(tenant), f"FAIL#{path}") for path in previous if path not in plan.listed]
+            writes += [Delete(_partition(tenant), f"{FAILURE}{path}") for path in previous if path not in plan.listed]
         for chunk in _chunks(writes, 25):
             self._records.write(chunk)
         return failures
@@ -521,9 +522,9 @@ class SyncService:
         state = self._records.get(_partition(tenant), "STATE")
         failures = [
             FailedItem.model_validate(item.data)
-            for item in self._records.query(_partition(tenant), "FAIL#", limit=1000)
+            for item in self._records.query(_partition(tenant), FAILURE, limit=1000)
         ]
-        lock = self._records.get(_partition(tenant), "LOCK")
+        lock = self._records.get(_partition(tenant), LOCK)
         running = lock is not None and float(lock.data["expiresAt"]) > time.time()
         last = state.data["lastSyncAt"] if state else None
         raw = state.data["stats"] if state else {"totalSyncs": 0, "totalItemsSynced": 0, "totalDurationMs": 0}

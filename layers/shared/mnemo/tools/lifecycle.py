@@ -13,7 +13,7 @@ from mnemo.memory.batch_models import (
     MemoryDeleteBatchInput,
     MemoryDeleteBatchOutput,
 )
-from mnemo.portability.erasure import EraseUserInput, EraseUserOutput, Erasure
+from mnemo.portability.erasure import EraseUserInput, EraseUserOutput
 from mnemo.tools.registry import tool
 from mnemo.tools.rights import WORKSPACE_PURGE, Rights, Runtime
 
@@ -179,7 +179,7 @@ def erase_user(services: Services, context: RequestContext, request: EraseUserIn
         )
     seconds = services.settings.request_deadline_seconds
     deadline = time.monotonic() + seconds if seconds else None
-    erasure = Erasure(services.records, services.index, services.blobs)
+    erasure = services.erasure
     return erasure.erase(context.tenant, request.subject_user_id, deadline=deadline)
 
 

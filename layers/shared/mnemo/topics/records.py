@@ -12,9 +12,15 @@ service, export and import take these keys from here.
 
 from __future__ import annotations
 
-from mnemo.topics.models import TopicLayer
+import hashlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the layout is read by light modules (mnemo.topics.family): no pydantic model at import
+    from mnemo.topics.models import TopicLayer
 
 PARTITION = "TOPIC|"
+#: The index namespace of topics, and their family in the index outbox.
+NAMESPACE = "topics"
 GENERAL = "GENERAL"
 HEAD = "TOPIC#"
 BODY = "BODY#"
@@ -49,3 +55,8 @@ def head_of(sk: str) -> str | None:
     if f"{kind}#" == BODY:
         return f"{HEAD}{rest}"
     return None
+
+
+def doc_id(scope_key: str, key: str) -> str:
+    """The index id of a topic: short, and unique across scopes."""
+    return "tpc_" + hashlib.sha256(f"{scope_key}\n{key}".encode()).hexdigest()[:40]

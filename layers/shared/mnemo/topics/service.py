@@ -15,7 +15,6 @@ general section and the heads, never stored. The vector index (namespace
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -48,10 +47,20 @@ from mnemo.topics.models import (
     TopicWriteOutput,
 )
 from mnemo.topics.names import MAX_TAGS, has_specialized_header, tag_key, topic_key, unique_tags
-from mnemo.topics.records import BODY, GENERAL, HEAD, PARTITION, key_of, layer_of, partition_of, scope_key_of
+from mnemo.topics.records import (
+    BODY,
+    GENERAL,
+    HEAD,
+    NAMESPACE,
+    PARTITION,
+    key_of,
+    layer_of,
+    partition_of,
+    scope_key_of,
+)
+from mnemo.topics.records import doc_id as topic_doc_id
 from mnemo.topics.render import index_entry, render_index, render_topic
 
-NAMESPACE = "topics"
 #: What is embedded of a topic: its start (Titan reads at most 50,000 characters).
 EMBED_CHARS = 8000
 NO_TOPICS = "No topics found"
@@ -472,8 +481,8 @@ class TopicService:
     # ------------------------------------------------------ vector index
     @staticmethod
     def doc_id(scope_key: str, key: str) -> str:
-        """The index id of a topic: short, and unique across scopes."""
-        return "tpc_" + hashlib.sha256(f"{scope_key}\n{key}".encode()).hexdigest()[:40]
+        """The index id of a topic (``mnemo.topics.records.doc_id``)."""
+        return topic_doc_id(scope_key, key)
 
     def _doc(self, scope_key: str, key: str, head: dict[str, Any], content: str, vector: Sequence[float]) -> IndexDoc:
         return IndexDoc(

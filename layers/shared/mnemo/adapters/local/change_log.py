@@ -28,7 +28,8 @@ from typing import Any
 
 from mnemo.adapters.local.sqlite_connect import thread_connection
 from mnemo.adapters.local.sqlite_records import CHANGES_SCHEMA
-from mnemo.ports import Delivery, LoggedChange
+from mnemo.changes import RecordChange
+from mnemo.ports import Delivery
 
 DELIVERIES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -104,7 +105,7 @@ class SqliteChangeLog:
                         f"UPDATE {table} SET leased_by = NULL, leased_until = NULL WHERE leased_by = ?", (holder,)
                     )
 
-    def lease_changes(self, worker: str, limit: int, lease_seconds: float) -> list[LoggedChange]:
+    def lease_changes(self, worker: str, limit: int, lease_seconds: float) -> list[RecordChange]:
         """The oldest changes no other worker holds, now held by ``worker``."""
         conn, now = self._connection(), time.time()
         worker = self._holder(worker)
@@ -125,7 +126,7 @@ class SqliteChangeLog:
             raise
         conn.execute("COMMIT")
         return [
-            LoggedChange(
+            RecordChange(
                 seq=seq,
                 pk=pk,
                 sk=sk,
