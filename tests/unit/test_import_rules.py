@@ -53,6 +53,12 @@ DOMAIN = {
     "mnemo.sync",
     "mnemo.topics",
 }
+#: A package that declares a record family (its ``family.py``, ``mnemo.families``) is a domain package too, so
+#: adding a family takes no edit here (tests/infra/test_new_family.py).
+DOMAIN |= {
+    f"mnemo.{found.parent.name}"
+    for found in (Path(__file__).resolve().parents[2] / "layers" / "shared" / "mnemo").glob("*/family.py")
+}
 #: What is shared by both adapter sets (``mnemo.adapters.bm25_text``) is the package ``mnemo.adapters``.
 ADAPTERS = {"mnemo.adapters", "mnemo.adapters.aws", "mnemo.adapters.local"}
 WIRING = {"mnemo.runtime"}

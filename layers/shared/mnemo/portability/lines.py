@@ -23,7 +23,9 @@ from pydantic.json_schema import models_json_schema
 from mnemo.context import MEMORY_LAYERS
 
 FORMAT_VERSION = 2
-Family = Literal["memories", "conversations", "executions", "topics", "blocks", "pins", "workspace", "graph"]
+#: A record family's export name (``RecordFamily.exported_as``): which ones a Mnemo carries is its registry's,
+#: and the import refuses a line whose partition is not of the family it names.
+Family = Annotated[str, Field(pattern=r"^[a-z][A-Za-z]{0,63}$")]
 BlobFamily = Literal["knowledge", "workspace"]
 Layer = Literal[MEMORY_LAYERS]  # type: ignore[valid-type]
 
