@@ -90,3 +90,18 @@ def test_the_check_finds_a_key_spelled_elsewhere() -> None:
 def test_every_family_declares_a_package_that_exists() -> None:
     for family in record_families():
         assert (PACKAGE.parent / family.package.replace(".", "/")).is_dir(), family.name
+
+
+def test_the_architecture_docs_list_every_family() -> None:
+    """docs/architecture.md's registry table names each family, its partition and its declaring module."""
+    docs = (PACKAGE.parents[2] / "docs" / "architecture.md").read_text()
+    rows = {
+        cells[0].strip("|` "): (cells[1].strip("` ").replace("\\|", "|"), cells[2].strip("` "))
+        for line in docs.splitlines()
+        if line.startswith("| `") and (cells := line.split(" | ")) and cells[2].endswith("family.py`")
+    }
+    expected = {
+        family.name: (family.partition, f"{family.package.removeprefix('mnemo.')}/family.py")
+        for family in record_families()
+    }
+    assert rows == expected

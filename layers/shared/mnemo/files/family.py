@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from mnemo.changes import ChangeEvent, Owner, RecordChange, make_event
 from mnemo.errors import Conflict
 from mnemo.families import ErasurePage, ErasureScope, ErasureStep, IndexEntry, RecordFamily
-from mnemo.files.pins import PINS_PREFIX
+from mnemo.files.pins import PIN_SET, PINS_PREFIX
 from mnemo.files.scopes import WORKSPACE_ROOT, workspace_location_of
 from mnemo.files.store import ASSET_PREFIX, CONTENT, HEAD, HISTORY, PINNERS, WORKSPACE_PREFIX, blob_prefix
 from mnemo.ports import ConditionFailed, Item, Put
@@ -129,6 +129,7 @@ PINS_FAMILY = RecordFamily(
     name="pins",
     partition=PINS_PREFIX,
     package="mnemo.files",
+    sort_keys=(PIN_SET,),
     personal=True,
     erasure_order=60,
     count_as=lambda sk: "pins",
