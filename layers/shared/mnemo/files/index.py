@@ -9,7 +9,7 @@ deleted or moved-on file is never answered from a stale entry.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from mnemo.files.store import ASSET_PREFIX, HEAD, FileStore, Location
 from mnemo.outbox import GONE, Reference
@@ -43,36 +43,29 @@ class BlockIndex:
         head = self._store.head(Location(ref["pk"]), ref["name"])
         return str(head.version) if head is not None else GONE
 
-    def upsert(self, pk: str, name: str, content: str, version: int) -> Callable[[], str]:
-        """The first index write of a file just written at ``version``, for ``IndexOutbox.settle``."""
+    def write_document(self, pk: str, name: str, content: str, version: int) -> str:
+        """Index a file just written at ``version``; its version token (a first write for ``IndexOutbox.settle``,
+        which callers hand it as ``functools.partial(write_document, ...)``)."""
+        text = f"{name}\n{content}"
+        vector = self._embedder.embed([text[:EMBED_CHARS]])[0]
+        kind = name.split("/", 1)[0]
+        scope = pk.split("|", 1)[1]
+        keywords = {"scope": [scope], "name": [name], "kind": [kind]}
+        self._index.upsert(NAMESPACE, [IndexDoc(doc_id(pk, name), vector, text, keywords)])
+        return str(version)
 
-        def write() -> str:
-            text = f"{name}\n{content}"
-            vector = self._embedder.embed([text[:EMBED_CHARS]])[0]
-            kind = name.split("/", 1)[0]
-            scope = pk.split("|", 1)[1]
-            self._index.upsert(
-                NAMESPACE,
-                [IndexDoc(doc_id(pk, name), vector, text, {"scope": [scope], "name": [name], "kind": [kind]})],
-            )
-            return str(version)
-
-        return write
-
-    def remove(self, pk: str, name: str) -> Callable[[], str]:
-        def write() -> str:
-            self._index.delete(NAMESPACE, [doc_id(pk, name)])
-            return GONE
-
-        return write
+    def delete_document(self, pk: str, name: str) -> str:
+        """Remove a file's index document; ``GONE``."""
+        self._index.delete(NAMESPACE, [doc_id(pk, name)])
+        return GONE
 
     def sync_reference(self, ref: Reference) -> str:
         where = Location(ref["pk"])
         head = self._store.head(where, ref["name"])
         if head is None:
-            return self.remove(ref["pk"], ref["name"])()
+            return self.delete_document(ref["pk"], ref["name"])
         content, _ = self._store.content(where, head)
-        return self.upsert(ref["pk"], ref["name"], content, head.version)()
+        return self.write_document(ref["pk"], ref["name"], content, head.version)
 
     def reindex(self) -> int:
         """Rebuild the namespace from the records (maintenance: scans the table)."""

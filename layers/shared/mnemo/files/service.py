@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from mnemo.budget import RESERVE_BYTES, fit_head, wire_bytes
@@ -320,7 +321,10 @@ class FileService:
             pin_ops, mine = self._pinning.for_write(context, where, path, old_tokens, tokens, field=field)
         operations, head = self._store.write_ops(where, path.name, current, content, tokens=tokens, by=context.user)
         self._apply(
-            path, where, [*operations, *pin_ops], self._blocks.upsert(where.pk, path.name, content, head.version)
+            path,
+            where,
+            [*operations, *pin_ops],
+            partial(self._blocks.write_document, where.pk, path.name, content, head.version),
         )
         created = not live
         return FileWriteOutput(
@@ -410,7 +414,7 @@ class FileService:
         if path.store == "asset":
             pin_ops, unpinned = self._pinning.for_delete(where, path.name)
             operations += pin_ops
-        self._apply(path, where, operations, self._blocks.remove(where.pk, path.name))
+        self._apply(path, where, operations, partial(self._blocks.delete_document, where.pk, path.name))
         self._store.after_delete(where, path.name)
         return FileDeleteOutput(
             message=f"{path.uri} deleted" + (f" and unpinned from {unpinned} context(s)" if unpinned else ""),

@@ -9,7 +9,8 @@ a drain. The index only finds ids: every hit is read back from the records.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from mnemo.errors import MnemoError
@@ -82,19 +83,17 @@ class GraphIndex:
             logger.warning("embedding failed; the graph records are stored and queued for indexing: %s", error.message)
             return
         for (marker, data, version), vector in zip(pending, vectors, strict=True):
-            self._outbox.settle(marker, self, first=self._upsert(data, vector, str(version)))
+            self._outbox.settle(marker, self, first=partial(self._write_document, data, vector, str(version)))
 
     def settle(self, markers: Sequence[Put]) -> None:
         """Bring the index in line with records just removed (their markers name them)."""
         for marker in markers:
             self._outbox.settle(marker, self)
 
-    def _upsert(self, data: dict[str, Any], vector: Sequence[float], token: str) -> Callable[[], str]:
-        def write() -> str:
-            self._index.upsert(NAMESPACE, [index_doc(data, vector)])
-            return token
-
-        return write
+    def _write_document(self, data: dict[str, Any], vector: Sequence[float], token: str) -> str:
+        """Index an entity or fact just written; its version token."""
+        self._index.upsert(NAMESPACE, [index_doc(data, vector)])
+        return token
 
     def version_token(self, ref: Reference) -> str:
         """The record's version as a token, ``GONE`` when it is missing or being deleted."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from functools import partial
 
 from mnemo.memory.outbox_sync import MemoryIndexSync
 from mnemo.memory.records import PARTITION, expired_writes, is_record, memory_id_of
@@ -53,7 +54,7 @@ class MemoryExpiry:
             outcome = "expired"
         except ConditionFailed:
             outcome = "repeat"
-        self._sync.remove(memory_id_of(record.sk))()
+        self._sync.delete_document(memory_id_of(record.sk))
         return outcome
 
     def remove(self, items: Sequence[Item]) -> int:
@@ -74,7 +75,7 @@ class MemoryExpiry:
                     self._records.write([removal, marker])
                 except ConditionFailed:  # written again, live, since the sweep looked: it stays
                     continue
-            self._outbox.settle(marker, self._sync, first=self._sync.remove(memory_id_of(item.sk)))
+            self._outbox.settle(marker, self._sync, first=partial(self._sync.delete_document, memory_id_of(item.sk)))
             removed += 1
         return removed
 

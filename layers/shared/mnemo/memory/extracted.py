@@ -25,6 +25,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from mnemo.context import Layer
@@ -316,7 +317,7 @@ class ExtractedMemories:
                 return False
             raise
         if vector is not None:
-            self._outbox.settle(marker, self._sync, first=self._sync.upsert(data, vector, version=1), new=True)
+            self._outbox.settle(marker, self._sync, first=partial(self._sync.write_document, data, vector, 1), new=True)
         return True
 
     def extend(

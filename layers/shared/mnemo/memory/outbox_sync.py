@@ -13,7 +13,7 @@ whole index from the records.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from mnemo.errors import MnemoError
@@ -82,23 +82,16 @@ class MemoryIndexSync:
             return False
         return True
 
-    def upsert(self, data: dict[str, Any], vector: Sequence[float], version: int) -> Callable[[], str]:
-        """The first index write of a record just written at ``version``, for ``IndexOutbox.settle``."""
+    def write_document(self, data: dict[str, Any], vector: Sequence[float], version: int) -> str:
+        """Index a record just written at ``version``; its version token (a first write for ``IndexOutbox.settle``,
+        which callers hand it as ``functools.partial(write_document, ...)``)."""
+        self._index.upsert(NAMESPACE, [index_doc(data, vector)])
+        return str(version)
 
-        def write() -> str:
-            self._index.upsert(NAMESPACE, [index_doc(data, vector)])
-            return str(version)
-
-        return write
-
-    def remove(self, memory_id: str) -> Callable[[], str]:
-        """The first index write of a record just deleted or orphaned (its entry removed), for ``settle``."""
-
-        def write() -> str:
-            self._index.delete(NAMESPACE, [memory_id])
-            return GONE
-
-        return write
+    def delete_document(self, memory_id: str) -> str:
+        """Remove the index document of a record just deleted or orphaned; ``GONE``."""
+        self._index.delete(NAMESPACE, [memory_id])
+        return GONE
 
     # --------------------------------------------- what the outbox calls
     def version_token(self, ref: Reference) -> str:

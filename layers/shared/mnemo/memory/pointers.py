@@ -8,6 +8,7 @@ search.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Literal
 
 from mnemo.context import Layer
@@ -69,7 +70,7 @@ class KnowledgePointers:
             self._records.write([marker])
             vectors = self._sync.try_embed([content])
             if vectors:  # without one, the marker waits for a drain
-                first = self._sync.upsert(existing.data, vectors[0], existing.version)
+                first = partial(self._sync.write_document, existing.data, vectors[0], existing.version)
                 self._outbox.settle(marker, self._sync, first=first)
             return
         data = record_data(
@@ -98,7 +99,7 @@ class KnowledgePointers:
             raise Conflict("The knowledge pointer changed while it was being written; retry") from None
         vectors = self._sync.try_embed([content])
         if vectors:  # without one, the marker waits for a drain
-            self._outbox.settle(marker, self._sync, first=self._sync.upsert(data, vectors[0], version))
+            self._outbox.settle(marker, self._sync, first=partial(self._sync.write_document, data, vectors[0], version))
 
     def orphan_pointer(self, scope: str, memory_id: str, actor: str) -> bool:
         """Mark a knowledge pointer orphaned (its item is gone) and take it out of search.
@@ -122,5 +123,5 @@ class KnowledgePointers:
             )
         except ConditionFailed:
             raise Conflict("The knowledge pointer changed while it was being orphaned; retry") from None
-        self._outbox.settle(marker, self._sync, first=self._sync.remove(memory_id))
+        self._outbox.settle(marker, self._sync, first=partial(self._sync.delete_document, memory_id))
         return True

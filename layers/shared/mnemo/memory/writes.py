@@ -66,6 +66,7 @@ import logging
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from mnemo.context import SHARED_LAYERS, WRITER_ROLE, Layer, RequestContext
@@ -497,7 +498,7 @@ class MemoryWrites:
                 raise Conflict(
                     "The memory changed while it was being deleted; retry", {"memoryId": memory_id}
                 ) from None
-            self._outbox.settle(marker, self._sync, first=self._sync.remove(memory_id))
+            self._outbox.settle(marker, self._sync, first=partial(self._sync.delete_document, memory_id))
             for follower in followers:
                 self._outbox.settle(follower, self._sync)
             return MemoryDeleteOutput(message="Memory deleted successfully", memory_id=memory_id)

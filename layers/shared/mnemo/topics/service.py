@@ -16,9 +16,10 @@ general section and the heads, never stored. The vector index (namespace
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, Literal
 
 from mnemo.budget import RESERVE_BYTES, SHORTENED, fit_head, longest_prefix, wire_bytes
@@ -279,7 +280,7 @@ class TopicService:
                 f"Topic '{request.topic}' already exists; use refine_memory to change it",
                 {"field": "topic", "topic": request.topic},
             ) from None
-        self._outbox.settle(marker, self, first=self._upsert(scope, key, head, request.content, version=1))
+        self._outbox.settle(marker, self, first=partial(self._write_document, scope, key, head, request.content, 1))
         return TopicWriteOutput(
             message=f"Topic '{request.topic}' memorized",
             topic=request.topic,
@@ -337,7 +338,7 @@ class TopicService:
                 f"Topic '{head.data['name']}' changed or was forgotten while it was being refined; recall it and retry",
                 {"field": "topic", "topic": head.data["name"]},
             ) from None
-        self._outbox.settle(marker, self, first=self._upsert(scope, key, data, content, version=version))
+        self._outbox.settle(marker, self, first=partial(self._write_document, scope, key, data, content, version))
         return TopicWriteOutput(
             message=f"Topic '{data['name']}' refined",
             topic=data["name"],
@@ -401,7 +402,7 @@ class TopicService:
             raise Conflict(
                 f"Topic '{head.data['name']}' changed while it was being forgotten; retry", {"field": "topic"}
             ) from None
-        self._outbox.settle(marker, self, first=self._remove(scope, key))
+        self._outbox.settle(marker, self, first=partial(self._delete_document, scope, key))
         return ForgetMemoryOutput(message=f"Topic '{head.data['name']}' forgotten", topic=head.data["name"])
 
     # ------------------------------------------------------------ search
@@ -503,22 +504,16 @@ class TopicService:
     def _embed(self, head: dict[str, Any], content: str) -> Sequence[float]:
         return self._embedder.embed([self._text(head, content)[:EMBED_CHARS]])[0]
 
-    def _upsert(self, scope: Scope, key: str, head: dict[str, Any], content: str, version: int) -> Callable[[], str]:
-        """The first index write of a topic just written at ``version``, for ``IndexOutbox.settle``."""
+    def _write_document(self, scope: Scope, key: str, head: dict[str, Any], content: str, version: int) -> str:
+        """Index a topic just written at ``version``; its version token."""
+        vector = self._embed(head, content)
+        self._index.upsert(NAMESPACE, [self._doc(scope.key, key, head, content, vector)])
+        return str(version)
 
-        def write() -> str:
-            vector = self._embed(head, content)
-            self._index.upsert(NAMESPACE, [self._doc(scope.key, key, head, content, vector)])
-            return str(version)
-
-        return write
-
-    def _remove(self, scope: Scope, key: str) -> Callable[[], str]:
-        def write() -> str:
-            self._index.delete(NAMESPACE, [self.doc_id(scope.key, key)])
-            return GONE
-
-        return write
+    def _delete_document(self, scope: Scope, key: str) -> str:
+        """Remove a topic's index document; ``GONE``."""
+        self._index.delete(NAMESPACE, [self.doc_id(scope.key, key)])
+        return GONE
 
     def version_token(self, ref: Reference) -> str:
         """A topic's version as a token, ``GONE`` when it does not exist."""
@@ -530,9 +525,9 @@ class TopicService:
         scope, key = Scope(ref["layer"], ref["scope"]), ref["key"]  # type: ignore[arg-type]
         found = self._read(scope, key)
         if found is None:
-            return self._remove(scope, key)()
+            return self._delete_document(scope, key)
         head, body = found
-        return self._upsert(scope, key, head.data, body.data["content"], head.version)()
+        return self._write_document(scope, key, head.data, body.data["content"], head.version)
 
     def reindex(self) -> int:
         """Rebuild the topics' vector index from the records (maintenance: scans the table)."""
