@@ -22,6 +22,7 @@ KERNEL = {
     "mnemo.blob_keys",
     "mnemo.budget",
     "mnemo.changes",
+    "mnemo.clock",
     "mnemo.context",
     "mnemo.errors",
     "mnemo.expiry",

@@ -79,9 +79,9 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
+from mnemo import clock
 from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put, RecordStore, VectorIndex
 
 OUTBOX_PREFIX = "INDEX-OUTBOX#"
@@ -148,18 +148,6 @@ class DrainReport:
     by_family: dict[str, int] = field(default_factory=dict)
 
 
-def _now() -> str:
-    return _iso(time.time())
-
-
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
-
-
-def _seconds(iso: str) -> float:
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
-
-
 def _fresh_version() -> int:
     # Unique per write in practice: a marker read by a drain is never confused with one queued later.
     return time.time_ns() // 1000
@@ -205,7 +193,12 @@ class IndexOutbox:
         indexer takes it at once.
         """
         sk = _sort_key(family, ref)
-        data: dict[str, Any] = {"family": family, "ref": dict(ref), "attempts": 0, "queuedAt": _iso(self._clock())}
+        data: dict[str, Any] = {
+            "family": family,
+            "ref": dict(ref),
+            "attempts": 0,
+            "queuedAt": clock.iso_of_epoch(self._clock()),
+        }
         if queued:
             data["state"] = QUEUED
         return Put(Item(_shard(sk), sk, data, version=_fresh_version(), stream=STREAM_LABEL if queued else None))
@@ -294,7 +287,7 @@ class IndexOutbox:
         window = self.refresh_window
         if exact or window <= 0:
             return Delete(marker.pk, marker.sk, expect=marker.version)
-        data = {**marker.data, "state": RECHECK, "dueAt": _iso(self._clock() + window), "attempts": 0}
+        data = {**marker.data, "state": RECHECK, "dueAt": clock.iso_of_epoch(self._clock() + window), "attempts": 0}
         data.pop("lastError", None)
         return Put(Item(marker.pk, marker.sk, data, version=_fresh_version()), expect=marker.version)
 
@@ -343,7 +336,10 @@ class IndexOutbox:
         marker = self._records.get(_shard(sk), sk)
         if marker is None or marker.data.get("state") == RECHECK:
             return "settled"
-        if marker.data.get("state") != QUEUED and self._clock() - _seconds(marker.data["queuedAt"]) < SETTLE_GRACE:
+        if (
+            marker.data.get("state") != QUEUED
+            and self._clock() - clock.parse_iso(marker.data["queuedAt"]).timestamp() < SETTLE_GRACE
+        ):
             return "pending"
         report = DrainReport()
         self._drain_one(marker, {family.family: family}, report)
@@ -393,7 +389,11 @@ class IndexOutbox:
 
     def _waiting(self, marker: Item) -> bool:
         due = marker.data.get("dueAt")
-        return marker.data.get("state") == RECHECK and isinstance(due, str) and _seconds(due) > self._clock()
+        return (
+            marker.data.get("state") == RECHECK
+            and isinstance(due, str)
+            and clock.parse_iso(due).timestamp() > self._clock()
+        )
 
     def _drain_one(self, marker: Item, families: Mapping[str, IndexedFamily], report: DrainReport) -> None:
         name, ref = marker.data["family"], marker.data["ref"]
@@ -432,7 +432,14 @@ class IndexOutbox:
         logger.warning("index outbox: %s %s failed (attempt %d): %s", data["family"], data["ref"], attempts, error)
         if attempts >= MAX_ATTEMPTS:
             operations: list[Put | Delete] = [
-                Put(Item(DEAD_PARTITION, marker.sk, {**data, "deadAt": _now()}, version=_fresh_version())),
+                Put(
+                    Item(
+                        DEAD_PARTITION,
+                        marker.sk,
+                        {**data, "deadAt": clock.iso_of_epoch(time.time())},
+                        version=_fresh_version(),
+                    )
+                ),
                 Delete(marker.pk, marker.sk, expect=marker.version),
             ]
             report.dead_lettered += 1

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
+
+from mnemo import clock
 
 
 def _when(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return clock.iso_of_epoch(epoch, "seconds")
 
 
 def cmd_events(args: argparse.Namespace) -> int:

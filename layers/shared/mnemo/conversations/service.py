@@ -14,9 +14,10 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
+from mnemo import clock
 from mnemo.budget import fit_head
 from mnemo.context import RequestContext
 from mnemo.conversations.indexing import EntryFamily, Indexer, execution_keywords
@@ -71,10 +72,6 @@ class TurnObserver(Protocol):
 
 #: The meta_data key of a message stored by add_messages: ``{role, name}``.
 MESSAGE_META = "mnemo_message"
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 def _ms(started: float) -> float:
@@ -264,13 +261,13 @@ class ConversationService:
         data = {
             "message_id": message_id,
             "scope": scope,
-            "timestamp": key_time(request.timestamp or _now()),
+            "timestamp": key_time(request.timestamp or clock.now()),
             **content,
             "explanation": request.explanation,
-            "stored_at": key_time(_now()),
+            "stored_at": key_time(clock.now()),
         }
         if expires_at is not None:
-            data["expiresAt"] = expires_at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+            data["expiresAt"] = clock.iso(expires_at)
         family = self._family[store.kind.name]
         marker = self._outbox.marker(family.family, family.reference(scope, message_id))
         observer = self._observer()
@@ -350,7 +347,7 @@ class ConversationService:
                 explanation=request.explanation,
                 query_type=query_type,
                 requested_message_id=request.message_id,
-                retrieval_timestamp=_now(),
+                retrieval_timestamp=clock.now(),
                 time_range=(
                     TimeRangeEcho(start=request.time_range.start, end=request.time_range.end)
                     if request.time_range
@@ -409,7 +406,7 @@ class ConversationService:
                 explanation=request.explanation,
                 query_type=query_type,
                 requested_message_id=request.message_id,
-                retrieval_timestamp=_now(),
+                retrieval_timestamp=clock.now(),
                 executions=executions,
                 total_found=total,
                 returned_count=len(executions),

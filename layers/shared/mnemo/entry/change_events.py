@@ -27,7 +27,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
-from mnemo import observability
+from mnemo import clock, observability
 from mnemo.events import RecordChange, events_of
 from mnemo.observability import logger
 from mnemo.ports import Event
@@ -55,8 +55,8 @@ def _at(record: DynamoDBRecord) -> str:
     elif stamp is not None:
         moment = datetime.fromtimestamp(float(stamp), UTC)
     else:  # not in a real stream record; a made-up one still gets a time
-        moment = datetime.now(UTC)
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        moment = clock.now()
+    return clock.iso(moment)
 
 
 def change_of(record: DynamoDBRecord) -> RecordChange:

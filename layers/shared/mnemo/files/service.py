@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
+from mnemo import clock
 from mnemo.budget import RESERVE_BYTES, fit_head, wire_bytes
 from mnemo.context import RequestContext
 from mnemo.errors import Conflict, ConflictingRequest, InvalidInput, MnemoError, NotFound, invalid_field
@@ -143,7 +144,7 @@ class FileService:
                 topic = self._topics().recall(unbounded, RecallMemoryInput(topic=path.name))
             except MnemoError as error:
                 raise _renamed(error) from None
-            return FileText(topic.content, topic.version, topic.last_updated.isoformat().replace("+00:00", "Z"))
+            return FileText(topic.content, topic.version, clock.iso(topic.last_updated))
         if path.store == "knowledge":
             if version is not None:
                 raise invalid_field("version", "read a knowledge item's history with knowledge_show")

@@ -29,10 +29,11 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
+from mnemo import clock
 from mnemo.errors import NotFound, invalid_field
 from mnemo.ports import BlobStore, Delete, Item, Put, RecordStore
 
@@ -56,12 +57,12 @@ PREVIEW_CHARS = 240
 
 def now_iso(after: str | None = None) -> str:
     """Now in UTC, or just after ``after`` when the clock has not passed it: lastUpdated always grows."""
-    moment = datetime.now(UTC)
+    moment = clock.now()
     if after is not None:
         before = datetime.fromisoformat(after)
         if moment <= before:
             moment = before + timedelta(microseconds=1)
-    return moment.isoformat().replace("+00:00", "Z")
+    return clock.iso(moment)
 
 
 def _json_bytes(text: str) -> int:

@@ -10,20 +10,16 @@ they compare as text in records and index filters alike.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from mnemo.clock import iso, now  # noqa: F401  (``now``: the graph's modules read the clock here)
 from mnemo.graph.models import FactStatus
 
 
-def now() -> datetime:
-    """The current time in UTC."""
-    return datetime.now(UTC)
-
-
 def stamp(moment: datetime) -> str:
-    """The stored form: ``2026-01-07T10:00:00.000000Z``."""
-    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    """The stored form, fixed width so that it sorts in time order: ``2026-01-07T10:00:00.000000Z``."""
+    return iso(moment, "microseconds")
 
 
 def status_at(fact: dict[str, Any], moment: str, known: str | None = None) -> FactStatus | None:

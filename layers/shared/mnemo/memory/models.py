@@ -6,11 +6,12 @@ description of its JSON Schema, so a docstring would change the generated catalo
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
+from mnemo import clock
 from mnemo.context import Layer
 from mnemo.graph.context_models import GraphContext
 from mnemo.memory.filters import parse_filter
@@ -30,7 +31,7 @@ MAX_EXPIRY_DAYS = 3650
 def future_expiry(value: datetime) -> datetime:
     """An ``expiresAt`` as sent: in the future and at most ``MAX_EXPIRY_DAYS`` ahead (ValueError otherwise, so
     INVALID_INPUT names the field); whole seconds, as storage keeps it (DynamoDB TTL is in epoch seconds)."""
-    now = datetime.now(UTC)
+    now = clock.now()
     if value <= now:
         raise ValueError("must be in the future (an ISO 8601 time after now)")
     if value > now + timedelta(days=MAX_EXPIRY_DAYS):

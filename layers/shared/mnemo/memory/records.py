@@ -63,6 +63,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from mnemo.clock import iso, now
 from mnemo.errors import Conflict, ConflictingRequest
 from mnemo.ports import Item, Put
 
@@ -86,16 +87,6 @@ IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 
 
 # ------------------------------------------------------------------ values
-def now() -> datetime:
-    """The current time in UTC."""
-    return datetime.now(UTC)
-
-
-def iso(moment: datetime) -> str:
-    """A time as stored: ISO 8601 in UTC with a ``Z``."""
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
 def digest(text: str) -> str:
     """The SHA-256 of a text in hex: a memory's ``contentHash``, an idempotency record's ``requestHash``."""
     return hashlib.sha256(text.encode()).hexdigest()

@@ -45,11 +45,11 @@ import secrets
 import time
 from collections import Counter
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import Field
 
+from mnemo import clock
 from mnemo.errors import Conflict
 from mnemo.families import (
     ERASURE_PAGE,
@@ -149,10 +149,6 @@ def user_hash(tenant: str, user: str) -> str:
     return hashlib.sha256(f"{tenant}\n{user}".encode()).hexdigest()
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
 # ------------------------------------------------------------------ steps
 def _personal_step(family: RecordFamily) -> ErasureStep:
     """The step erasing every record of ``family`` in the user's personal scopes, partition by partition, a page
@@ -237,7 +233,7 @@ class Erasure:
             data = {**item.data, "runs": item.data["runs"] + 1}
             put = Put(Item(item.pk, item.sk, data, version=item.version + 1), expect=item.version)
         else:
-            started = _now()
+            started = clock.now_iso("microseconds")
             erasure_id = f"era_{secrets.token_hex(12)}"
             data = {
                 "erasureId": erasure_id,
@@ -281,7 +277,7 @@ class Erasure:
         return self._write([*deletes, put])
 
     def _complete(self, receipt: Item) -> Item:
-        completed = _now()
+        completed = clock.now_iso("microseconds")
         data = {**receipt.data, "status": "completed", "completedAt": completed}
         expires = int(time.time()) + RECEIPT_TTL_SECONDS
         put = Put(

@@ -19,9 +19,9 @@ import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from mnemo import clock
 from mnemo.families import Families
 from mnemo.files.scopes import workspace_location_of
 from mnemo.files.store import HEAD, HISTORY
@@ -53,7 +53,7 @@ def _header(services: Services, selection: Selection) -> dict[str, Any]:
         "mnemoExport": FORMAT_VERSION,
         "kind": selection.kind,
         "selection": {"tenant": selection.tenant, "user": selection.user, "layers": list(selection.layers)},
-        "exportedAt": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        "exportedAt": clock.now_iso(),
         "source": {
             "records": settings.records,
             "blobs": settings.blobs,

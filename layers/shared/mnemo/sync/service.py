@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from mnemo import clock
 from mnemo.errors import RETRYABLE, Conflict, InvalidInput, MnemoError
 from mnemo.knowledge import catalog
 from mnemo.knowledge.catalog import index_doc, scope_of
@@ -64,10 +65,6 @@ TYPE_LABEL = {"adr": "ADR", "policy": "Policy", "pattern": "Pattern", "spec": "S
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _partition(tenant: str) -> str:
@@ -139,7 +136,7 @@ class SyncService:
         if held is not None and float(held.data["expiresAt"]) > now:
             raise Conflict(
                 "A sync of this tenant is already running; retry when it has finished",
-                {"runningSince": _iso(datetime.fromtimestamp(float(held.data["since"]), UTC))},
+                {"runningSince": clock.iso(datetime.fromtimestamp(float(held.data["since"]), UTC))},
             )
         # The holder died (its lock expired): take the lock over, unless another run just did.
         lock.version = held.version + 1 if held else 1
@@ -412,7 +409,7 @@ class SyncService:
         actor: str,
     ) -> None:
         scope = scope_of_item(tenant, item)
-        now = _iso(datetime.now(UTC))
+        now = clock.now_iso()
         existing = self._records.get(catalog.partition(scope), catalog.item_key(item.id))
         data = {
             "item": item.model_dump(mode="json"),
@@ -483,7 +480,7 @@ class SyncService:
         )
 
     def _record_failures(self, tenant: str, plan: _Plan, previous: dict[str, Item], *, full: bool) -> list[FailedItem]:
-        now = _iso(datetime.now(UTC))
+        now = clock.now_iso()
         failures = []
         writes: list[Put | Delete] = []
         for path, (knowledge_id, error, failed_field) in sorted(plan.failed.items()):
@@ -512,13 +509,17 @@ class SyncService:
         stats["totalSyncs"] += 1
         stats["totalItemsSynced"] += counts.added + counts.updated + counts.deleted
         stats["totalDurationMs"] += duration_ms
-        data = {"lastSyncAt": _iso(datetime.now(UTC)), "stats": stats, "lastResult": counts.model_dump(mode="json")}
+        data = {
+            "lastSyncAt": clock.now_iso(),
+            "stats": stats,
+            "lastResult": counts.model_dump(mode="json"),
+        }
         item = Item(_partition(tenant), "STATE", data, version=current.version + 1 if current else 1)
         self._records.write([Put(item, expect=current.version if current else "absent")])
 
     # --------------------------------------------------------------- status
     def status(self, tenant: str) -> SyncStatusOutput:
-        now = datetime.now(UTC)
+        now = clock.now()
         state = self._records.get(_partition(tenant), "STATE")
         failures = [
             FailedItem.model_validate(item.data)

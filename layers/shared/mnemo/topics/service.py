@@ -18,10 +18,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Literal
 
+from mnemo import clock
 from mnemo.budget import RESERVE_BYTES, SHORTENED, fit_head, longest_prefix, wire_bytes
 from mnemo.context import WRITER_ROLE, RequestContext
 from mnemo.errors import Conflict, ConflictingRequest, InvalidInput, NotFound, Unauthorized, invalid_field
@@ -70,18 +71,10 @@ Retrieval = Literal["tags", "hybrid", "lexical"]
 logger = logging.getLogger(__name__)
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
 def _later_than(previous: str) -> datetime:
     """Now, or just after ``previous`` if the clock has not moved past it: lastUpdated always grows."""
     before = datetime.fromisoformat(previous)
-    now = _now()
+    now = clock.now()
     return now if now > before else before + timedelta(microseconds=1)
 
 
@@ -256,7 +249,7 @@ class TopicService:
         key = topic_key(request.topic)
         if len(self._heads(scope)) >= MAX_TOPICS:
             raise invalid_field("topic", f"this scope already holds {MAX_TOPICS} topics", limit=MAX_TOPICS)
-        now = _iso(_now())
+        now = clock.iso(clock.now())
         head = {
             "name": request.topic,
             "tags": request.tags,
@@ -319,7 +312,7 @@ class TopicService:
             **head.data,
             "tags": tags,
             "summary": request.new_summary if request.new_summary is not None else head.data["summary"],
-            "lastUpdated": _iso(_later_than(head.data["lastUpdated"])),
+            "lastUpdated": clock.iso(_later_than(head.data["lastUpdated"])),
             "updatedBy": context.user,
         }
         content = request.new_content if request.new_content is not None else body.data["content"]
@@ -365,8 +358,8 @@ class TopicService:
                 f"The general section is at version {current}, not {request.expected_version}; read it and retry",
                 {"field": "expectedVersion", "currentVersion": current},
             )
-        now = _later_than(existing.data["lastUpdated"]) if existing else _now()
-        data = {"content": request.content, "lastUpdated": _iso(now), "updatedBy": context.user}
+        now = _later_than(existing.data["lastUpdated"]) if existing else clock.now()
+        data = {"content": request.content, "lastUpdated": clock.iso(now), "updatedBy": context.user}
         try:
             self._records.write(
                 [Put(Item(scope.partition, GENERAL, data, version=current + 1), expect=current or "absent")]

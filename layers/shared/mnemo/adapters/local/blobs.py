@@ -13,9 +13,9 @@ import os
 import shutil
 import tempfile
 import threading
-from datetime import UTC, datetime
 from pathlib import Path
 
+from mnemo import clock
 from mnemo.blob_keys import check_blob_key
 from mnemo.ports import Blob, BlobVersion
 
@@ -75,7 +75,7 @@ class LocalBlobStore:
                 (directory / f"{number:08d}.blob").write_bytes(content)
             meta = {
                 "metadata": metadata,
-                "modifiedAt": datetime.now(UTC).isoformat(),
+                "modifiedAt": clock.now().isoformat(),
                 "deleted": content is None,
             }
             # The sidecar appears last and atomically: a version exists once its metadata does.

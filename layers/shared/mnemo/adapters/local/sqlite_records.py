@@ -14,9 +14,9 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
+from mnemo import clock
 from mnemo.adapters.local.sqlite_connect import thread_connection
 from mnemo.ports import MAX_WRITE_OPERATIONS, ConditionFailed, Delete, Item, Put
 
@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS changes (
 
 def _stamp() -> str:
     """Now, as a change is stamped: ISO 8601 UTC with microseconds and a ``Z``."""
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    return clock.now_iso()
 
 
 def _prefix_upper_bound(prefix: str) -> str:
