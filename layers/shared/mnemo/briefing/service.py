@@ -123,9 +123,11 @@ class ContextService:
         text = f"(as of {day(_time(data['createdAt']))}) {' '.join(data['content'].split())}"
         return [Piece(source, text, FIXED, fixed=True)]
 
-    def _ranked(
-        self, context: RequestContext, request: MemoryContextInput, wanted: set[Section], shown: set[str]
-    ) -> list[Piece]:
+    def _results(
+        self, context: RequestContext, request: MemoryContextInput, wanted: set[Section]
+    ) -> list[MemoryResult]:
+        """The search behind the ranked sections: memories, with their turns when those are wanted, as they
+        stood at ``asOf`` when asked."""
         limit = max(MIN_CANDIDATES, min(MAX_CANDIDATES, request.budget // TOKENS_PER_CANDIDATE))
         search = MemorySearchInput(
             query=request.query,
@@ -142,10 +144,14 @@ class ContextService:
             results = self._recall.search(context, search, admit=admit).results
             if as_of is not None:
                 results = [result for result in results if result.kind != "turn" or _said_by(result, as_of)]
-        else:
-            results = self._memory.search(context, search).results
-            if as_of is not None:
-                results = self._as_of(context, results, as_of)
+            return results
+        results = self._memory.search(context, search).results
+        return self._as_of(context, results, as_of) if as_of is not None else results
+
+    def _ranked(
+        self, context: RequestContext, request: MemoryContextInput, wanted: set[Section], shown: set[str]
+    ) -> list[Piece]:
+        results = self._results(context, request, wanted)
         pieces = []
         query_terms = terms(request.query)
         for rank, result in enumerate(results):

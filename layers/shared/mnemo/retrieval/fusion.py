@@ -89,22 +89,11 @@ class _Unit:
     fact_rank: float
 
 
-def fuse(
-    turns: Sequence[TurnHit],
-    facts: Sequence[FactHit],
-    *,
-    limit: int = 10,
-    k: float = RANK_OFFSET,
-    fact_weight: float = FACT_WEIGHT,
-    memory_weight: float = MEMORY_WEIGHT,
-    show_facts: bool = True,
-) -> list[Fused]:
-    """The best ``limit`` results of turns and facts fused (see the module docstring for why this way).
-
-    ``turns`` and ``facts`` are each best first (as ``hybrid_rank`` orders them; only their order and
-    scores are read). A turn listed twice counts at its better rank; so does a fact. ``show_facts`` False
-    shows every unit of a cited turn as the turn (facts only vote).
-    """
+def _units(
+    turns: Sequence[TurnHit], facts: Sequence[FactHit], k: float, fact_weight: float, memory_weight: float
+) -> tuple[dict[str, _Unit], list[_Unit]]:
+    """Each turn's unit (its own rank's vote, and the best-ranked fact citing it), and the facts with no
+    provenance as units of their own."""
     inf = float("inf")
     units: dict[str, _Unit] = {}
     for rank, turn in enumerate(turns, start=1):
@@ -129,6 +118,26 @@ def fuse(
                 unit.fact_rank = rank
                 unit.fused += fact_weight / (k + rank)
                 unit.relevance = max(unit.relevance, fact.score)
+    return units, memories
+
+
+def fuse(
+    turns: Sequence[TurnHit],
+    facts: Sequence[FactHit],
+    *,
+    limit: int = 10,
+    k: float = RANK_OFFSET,
+    fact_weight: float = FACT_WEIGHT,
+    memory_weight: float = MEMORY_WEIGHT,
+    show_facts: bool = True,
+) -> list[Fused]:
+    """The best ``limit`` results of turns and facts fused (see the module docstring for why this way).
+
+    ``turns`` and ``facts`` are each best first (as ``hybrid_rank`` orders them; only their order and
+    scores are read). A turn listed twice counts at its better rank; so does a fact. ``show_facts`` False
+    shows every unit of a cited turn as the turn (facts only vote).
+    """
+    units, memories = _units(turns, facts, k, fact_weight, memory_weight)
     ordered = sorted(
         [*units.values(), *memories],
         key=lambda unit: (-unit.fused, unit.turn is None, unit.turn or "", unit.fact.id if unit.fact else ""),

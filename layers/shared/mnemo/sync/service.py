@@ -427,19 +427,7 @@ class SyncService:
             raise Conflict(f"the catalog record of '{item.id}' changed during sync") from None
         vector = self._embedder.embed([catalog.embedding_text(item)])[0]
         self._index.upsert(catalog.NAMESPACE, [index_doc(item, scope, status, vector)])
-        memory_id = pointer_id(scope, item.id)
-        if status == "accepted":
-            pointer = {
-                "sourceType": item.type,
-                "sourceId": item.id,
-                "contentHash": item.content_hash,
-                "syncedAt": now,
-                "path": item.path,
-            }
-            tags = list(dict.fromkeys([*item.tags, "knowledge", item.type]))
-            self._memory.put_pointer(scope, item.layer, memory_id, pointer_content(item), tags, pointer, actor)
-        else:
-            self._memory.orphan_pointer(scope, memory_id, actor)
+        memory_id = self._mirror(scope, item, status, now, actor)
         if previous is not None and (previous.data["scope"], previous.data["itemId"]) != (scope, item.id):
             self._forget(previous.data["scope"], previous.data["itemId"], item.path, actor)
         entry = {
@@ -463,6 +451,23 @@ class SyncService:
                 Delete(_partition(tenant), f"{FAILURE}{item.path}"),
             ]
         )
+
+    def _mirror(self, scope: str, item: KnowledgeItem, status: str, now: str, actor: str) -> str:
+        """Mirror an item into memory: its pointer memory put while it is accepted, orphaned otherwise; its id."""
+        memory_id = pointer_id(scope, item.id)
+        if status != "accepted":
+            self._memory.orphan_pointer(scope, memory_id, actor)
+            return memory_id
+        pointer = {
+            "sourceType": item.type,
+            "sourceId": item.id,
+            "contentHash": item.content_hash,
+            "syncedAt": now,
+            "path": item.path,
+        }
+        tags = list(dict.fromkeys([*item.tags, "knowledge", item.type]))
+        self._memory.put_pointer(scope, item.layer, memory_id, pointer_content(item), tags, pointer, actor)
+        return memory_id
 
     def _forget(self, scope: str, item_id: str, path: str, actor: str) -> None:
         """Remove what a file put in the catalog, the index and memory (its pointer stays, orphaned)."""
