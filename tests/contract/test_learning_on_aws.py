@@ -19,6 +19,7 @@ from aws_fixtures import create_records_table, dynamodb_settings, shared_moto_se
 
 from helpers import ctx
 from mnemo.adapters.aws.sqs_extraction_queue import decode_notice
+from mnemo.learning.outcomes import Left, NoticeOutcome
 from mnemo.runtime import Services
 from mnemo.tools.registry import get_tool
 from tests.support.scripted_model import ScriptedModel
@@ -109,14 +110,16 @@ def test_turns_go_through_sqs_to_memories_in_dynamodb(aws: Stack) -> None:
     notice = decode_notice(message["Body"])
     assert notice.stream == "t=acme|session|u=alice|s=s1" and notice.reason == "turns"
     assert message["Attributes"]["MessageGroupId"] and message["Attributes"]["MessageDeduplicationId"]
-    assert aws.services.learning.on_notice(notice) == "waiting", "2 of 3 turns: the idle wake-up is armed"
+    assert aws.services.learning.on_notice(notice) == NoticeOutcome(0, Left.NOT_DUE), (
+        "2 of 3 turns: the idle wake-up is armed"
+    )
     delayed = aws.sqs.get_queue_attributes(QueueUrl=aws.wake, AttributeNames=["ApproximateNumberOfMessagesDelayed"])
     assert delayed["Attributes"]["ApproximateNumberOfMessagesDelayed"] == "1", "the wake-up waits its delay"
     assert aws.receive(aws.wake) == []
 
     aws.call("add_messages", said("three", start=3))
     (message,) = aws.receive(aws.fifo)
-    assert aws.services.learning.on_notice(decode_notice(message["Body"])) == "ran 1"
+    assert aws.services.learning.on_notice(decode_notice(message["Body"])) == NoticeOutcome(1, Left.NOTHING)
     memories = aws.call("memory_list", {"layer": "user"})["memories"]
     assert sorted(m["content"] for m in memories) == ["Fact of m1.", "Fact of m2.", "Fact of m3."]
     assert all(m["metadata"]["provenance"]["messageIds"] for m in memories)
@@ -124,7 +127,7 @@ def test_turns_go_through_sqs_to_memories_in_dynamodb(aws: Stack) -> None:
     assert status["pendingTurns"] == 0 and status["recentRuns"][0]["turns"] == ["m1", "m2", "m3"]
 
     # The same notice delivered again (at least once): nothing waits, nothing new is written.
-    assert aws.services.learning.on_notice(decode_notice(message["Body"])) == "idle"
+    assert aws.services.learning.on_notice(decode_notice(message["Body"])) == NoticeOutcome(0, Left.NOTHING)
     assert len(aws.call("memory_list", {"layer": "user"})["memories"]) == 3
     assert len(aws.model.calls("record_facts")) == 1
 

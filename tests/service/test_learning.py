@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from mnemo.errors import MnemoError
+from mnemo.learning.outcomes import Left, NoticeOutcome
 from mnemo.learning.service import LearningService
 from mnemo.ports import StreamNotice
 from mnemo.runtime import Services
@@ -405,16 +406,16 @@ def test_the_worker_runs_every_n_turns_and_after_the_idle_time(tmp_path: Path, m
         "turns",
         {"tenant": "acme", "user": "alice", "session": "s1", "agent": "helper"},
     )
-    assert learning.on_notice(notice) == "waiting"
+    assert learning.on_notice(notice) == NoticeOutcome(0, Left.NOT_DUE)
     assert model.requests == [] and queue.wakes and queue.wakes[0][1] <= 600
     call(services, "add_messages", said("three", start=3))
-    assert learning.on_notice(queue.notices[-1]) == "ran 1"
+    assert learning.on_notice(queue.notices[-1]) == NoticeOutcome(1, Left.NOTHING)
     assert len(call(services, "memory_list", {"layer": "user"})["memories"]) == 3
     call(services, "add_messages", said("four", start=4))
-    assert learning.on_notice(queue.notices[-1]) == "waiting"
+    assert learning.on_notice(queue.notices[-1]) == NoticeOutcome(0, Left.NOT_DUE)
     wake, _ = queue.wakes[-1]
     learning._clock = lambda: 10**10  # far past the idle time
-    assert learning.on_notice(wake) == "ran 1"
+    assert learning.on_notice(wake) == NoticeOutcome(1, Left.NOTHING)
     assert call(services, "extraction_status", {})["pendingTurns"] == 0
     assert list(learning.streams()) == [], "a stream with nothing waiting leaves the list"
 
@@ -514,7 +515,7 @@ def test_one_idle_wake_up_per_quiet_spell(tmp_path: Path, model: ScriptedModel) 
     learning._clock = lambda: now[0]
     for start in (1, 2, 3):
         call(services, "add_messages", said(f"turn {start}", start=start))
-        assert learning.on_notice(queue.notices[-1]) == "waiting"
+        assert learning.on_notice(queue.notices[-1]) == NoticeOutcome(0, Left.NOT_DUE)
     assert len(queue.wakes) == 1, "a wake-up on its way is not sent again"
 
 
@@ -557,7 +558,7 @@ def test_a_failed_run_arms_a_wake_up_so_a_quiet_session_is_tried_again(tmp_path:
     queue = RecordingQueue()
     services.__dict__["extraction_queue"] = queue
     call(services, "add_messages", said("I like tea"))
-    assert services.learning.on_notice(queue.notices[-1]) == "ran 1, failed"
+    assert services.learning.on_notice(queue.notices[-1]) == NoticeOutcome(1, Left.FAILED)
     assert len(queue.wakes) == 1 and queue.wakes[0][0].reason == "idle"
 
 
@@ -573,7 +574,7 @@ def test_a_turn_dated_in_the_future_is_still_extracted_once_quiet(tmp_path: Path
     )
     learning: LearningService = services.learning
     learning._clock = lambda: time.time() + 11 * 60  # quiet by the server's clock, whatever the turn's date
-    assert learning.on_notice(queue.notices[-1]) == "ran 1"
+    assert learning.on_notice(queue.notices[-1]) == NoticeOutcome(1, Left.NOTHING)
 
 
 def test_backfill_after_live_extraction_still_finds_the_older_turns(tmp_path: Path, model: ScriptedModel) -> None:

@@ -27,7 +27,7 @@ from mnemo.briefing.render import day, memory_line, turn_lines
 from mnemo.context import RequestContext
 from mnemo.files.pinning import Pinning, block_text
 from mnemo.learning.recall import Recall
-from mnemo.learning.strategies import PROFILE_SUBJECT, SUMMARY_SUBJECT
+from mnemo.learning.strategies import PROFILE, PROFILE_SUBJECT, SUMMARY, SUMMARY_SUBJECT, Strategy, keeps_running
 from mnemo.memory.extracted import EXTRACTION_SOURCE, ExtractedMemories
 from mnemo.memory.models import MemoryResult, MemorySearchInput
 from mnemo.memory.records import partition_of, record_sk
@@ -72,10 +72,10 @@ class ContextService:
         wanted: set[Section] = set(request.sections or SECTIONS)
         pieces: list[Piece] = []
         shown: set[str] = set()
-        if "profile" in wanted and context.can_read("user"):
-            pieces += self._running(context, "user", "profile", PROFILE_SUBJECT, request.as_of, shown)
-        if "summary" in wanted and context.can_read("session"):
-            pieces += self._running(context, "session", "summary", SUMMARY_SUBJECT, request.as_of, shown)
+        if "profile" in wanted and context.can_read(PROFILE.layer):
+            pieces += self._running(context, "profile", PROFILE, PROFILE_SUBJECT, request.as_of, shown)
+        if "summary" in wanted and context.can_read(SUMMARY.layer):
+            pieces += self._running(context, "summary", SUMMARY, SUMMARY_SUBJECT, request.as_of, shown)
         if wanted & {"memories", "turns"}:
             pieces += self._ranked(context, request, wanted, shown)
         if "blocks" in wanted:
@@ -94,14 +94,14 @@ class ContextService:
     def _running(
         self,
         context: RequestContext,
-        layer: str,
-        strategy: str,
+        section: Section,
+        strategy: Strategy,
         subject: str,
         as_of: datetime | None,
         shown: set[str],
     ) -> list[Piece]:
-        scope = context.scope_key(layer)
-        data = self._extracted.current_of(scope, strategy, subject)
+        scope = context.scope_key(strategy.layer)
+        data = self._extracted.current_of(scope, strategy.name, subject)
         # asOf: the version current then, back along the rewrites (each record names the one it superseded).
         while data is not None and as_of is not None and _time(data["createdAt"]) > as_of:
             earlier = data.get("supersedes")
@@ -110,7 +110,6 @@ class ContextService:
         if data is None:
             return []
         shown.add(data["memoryId"])
-        section: Section = "profile" if strategy == "profile" else "summary"
         source = ContextSource(
             kind=section,
             id=data["memoryId"],
@@ -176,7 +175,7 @@ class ContextService:
                 pieces.append(Piece(source, text, value, said_at=result.occurred_at, excerpt=short))
             elif "memories" in wanted:
                 metadata = result.metadata or {}
-                if metadata.get("source") == EXTRACTION_SOURCE and metadata.get("strategy") in ("profile", "summary"):
+                if metadata.get("source") == EXTRACTION_SOURCE and keeps_running(metadata.get("strategy")):
                     continue  # a running memory: its own section (or none), never a ranked memory
                 moment = result.occurred_at or _stated(metadata) or result.created_at
                 source = ContextSource(

@@ -63,6 +63,7 @@ from mnemo.context import RequestContext
 from mnemo.errors import InvalidInput, MnemoError, NotFound, ProviderError
 from mnemo.files.models import MAX_READ_LINES
 from mnemo.files.paths import parse_path
+from mnemo.learning.strategies import PROFILE
 from mnemo.observability import logger
 from mnemo.runtime import get_services
 from mnemo.tools.registry import get_tool
@@ -191,7 +192,7 @@ def _read_profile(context: RequestContext, target: Target) -> Read:
     status = run_tool(context, "extraction_status", {"runs": 0})
     profile = status.get("profile")
     if profile is None:
-        on = any(s["strategy"] == "profile" and s["enabled"] for s in status["strategies"])
+        on = any(s["strategy"] == PROFILE.name and s["enabled"] for s in status["strategies"])
         reason = (
             "the profile strategy has not written one for you yet"
             if on

@@ -63,8 +63,6 @@ from mnemo.visible import hidden_character
 
 logger = logging.getLogger(__name__)
 
-#: Strategies that rewrite one running memory from the last one: the newest run wins, whatever its turns' times.
-RUNNING_STRATEGIES = frozenset({"summary", "profile"})
 #: Tries of a subject's write when another run moved its pointer meanwhile (each decided again, by the rules).
 WRITE_TRIES = 4
 #: The longest wording a judge's merge may give (as a strategy's text).
@@ -149,11 +147,9 @@ class Target:
     actor: str | None
     #: When the memories of this run expire (ISO 8601 UTC; the strategy's ``expiresAfterDays``), or None.
     expires_at: str | None = None
-
-    @property
-    def running(self) -> bool:
-        """Whether the strategy keeps one running memory that each run rewrites (the newest run wins)."""
-        return self.strategy in RUNNING_STRATEGIES
+    #: Whether the strategy keeps one running memory that each run rewrites from the last one (the summary, the
+    #: profile): the newest run wins, whatever its turns' times.
+    running: bool = False
 
 
 def memory_id_for(target: Target, candidate: Candidate) -> str:

@@ -15,16 +15,19 @@ sk                                      holds
 
 and the partitions ``LEARNQ|{shard}`` list the streams that have turns waiting (sk: the stream), so a
 worker finds them after a restart without scanning. A turn's marker and its stream's LEARNQ entry go out
-in the same all-or-nothing write as the turn's record: a turn is never stored without its work.
+in the same all-or-nothing write as the turn's record: a turn is never stored without its work. A stream's
+``STATE`` is changed only through ``update_state`` (read, change, write back on the version read), by a run's
+counters and by an idle wake-up's ``wakeAt``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal
 
-from mnemo.ports import Item, Put
+from mnemo.ports import ConditionFailed, Item, Put, RecordStore
 
 PARTITION = "LEARN|"
 QUEUE = "LEARNQ|"
@@ -99,3 +102,24 @@ def run_item(stream: str, at: str, run_id: str, view: dict[str, Any]) -> Put:
         Item(partition_of(stream), run_sk(at, run_id), view, expires_at=int(time.time()) + RUN_TTL_SECONDS),
         expect="absent",
     )
+
+
+def update_state(
+    records: RecordStore, stream: str, change: Callable[[dict[str, Any]], bool], *, tries: int = 1
+) -> bool:
+    """Read, change and write back the stream's ``STATE`` item, on the version read: ``change`` edits a copy of
+    its data (a new stream's: no run yet) and answers whether to write it. When another writer changed the item
+    meanwhile, all of it is done again, up to ``tries`` times. Whether it was written."""
+    for _ in range(tries):
+        state = records.get(partition_of(stream), STATE)
+        data: dict[str, Any] = dict(state.data) if state else {"stream": stream, "runs": 0, "strategies": {}}
+        if not change(data):
+            return False
+        version = state.version + 1 if state else 1
+        expect: int | Literal["absent"] = state.version if state else "absent"
+        try:
+            records.write([Put(Item(partition_of(stream), STATE, data, version=version), expect=expect)])
+            return True
+        except ConditionFailed:
+            continue
+    return False

@@ -19,15 +19,16 @@ fact twice.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
 import secrets
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from mnemo import telemetry
 from mnemo.context import RequestContext
@@ -36,13 +37,14 @@ from mnemo.errors import MnemoError, ProviderError, RateLimited
 from mnemo.files.tokens import count_tokens
 from mnemo.learning import ledger
 from mnemo.learning.consolidation import Candidate, Consolidator, Target
+from mnemo.learning.outcomes import Failed, NoTarget, Retry, RunOutcome, StrategyOutcome
 from mnemo.learning.strategies import (
     PROFILE,
     PROFILE_INPUTS,
     PROFILE_MAX_TOKENS,
     PROFILE_SUBJECT,
     STRATEGIES,
-    SUMMARY_SUBJECT,
+    Prompted,
     Strategy,
 )
 from mnemo.learning.transcript import Turn, conversation_turns, execution_turn, prompt
@@ -65,6 +67,8 @@ SAVE_RESERVE_SECONDS = 4.0
 #: Tries of a throttled model call, and the first pause between them (doubled each time).
 THROTTLE_TRIES = 4
 THROTTLE_FIRST_PAUSE = 1.0
+#: Tries of the stream's counters when other runs change its state meanwhile.
+STATE_TRIES = 5
 
 
 @dataclass(frozen=True)
@@ -102,59 +106,6 @@ class LearningConfig:
         return self.per_strategy.get(strategy, StrategyConfig())
 
 
-@dataclass
-class StrategyOutcome:
-    """One strategy's part of a run: what it proposed and decided, or how it failed, and what it cost."""
-
-    strategy: str
-    model: str
-    candidates: list[Candidate] = field(default_factory=list)
-    failure: dict[str, Any] | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-    def view(self) -> dict[str, Any]:
-        """The outcome as a run record stores it (the StrategyRun wire shape)."""
-        return {
-            "strategy": self.strategy,
-            "model": self.model,
-            "candidates": [
-                {
-                    "text": c.text,
-                    "subject": c.subject,
-                    "sourceIds": c.source_ids,
-                    "occurredAt": c.occurred_at,
-                    "decision": c.decision,
-                    "memoryId": c.memory_id,
-                    "supersedes": c.supersedes,
-                    "reason": c.reason,
-                }
-                for c in self.candidates
-            ],
-            "failure": self.failure,
-            "inputTokens": self.input_tokens,
-            "outputTokens": self.output_tokens,
-        }
-
-
-class Failed(Exception):
-    """A strategy's model call failed for good in this run: the message, the raw answer, the attempts, and
-    whether it counts toward ``MAX_ATTEMPTS`` (an answer out of shape does; a model that did not answer,
-    down or throttled, does not: its turns wait however long the outage lasts)."""
-
-    def __init__(
-        self,
-        message: str,
-        raw: str | None = None,
-        attempts: int = 1,
-        tokens: tuple[int, int] = (0, 0),
-        *,
-        counts: bool = True,
-    ):
-        super().__init__(message)
-        self.message, self.raw, self.attempts, self.tokens, self.counts = message, raw, attempts, tokens, counts
-
-
 def context_of(identity: dict[str, str]) -> RequestContext:
     """The identity that wrote the turns, as a request context (no roles: extraction writes private layers)."""
     return RequestContext(
@@ -163,6 +114,59 @@ def context_of(identity: dict[str, str]) -> RequestContext:
         agent=identity.get("agent"),
         session=identity.get("session"),
     )
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """What every strategy of one run shares: the writer's context, the turns by kind (conversation,
+    execution), the run's id and time, whether it writes, and the stream's running text (``summaryText``)."""
+
+    context: RequestContext
+    turns: dict[str, list[Turn]]
+    run_id: str
+    at: str
+    dry_run: bool
+    running_text: str | None
+
+
+@dataclass
+class _Progress:
+    """Per strategy, the message ids of the batch it is finished with, and those it failed on (one attempt more)."""
+
+    done: dict[str, set[str]] = field(default_factory=dict)
+    failed: dict[str, set[str]] = field(default_factory=dict)
+
+    def take(self, outcome: StrategyOutcome, ids: set[str]) -> None:
+        """What the outcome of a strategy over the turns ``ids`` means for them (``Retry``)."""
+        failure = outcome.failure
+        if failure is None or failure.retry is Retry.NEVER:
+            self.done[outcome.strategy.name] = ids
+        elif failure.retry is Retry.COUNTED:
+            self.failed[outcome.strategy.name] = ids
+        # else the model did not answer: the turns wait, their attempts unchanged
+
+
+class _Deadline:
+    """memory_extract's deadline: a strategy is started only while the longest call so far still fits before it,
+    with ``SAVE_RESERVE_SECONDS`` to spare; without one, always."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self._seconds = seconds
+        self._started = time.monotonic()
+        self._longest = 0.0
+
+    def late(self) -> bool:
+        """Whether the next call might not fit."""
+        if self._seconds is None:
+            return False
+        return time.monotonic() - self._started + self._longest + SAVE_RESERVE_SECONDS > self._seconds
+
+    @contextlib.contextmanager
+    def timed(self) -> Iterator[None]:
+        """Time one strategy's call."""
+        started = time.monotonic()
+        yield
+        self._longest = max(self._longest, time.monotonic() - started)
 
 
 class Pipeline:
@@ -200,8 +204,9 @@ class Pipeline:
         """The stream's state item, if it has one."""
         return self._records.get(ledger.partition_of(stream), ledger.STATE)
 
-    def _turns(self, markers: list[Item]) -> tuple[list[Turn], list[Turn], set[str]]:
-        """The conversation and execution turns of the markers (records since deleted are left out)."""
+    def _turns(self, markers: list[Item]) -> tuple[dict[str, list[Turn]], set[str]]:
+        """The turns of the markers by kind, conversation and execution (records since deleted are left out), and
+        the message ids found."""
         by_kind: dict[str, dict[str, list[str]]] = {"conversation": {}, "execution": {}}
         for marker in markers:
             by_kind[marker.data["kind"]].setdefault(marker.data["scope"], []).append(marker.data["messageId"])
@@ -216,7 +221,7 @@ class Pipeline:
             found = self._executions.get_many(scope, ids)
             execution += [execution_turn(found[message_id]) for message_id in ids if message_id in found]
         present = {turn.message_id for turn in (*conversation, *execution)}
-        return conversation, execution, present
+        return {"conversation": conversation, "execution": execution}, present
 
     # ---------------------------------------------------------------- run
     def run(
@@ -227,144 +232,117 @@ class Pipeline:
         dry_run: bool = False,
         only: tuple[str, ...] | None = None,
         deadline_seconds: float | None = None,
-    ) -> dict[str, Any] | None:
-        """One run over the oldest waiting turns; the run's record (RunView shape), or None when none wait.
+    ) -> RunOutcome | None:
+        """One run over the oldest waiting turns (None when none wait): the strategies that read turns, then
+        (unless a dry run) those that read the memories they wrote.
 
         With ``deadline_seconds`` (memory_extract behind API Gateway), a strategy is started only while the
         longest call so far still fits before the deadline, with ``SAVE_RESERVE_SECONDS`` to spare; the
         first always starts. The strategies left out are listed under ``deferred`` and their turns wait for
         the background run, which finishes them."""
-        started = time.monotonic()
-        longest = 0.0
+        deadline = _Deadline(deadline_seconds)
         markers = self.waiting(stream)
         if not markers:
             return None
         # One identity per run: two agents of one user's session write lessons into their own agent layers.
         identity = markers[0].data.get("identity") or {}
         markers = list(itertools.takewhile(lambda m: (m.data.get("identity") or {}) == identity, markers))
-        context = context_of(identity)
-        conversation, execution, present = self._turns(markers)
-        run_id = f"run_{secrets.token_hex(8)}"
-        at = iso(datetime.now(UTC))
-        enabled = [name for name in self._config.strategies if only is None or name in only]
-        outcomes: list[StrategyOutcome] = []
-        done: dict[str, set[str]] = {}  # strategy -> message ids it is finished with
-        failed: dict[str, set[str]] = {}
+        turns, present = self._turns(markers)
         state = self.state(stream)
-        deferred: list[str] = []
-        for name in enabled:
-            if STRATEGIES.get(name) is PROFILE:  # reads the memories this run writes: after the others
-                continue
-            late = (
-                deadline_seconds is not None
-                and time.monotonic() - started + longest + SAVE_RESERVE_SECONDS > deadline_seconds
-            )
-            if outcomes and late:
-                deferred.append(name)
-                continue
-            source = "execution" if name == "lessons" else "conversation"
-            todo = [m for m in markers if m.data["kind"] == source and name not in m.data.get("done", [])]
-            if not todo:
-                continue
-            ids = {m.data["messageId"] for m in todo}
-            turns = [t for t in (execution if source == "execution" else conversation) if t.message_id in ids]
-            if not turns:  # their records are gone: nothing to read
-                done[name] = ids
-                continue
-            call_started = time.monotonic()
-            if not self._applies(name, context):
-                done[name] = ids  # no session, no session summary: nothing to do, nothing failed
-                continue
-            outcome = self._run_strategy(name, context, turns, state, run_id, at, dry_run)
-            longest = max(longest, time.monotonic() - call_started)
-            outcomes.append(outcome)
-            _count(outcome)
-            failure = outcome.failure
-            if failure is None or failure.get("final"):
-                done[name] = ids
-            elif failure.get("counts", True):
-                failed[name] = ids
-            # else: the model did not answer; the turns wait, their attempts unchanged
-        if "profile" in enabled and not dry_run:
-            profile = self._run_profile(context, outcomes, run_id, at)
-            if profile is not None:
-                outcomes.append(profile)
-                _count(profile)
-        view = {
-            "runId": run_id,
-            "at": at,
-            "trigger": trigger,
-            "dryRun": dry_run,
-            "session": identity.get("session"),
-            "turns": [m.data["messageId"] for m in markers if m.data["messageId"] in present],
-            "strategies": [outcome.view() for outcome in outcomes],
-            "deferred": deferred,
-        }
-        if not dry_run:
-            self._settle(stream, markers, enabled, done, failed)
-            stored = [str(m.data.get("storedAt") or m.data["at"]) for m in markers]
-            self._record(stream, at, run_id, view, outcomes, min(stored))
-        return view
+        running_text = (state.data.get("summaryText") if state else None) or None
+        at = iso(datetime.now(UTC))
+        batch = _Batch(context_of(identity), turns, f"run_{secrets.token_hex(8)}", at, dry_run, running_text)
+        read = [m.data["messageId"] for m in markers if m.data["messageId"] in present]
+        run = RunOutcome(batch.run_id, at, trigger, dry_run, identity.get("session"), read)
+        enabled = [STRATEGIES[name] for name in self._config.strategies if only is None or name in only]
+        progress = self._run_turns(run, batch, markers, enabled, deadline)
+        if dry_run:
+            return run
+        # The strategies that read the memories this run wrote (the profile): after the others.
+        for strategy in enabled:
+            if strategy.source == "memories" and isinstance(strategy, Prompted):
+                outcome = self._run_profile(strategy, batch, run.strategies)
+                if outcome is not None:
+                    run.strategies.append(outcome)
+                    _count(outcome)
+        self._settle(stream, markers, enabled, progress)
+        stored = [str(m.data.get("storedAt") or m.data["at"]) for m in markers]
+        self._record(stream, run, min(stored))
+        return run
 
-    @staticmethod
-    def _applies(name: str, context: RequestContext) -> bool:
-        """Whether a strategy has anything to do for this identity: the summary is a session's."""
-        return name != "summary" or context.session is not None
-
-    def _run_strategy(
-        self,
-        name: str,
-        context: RequestContext,
-        turns: list[Turn],
-        state: Item | None,
-        run_id: str,
-        at: str,
-        dry_run: bool,
-    ) -> StrategyOutcome:
-        settings = self._config.of(name)
-        extractor = self._extractor_for(settings.model)
-        outcome = StrategyOutcome(name, extractor.name)
-        if name == "graph":
-            if self._graph_run is None or dry_run:
-                return outcome
-            try:
-                outcome.candidates = self._graph_run(extractor, context, turns)
-            except MnemoError as error:
-                outcome.failure = {"message": error.message, "raw": (error.details or {}).get("raw"), "attempts": 1}
-            return outcome
-        strategy = STRATEGIES[name]
-        target = self._target(strategy, context, extractor.name, run_id, at)
-        if isinstance(target, str):  # the same next time: shown once, and the turns let go for it
-            outcome.failure = {"message": target, "raw": None, "attempts": 1, "final": True}
-            return outcome
-        target = replace(target, expires_at=settings.expires_at())
-        previous = (state.data.get("summaryText") if state and name == "summary" else None) or None
-        tokens = [0, 0]
-        try:
-            items = self._gather(strategy, extractor, settings, turns, previous, tokens)
-        except Failed as failure:
-            outcome.failure = {
-                "message": failure.message,
-                "raw": failure.raw,
-                "attempts": failure.attempts,
-                "counts": failure.counts,
+    def _run_turns(
+        self, run: RunOutcome, batch: _Batch, markers: list[Item], enabled: list[Strategy], deadline: _Deadline
+    ) -> _Progress:
+        """Each enabled strategy that reads turns, over the batch's turns it has not done yet; its outcome added
+        to the run (or, past the deadline, its name to ``deferred``)."""
+        progress = _Progress()
+        for strategy in enabled:
+            if strategy.source == "memories":
+                continue
+            if run.strategies and deadline.late():
+                run.deferred.append(strategy.name)
+                continue
+            ids = {
+                m.data["messageId"]
+                for m in markers
+                if strategy.reads(m.data["kind"]) and strategy.name not in m.data.get("done", [])
             }
-            outcome.input_tokens, outcome.output_tokens = tokens[0] + failure.tokens[0], tokens[1] + failure.tokens[1]
-            return outcome
-        outcome.input_tokens, outcome.output_tokens = tokens
-        candidates, refused = self._checked(strategy, items, turns, settings.metadata_keys)
-        if name == "summary" and candidates:
-            candidates = candidates[:1]
-            candidates[0].subject = SUMMARY_SUBJECT
-        judge = self._extractor_for(settings.model) if self._config.judge else None
-        consolidated = self._consolidator.consolidate(target, candidates, judge, dry_run=dry_run)
-        outcome.candidates = consolidated.candidates + refused
-        outcome.input_tokens += consolidated.input_tokens
-        outcome.output_tokens += consolidated.output_tokens
+            if not ids:
+                continue
+            turns = [t for t in batch.turns.get(strategy.source, []) if t.message_id in ids]
+            if not turns or not _applies(strategy, batch.context):
+                # Their records are gone, or (no session, no session summary) there is nothing to do: nothing failed.
+                progress.done[strategy.name] = ids
+                continue
+            with deadline.timed():
+                outcome = self._run_strategy(strategy, batch, turns)
+            run.strategies.append(outcome)
+            _count(outcome)
+            progress.take(outcome, ids)
+        return progress
+
+    def _run_strategy(self, strategy: Strategy, batch: _Batch, turns: list[Turn]) -> StrategyOutcome:
+        """One strategy over its turns of the batch: its candidates and what consolidation decided, or how it
+        failed, and the tokens either cost."""
+        settings = self._config.of(strategy.name)
+        extractor = self._extractor_for(settings.model)
+        outcome = StrategyOutcome(strategy, extractor.name)
+        try:
+            if isinstance(strategy, Prompted):
+                self._prompted(outcome, strategy, settings, extractor, batch, turns)
+            elif self._graph_run is not None and not batch.dry_run:
+                outcome.candidates = _graph(self._graph_run, extractor, batch.context, turns)
+        except Failed as failure:
+            outcome.failure = failure
+            outcome.add_tokens(failure.tokens)
         return outcome
 
+    def _prompted(
+        self,
+        outcome: StrategyOutcome,
+        strategy: Prompted,
+        settings: StrategyConfig,
+        extractor: Extractor,
+        batch: _Batch,
+        turns: list[Turn],
+    ) -> None:
+        """A prompted strategy's model call over the turns, checked and consolidated into ``outcome``; raises
+        ``Failed``. A running strategy is shown its running text so far, and keeps one candidate, about its
+        running subject."""
+        target = self._target(strategy, batch, extractor.name, settings.expires_at())
+        previous = batch.running_text if _keeps_text(strategy) else None
+        items = self._gather(strategy, extractor, settings, turns, previous, outcome)
+        candidates, refused = self._checked(strategy, items, turns, settings.metadata_keys)
+        if strategy.running_subject is not None and candidates:
+            candidates = candidates[:1]
+            candidates[0].subject = strategy.running_subject
+        judge = self._extractor_for(settings.model) if self._config.judge else None
+        consolidated = self._consolidator.consolidate(target, candidates, judge, dry_run=batch.dry_run)
+        outcome.candidates = consolidated.candidates + refused
+        outcome.add_tokens((consolidated.input_tokens, consolidated.output_tokens))
+
     def _run_profile(
-        self, context: RequestContext, outcomes: list[StrategyOutcome], run_id: str, at: str
+        self, strategy: Prompted, batch: _Batch, outcomes: list[StrategyOutcome]
     ) -> StrategyOutcome | None:
         """The user's profile rewritten from the last one and the memories this run's facts and preferences added
         or superseded (and those an earlier profile call left pending); None when nothing changed.
@@ -373,44 +351,54 @@ class Pipeline:
         write of the new profile takes them off: a call that fails, an answer refused (a profile over
         ``maxTokens`` is refused, never cut), a run that stops, or another run's profile written meanwhile
         leaves them for the next rewrite."""
-        settings = self._config.of("profile")
+        settings = self._config.of(strategy.name)
         extractor = self._extractor_for(settings.model)
-        target = self._target(PROFILE, context, extractor.name, run_id, at)
-        if isinstance(target, str):
+        try:
+            target = self._target(strategy, batch, extractor.name, settings.expires_at())
+        except NoTarget:  # turns without a user id: no profile to keep
             return None
-        target = replace(target, expires_at=settings.expires_at())
+        subject = strategy.running_subject
+        assert subject is not None, "a strategy that reads memories keeps one running memory"
         changed = [
             candidate.memory_id
             for outcome in outcomes
-            if outcome.strategy in PROFILE_INPUTS and not outcome.failure
+            if outcome.strategy.name in PROFILE_INPUTS and outcome.failure is None
             for candidate in outcome.candidates
             if candidate.decision in ("added", "superseded") and candidate.memory_id
         ]
-        head, current = self._consolidator.running(target.scope, PROFILE.name, PROFILE_SUBJECT)
+        head, current = self._consolidator.running(target.scope, strategy.name, subject)
         if changed and not set(changed) <= set(head.pending):
-            head = self._consolidator.leave_pending(target.scope, PROFILE.name, PROFILE_SUBJECT, changed)
+            head = self._consolidator.leave_pending(target.scope, strategy.name, subject, changed)
         texts = self._consolidator.texts(target.scope, list(head.pending))
         if not texts:
             return None
-        outcome = StrategyOutcome(PROFILE.name, extractor.name)
+        outcome = StrategyOutcome(strategy, extractor.name)
         limit = settings.max_tokens or PROFILE_MAX_TOKENS
         so_far = " ".join(current["content"].split()) if current else "(none yet)"
         lines = "\n".join(f"[{memory_id}] {' '.join(text.split())}" for memory_id, text in texts.items())
         user = f"Profile so far:\n{so_far}\n\nMemories that changed since (oldest first):\n{lines}\n"
-        system = PROFILE.system.format(max_tokens=limit, max_words=limit * 3 // 4)
+        system = strategy.system.format(max_tokens=limit, max_words=limit * 3 // 4)
         try:
-            answer, used = self._ask(PROFILE, extractor, settings, [], None, user=user, system=system)
+            answer, used = self._ask(strategy, extractor, settings, [], None, user=user, system=system)
         except Failed as failure:
-            outcome.failure = {"message": failure.message, "raw": failure.raw, "attempts": failure.attempts}
-            outcome.input_tokens, outcome.output_tokens = failure.tokens
+            outcome.failure = failure
+            outcome.add_tokens(failure.tokens)
             return outcome
-        outcome.input_tokens, outcome.output_tokens = used
-        items = answer[PROFILE.items_key]
-        if not items:
-            return outcome
-        text = " ".join(str(items[0]["text"]).split())
-        cited = [memory_id for memory_id in dict.fromkeys(items[0]["sourceIds"]) if memory_id in texts]
-        candidate = Candidate(text=text, subject=PROFILE_SUBJECT, source_ids=[], memory_ids=cited, taken=list(texts))
+        outcome.add_tokens(used)
+        items = answer[strategy.items_key]
+        if items:
+            self._profile_written(outcome, target, items[0], texts, limit)
+        return outcome
+
+    def _profile_written(
+        self, outcome: StrategyOutcome, target: Target, item: dict[str, Any], texts: dict[str, str], limit: int
+    ) -> None:
+        """The profile the model wrote, checked and consolidated into ``outcome``: refused when it cites no memory
+        it was given or holds an invisible character, and a failure too when it is over ``limit`` tokens."""
+        text = " ".join(str(item["text"]).split())
+        cited = [memory_id for memory_id in dict.fromkeys(item["sourceIds"]) if memory_id in texts]
+        subject = outcome.strategy.running_subject
+        candidate = Candidate(text=text, subject=subject, source_ids=[], memory_ids=cited, taken=list(texts))
         tokens = count_tokens(text)
         if not cited:
             candidate.decision, candidate.reason = "refused", "it cites no memory id it was given"
@@ -419,60 +407,64 @@ class Pipeline:
         elif tokens > limit:
             candidate.decision = "refused"
             candidate.reason = f"it is {tokens} tokens, over maxTokens {limit}: refused, not cut"
-            outcome.failure = {"message": f"the profile {candidate.reason}", "raw": text, "attempts": 1}
+            outcome.failure = Failed(f"the profile {candidate.reason}", text)
         if candidate.decision == "refused":
             outcome.candidates = [candidate]
-            return outcome
+            return
         outcome.candidates = self._consolidator.consolidate(target, [candidate], None).candidates
-        return outcome
 
     def _gather(
         self,
-        strategy: Strategy,
+        strategy: Prompted,
         extractor: Extractor,
         settings: StrategyConfig,
         turns: list[Turn],
         previous: str | None,
-        tokens: list[int],
+        outcome: StrategyOutcome,
     ) -> list[dict[str, Any]]:
-        """The strategy's items for the turns. An answer over the cap is refused whole, never cut: the turns are
-        asked again in halves, and only a single turn (or a summary) over the cap is a failure."""
+        """The strategy's items for the turns, each call's tokens counted on ``outcome``. An answer over the cap is
+        refused whole, never cut: the turns are asked again in halves, and only a single turn (or a running
+        memory, which is one whatever the turns) over the cap is a failure."""
         answer, used = self._ask(strategy, extractor, settings, turns, previous)
-        tokens[0], tokens[1] = tokens[0] + used[0], tokens[1] + used[1]
+        outcome.add_tokens(used)
         items: list[dict[str, Any]] = answer[strategy.items_key]
         cap = self._config.max_candidates
         if len(items) <= cap:
             return items
-        if len(turns) == 1 or strategy.name == "summary":
+        if len(turns) == 1 or strategy.running:
             raise Failed(
                 f"the model proposed {len(items)} memories for {len(turns)} turn(s); the cap is {cap} per call, so "
                 "none were kept (raise MNEMO_EXTRACTION_MAX_CANDIDATES)"
             )
         half = len(turns) // 2
-        return self._gather(strategy, extractor, settings, turns[:half], previous, tokens) + self._gather(
-            strategy, extractor, settings, turns[half:], previous, tokens
+        return self._gather(strategy, extractor, settings, turns[:half], previous, outcome) + self._gather(
+            strategy, extractor, settings, turns[half:], previous, outcome
         )
 
     @staticmethod
-    def _target(strategy: Strategy, context: RequestContext, model: str, run_id: str, at: str) -> Target | str:
-        """Where the strategy writes for this identity, or why it cannot (a missing id)."""
+    def _target(strategy: Prompted, batch: _Batch, model: str, expires_at: str | None) -> Target:
+        """Where the strategy writes for the batch's writer; ``NoTarget`` when the turns lack an id its layer
+        needs."""
+        context = batch.context
         missing = context.missing_ids(strategy.layer)
         if missing:
-            return f"the {strategy.layer} layer needs a {missing[0]} id, and the turns were written without one"
+            raise NoTarget(strategy.layer, missing[0])
         return Target(
             scope=context.scope_key(strategy.layer),
             layer=strategy.layer,
             tag=strategy.tag,
             strategy=strategy.name,
             model=model,
-            run_id=run_id,
-            extracted_at=at,
+            run_id=batch.run_id,
+            extracted_at=batch.at,
             actor=context.user,
+            expires_at=expires_at,
+            running=strategy.running,
         )
 
     def _ask(
         self,
-        strategy: Strategy,
+        strategy: Prompted,
         extractor: Extractor,
         settings: StrategyConfig,
         turns: list[Turn],
@@ -498,11 +490,11 @@ class Pipeline:
                 tokens_in += int(details.get("inputTokens") or 0)
                 tokens_out += int(details.get("outputTokens") or 0)
                 if "raw" not in details:  # the model did not answer (down, refused): not worth asking again now
-                    raise Failed(error.message, None, attempt, (tokens_in, tokens_out), counts=False) from None
+                    raise Failed(error.message, None, attempt, (tokens_in, tokens_out), retry=Retry.FREE) from None
                 raw, message = details["raw"], error.message
                 continue
             except MnemoError as error:  # throttled past its retries, timed out
-                raise Failed(error.message, None, attempt, (tokens_in, tokens_out), counts=False) from None
+                raise Failed(error.message, None, attempt, (tokens_in, tokens_out), retry=Retry.FREE) from None
             tokens_in += extraction.input_tokens
             tokens_out += extraction.output_tokens
             problem = first_problem(strategy.schema, extraction.answer)
@@ -526,7 +518,7 @@ class Pipeline:
 
     @staticmethod
     def _checked(
-        strategy: Strategy, items: list[dict[str, Any]], turns: list[Turn], keys: tuple[str, ...] = ()
+        strategy: Prompted, items: list[dict[str, Any]], turns: list[Turn], keys: tuple[str, ...] = ()
     ) -> tuple[list[Candidate], list[Candidate]]:
         """The candidates that cite the batch and read as text; the others, refused with a reason. Of the
         metadata the model fills, only the keys the deployment asked for (``metadataKeys``) are kept, and
@@ -559,34 +551,24 @@ class Pipeline:
         return accepted, refused
 
     # ------------------------------------------------------------ ledger
-    def _settle(
-        self,
-        stream: str,
-        markers: list[Item],
-        enabled: list[str],
-        done: dict[str, set[str]],
-        failed: dict[str, set[str]],
-    ) -> None:
+    def _settle(self, stream: str, markers: list[Item], enabled: list[Strategy], progress: _Progress) -> None:
         """Each turn: gone once every strategy that reads it is done; else its progress and attempts kept."""
         operations: list[Put | Delete] = []
+        on = [STRATEGIES[name] for name in self._config.strategies]
         for marker in markers:
             data = dict(marker.data)
-            message_id, kind = data["messageId"], data["kind"]
+            message_id = data["messageId"]
             finished = set(data.get("done", []))
             attempts = dict(data.get("attempts", {}))
-            for name in enabled:
-                if message_id in done.get(name, set()):
+            for name in (strategy.name for strategy in enabled):
+                if message_id in progress.done.get(name, set()):
                     finished.add(name)
-                elif message_id in failed.get(name, set()):
+                elif message_id in progress.failed.get(name, set()):
                     attempts[name] = attempts.get(name, 0) + 1
                     if attempts[name] >= MAX_ATTEMPTS:
                         finished.add(name)  # the failure stands in the run's record and the status
             writer = context_of(data.get("identity") or {})
-            readers = [
-                n
-                for n in self._config.strategies
-                if n != "profile" and (n == "lessons") == (kind == "execution") and self._applies(n, writer)
-            ]
+            readers = [s.name for s in on if s.reads(data["kind"]) and _applies(s, writer)]
             if all(name in finished for name in readers):
                 operations.append(Delete(marker.pk, marker.sk, expect=marker.version))
             elif finished != set(data.get("done", [])) or attempts != data.get("attempts", {}):
@@ -600,58 +582,77 @@ class Pipeline:
             except ConditionFailed:  # another run settled them first: its view stands
                 logger.info("waiting turns of %s were settled by another run", stream)
 
-    def _record(
-        self,
-        stream: str,
-        at: str,
-        run_id: str,
-        view: dict[str, Any],
-        outcomes: list[StrategyOutcome],
-        oldest_stored: str,
-    ) -> None:
-        """The stream's counters (a conditional update, retried on a race), then the run's record, fitted under
-        the store's item size. ``liveSince`` keeps the oldest storage time of a turn a run has read: the
-        backfill queues only turns stored before it (the others were queued when they were stored)."""
-        summary = next((o for o in outcomes if o.strategy == "summary" and not o.failure and o.candidates), None)
-        for _ in range(5):
-            state = self.state(stream)
-            data: dict[str, Any] = dict(state.data) if state else {"stream": stream, "runs": 0, "strategies": {}}
-            data["runs"] = int(data.get("runs", 0)) + 1
-            data["lastRunAt"] = at
-            if oldest_stored < data.get("liveSince", "\uffff"):
-                data["liveSince"] = oldest_stored
-            counters = {name: dict(values) for name, values in (data.get("strategies") or {}).items()}
-            for outcome in outcomes:
-                count = counters.setdefault(outcome.strategy, {})
-                count["runs"] = count.get("runs", 0) + 1
-                count["inputTokens"] = count.get("inputTokens", 0) + outcome.input_tokens
-                count["outputTokens"] = count.get("outputTokens", 0) + outcome.output_tokens
-                count["lastRunAt"] = at
-                if outcome.failure:
-                    count["failures"] = count.get("failures", 0) + 1
-                    count["lastFailure"] = {**outcome.failure, "at": at}
-                for candidate in outcome.candidates:
-                    count[candidate.decision] = count.get(candidate.decision, 0) + 1
-            data["strategies"] = counters
-            if summary is not None:
-                written = next((c for c in summary.candidates if c.decision != "refused"), None)
-                if written is not None:
-                    data["summaryText"], data["summaryMemoryId"] = written.text, written.memory_id
-            version = state.version + 1 if state else 1
-            expect: int | Literal["absent"] = state.version if state else "absent"
-            try:
-                self._records.write(
-                    [Put(Item(ledger.partition_of(stream), ledger.STATE, data, version=version), expect=expect)]
-                )
-                break
-            except ConditionFailed:
-                continue
-        else:
+    def _record(self, stream: str, run: RunOutcome, oldest_stored: str) -> None:
+        """The stream's counters (``ledger.update_state``: retried on a race), then the run's record, fitted under
+        the store's item size."""
+        if not ledger.update_state(
+            self._records, stream, lambda data: _counted(data, run, oldest_stored), tries=STATE_TRIES
+        ):
             logger.warning("could not update the extraction counters of %s", stream)
         try:
-            self._records.write([ledger.run_item(stream, at, run_id, fitted(view))])
+            self._records.write([ledger.run_item(stream, run.at, run.run_id, fitted(run.view()))])
         except MnemoError as error:  # the memories and the state stand; only the run's account is lost
-            logger.warning("could not store the record of run %s: %s", run_id, error.message)
+            logger.warning("could not store the record of run %s: %s", run.run_id, error.message)
+
+
+def _applies(strategy: Strategy, writer: RequestContext) -> bool:
+    """Whether a strategy has anything to do for the turns of this writer: one that writes the session layer (the
+    summary) has not for turns written without a session."""
+    return not strategy.needs_session or writer.session is not None
+
+
+def _keeps_text(strategy: Strategy) -> bool:
+    """Whether the stream's state keeps the strategy's running text (``summaryText``), to show its next call: a
+    running memory rewritten from the stream's own turns (the summary; the profile is the user's, and is read
+    from its pointer)."""
+    return strategy.running and strategy.source != "memories"
+
+
+def _graph(
+    graph_run: Callable[[Extractor, RequestContext, list[Turn]], list[Candidate]],
+    extractor: Extractor,
+    context: RequestContext,
+    turns: list[Turn],
+) -> list[Candidate]:
+    """The graph strategy's candidates (build_memory_from_text's); ``Failed`` when it fails."""
+    try:
+        return graph_run(extractor, context, turns)
+    except MnemoError as error:
+        raise Failed(error.message, (error.details or {}).get("raw")) from None
+
+
+def _counted(data: dict[str, Any], run: RunOutcome, oldest_stored: str) -> bool:
+    """The stream's state with the run counted in (always written). ``liveSince`` keeps the oldest storage time of
+    a turn a run has read: the backfill queues only turns stored before it (the others were queued when they
+    were stored). The running text of the stream's turns (``_keeps_text``) is kept as ``summaryText``."""
+    data["runs"] = int(data.get("runs", 0)) + 1
+    data["lastRunAt"] = run.at
+    live_since = data.get("liveSince")
+    if live_since is None or oldest_stored < live_since:
+        data["liveSince"] = oldest_stored
+    counters = {name: dict(values) for name, values in (data.get("strategies") or {}).items()}
+    for outcome in run.strategies:
+        _count_in(counters.setdefault(outcome.strategy.name, {}), outcome, run.at)
+    data["strategies"] = counters
+    for outcome in run.strategies:
+        if _keeps_text(outcome.strategy) and outcome.failure is None:
+            written = next((c for c in outcome.candidates if c.decision != "refused"), None)
+            if written is not None:
+                data["summaryText"], data["summaryMemoryId"] = written.text, written.memory_id
+    return True
+
+
+def _count_in(count: dict[str, Any], outcome: StrategyOutcome, at: str) -> None:
+    """One strategy's counters in the stream's state, with its outcome of the run at ``at`` added."""
+    count["runs"] = count.get("runs", 0) + 1
+    count["inputTokens"] = count.get("inputTokens", 0) + outcome.input_tokens
+    count["outputTokens"] = count.get("outputTokens", 0) + outcome.output_tokens
+    count["lastRunAt"] = at
+    if outcome.failure is not None:
+        count["failures"] = count.get("failures", 0) + 1
+        count["lastFailure"] = {**outcome.failure.view(), "at": at}
+    for candidate in outcome.candidates:
+        count[candidate.decision] = count.get(candidate.decision, 0) + 1
 
 
 #: A run's record is kept under DynamoDB's 400 KB item limit, with room for the keys.
@@ -689,10 +690,10 @@ def fitted(view: dict[str, Any]) -> dict[str, Any]:
 def _count(outcome: StrategyOutcome) -> None:
     """The strategy's tokens, decisions and failure as metrics (the EMF of the invocation under way), named
     per strategy: ``ExtractionFactsInputTokens``, ``ExtractionFactsAdded``, ``ExtractionFactsFailures``..."""
-    prefix = f"Extraction{outcome.strategy.title()}"
+    prefix = f"Extraction{outcome.strategy.name.title()}"
     telemetry.count(f"{prefix}InputTokens", outcome.input_tokens)
     telemetry.count(f"{prefix}OutputTokens", outcome.output_tokens)
-    telemetry.count(f"{prefix}Failures", 1 if outcome.failure else 0)
+    telemetry.count(f"{prefix}Failures", 0 if outcome.failure is None else 1)
     for decision in DECISIONS:
         telemetry.count(f"{prefix}{decision.title()}", sum(1 for c in outcome.candidates if c.decision == decision))
 

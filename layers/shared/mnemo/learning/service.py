@@ -20,7 +20,7 @@ import logging
 import math
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -43,8 +43,9 @@ from mnemo.learning.models import (
     StrategyFailure,
     StrategyStatus,
 )
+from mnemo.learning.outcomes import Left, NoticeOutcome
 from mnemo.learning.pipeline import MAX_BATCH_TURNS, LearningConfig, Pipeline
-from mnemo.learning.strategies import STRATEGY_NAMES
+from mnemo.learning.strategies import PROFILE, STRATEGIES, Strategy
 from mnemo.ports import ConditionFailed, Delete, ExtractionQueue, Item, Put, RecordStore, StreamNotice
 
 logger = logging.getLogger(__name__)
@@ -132,12 +133,7 @@ class LearningService:
     # ------------------------------------------------------- the observer
     def operations(self, context: RequestContext, kind: str, scope: str, data: dict[str, Any]) -> list[Put]:
         """The waiting-turn marker and the stream's queue entry, written with a new record (none when off)."""
-        if not self.enabled or context.user is None:
-            return []
-        reads = {"execution": "lessons"}.get(kind)
-        if reads is not None and reads not in self._config.strategies:
-            return []
-        if reads is None and all(name == "lessons" for name in self._config.strategies):
+        if not self.enabled or context.user is None or not self._queues(kind):
             return []
         stream = stream_of(context)
         at = data["timestamp"]
@@ -145,6 +141,14 @@ class LearningService:
             ledger.turn_marker(stream, at, data["stored_at"], kind, data["message_id"], scope, identity_of(context)),
             ledger.queue_entry(stream, identity_of(context), key_time(datetime.now(UTC))),
         ]
+
+    def _queues(self, kind: str) -> bool:
+        """Whether a new record of ``kind`` waits for extraction: an execution record when a strategy that reads
+        executions is on; a conversation record when any other is (the profile runs in the runs its turns start)."""
+        on = [STRATEGIES[name] for name in self._config.strategies]
+        if kind == "execution":
+            return any(strategy.source == "execution" for strategy in on)
+        return any(strategy.source != "execution" for strategy in on)
 
     def stored(self, context: RequestContext) -> None:
         """One notice for the call's new turns; a failure is logged: the turns wait, and the next notice or
@@ -249,13 +253,15 @@ class LearningService:
                     {"field": "strategies", "strategy": off[0]},
                 )
         stream = stream_of(context)
-        view = self._pipeline.run(stream, "demand", dry_run=request.dry_run, only=only, deadline_seconds=self._deadline)
-        if view is not None and not request.dry_run:
+        outcome = self._pipeline.run(
+            stream, "demand", dry_run=request.dry_run, only=only, deadline_seconds=self._deadline
+        )
+        if outcome is not None and not request.dry_run:
             self._forget_if_done(stream)
         pending = len(self._pipeline.waiting(stream, MAX_BATCH_TURNS))
-        if view is None:
+        if outcome is None:
             return MemoryExtractOutput(message="No turn is waiting for extraction", run=None, pending_turns=pending)
-        run = RunView.model_validate(view)
+        run = RunView.model_validate(outcome.view())
         decisions: dict[str, int] = {}
         for part in run.strategies:
             for candidate in part.candidates:
@@ -286,35 +292,7 @@ class LearningService:
         data = state.data if state else {}
         runs = self._records.query(partition, ledger.RUN, limit=request.runs, descending=True) if request.runs else []
         counters = data.get("strategies") or {}
-        strategies = []
-        for name in STRATEGY_NAMES:
-            count = counters.get(name) or {}
-            reads = "execution" if name == "lessons" else "conversation"
-            on = name in self._config.strategies
-            failure = count.get("lastFailure")
-            strategies.append(
-                StrategyStatus(
-                    strategy=name,
-                    enabled=on,
-                    model=self._models(self._config.of(name).model) if on else None,
-                    pending_turns=sum(
-                        1 for m in waiting if m.data["kind"] == reads and name not in m.data.get("done", [])
-                    )
-                    if on and name != "profile"
-                    else 0,
-                    runs=count.get("runs", 0),
-                    failures=count.get("failures", 0),
-                    added=count.get("added", 0),
-                    kept=count.get("kept", 0),
-                    superseded=count.get("superseded", 0),
-                    merged=count.get("merged", 0),
-                    outdated=count.get("outdated", 0),
-                    input_tokens=count.get("inputTokens", 0),
-                    output_tokens=count.get("outputTokens", 0),
-                    last_run_at=count.get("lastRunAt"),
-                    last_failure=StrategyFailure.model_validate(failure) if failure else None,
-                )
-            )
+        strategies = [self._strategy_status(s, counters.get(s.name) or {}, waiting) for s in STRATEGIES.values()]
         last_turn = max((m.data["at"] for m in waiting), default=None)
         return ExtractionStatusOutput(
             enabled=self.enabled,
@@ -330,8 +308,33 @@ class LearningService:
                 "maxCandidates": self._config.max_candidates,
             },
             strategies=strategies,
-            profile=self._profile(context) if "profile" in self._config.strategies else None,
+            profile=self._profile(context) if PROFILE.name in self._config.strategies else None,
             recent_runs=[RunView.model_validate(item.data) for item in runs],
+        )
+
+    def _strategy_status(self, strategy: Strategy, count: dict[str, Any], waiting: list[Item]) -> StrategyStatus:
+        """One strategy's standing: on or off, its model, the waiting turns it reads and has not done, and the
+        stream's counters of it (``count``)."""
+        name = strategy.name
+        on = name in self._config.strategies
+        failure = count.get("lastFailure")
+        pending = sum(1 for m in waiting if strategy.reads(m.data["kind"]) and name not in m.data.get("done", []))
+        return StrategyStatus(
+            strategy=name,
+            enabled=on,
+            model=self._models(self._config.of(name).model) if on else None,
+            pending_turns=pending if on else 0,
+            runs=count.get("runs", 0),
+            failures=count.get("failures", 0),
+            added=count.get("added", 0),
+            kept=count.get("kept", 0),
+            superseded=count.get("superseded", 0),
+            merged=count.get("merged", 0),
+            outdated=count.get("outdated", 0),
+            input_tokens=count.get("inputTokens", 0),
+            output_tokens=count.get("outputTokens", 0),
+            last_run_at=count.get("lastRunAt"),
+            last_failure=StrategyFailure.model_validate(failure) if failure else None,
         )
 
     def _profile(self, context: RequestContext) -> ProfileView | None:
@@ -352,19 +355,19 @@ class LearningService:
         )
 
     # ----------------------------------------------------------- workers
-    def on_notice(self, notice: StreamNotice, *, arm: bool = True) -> str:
+    def on_notice(self, notice: StreamNotice, *, arm: bool = True) -> NoticeOutcome:
         """What the extraction worker does with a notice: run while ``every_turns`` turns wait (all of them on
         demand or once idle), else arm an idle wake-up (unless ``arm`` is false: a sweep looks again anyway).
-        Returns what it did (``ran N``, ``waiting``, ``idle``)."""
+        Returns the runs it made and how it left the stream."""
         if not self.enabled:
-            return "off"
+            return NoticeOutcome(0, Left.OFF)
         stream = notice.stream
         runs = 0
         while runs < MAX_RUNS_PER_WAKE:
             waiting = self._pipeline.waiting(stream, MAX_BATCH_TURNS)
             if not waiting:
                 self._forget_if_done(stream)
-                return f"ran {runs}" if runs else "idle"
+                return NoticeOutcome(runs, Left.NOTHING)
             quiet = self._clock() - self._last_turn(stream, waiting)
             due = (
                 notice.reason == "demand"
@@ -374,15 +377,15 @@ class LearningService:
             if not due:
                 if arm:
                     self._arm(notice, self._config.idle_minutes * 60 - quiet)
-                return f"ran {runs}, waiting" if runs else "waiting"
-            view = self._pipeline.run(stream, notice.reason)
+                return NoticeOutcome(runs, Left.NOT_DUE)
+            run = self._pipeline.run(stream, notice.reason)
             runs += 1
-            if view is not None and view["strategies"] and all(part.get("failure") for part in view["strategies"]):
+            if run is not None and run.failed:
                 # The turns wait; a wake-up tries again even if the session stays quiet from now on.
                 if arm:
                     self._arm(notice, self._config.idle_minutes * 60)
-                return f"ran {runs}, failed"
-        return f"ran {runs}, more waiting"
+                return NoticeOutcome(runs, Left.FAILED)
+        return NoticeOutcome(runs, Left.MORE)
 
     def _last_turn(self, stream: str, waiting: list[Item]) -> float:
         """When the stream's last turn was stored, by the server's clock (a turn's ``at`` is the client's and
@@ -398,19 +401,19 @@ class LearningService:
         wake-up per quiet spell, not one per notice. A wake-up that comes while the stream is still busy arms
         the next."""
         now = self._clock()
-        state = self._pipeline.state(notice.stream)
-        armed = state.data.get("wakeAt") if state else None
-        if isinstance(armed, int | float) and armed > now:
-            return
         due = now + delay
-        data = {**(state.data if state else {"stream": notice.stream, "runs": 0, "strategies": {}}), "wakeAt": due}
-        version = state.version + 1 if state else 1
-        expect: int | Literal["absent"] = state.version if state else "absent"
-        try:
-            item = Item(ledger.partition_of(notice.stream), ledger.STATE, data, version=version)
-            self._records.write([Put(item, expect=expect)])
-        except ConditionFailed:
-            return  # another worker changed the stream meanwhile; its notice or run looks again
+
+        def set_wake(data: dict[str, Any]) -> bool:
+            ahead = data.get("wakeAt")
+            if isinstance(ahead, int | float) and ahead > now:
+                return False  # one is on its way
+            data["wakeAt"] = due
+            return True
+
+        # Not written: one is on its way, or another worker changed the stream meanwhile (its notice or run looks
+        # again).
+        if not ledger.update_state(self._records, notice.stream, set_wake):
+            return
         wake = StreamNotice(notice.stream, notice.identity, "idle", f"{due:.0f}")
         try:
             self._queue().wake_later(wake, min(900, max(1, math.ceil(delay))))
@@ -435,9 +438,8 @@ class LearningService:
         """The local worker's round: every listed stream given a notice as the queue would deliver it; runs made."""
         made = 0
         for entry in list(self.streams()):
-            outcome = self.on_notice(StreamNotice(entry.sk, entry.data.get("identity") or {}, "idle", ""), arm=False)
-            if outcome.startswith("ran "):
-                made += int(outcome.split()[1].rstrip(","))
+            notice = StreamNotice(entry.sk, entry.data.get("identity") or {}, "idle", "")
+            made += self.on_notice(notice, arm=False).runs
         return made
 
     def backfill(self, context: RequestContext, progress: Callable[[int, int], None] = lambda done, total: None) -> int:
@@ -453,7 +455,8 @@ class LearningService:
                 {"field": "strategies", "enabled": False},
             )
         scope = context.scope_key("user")
-        streams: dict[str, str] = {}  # stream -> liveSince: turns stored since were queued when stored
+        # stream -> its liveSince: turns stored since were queued when stored (None: no run yet, none was).
+        streams: dict[str, str | None] = {}
         for kind in (CONVERSATIONS, EXECUTIONS):
             store = EntryStore(self._records, kind)
             for entry in store.recent(scope):
@@ -464,9 +467,10 @@ class LearningService:
                 stream = stream_of(turn_context)
                 if stream not in streams:
                     state = self._pipeline.state(stream)
-                    streams[stream] = (state.data.get("liveSince") if state else None) or "\uffff"
+                    streams[stream] = (state.data.get("liveSince") if state else None) or None
                 stored_at = record.get("stored_at") or record["timestamp"]
-                if stored_at >= streams[stream]:
+                live_since = streams[stream]
+                if live_since is not None and stored_at >= live_since:
                     continue  # queued when it was stored, or read by a run already
                 writer = identity_of(turn_context)
                 marker = ledger.turn_marker(
@@ -481,9 +485,9 @@ class LearningService:
         total = len(streams)
         for done, stream in enumerate(streams):
             while self._pipeline.waiting(stream, 1):
-                view = self._pipeline.run(stream, "backfill")
+                run = self._pipeline.run(stream, "backfill")
                 runs += 1
-                if view is None or (view["strategies"] and all(p.get("failure") for p in view["strategies"])):
+                if run is None or run.failed:
                     break
             self._forget_if_done(stream)
             progress(done + 1, total)
