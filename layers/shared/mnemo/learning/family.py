@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from mnemo.changes import ChangeEvent, Owner, RecordChange, make_event
 from mnemo.families import ErasurePage, ErasureScope, ErasureStep, RecordFamily, is_personal_scope, paged
 from mnemo.families import personal_prefixes as scope_prefixes
-from mnemo.learning.ledger import PARTITION, QUEUE, RUN, STATE, TURN, queue_partitions
+from mnemo.learning.ledger import PARTITION, QUEUE, RUN, STATE, TURN, decision_counts, queue_partitions
 
 
 def captures(sk: str) -> bool:
@@ -25,13 +25,7 @@ def events(change: RecordChange, owner: Owner) -> list[ChangeEvent]:
     view = change.new
     if not change.sk.startswith(RUN) or not change.inserted or view is None:
         return []
-    decisions: dict[str, int] = {}
-    failed = 0
-    for part in view.get("strategies") or []:
-        failed += 1 if part.get("failure") else 0
-        for candidate in part.get("candidates") or []:
-            decision = str(candidate.get("decision"))
-            decisions[decision] = decisions.get(decision, 0) + 1
+    decisions, failed = decision_counts(view)
     run_id = str(view.get("runId") or change.sk.rsplit("#", 1)[-1])
     data = {
         "trigger": view.get("trigger"),

@@ -123,3 +123,16 @@ def update_state(
         except ConditionFailed:
             continue
     return False
+
+
+def decision_counts(run: dict[str, Any]) -> tuple[dict[str, int], int]:
+    """A stored run record's decisions on its candidates, by decision, and how many of its strategies failed
+    (extraction.completed's counts; memory_extract's message)."""
+    decisions: dict[str, int] = {}
+    failed = 0
+    for part in run.get("strategies") or []:
+        failed += 1 if part.get("failure") else 0
+        for candidate in part.get("candidates") or []:
+            decision = str(candidate.get("decision"))
+            decisions[decision] = decisions.get(decision, 0) + 1
+    return decisions, failed

@@ -31,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mnemo import telemetry
+from mnemo.clock import iso, now, now_iso
 from mnemo.context import RequestContext
 from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS, EntryStore
 from mnemo.errors import MnemoError, ProviderError, RateLimited
@@ -49,7 +50,6 @@ from mnemo.learning.strategies import (
 )
 from mnemo.learning.transcript import Turn, conversation_turns, execution_turn, prompt
 from mnemo.memory.extracted import SubjectHead, epoch
-from mnemo.memory.records import iso
 from mnemo.ports import ConditionFailed, Delete, ExtractionTool, Extractor, Item, Put, RecordStore
 from mnemo.schema_check import first_problem
 from mnemo.visible import hidden_character
@@ -87,7 +87,7 @@ class StrategyConfig:
         """When a memory this strategy writes now expires (ISO 8601 UTC), or None (docs/lifecycle.md)."""
         if self.expires_after_days is None:
             return None
-        return iso((datetime.now(UTC) + timedelta(days=self.expires_after_days)).replace(microsecond=0))
+        return iso((now() + timedelta(days=self.expires_after_days)).replace(microsecond=0))
 
 
 @dataclass(frozen=True)
@@ -250,7 +250,7 @@ class Pipeline:
         turns, present = self._turns(markers)
         state = self.state(stream)
         running_text = (state.data.get("summaryText") if state else None) or None
-        at = iso(datetime.now(UTC))
+        at = now_iso()
         batch = _Batch(context_of(identity), turns, f"run_{secrets.token_hex(8)}", at, dry_run, running_text)
         read = [m.data["messageId"] for m in markers if m.data["messageId"] in present]
         run = RunOutcome(batch.run_id, at, trigger, dry_run, identity.get("session"), read)

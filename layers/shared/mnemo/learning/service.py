@@ -19,11 +19,12 @@ import hashlib
 import logging
 import math
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
+from mnemo.clock import now as clock_now
 from mnemo.context import RequestContext, parse_scope
 from mnemo.conversations.service import MESSAGE_META, ConversationService
 from mnemo.conversations.store import CONVERSATIONS, EXECUTIONS, EntryStore, key_time
@@ -82,7 +83,7 @@ class LearningService:
         *,
         how_to_enable: str,
         models: Callable[[str | None], str],
-        clock: Callable[[], float] = lambda: datetime.now(UTC).timestamp(),
+        clock: Callable[[], float] = lambda: clock_now().timestamp(),
         deadline_seconds: float | None = None,
     ) -> None:
         #: How long memory_extract may run (the request deadline, below API Gateway's 29 s), if any.
@@ -139,7 +140,7 @@ class LearningService:
         at = data["timestamp"]
         return [
             ledger.turn_marker(stream, at, data["stored_at"], kind, data["message_id"], scope, identity_of(context)),
-            ledger.queue_entry(stream, identity_of(context), key_time(datetime.now(UTC))),
+            ledger.queue_entry(stream, identity_of(context), key_time(clock_now())),
         ]
 
     def _queues(self, kind: str) -> bool:
@@ -172,7 +173,7 @@ class LearningService:
                 "user_id: add_messages needs a user id in the request context",
                 {"field": "user_id", "missingIds": ["user"]},
             )
-        now = datetime.now(UTC)
+        now = clock_now()
         planned: list[tuple[str, dict[str, Any], datetime]] = []
         for position, message in enumerate(request.messages):
             at = message.at or now
@@ -261,13 +262,11 @@ class LearningService:
         pending = len(self._pipeline.waiting(stream, MAX_BATCH_TURNS))
         if outcome is None:
             return MemoryExtractOutput(message="No turn is waiting for extraction", run=None, pending_turns=pending)
-        run = RunView.model_validate(outcome.view())
-        decisions: dict[str, int] = {}
-        for part in run.strategies:
-            for candidate in part.candidates:
-                decisions[candidate.decision] = decisions.get(candidate.decision, 0) + 1
-            if part.failure:
-                decisions["failed strategies"] = decisions.get("failed strategies", 0) + 1
+        stored = outcome.view()
+        run = RunView.model_validate(stored)
+        decisions, failed = ledger.decision_counts(stored)
+        if failed:
+            decisions["failed strategies"] = failed
         said = ", ".join(f"{count} {name}" for name, count in sorted(decisions.items())) or "nothing proposed"
         verb = "Would extract" if request.dry_run else "Extracted"
         return MemoryExtractOutput(
