@@ -144,15 +144,16 @@ started = time.perf_counter()
 module_name, _, attribute = os.environ["_HANDLER"].rpartition(".")
 handler = getattr(importlib.import_module(module_name), attribute)
 imported = time.perf_counter()
-calls, statuses, bodies = [], [], []
+calls, statuses, bodies, failures = [], [], [], []
 for number, event in enumerate(request["events"]):
     began = time.perf_counter()
     answer = handler(event, Context(number))
     calls.append(1000 * (time.perf_counter() - began))
     statuses.append(answer.get("statusCode"))
+    failures.append(len(answer.get("batchItemFailures") or []))
     bodies.append(str(answer.get("body")))
 answers.write(json.dumps({"import": 1000 * (imported - started), "calls": calls, "statuses": statuses,
-                          "bodies": bodies, "modules": len(sys.modules)}) + "\n")
+                          "failures": failures, "bodies": bodies, "modules": len(sys.modules)}) + "\n")
 """
 #: The baselines: a bare Powertools handler with validation, a Logger and one route taking a pydantic model;
 #: "bare+sdk" is the same handler whose route also reads one DynamoDB item through the AWS SDK.
@@ -349,6 +350,7 @@ BUILT_CASES: dict[str, Case] = {
     "block_pin": Case(lambda _, paths: {"path": paths[0]}, pool="block"),
     "file_edit": Case(lambda usage, paths: {**usage, "path": paths[0]}, pool="block"),
     **{name: Case(parameters={"ExperimentalTools": "true"}) for name in (*OUTLINE_TOOLS, "outline_sync")},
+    "change_events": Case(parameters={"ChangeEvents": "on"}),
 }
 #: Made once before the rounds, with their tools' Usage examples, for the functions that read them: a memory,
 #: a conversation and its execution, the general info and a topic, a block (pinned), an entity and its fact.
@@ -363,6 +365,47 @@ GRAPH_ANSWER = {
               {"subject": "Spring AI", "predicate": "integrates_with", "object": "OpenAI",
                "text": "Spring AI integrates with OpenAI."}],
 }  # fmt: skip
+
+
+#: The stream functions, measured after the tool functions (and with --functions): each is called with one DynamoDB
+#: stream record of a new memory (``_stream_event``).
+STREAM_FUNCTIONS = ("change_events", "indexer")
+
+
+def _stream_event(tool: str) -> dict[str, Any]:
+    """One stream record as Lambda hands it: a new memory's INSERT for the change events function (it publishes
+    memory.added), the REMOVE of one for the indexer (it takes the memory out of the index)."""
+    memory_id = f"mem_{uuid.uuid4().hex[:24]}"
+    keys = {"pk": {"S": f"MEM|t={ACCOUNT}|user|u=cold-start"}, "sk": {"S": f"MEM#{memory_id}"}}
+    body = {
+        "memoryId": memory_id,
+        "content": f"Release note {_words()}",
+        "layer": "user",
+        "tags": [],
+        "metadata": {"source": "manual"},
+        "contentHash": uuid.uuid4().hex,
+        "createdAt": "2026-01-07T10:00:00Z",
+    }
+    image = {**keys, "data": {"S": json.dumps(body)}, "version": {"N": "1"}}
+    insert = tool == "change_events"
+    change = {
+        "ApproximateCreationDateTime": 1767780000,
+        "Keys": keys,
+        "SequenceNumber": uuid.uuid4().hex[:20],
+        "SizeBytes": 400,
+        "StreamViewType": "NEW_AND_OLD_IMAGES",
+        ("NewImage" if insert else "OldImage"): image,
+    }
+    record = {
+        "eventID": uuid.uuid4().hex,
+        "eventName": "INSERT" if insert else "REMOVE",
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "eu-west-1",
+        "dynamodb": change,
+        "eventSourceARN": f"arn:aws:dynamodb:eu-west-1:{ACCOUNT}:table/mnemo/stream/2026-01-07T00:00:00.000",
+    }
+    return {"Records": [record]}  # fmt: skip
 
 
 def _event(route: str, body: Body, api: str, *, delegate: bool = False, fresh: bool = False) -> dict[str, Any]:
@@ -457,7 +500,9 @@ class BuiltStage:
         self.table = f"mnemo-cold-start-{uuid.uuid4().hex[:8]}"
         self._own_tables: set[str] = set()
         self.bucket = f"mnemo-cold-start-{uuid.uuid4().hex[:8]}"
-        create_records_table(self.moto.client("dynamodb"), self.table)
+        # No stream: no function measured here reads it, and moto copies every table with its stream (every
+        # change ever made) on each transaction, so a run's table grew moto to 17 GB and slowed each call.
+        create_records_table(self.moto.client("dynamodb"), self.table, stream=False)
         self._refs, self._attributes = self._references()
         s3 = self.moto.client("s3")
         s3.create_bucket(Bucket=self.bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
@@ -499,7 +544,7 @@ class BuiltStage:
 
         name = f"{self.table}-{tool.replace('_', '-')}"
         if name not in self._own_tables:
-            create_records_table(self.moto.client("dynamodb"), name)
+            create_records_table(self.moto.client("dynamodb"), name, stream=False)
             self._own_tables.add(name)
         return name
 
@@ -557,7 +602,9 @@ class BuiltStage:
         self, tool: str, api: str, events: Sequence[dict[str, Any]], extra: Sequence[str] = (), *, http: bool = True
     ) -> tuple[dict[str, Any], str]:
         """One fresh interpreter: import, then one invocation per event; its figures and its stderr. ``http``:
-        each answer must be a 200 (a proxy response), else it only must not raise."""
+        each answer must be a 200 (a proxy response), else it only must not raise; a stream function's answer
+        must hand no record back (``batchItemFailures``)."""
+        http = http and tool not in STREAM_FUNCTIONS
         folder, environment = self.function(tool, api)
         request = {
             "events": list(events),
@@ -572,6 +619,8 @@ class BuiltStage:
         if done.returncode != 0 or not done.stdout.strip():
             raise RuntimeError(f"{tool}: the probe failed ({done.returncode}):\n{done.stderr[-4000:]}")
         figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        if tool in STREAM_FUNCTIONS and any(figures["failures"]):
+            raise RuntimeError(f"{tool}: records handed back {figures['failures']}\n{done.stderr[-3000:]}")
         if http and any(status != 200 for status in figures["statuses"]):
             bodies = [body[:600] for body in figures["bodies"]]
             raise RuntimeError(f"{tool}: {figures['statuses']} {bodies}\n{done.stderr[-3000:]}")
@@ -646,6 +695,8 @@ class Calls:
 
     def events(self, tool: str, count: int) -> list[dict[str, Any]]:
         """The next ``count`` events of ``tool`` (a baseline's: a new memory's arguments each)."""
+        if tool in STREAM_FUNCTIONS:
+            return [_stream_event(tool) for _ in range(count)]
         if tool in BARE_TOOLS:
             return [_event("memory_add", {"content": f"Release note {_words()}", "layer": "user"}, self.api)
                     for _ in range(count)]  # fmt: skip
@@ -727,7 +778,7 @@ def measure_built(args: argparse.Namespace) -> None:
     that comes and goes on a shared machine weighs on both sides alike. Its ratio is the median of its rounds'.
     """
     stage = BuiltStage(args.build_dir, args.source)
-    default = SMOKE_BUILT_FUNCTIONS if args.smoke else stage.tools
+    default = SMOKE_BUILT_FUNCTIONS if args.smoke else [*stage.tools, *STREAM_FUNCTIONS]
     tools = args.functions.split(",") if args.functions else list(default)
     everything = [*BARE_TOOLS, *tools]
     calls = Calls(stage, args.api)
