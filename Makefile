@@ -106,7 +106,7 @@ bench-smoke: install
 	done
 
 # Everything generated from the tool catalog: template.yaml's generated blocks, functions/*/app.py,
-# docs/tools.md, the client's methods and catalog.json, the counts in the docs (mnemo/tools/generate.py).
+# docs/tools.md, the client's methods and catalog.json, the counts in the docs (codegen/mnemo_codegen/generate.py).
 docs: install
 	$(BIN)/mnemo generate
 

@@ -113,7 +113,7 @@ from rehearsal_template import Resolver  # noqa: E402
 from aws_events import FakeLambdaContext, rest_event  # noqa: E402
 from mnemo.adapters.aws.clients import aws_client  # noqa: E402
 from mnemo.adapters.aws.titan import TitanEmbedder  # noqa: E402
-from mnemo.tools import cloudformation_yaml  # noqa: E402
+from mnemo_codegen import cloudformation_yaml  # noqa: E402
 
 #: The repository: the JSON names its files relative to it.
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,7 +203,7 @@ WORDS = [
 # ------------------------------------------------------------ the stack ---
 @functools.cache
 def load_template() -> dict[str, Any]:
-    """template.yaml, read once per run (libyaml reads it where PyYAML has it: mnemo.tools.cloudformation_yaml)."""
+    """template.yaml, read once per run (libyaml reads it where PyYAML has it: mnemo_codegen.cloudformation_yaml)."""
     return cloudformation_yaml.load_template((aws_fixtures.ROOT / "template.yaml").read_text())
 
 

@@ -1,6 +1,6 @@
-"""Docstring coverage of the mnemo package's public functions and methods.
+"""Docstring coverage of the mnemo package's public functions and methods, and the generator's.
 
-    .venv/bin/python scripts/docstring_coverage.py [--fail-under 80] [--missing] [ROOT]
+    .venv/bin/python scripts/docstring_coverage.py [--fail-under 80] [--missing] [ROOT ...]
 
 Counted: every function at a module's top level and every method of a class (a class nested in a class
 too) whose name does not start with an underscore. Not counted: ``_private`` names (so dunder methods and
@@ -9,6 +9,8 @@ stubs and property setters and deleters. Classes themselves are not counted: a p
 is its JSON Schema ``description``, which the tool catalog publishes, so documenting one is a change to
 the schemas, not a docstring. Module docstrings are not counted either.
 
+The roots are the package (layers/shared/mnemo/) and the folder of the generator (codegen/, whose
+``mnemo_codegen`` counts as one package) unless others are named.
 Prints the figure per package (a top-level module is a package of its own), the total and the
 least-covered modules; exits 1 when the total is below ``--fail-under``. tests/unit/test_docstring_coverage.py
 runs it. interrogate and docstr-coverage were tried first: neither counts a class's methods without the
@@ -25,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "layers" / "shared" / "mnemo"
+#: The generator's folder: its modules are named ``mnemo_codegen/...``, one package in the report.
+CODEGEN = Path(__file__).resolve().parents[1] / "codegen"
 #: The total below which the command (and the unit test) fails.
 FAIL_UNDER = 80.0
 
@@ -97,10 +101,12 @@ def measure_source(name: str, source: str) -> Module:
     return module
 
 
-def measure(root: Path = ROOT) -> list[Module]:
-    """Every module under ``root``, named by its path relative to ``root``, sorted."""
+def measure(*roots: Path) -> list[Module]:
+    """Every module under each root (``ROOT`` and ``CODEGEN`` when none is named), named by its path relative to
+    its root, sorted."""
     return [
         measure_source(path.relative_to(root).as_posix(), path.read_text(encoding="utf-8"))
+        for root in roots or (ROOT, CODEGEN)
         for path in sorted(root.rglob("*.py"))
     ]
 
@@ -148,11 +154,11 @@ def report(modules: list[Module], *, count: int | None = 10, names: bool = False
 def main(argv: list[str] | None = None) -> int:
     """Print the report; 1 when the total is below ``--fail-under``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
-    parser.add_argument("root", nargs="?", type=Path, default=ROOT, help="the package to measure")
+    parser.add_argument("root", nargs="*", type=Path, help="the packages to measure (default: mnemo and the generator)")
     parser.add_argument("--fail-under", type=float, default=FAIL_UNDER, help="the least total coverage, in percent")
     parser.add_argument("--missing", action="store_true", help="list every module lacking docstrings, with the names")
     args = parser.parse_args(argv)
-    modules = measure(args.root)
+    modules = measure(*args.root)
     print(report(modules, count=None if args.missing else 10, names=args.missing))
     _, total = figures(modules)
     if total.percent < args.fail_under:

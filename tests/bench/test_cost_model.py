@@ -57,7 +57,7 @@ from cost_model import (
 )
 
 from mnemo.memory.indexing import PAIR_CHARACTERS
-from mnemo.tools import cloudformation_yaml
+from mnemo_codegen import cloudformation_yaml
 
 TEMPLATE = """
 Parameters:

@@ -19,7 +19,7 @@ import pytest
 from cost_model import DEFAULT_MIX, PRICES, SECONDS_A_MONTH, SHAPES, cold_share, derive_case
 
 from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, load_catalog
-from mnemo.tools.template_names import function_id
+from mnemo_codegen.template_names import function_id
 
 ROOT = Path(__file__).resolve().parents[2]
 

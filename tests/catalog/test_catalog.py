@@ -14,9 +14,9 @@ from knowledge_helpers import push_tree
 from mnemo.errors import MnemoError
 from mnemo.runtime import Services
 from mnemo.sync.models import SyncNowInput
-from mnemo.tools.docs import render_tools_markdown
 from mnemo.tools.registry import CATALOG, EXPERIMENTAL_FAMILIES, FAMILIES, load_catalog
 from mnemo.tools.schema import ERROR_ENVELOPE_SCHEMA, input_schema, openapi_document, output_schema, tool_listing
+from mnemo_codegen.docs import render_tools_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = list(load_catalog().values())

@@ -32,8 +32,8 @@ from mnemo.client import (
 from mnemo.client.transport import Transport
 from mnemo.runtime import Services
 from mnemo.sync.models import SyncNowInput
-from mnemo.tools.client_gen import _parameters, render_client_module
 from mnemo.tools.registry import load_catalog
+from mnemo_codegen.client_gen import _parameters, render_client_module
 from outline_support import push_shop
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -29,7 +29,7 @@ from mnemo.client import (
 )
 from mnemo.client.delegation import FIELDS, ID_PATTERN
 from mnemo.context import _ID_PATTERN
-from mnemo.entry.local_identity import context_from_headers
+from mnemo.entry.identity.local import context_from_headers
 from mnemo.errors import Unauthorized
 from mnemo.runtime import Services
 
@@ -172,7 +172,7 @@ def test_a_malformed_id_is_refused_naming_its_field(field: str, value: Any) -> N
 
 @pytest.mark.parametrize("value", BAD_IDS[:-2] + GOOD_IDS)
 def test_the_client_accepts_exactly_the_ids_the_local_server_accepts(value: str) -> None:
-    """The same header, judged by mnemo serve's own reading of it (mnemo.entry.local_identity)."""
+    """The same header, judged by mnemo serve's own reading of it (mnemo.entry.identity.local)."""
     try:
         context_from_headers({"X-Mnemo-User": value}, ())
         served = True

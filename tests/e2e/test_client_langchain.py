@@ -25,8 +25,8 @@ from mnemo.client import AsyncMnemoClient, LocalIdentity, MnemoClient
 from mnemo.client.langchain import mnemo_tools
 from mnemo.client.listing import catalog
 from mnemo.runtime import Services
-from mnemo.tools.client_gen import render_client_catalog
 from mnemo.tools.registry import load_catalog
+from mnemo_codegen.client_gen import render_client_catalog
 
 ALICE = LocalIdentity(user="alice", project="atlas", roles=("writer",))
 

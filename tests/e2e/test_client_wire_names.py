@@ -18,8 +18,8 @@ from mnemo.client import AsyncMnemoClient, LocalIdentity, MnemoClient, NotFoundE
 from mnemo.client.langchain import mnemo_tools
 from mnemo.client.tools import AsyncTools, SyncTools
 from mnemo.runtime import Services
-from mnemo.tools.client_gen import _parameters
 from mnemo.tools.registry import load_catalog
+from mnemo_codegen.client_gen import _parameters
 
 ROOT = Path(__file__).resolve().parents[2]
 ALICE = LocalIdentity(tenant="acme", user="alice", project="atlas", roles=("writer",))

@@ -1,5 +1,5 @@
 """Token claims as identity: the HTTP API JWT authorizer (claims as strings) and REST's Cognito authorizer,
-with the default claim names and a MNEMO_JWT_CLAIMS mapping (mnemo.entry.identity_jwt)."""
+with the default claim names and a MNEMO_JWT_CLAIMS mapping (mnemo.entry.identity.jwt)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from identity_events import fixture, jwt_event
 
 from mnemo.context import RequestContext
 from mnemo.entry.identity import context_from_event
-from mnemo.entry.identity_settings import DEFAULT_CLAIMS, check_settings, parse_claims
+from mnemo.entry.identity.settings import DEFAULT_CLAIMS, check_settings, parse_claims
 from mnemo.errors import MnemoError, Unauthorized
 
 ACCOUNT = "111122223333"  # the fixtures' API account

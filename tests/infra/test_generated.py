@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from mnemo.tools.cloudformation_yaml import load_template
-from mnemo.tools.generate import recount, stale
 from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, load_catalog
 from mnemo.tools.rights import WORKSPACE_READ, Rights
-from mnemo.tools.template_alarms import MAX_METRICS_PER_ALARM, alarm_condition, error_alarms, throttle_alarms
-from mnemo.tools.template_gen import StaleTemplate, render_template
-from mnemo.tools.template_names import bedrock_function_id, function_id
-from mnemo.tools.template_policies import policies
+from mnemo_codegen.cloudformation_yaml import load_template
+from mnemo_codegen.generate import recount, stale
+from mnemo_codegen.template_alarms import MAX_METRICS_PER_ALARM, alarm_condition, error_alarms, throttle_alarms
+from mnemo_codegen.template_gen import StaleTemplate, render_template
+from mnemo_codegen.template_names import bedrock_function_id, function_id
+from mnemo_codegen.template_policies import policies
 
 ROOT = Path(__file__).resolve().parents[2]
 

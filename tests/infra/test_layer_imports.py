@@ -13,7 +13,7 @@ tests/infra/test_rehearsal.py, runs the built functions to prove the rest):
   OpenAI-compatible extractor); the template selects dynamodb, opensearch, titan, s3,
   eventbridge and bedrock for every function;
 - ``mnemo.cli*``, ``mnemo.entry.local_server`` and the modules only it loads (``http_app``,
-  ``http_protocol``, ``http_body``, ``http_guard``, ``mcp_asgi``, ``local_identity``): the `mnemo`
+  ``http_protocol``, ``http_body``, ``http_guard``, ``mcp_asgi``, ``identity.local``): the `mnemo`
   command and the local server (uvicorn and Starlette);
 - ``mnemo.client``: the client package callers install (its LangChain and Strands
   adapters need their own extras); no function imports it;
@@ -50,7 +50,7 @@ NOT_ON_AWS = (
     "mnemo.entry.http_body",
     "mnemo.entry.http_guard",
     "mnemo.entry.mcp_asgi",
-    "mnemo.entry.local_identity",
+    "mnemo.entry.identity.local",
     "mnemo.client",
     "mnemo.portability",
 )

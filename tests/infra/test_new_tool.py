@@ -153,11 +153,10 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 
 
 def _run(copy: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    """A Python in the copy: its own mnemo package first on the path, the project's environment otherwise."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(copy / "layers" / "shared"), str(copy / "tests" / "support")]),
-    }
+    """A Python in the copy: its own mnemo and mnemo_codegen packages first on the path, the project's environment
+    otherwise."""
+    own = [copy / "layers" / "shared", copy / "codegen", copy / "tests" / "support"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, own))}
     return subprocess.run(
         [sys.executable, *args], cwd=copy, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -173,8 +172,10 @@ def added(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str], set
         path = copy / relative
         path.write_text((path.read_text() if append else "") + text)
     by_hand = _snapshot(copy)
-    found = _run(copy, "-c", "import mnemo, sys; print(mnemo.__file__)")
-    assert found.stdout.strip().startswith(str(copy)), found.stdout + found.stderr  # the copy's package, not ours
+    found = _run(copy, "-c", "import mnemo, mnemo_codegen; print(mnemo.__file__); print(mnemo_codegen.__file__)")
+    files = found.stdout.split()
+    assert len(files) == 2, found.stdout + found.stderr
+    assert all(file.startswith(str(copy)) for file in files), found.stdout  # the copy's packages, not ours
     generated = _run(copy, "-m", "mnemo.cli", "generate", "--root", str(copy))
     assert generated.returncode == 0, generated.stdout + generated.stderr
     after = _snapshot(copy)
@@ -213,7 +214,7 @@ def test_make_docs_writes_everything_else(added: tuple[Path, set[str], set[str]]
 
 
 def test_the_template_gives_the_tool_its_function_and_nothing_more(added: tuple[Path, set[str], set[str]]) -> None:
-    from mnemo.tools.cloudformation_yaml import load_template
+    from mnemo_codegen.cloudformation_yaml import load_template
 
     copy, _, _ = added
     doc = load_template((copy / "template.yaml").read_text())

@@ -298,6 +298,27 @@ def test_every_function_imports_from_its_build_output(stage: Stage) -> None:
     stage.summary["functionsImported"] = len(stage.functions)
 
 
+# ------------------------------------------------------------------- layer ---
+
+#: The generator (`mnemo generate`), which no function runs (docs/architecture.md, "The generator").
+GENERATOR = Path(__file__).resolve().parents[2] / "codegen" / "mnemo_codegen"
+
+
+def test_the_layer_holds_no_generator_module(stage: Stage) -> None:
+    """The built layer holds the catalog but none of mnemo_codegen: not the package (which installing the project
+    into the layer would bring), not one of its modules back in the catalog, nor a copy of one anywhere else."""
+    layer = stage.build.layer_python
+    assert (layer / "mnemo" / "tools" / "registry.py").is_file()  # the catalog is there, so the layer is this one
+    modules = {path.name: path.read_bytes() for path in GENERATOR.glob("*.py") if path.name != "__init__.py"}
+    assert {"generate.py", "template_gen.py", "client_gen.py", "docs.py"} <= set(modules)
+    shipped = [path for path in layer.rglob("*") if path.name.startswith("mnemo_codegen")]
+    assert not shipped, f"the layer ships the generator package: {shipped[:5]}"
+    catalog = sorted(name for name in modules if (layer / "mnemo" / "tools" / name).exists())
+    assert not catalog, f"generator modules back in the layer's mnemo/tools/: {catalog}"
+    copies = [path for path in layer.rglob("*.py") if path.read_bytes() in modules.values()]
+    assert not copies, f"generator modules copied into the layer: {copies[:5]}"
+
+
 # ---------------------------------------------------------------- families ---
 
 

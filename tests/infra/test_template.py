@@ -25,7 +25,7 @@ from mnemo.settings import Settings
 from mnemo.sync.service import LOCK_RENEW_SECONDS, LOCK_SECONDS
 from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, Tool, load_catalog
 from mnemo.tools.rights import Rights
-from mnemo.tools.template_snapstart import alias_id
+from mnemo_codegen.template_snapstart import alias_id
 
 ROOT = Path(__file__).resolve().parents[2]
 TITAN_V2 = "amazon.titan-embed-text-v2:0"

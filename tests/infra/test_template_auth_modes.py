@@ -234,7 +234,7 @@ def test_every_function_gets_the_same_identity_settings() -> None:
     for name, resource in functions(doc).items():
         own = resource["Properties"].get("Environment", {}).get("Variables", {})
         assert not IDENTITY_VARIABLES & set(own), f"{name} overrides an identity setting"
-    source = "".join(path.read_text() for path in (ROOT / "layers/shared/mnemo/entry").glob("identity*.py"))
+    source = "".join(path.read_text() for path in (ROOT / "layers/shared/mnemo/entry/identity").glob("*.py"))
     for variable in IDENTITY_VARIABLES:
         assert f'"{variable}"' in source, f"mnemo.entry.identity reads no {variable}"
 

@@ -1,4 +1,4 @@
-"""The SnapStart parameter: the API's functions on published snapshots (mnemo/tools/template_snapstart.py).
+"""The SnapStart parameter: the API's functions on published snapshots (codegen/mnemo_codegen/template_snapstart.py).
 
 ``SnapStart=on``: every tool's function and MCP's get SnapStart on published versions, a version and an alias
 ``live``, and both APIs and API Gateway's permissions name the alias. ``off`` (the default): none of it is
@@ -37,8 +37,8 @@ from infra.test_template import (
 from rehearsal_build import REGION, SAM_VENV
 
 from mnemo.tools.registry import load_catalog
-from mnemo.tools.template_names import function_id
-from mnemo.tools.template_snapstart import (
+from mnemo_codegen.template_names import function_id
+from mnemo_codegen.template_snapstart import (
     ALIAS,
     MARKER,
     MAX_DESCRIPTION,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mnemo.tools import cloudformation_yaml
-from mnemo.tools.cloudformation_yaml import CloudFormationLoader
+from mnemo_codegen import cloudformation_yaml
+from mnemo_codegen.cloudformation_yaml import CloudFormationLoader
 
 __all__ = ["CloudFormationLoader"]
 

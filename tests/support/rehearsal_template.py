@@ -22,7 +22,7 @@ from rehearsal_build import REGION, ROOT, SAM_VENV
 
 ACCOUNT = "123456789012"  # moto's default account
 NO_VALUE = object()
-#: Intrinsic functions as mnemo.tools.cloudformation_yaml reads their short tags (!If, !Sub...).
+#: Intrinsic functions as mnemo_codegen.cloudformation_yaml reads their short tags (!If, !Sub...).
 _SHORT_FORMS = frozenset({"GetAtt", "Sub", "If", "FindInMap", "Join", "Select", "Split", "Equals", "Not", "And", "Or"})
 
 _TRANSLATE = """

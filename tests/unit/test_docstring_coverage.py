@@ -1,5 +1,6 @@
-"""Docstring coverage of mnemo's public functions and methods stays at 80% or more (scripts/docstring_coverage.py
-says what is counted); below it, the failure names the least-covered modules and what they lack."""
+"""Docstring coverage of the public functions and methods of mnemo and its generator stays at 80% or more
+(scripts/docstring_coverage.py says what is counted); below it, the failure names the least-covered modules and
+what they lack."""
 
 from __future__ import annotations
 

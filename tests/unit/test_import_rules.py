@@ -2,6 +2,10 @@
 
 Every import counts, a lazy one inside a function and one under ``TYPE_CHECKING`` too: a lazy import
 still ties the two packages together, only later. docs/architecture.md draws the same picture.
+
+The generator, ``mnemo_codegen`` (codegen/), stands beside the package, outside the shared Lambda layer:
+it reads the catalog (and the kernel), and of mnemo only the CLI reaches it, inside the commands that
+run it, so that nothing the layer ships needs it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "layers" / "shared"
 PACKAGE = ROOT / "mnemo"
+CODEGEN = Path(__file__).resolve().parents[2] / "codegen" / "mnemo_codegen"
 
 #: Shared pieces every other part may stand on; they import only each other.
 KERNEL = {
@@ -189,3 +194,61 @@ def test_imports_point_one_way(name: str, sources: set[str], forbidden: set[str]
         for edge in edges
     )
     assert offending == [], f"{name} imports what stands above it"
+
+
+# --------------------------------------------------------------- generator ---
+
+
+def _codegen_imports(path: Path) -> Iterator[tuple[str, bool]]:
+    """(module, whether the import stands inside a function) for every mnemo_codegen import of the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    lazy = {
+        id(node)
+        for function in ast.walk(tree)
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+        for node in ast.walk(function)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        else:
+            continue
+        yield from ((name, id(node) in lazy) for name in names if name.split(".")[0] == "mnemo_codegen")
+
+
+def test_only_the_cli_reaches_the_generator_and_only_lazily() -> None:
+    """The layer ships mnemo.cli but not mnemo_codegen: a top-level import would break ``import mnemo.cli.tools``
+    where the generator is not installed, and any other part of mnemo importing it would need it in the layer."""
+    offending = []
+    reached = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = _module_name(path)
+        for target, lazy in _codegen_imports(path):
+            if part_of(source) in CLI and lazy:
+                reached.add(target)
+            else:
+                offending.append(f"{source} -> {target}{'' if lazy else ' (at import time)'}")
+    assert offending == [], "only mnemo.cli may import mnemo_codegen, inside the command that runs it"
+    assert "mnemo_codegen.generate" in reached  # `mnemo generate` still runs the generator
+
+
+def test_the_generator_reads_only_the_catalog_and_the_kernel() -> None:
+    assert CODEGEN.is_dir() and not (PACKAGE / "tools" / "template_gen.py").exists()
+    offending = []
+    for path in sorted(CODEGEN.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            offending += [
+                f"{path.name} -> {name}"
+                for name in names
+                if name.split(".")[0] == "mnemo" and part_of(name) not in CATALOG | KERNEL
+            ]
+    assert offending == [], "the generator stands on the catalog: doors, services and adapters are not its business"

@@ -1,5 +1,9 @@
 """`mnemo tools`, `call`, `openapi`, `docs`, `client-gen` and `generate`: the tool catalog from a shell, and what is
-generated from it."""
+generated from it.
+
+`docs`, `client-gen` and `generate` run the generator, the ``mnemo_codegen`` package (codegen/): it is installed
+with the project but not shipped in the shared Lambda layer, so it is imported inside those commands only.
+"""
 
 from __future__ import annotations
 
@@ -90,8 +94,8 @@ def _bedrock_definitions(output_dir: str | None) -> int:
 def cmd_client_gen(args: argparse.Namespace) -> int:
     """`mnemo client-gen`: write the Python client's typed methods, and catalog.json beside them, from the catalog with
     the experimental tools."""
-    from mnemo.tools.client_gen import render_client_catalog, render_client_module
     from mnemo.tools.registry import load_catalog
+    from mnemo_codegen.client_gen import render_client_catalog, render_client_module
 
     catalog = load_catalog(experimental=True)
     Path(args.output).write_text(render_client_module(catalog))
@@ -104,8 +108,8 @@ def cmd_client_gen(args: argparse.Namespace) -> int:
 def cmd_docs(args: argparse.Namespace) -> int:
     """`mnemo docs`: write the tool reference (docs/tools.md by default) from the catalog with the experimental
     tools."""
-    from mnemo.tools.docs import render_tools_markdown
     from mnemo.tools.registry import load_catalog
+    from mnemo_codegen.docs import render_tools_markdown
 
     Path(args.output).write_text(render_tools_markdown(load_catalog(experimental=True)))
     print(f"wrote {args.output}")
@@ -114,8 +118,8 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Write (or, with --check, name) every file generated from the catalog."""
-    from mnemo.tools.generate import stale, write
-    from mnemo.tools.template_gen import StaleTemplate
+    from mnemo_codegen.generate import stale, write
+    from mnemo_codegen.template_gen import StaleTemplate
 
     root = Path(args.root).resolve()
     if not (root / "template.yaml").is_file():

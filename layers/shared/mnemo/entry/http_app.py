@@ -6,7 +6,7 @@ listing), ``GET /v1/openapi.json``, ``GET /docs`` (Swagger UI), ``GET /health``,
 ``GET /ui/`` (the console, ``mnemo.console``: static files that call the tools API).
 
 Identity comes from the ``X-Mnemo-*`` headers: this server plays the Lambda
-authorizer (``local_identity``). Every route sits behind ``BrowserGuard``
+authorizer (``identity.local``). Every route sits behind ``BrowserGuard``
 (Host and Origin checks); a tool call must be ``Content-Type:
 application/json`` (415 otherwise), so a web page cannot send one without a
 CORS preflight, which this server never grants.
@@ -37,7 +37,7 @@ from mnemo import __version__
 from mnemo.console.routes import console_routes
 from mnemo.entry.http_body import BodyError, read_body
 from mnemo.entry.http_guard import BrowserGuard, send_envelope
-from mnemo.entry.local_identity import context_from_headers
+from mnemo.entry.identity.local import context_from_headers
 from mnemo.errors import MnemoError, NotFound, ProviderError, UnsupportedMediaType, invalid_field
 from mnemo.observability import logger
 from mnemo.tools.registry import load_catalog

@@ -7,7 +7,7 @@ without such a stream answer ``GET`` with 405 Method Not Allowed, which is
 what a GET (a browser, or a client probing for the stream) gets here at once,
 as does DELETE (there is no session to end).
 
-Identity comes from the ``X-Mnemo-*`` headers (``local_identity``) and travels
+Identity comes from the ``X-Mnemo-*`` headers (``identity.local``) and travels
 to the tool call in the ASGI scope; Host and Origin were checked by
 ``BrowserGuard`` in front of every route, so the SDK's own DNS-rebinding check
 is off rather than a second list to keep in step.
@@ -65,7 +65,7 @@ class McpEndpoint:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         from starlette.requests import ClientDisconnect, Request
 
-        from mnemo.entry.local_identity import context_from_headers
+        from mnemo.entry.identity.local import context_from_headers
         from mnemo.entry.mcp_server import SCOPE_KEY
         from mnemo.runtime import get_services
 

@@ -3,7 +3,7 @@
 Every ``@tool`` names its ``Rights``: which actions of the records table, whether it embeds (Titan) or
 extracts (the extraction model), what it does to the vector index, which objects of the bucket it
 reaches and whether it sends extraction notices (the extraction queue). template.yaml's policies are generated from these declarations alone
-(``mnemo.tools.template_gen``): a function is granted exactly the union of what the tools it runs
+(``mnemo_codegen.template_gen``): a function is granted exactly the union of what the tools it runs
 declare, so a reviewer reads a tool's rights in one place, and the generator cannot grant more.
 
 ``Runtime`` holds what the tool's function needs beyond the template's Globals: a longer timeout, more

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mnemo.tools.registry import Tool
-from mnemo.tools.template_names import EXPERIMENTAL_CONDITION, condition_of, function_id, resource
+from mnemo_codegen.template_names import EXPERIMENTAL_CONDITION, condition_of, function_id, resource
 
 #: The parameter's condition, and the condition of the versions and aliases of functions under another one.
 CONDITION = "SnapStartOn"
@@ -230,7 +230,8 @@ def _bounded(spec: Mapping[str, Any]) -> bool:
 
 
 def fingerprint(template: Mapping[str, Any], logical_id: str) -> Fingerprint:
-    """The fingerprint of a function of ``template`` (read by :func:`mnemo.tools.cloudformation_yaml.load_template`)."""
+    """The fingerprint of a function of ``template`` (as
+    :func:`mnemo_codegen.cloudformation_yaml.load_template` reads it)."""
     resources = template.get("Resources", {})
     parameters = template.get("Parameters", {})
     conditions = template.get("Conditions", {})

@@ -13,7 +13,7 @@ its invoke permission, log group, alarm and output, and the action groups of the
 functions that run other tools (MCP, knowledge sync, the outline sync, the extraction), their policies; the vector
 collection's data access policy (each function's role under the access its tools declare), and the
 throttle alarms of every function, ten metrics to an alarm (CloudWatch's limit for metric math). Last, from the
-template the others leave, what the SnapStart parameter needs (``mnemo.tools.template_snapstart``): each API
+template the others leave, what the SnapStart parameter needs (``mnemo_codegen.template_snapstart``): each API
 function's published version and alias, and its fingerprint, written into the tool functions and MCP's.
 
 Why a generator and not ``Fn::ForEach``: tools differ in what their functions are granted, which ForEach
@@ -30,11 +30,11 @@ from dataclasses import dataclass, replace
 
 import yaml
 
-from mnemo.tools.cloudformation_yaml import load_template
 from mnemo.tools.registry import EXPERIMENTAL_FAMILIES, Tool
 from mnemo.tools.rights import Rights, Runtime
-from mnemo.tools.template_alarms import error_alarms, log_groups, throttle_alarms
-from mnemo.tools.template_names import (
+from mnemo_codegen.cloudformation_yaml import load_template
+from mnemo_codegen.template_alarms import error_alarms, log_groups, throttle_alarms
+from mnemo_codegen.template_names import (
     bedrock_function_id,
     camel,
     clip,
@@ -45,8 +45,8 @@ from mnemo.tools.template_names import (
     quoted,
     resource,
 )
-from mnemo.tools.template_policies import extraction_consumer_statements, policies
-from mnemo.tools.template_snapstart import (
+from mnemo_codegen.template_policies import extraction_consumer_statements, policies
+from mnemo_codegen.template_snapstart import (
     HAND_WRITTEN,
     PROPERTY,
     Fingerprint,
@@ -121,7 +121,7 @@ def _environment(
         variables["MNEMO_REQUEST_DEADLINE_SECONDS"] = f'"{runtime.deadline}"'
     if rights.extraction_queue:
         variables["MNEMO_EXTRACTION_QUEUE_URL"] = "!Ref ExtractionQueue"
-    # With SnapStart: what the published version is made of (mnemo.tools.template_snapstart).
+    # With SnapStart: what the published version is made of (mnemo_codegen.template_snapstart).
     own = marker(snapshot) if snapshot else []
     if not variables and not own:
         return []
@@ -164,7 +164,7 @@ def _function(
         "    LoggingConfig:",
         f"      LogGroup: !Ref {logical_id.removesuffix('Function')}LogGroup",
     ]
-    if snapstart:  # the SnapStart parameter (mnemo.tools.template_snapstart)
+    if snapstart:  # the SnapStart parameter (mnemo_codegen.template_snapstart)
         lines.append("    " + PROPERTY)
     lines += ["    " + line for line in _environment(rights, runtime, environment, snapshot)]
     lines += ["    " + line for line in policies(rights)]

@@ -1,4 +1,4 @@
-"""Names and shapes shared by the generated blocks of template.yaml (mnemo.tools.template_gen)."""
+"""Names and shapes shared by the generated blocks of template.yaml (mnemo_codegen.template_gen)."""
 
 from __future__ import annotations
 

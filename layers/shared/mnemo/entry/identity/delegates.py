@@ -1,7 +1,7 @@
 """What a trusted delegate's headers say, and how other callers' ``X-Mnemo-*`` headers are refused.
 
 The rules are mnemo.entry.identity's docstring; this module applies them to the headers
-(identity_headers) of one event, for a caller already identified.
+(``headers``) of one event, for a caller already identified.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from mnemo.context import _ID_PATTERN
-from mnemo.entry.identity_headers import SentHeader
-from mnemo.entry.identity_iam import Caller
+from mnemo.entry.identity.headers import SentHeader
+from mnemo.entry.identity.iam import Caller
 from mnemo.errors import Unauthorized
 
 #: Field -> the envelope details that name where its value came from (a header, a claim).

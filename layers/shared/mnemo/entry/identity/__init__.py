@@ -4,6 +4,12 @@
 /mcp). It reads REST events (payload 1.0) and HTTP API events (payload 2.0, ``"version": "2.0"``).
 docs/identity.md has the same rules as a table.
 
+This module applies the rules; its submodules hold the parts, all imported here since every door needs
+them: ``headers`` (the ``X-Mnemo-*`` headers, and which ones a SigV4 signature covers), ``iam`` (the
+principal an ARN names), ``delegates`` (what a trusted delegate's headers say), ``jwt`` (a token's
+claims) and ``settings`` (the deployment's identity settings). ``local`` reads `mnemo serve`'s headers as
+a Lambda authorizer's context; only the local server imports it, so no Lambda loads it.
+
 Who the caller is, by the first source the event carries:
 
 1. A Lambda authorizer's context (REST ``requestContext.authorizer``, HTTP API
@@ -12,9 +18,9 @@ Who the caller is, by the first source the event carries:
    The local server plays this authorizer. The authorizer is trusted for everything; an
    ``X-Mnemo-*`` header is accepted only when it says what the authorizer says.
 2. A verified token's claims (REST Cognito ``authorizer.claims``, HTTP API ``authorizer.jwt.claims``):
-   mapped by ``MNEMO_JWT_CLAIMS`` (identity_jwt, identity_settings). The tenant claim, else the
+   mapped by ``MNEMO_JWT_CLAIMS`` (``jwt``, ``settings``). The tenant claim, else the
    API's account. Any ``X-Mnemo-*`` header is UNAUTHORIZED naming it: the token is the identity.
-3. A SigV4 caller (REST ``identity.userArn``, HTTP API ``authorizer.iam.userArn``), identity_iam:
+3. A SigV4 caller (REST ``identity.userArn``, HTTP API ``authorizer.iam.userArn``), ``iam``:
    the tenant is the caller's account. An assumed-role session stands for its role
    (``arn:aws:iam::<account>:role/<Name>``), so every session of one role is one user; an IAM user
    ARN is the user as it is. No agent, session, project, team, org or roles.
@@ -39,7 +45,7 @@ Who the caller is, by the first source the event carries:
    one tenant on every function, /mcp included. ``X-Mnemo-*`` headers are refused.
 
 No source: UNAUTHORIZED. A malformed value: UNAUTHORIZED naming the header, claim or field. A
-misconfigured setting: PROVIDER_ERROR naming it (identity_settings). Every ``X-Mnemo-*`` header
+misconfigured setting: PROVIDER_ERROR naming it (``settings``). Every ``X-Mnemo-*`` header
 other than the eight identity headers is refused too (a misspelt header must not pass unnoticed).
 """
 
@@ -52,11 +58,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from mnemo.context import RequestContext
-from mnemo.entry.identity_delegates import Sources, agree, delegated, refuse_headers
-from mnemo.entry.identity_headers import SentHeader, mnemo_headers, signed_headers
-from mnemo.entry.identity_iam import caller_from_arn
-from mnemo.entry.identity_jwt import values_from_claims
-from mnemo.entry.identity_settings import API_KEY_TENANT_SETTING, jwt_claims, trusted_delegates
+from mnemo.entry.identity.delegates import Sources, agree, delegated, refuse_headers
+from mnemo.entry.identity.headers import SentHeader, mnemo_headers, signed_headers
+from mnemo.entry.identity.iam import caller_from_arn
+from mnemo.entry.identity.jwt import values_from_claims
+from mnemo.entry.identity.settings import API_KEY_TENANT_SETTING, jwt_claims, trusted_delegates
 from mnemo.errors import Unauthorized
 from mnemo.identity_claims import IDENTITY_KEYS, parse_roles
 

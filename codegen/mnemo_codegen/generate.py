@@ -1,7 +1,7 @@
 """Everything generated from the catalog, in one place: ``mnemo generate`` (``make docs``) writes it,
 ``mnemo generate --check`` (a test, so CI) names what is stale.
 
-- template.yaml's generated blocks (``mnemo.tools.template_gen``): functions, routes, permissions,
+- template.yaml's generated blocks (``mnemo_codegen.template_gen``): functions, routes, permissions,
   policies, logs, alarms, the Bedrock action groups and their schemas;
 - ``functions/<tool>/app.py`` and ``functions/bedrock_<family>/app.py``, the Lambda entries;
 - docs/tools.md, and ``mnemo.client``'s typed methods and catalog.json;
@@ -56,7 +56,7 @@ def bedrock_entry(family: str) -> str:
 
 def counts(tools: Mapping[str, Tool], template_text: str) -> dict[str, int]:
     """The figures the docs quote: tools served by default, with the experimental ones, and functions."""
-    from mnemo.tools.template_gen import stack_functions
+    from mnemo_codegen.template_gen import stack_functions
 
     experimental = sum(1 for tool in tools.values() if tool.family in EXPERIMENTAL_FAMILIES)
     return {
@@ -81,10 +81,10 @@ def recount(text: str, figures: Mapping[str, int]) -> str:
 
 def expected(root: Path, tools: Mapping[str, Tool] | None = None) -> dict[Path, str]:
     """Every generated file under ``root`` with the content the catalog gives it."""
-    from mnemo.tools.client_gen import render_client_catalog, render_client_module
-    from mnemo.tools.docs import render_tools_markdown
-    from mnemo.tools.template_gen import render_template
-    from mnemo.tools.template_names import families
+    from mnemo_codegen.client_gen import render_client_catalog, render_client_module
+    from mnemo_codegen.docs import render_tools_markdown
+    from mnemo_codegen.template_gen import render_template
+    from mnemo_codegen.template_names import families
 
     catalog = dict(tools if tools is not None else load_catalog(experimental=True))
     template = render_template((root / TEMPLATE).read_text(), catalog)

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
 
-from mnemo.entry.identity_iam import RoleKey, role_from_arn
+from mnemo.entry.identity.iam import RoleKey, role_from_arn
 from mnemo.errors import MnemoError
 
 DELEGATES_SETTING = "MNEMO_TRUSTED_DELEGATES"

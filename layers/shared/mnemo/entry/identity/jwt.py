@@ -2,7 +2,7 @@
 
 Where the claims are: HTTP API payload 2.0 ``requestContext.authorizer.jwt.claims``; REST (Cognito
 user pool authorizer) and HTTP API payload 1.0 ``requestContext.authorizer.claims``. Which claim
-carries which field is ``MNEMO_JWT_CLAIMS`` (identity_settings), by default ``sub`` for the user and
+carries which field is ``MNEMO_JWT_CLAIMS`` (``settings``), by default ``sub`` for the user and
 ``custom:tenant``, ``custom:agent``, ``custom:session``, ``custom:project``, ``custom:team``,
 ``custom:org`` and ``custom:roles`` for the rest.
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from mnemo.tools.registry import Tool
-from mnemo.tools.template_names import (
+from mnemo_codegen.template_names import (
     EXPERIMENTAL_CONDITION,
     bedrock_function_id,
     camel,

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from mnemo.context import RequestContext
 from mnemo.entry.identity import context_from_event
-from mnemo.entry.identity_headers import PREFIX, display
+from mnemo.entry.identity.headers import PREFIX, display
 from mnemo.errors import Unauthorized
 from mnemo.identity_claims import IDENTITY_KEYS
 

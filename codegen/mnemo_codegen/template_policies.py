@@ -3,7 +3,7 @@
 The records table (reads, puts, deletes), the bucket's objects by place, the extraction model (with an
 inference profile's cross-region routing), Titan, the vector index (the collection, or an existing
 domain's HTTP methods) and the extraction queue, in the order template.yaml lists them
-(``mnemo.tools.template_gen``).
+(``mnemo_codegen.template_gen``).
 """
 
 from __future__ import annotations
