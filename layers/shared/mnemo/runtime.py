@@ -264,7 +264,7 @@ class Services:
             self.index,
             self.embedder,
             self.repository,
-            self.memory,
+            lambda: self.memory,
             stale_after_seconds=self.settings.sync_stale_after_seconds,
         )
 

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mnemo import clock
 from mnemo.errors import RETRYABLE, Conflict, InvalidInput, MnemoError
@@ -41,7 +41,6 @@ from mnemo.knowledge.catalog import index_doc, scope_of
 from mnemo.knowledge.documents import DocumentError, is_knowledge_file, parse_document, place_of
 from mnemo.knowledge.models import KnowledgeItem
 from mnemo.knowledge.repository import KnowledgeRepository
-from mnemo.memory.service import MemoryService
 from mnemo.ports import ConditionFailed, Delete, Embedder, Item, Put, RecordStore, VectorIndex
 from mnemo.sync.family import FAILURE, ITEM, LOCK, partition_of
 from mnemo.sync.models import (
@@ -102,6 +101,10 @@ class _Plan:
     listed: set[str] = field(default_factory=set)
 
 
+if TYPE_CHECKING:
+    from mnemo.memory.service import MemoryService
+
+
 class SyncService:
     def __init__(
         self,
@@ -109,7 +112,7 @@ class SyncService:
         index: VectorIndex,
         embedder: Embedder,
         repository: KnowledgeRepository,
-        memory: MemoryService,
+        memory: MemoryService | Callable[[], MemoryService],
         *,
         stale_after_seconds: float = 86400.0,
         sleep: Callable[[float], None] = time.sleep,
@@ -118,9 +121,18 @@ class SyncService:
         self._index = index
         self._embedder = embedder
         self._repository = repository
-        self._memory = memory
+        # A factory is called on the first pointer write: a run that changes nothing never loads the memory
+        # service (sync_now's cold start, docs/benchmarks.md).
+        self._memory_source = memory
         self._stale_after = stale_after_seconds
         self._sleep = sleep
+
+    @property
+    def _memory(self) -> MemoryService:
+        """The memory service the pointers are written with (made on first use when given as a factory)."""
+        if callable(self._memory_source):
+            self._memory_source = self._memory_source()
+        return self._memory_source
 
     # ---------------------------------------------------------------- lock
     def _acquire(self, tenant: str) -> str:
