@@ -18,15 +18,10 @@ portability, expiry) still pass with the family among them.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from repo_copy import copy_repository, run_in, snapshot
 
 PACKAGE = '''"""Notes: short personal notes, a record family of their own (``mnemo.notes.family``)."""
 '''
@@ -192,46 +187,12 @@ WRITTEN = (
 )
 
 
-def _copy(target: Path) -> None:
-    """The repository's files as a clone would have them (tracked, and new ones not ignored)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
-    for name in filter(None, listed.split("\0")):
-        source = ROOT / name
-        if source.is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name)
-
-
-def _snapshot(root: Path) -> dict[str, bytes]:
-    return {
-        str(path.relative_to(root)): path.read_bytes()
-        for path in root.rglob("*")
-        if path.is_file() and "__pycache__" not in path.parts
-    }
-
-
-def _run(copy: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess[str]:
-    """A Python in the copy: its own mnemo package first on the path, the project's environment otherwise."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(copy / "layers" / "shared"), str(copy / "tests" / "support")]),
-    }
-    return subprocess.run(
-        [sys.executable, *args], cwd=copy, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
 @pytest.fixture(scope="module")
 def added(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str]]:
     """The copy with the family added: (copy, the files written)."""
     copy = tmp_path_factory.mktemp("new-family")
-    _copy(copy)
-    before = _snapshot(copy)
+    copy_repository(copy)
+    before = snapshot(copy)
     (copy / WRITTEN[0]).parent.mkdir(parents=True)
     (copy / WRITTEN[0]).write_text(PACKAGE)
     (copy / WRITTEN[1]).write_text(FAMILY)
@@ -241,8 +202,8 @@ def added(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str]]:
         runtime = runtime.replace(old, new)
     (copy / WRITTEN[2]).write_text(runtime)
     (copy / WRITTEN[3]).write_text(TEST)
-    after = _snapshot(copy)
-    found = _run(copy, "-c", "import mnemo, sys; print(mnemo.__file__)")
+    after = snapshot(copy)
+    found = run_in(copy, "-c", "import mnemo, sys; print(mnemo.__file__)")
     assert found.stdout.strip().startswith(str(copy)), found.stdout + found.stderr  # the copy's package, not ours
     return copy, {name for name in after if before.get(name) != after[name]}
 
@@ -255,7 +216,7 @@ def test_a_new_family_is_at_most_four_written_files(added: tuple[Path, set[str]]
 
 def test_the_familys_own_test_passes_in_the_copy(added: tuple[Path, set[str]]) -> None:
     copy, _ = added
-    ran = _run(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", WRITTEN[3])
+    ran = run_in(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", WRITTEN[3])
     assert ran.returncode == 0 and "5 passed" in ran.stdout, ran.stdout[-6000:] + ran.stderr[-2000:]
 
 
@@ -269,6 +230,6 @@ def test_the_suites_over_every_family_pass_in_the_copy(added: tuple[Path, set[st
         "tests/service/test_portability.py",
         "tests/service/test_memory_expiry.py",
     ]
-    ran = _run(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *suites, timeout=1500)
+    ran = run_in(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *suites, timeout=1500)
     assert ran.returncode == 0, ran.stdout[-6000:] + ran.stderr[-2000:]
     assert " passed" in ran.stdout

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from repo_copy import copy_repository, run_in, snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 CFN_LINT = ROOT / ".venv" / "sam" / "bin" / "cfn-lint"
@@ -129,56 +129,23 @@ WRITTEN = (
 )
 
 
-def _copy(target: Path) -> None:
-    """The repository's files as a clone would have them (tracked, and new ones not ignored)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
-    for name in filter(None, listed.split("\0")):
-        source = ROOT / name
-        if source.is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name)
-
-
-def _snapshot(root: Path) -> dict[str, bytes]:
-    return {
-        str(path.relative_to(root)): path.read_bytes()
-        for path in root.rglob("*")
-        if path.is_file() and "__pycache__" not in path.parts
-    }
-
-
-def _run(copy: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    """A Python in the copy: its own mnemo and mnemo_codegen packages first on the path, the project's environment
-    otherwise."""
-    own = [copy / "layers" / "shared", copy / "codegen", copy / "tests" / "support"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, own))}
-    return subprocess.run(
-        [sys.executable, *args], cwd=copy, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
 @pytest.fixture(scope="module")
 def added(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str], set[str]]:
     """The copy with the tool added and `mnemo generate` run: (copy, files written by hand, files generated)."""
     copy = tmp_path_factory.mktemp("new-tool")
-    _copy(copy)
-    before = _snapshot(copy)
+    copy_repository(copy)
+    before = snapshot(copy)
     for relative, text, append in WRITTEN:
         path = copy / relative
         path.write_text((path.read_text() if append else "") + text)
-    by_hand = _snapshot(copy)
-    found = _run(copy, "-c", "import mnemo, mnemo_codegen; print(mnemo.__file__); print(mnemo_codegen.__file__)")
+    by_hand = snapshot(copy)
+    found = run_in(copy, "-c", "import mnemo, mnemo_codegen; print(mnemo.__file__); print(mnemo_codegen.__file__)")
     files = found.stdout.split()
     assert len(files) == 2, found.stdout + found.stderr
     assert all(file.startswith(str(copy)) for file in files), found.stdout  # the copy's packages, not ours
-    generated = _run(copy, "-m", "mnemo.cli", "generate", "--root", str(copy))
+    generated = run_in(copy, "-m", "mnemo.cli", "generate", "--root", str(copy))
     assert generated.returncode == 0, generated.stdout + generated.stderr
-    after = _snapshot(copy)
+    after = snapshot(copy)
     hand_written = {name for name in by_hand if before.get(name) != by_hand[name]}
     generated_files = {name for name in after if by_hand.get(name) != after[name]}
     return copy, hand_written, generated_files
@@ -202,7 +169,7 @@ def test_make_docs_writes_everything_else(added: tuple[Path, set[str], set[str]]
         "docs/deploy.md",  # its function count
         "docs/security.md",  # its tool counts
     }
-    checked = _run(copy, "-m", "mnemo.cli", "generate", "--root", str(copy), "--check")
+    checked = run_in(copy, "-m", "mnemo.cli", "generate", "--root", str(copy), "--check")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert 'tool_handler("memory_count", family="memory")' in (copy / "functions/memory_count/app.py").read_text()
     assert "### `memory_count`" in (copy / "docs/tools.md").read_text()
@@ -253,7 +220,7 @@ def test_the_tools_test_and_the_every_tool_tests_pass_in_the_copy(added: tuple[P
         "tests/infra/test_bedrock_template.py",
         "tests/infra/test_generated.py",
     ]
-    ran = _run(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *suites, timeout=1200)
+    ran = run_in(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *suites, timeout=1200)
     assert ran.returncode == 0, ran.stdout[-6000:] + ran.stderr[-2000:]
     assert " passed" in ran.stdout
 
