@@ -22,7 +22,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cold_start import BUILT_CASES, POOLS, Case, beyond, importtime_modules, package_of, usage_example
+from cold_start import (
+    BUILT_CASES,
+    POOLS,
+    STREAM_FUNCTIONS,
+    Case,
+    _stream_event,
+    beyond,
+    importtime_modules,
+    package_of,
+    usage_example,
+)
 
 from mnemo.errors import NotFound
 from mnemo.tools.registry import get_tool, load_catalog
@@ -105,7 +115,7 @@ POOL_IDS = {
 def test_the_benchmarks_arguments_are_valid_requests_of_every_tool() -> None:
     catalog = load_catalog(experimental=True)
     assert set(POOL_IDS) == set(POOLS)
-    assert set(BUILT_CASES) <= set(catalog) | {"outline_sync"}
+    assert set(BUILT_CASES) <= set(catalog) | {"outline_sync", *STREAM_FUNCTIONS}
     for name, tool in catalog.items():
         case = BUILT_CASES.get(name, Case())
         taken = [POOL_IDS[case.pool]] * case.takes if case.pool else []
@@ -114,6 +124,19 @@ def test_the_benchmarks_arguments_are_valid_requests_of_every_tool() -> None:
         catalog[pool.tool].parse(pool.body())
         if pool.then is not None:
             catalog[pool.then[0]].parse(pool.then[1](POOL_IDS["pinned"]))
+
+
+def test_the_stream_functions_get_a_stream_record_of_a_new_memory() -> None:
+    """What the change events function and the indexer are called with: one record, as Lambda hands it."""
+    from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+
+    from mnemo.entry.change_events import change_of
+
+    inserted, removed = (_stream_event(name)["Records"] for name in STREAM_FUNCTIONS)
+    added, gone = change_of(DynamoDBRecord(inserted[0])), change_of(DynamoDBRecord(removed[0]))
+    assert (len(inserted), len(removed)) == (1, 1)
+    assert added.inserted and added.sk.startswith("MEM#mem_") and added.new and added.new["memoryId"] in added.sk
+    assert gone.removed and gone.old is not None and not gone.by_service
 
 
 LOG = """import time: self [us] | cumulative | imported package
