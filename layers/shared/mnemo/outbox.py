@@ -436,7 +436,7 @@ class IndexOutbox:
                     Item(
                         DEAD_PARTITION,
                         marker.sk,
-                        {**data, "deadAt": clock.iso_of_epoch(time.time())},
+                        {**data, "deadAt": clock.now_iso()},
                         version=_fresh_version(),
                     )
                 ),

@@ -209,11 +209,10 @@ class Services:
             self.block_index,
             self.graph.index,
         ]
-        if any(family.document is not None for family in record_families()):
+        described = [family for family in record_families() if family.document is not None]
+        if described:  # a family no service of its own indexes: the generic indexer embeds what it declares
             from mnemo.family_index import DocumentIndex
 
-            # A family no service of its own indexes: the generic indexer embeds what it declares.
-            described = [family for family in record_families() if family.document is not None]
             families += [DocumentIndex(family, self.records, self.index, self.embedder) for family in described]
         return {family.family: family for family in families}
 

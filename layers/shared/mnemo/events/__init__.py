@@ -22,6 +22,6 @@ reference; docs/events/<kind>.schema.json the schema of each kind.
 """
 
 from mnemo.changes import KINDS, ChangeEvent, RecordChange
-from mnemo.events.mappers import captured, events_of
+from mnemo.events.mappers import events_of
 
-__all__ = ["KINDS", "ChangeEvent", "RecordChange", "captured", "events_of"]
+__all__ = ["KINDS", "ChangeEvent", "RecordChange", "events_of"]

@@ -5,7 +5,7 @@ what events one gives (``RecordFamily.events``); the registry (``mnemo.runtime.r
 family by the change's partition. docs/events.md lists every kind and the change that gives it.
 
 Every other record gives no event (history, idempotency records, outbox markers, locks, ledger turns, ...).
-``captured`` says which keys can give one, so the local change log stores only those and the AWS stream
+``Families.captured`` says which keys can give one, so the local change log stores only those and the AWS stream
 filter passes only those (template.yaml's ChangeEventsFunction filter; a test keeps the two in step).
 """
 
@@ -13,11 +13,6 @@ from __future__ import annotations
 
 from mnemo.changes import ChangeEvent, RecordChange, owner_of
 from mnemo.families import Families
-
-
-def captured(families: Families, pk: str, sk: str) -> bool:
-    """Whether a change of this record can give an event (else it need not be captured at all)."""
-    return families.captured(pk, sk)
 
 
 def events_of(change: RecordChange, families: Families) -> list[ChangeEvent]:

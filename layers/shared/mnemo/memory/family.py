@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from mnemo.changes import ChangeEvent, Owner, RecordChange, make_event
+from mnemo.clock import parse_iso
 from mnemo.context import SHARED_LAYERS, parse_scope
 from mnemo.families import ErasurePage, ErasureScope, ErasureStep, IndexEntry, RecordFamily, paged
 from mnemo.memory.records import HISTORY, IDEMPOTENCY, LAST, NAMESPACE, PARTITION, RECORD, SUBJECT, history_prefix
@@ -33,7 +34,7 @@ def _when(value: Any) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_iso(value)
     except ValueError:
         return None
 
