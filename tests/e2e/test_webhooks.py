@@ -143,6 +143,12 @@ def test_every_event_of_a_run_reaches_the_webhook_once_by_id_across_kill_9(
                 break
             time.sleep(0.05)
         assert state.posts and not state.accepted()
+        # ...and until the worker has recorded that refusal: a POST answered but not yet written down when the
+        # process is killed leaves no failed attempt to list.
+        for _ in range(40):
+            if "HTTP 503" in mnemo_events(data_dir, "--failed"):
+                break
+            time.sleep(0.25)
     finally:
         os.kill(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
