@@ -635,18 +635,16 @@ SCHEDULED_EVENT = {"source": "aws.events", "detail-type": "Scheduled Event", "de
 def measure_schedules(stack: Stack) -> dict[str, dict[str, Any]]:
     """One scheduled invocation of each function with a schedule, with nothing to do, in a warm container
     (a first one is not counted): the index outbox empty, the knowledge files already synced (one tenant
-    with one file)."""
+    with one ADR, which the run lists and does not read again)."""
     from mnemo.entry.indexer import handler as indexer_handler
     from mnemo.entry.sync_events import handler as sync_handler
 
     run_handler(stack, "indexer", indexer_handler, dict(SCHEDULED_EVENT))  # a warm container: not its first call
     drain = run_handler(stack, "indexer", indexer_handler, dict(SCHEDULED_EVENT))[1]
+    from sample_knowledge import ADR, ADR_ID
+
     stack.services["knowledge_sync"].repository.push(
-        "123456789012",
-        "notes/deploys.md",
-        b"# Deploys\n\nEvery release is checked first.\n",
-        author="bench",
-        message="a",
+        "123456789012", f"company/{ADR_ID}.md", ADR.encode(), author="bench", message="a"
     )
     run_handler(stack, "knowledge_sync", sync_handler, dict(SCHEDULED_EVENT))  # the first sync indexes the file
     sync = run_handler(stack, "knowledge_sync", sync_handler, dict(SCHEDULED_EVENT))[1]

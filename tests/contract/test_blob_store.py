@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
@@ -74,6 +75,26 @@ def test_delete_hides_the_key_but_keeps_history(blobs: BlobStore) -> None:
     assert len(history) == 2
 
 
+def test_list_etags_gives_each_current_blob_the_tag_its_get_carries(blobs: BlobStore) -> None:
+    blobs.put("company/a.md", b"first")
+    blobs.put("company/b.md", b"other")
+    blobs.put("company/gone.md", b"soon gone")
+    blobs.delete("company/gone.md")
+    blobs.put("orgs/o1/c.md", b"first")
+    tags = blobs.list_etags("company/")
+    assert sorted(tags) == blobs.list_keys("company/") == ["company/a.md", "company/b.md"]
+    assert all(tags[key] == blobs.get(key).etag for key in tags)  # type: ignore[union-attr]
+    assert tags["company/a.md"] and tags["company/a.md"] != tags["company/b.md"]
+    # Equal bytes, equal tags, whatever the key or version; new bytes, a new tag.
+    assert blobs.list_etags("orgs/")["orgs/o1/c.md"] == tags["company/a.md"]
+    blobs.put("company/a.md", b"first")
+    assert blobs.list_etags("company/")["company/a.md"] == tags["company/a.md"]
+    blobs.put("company/a.md", b"second")
+    changed = blobs.list_etags("company/")["company/a.md"]
+    assert changed not in {tags["company/a.md"], ""}
+    assert blobs.get("company/a.md", blobs.versions("company/a.md")[-1].version).etag == tags["company/a.md"]  # type: ignore[union-attr]
+
+
 def test_list_by_prefix_is_sorted(blobs: BlobStore) -> None:
     for key in ("projects/p1/b.md", "projects/p1/a.md", "projects/p2/c.md", "company/d.md"):
         blobs.put(key, b"x")
@@ -124,3 +145,15 @@ def test_purge_removes_every_version_and_leaves_other_keys(blobs: BlobStore) -> 
     blobs.purge("workspace/acme/user/nobody/never.md")
     with pytest.raises(InvalidInput):
         blobs.purge("../escape.md")
+
+
+def test_a_local_version_written_before_sidecars_held_tags_gets_its_tag_from_its_bytes(tmp_path: Path) -> None:
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    blobs.put("company/a.md", b"old")
+    tagged = blobs.list_etags()["company/a.md"]
+    sidecar = tmp_path / "blobs" / "company" / "a.md.versions" / "00000001.json"
+    meta = json.loads(sidecar.read_text())
+    del meta["etag"]
+    sidecar.write_text(json.dumps(meta))
+    assert blobs.list_etags() == {"company/a.md": tagged}
+    assert blobs.get("company/a.md").etag == tagged  # type: ignore[union-attr]

@@ -282,3 +282,24 @@ def test_the_templates_rule_routes_only_object_events_of_knowledge_files(aws: Aw
         ("Object Created", "PutObject"),
         ("Object Deleted", "Lifecycle Expiration"),
     ]
+
+
+def test_a_run_over_unchanged_files_lists_the_bucket_and_gets_no_object(synced: AwsStack) -> None:
+    """A scheduled run's S3 bill: one ListObjectsV2 page, and a GetObject only for a file that changed."""
+    sent: list[str] = []
+    client = synced.services.blobs.client  # type: ignore[attr-defined]
+    client.meta.events.register("before-call.s3", lambda model, **_: sent.append(model.name), unique_id="sync-s3")
+    try:
+        assert synced.sync() == {**NOTHING, "unchanged": EXAMPLE_COUNT}
+        assert sent == ["ListObjectsV2"]
+        blob = synced.services.repository.read(TENANT, ADR_PATH)
+        assert blob is not None
+        synced.services.repository.push(TENANT, ADR_PATH, blob.content + b"\nAgain.\n", author="a", message="edit")
+        sent.clear()
+        assert synced.sync() == {**NOTHING, "updated": 1, "unchanged": EXAMPLE_COUNT - 1}
+        assert sent == ["ListObjectsV2", "GetObject"]
+    finally:
+        client.meta.events.unregister("before-call.s3", unique_id="sync-s3")
+    state = table_items(synced, f"SYNC|t={TENANT}")
+    current = synced.client("s3").head_object(Bucket=synced.bucket, Key=f"knowledge/{TENANT}/{ADR_PATH}")
+    assert json.loads(state[f"ITEM#{ADR_PATH}"]["data"]["S"])["tag"].endswith("/" + current["ETag"])

@@ -119,3 +119,31 @@ def test_the_schema_check_waits_for_a_model_answer(tool: str, body: dict[str, An
     assert f"mnemo.tools.{'graph' if tool == 'graph_search' else 'learning'}" in report["modules"]
     checkers = ("jsonschema", "fastjsonschema")
     assert [m for m in report["modules"] if m in checkers or m.startswith(tuple(f"{c}." for c in checkers))] == []
+
+
+SYNC_FIRST = """
+import sys, pathlib
+sys.path.insert(0, "tests/support")
+from helpers import make_services
+from sample_knowledge import ADR, ADR_ID
+services = make_services(pathlib.Path({data!r}))
+services.repository.push("acme", f"company/{{ADR_ID}}.md", ADR.encode(), author="a", message="m")
+assert services.sync.sync("acme", __import__("mnemo.sync.models").sync.models.SyncNowInput()).result.added == 1
+"""
+
+SYNC_AGAIN = HANDLER.replace("pathlib.Path(tempfile.mkdtemp())", "pathlib.Path({data!r})")
+
+
+def test_a_sync_with_nothing_changed_loads_no_yaml_schema_or_memory_service(tmp_path: Path) -> None:
+    """sync_now's first call in a new container, over files synced before: it lists them, reads none, and so
+    loads neither YAML, nor the front matter's schema check, nor the memory service its pointers need."""
+    first = subprocess.run(
+        [sys.executable, "-c", SYNC_FIRST.format(data=str(tmp_path))], cwd=ROOT, capture_output=True, text=True
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    report = run(SYNC_AGAIN.format(tool="sync_now", bodies=["{}"], data=str(tmp_path)))
+    assert report["statuses"] == [200], report["errors"]
+    modules = set(report["modules"])
+    assert "mnemo.sync.service" in modules
+    unwanted = ("yaml", "fastjsonschema", "mnemo.memory.service")
+    assert sorted(m for m in modules if m in unwanted or m.startswith(("yaml.", "fastjsonschema."))) == []

@@ -185,11 +185,11 @@ class FailingRepository(KnowledgeRepository):
         self._broken = broken
         self.listed: list[str] = []
 
-    def paths(self, tenant: str) -> list[str]:
+    def listing(self, tenant: str) -> dict[str, str]:
         self.listed.append(tenant)
         if tenant == self._broken:
             raise ConnectionError("S3 unavailable")
-        return self._inner.paths(tenant)
+        return self._inner.listing(tenant)
 
     def tenants(self) -> list[str]:
         return self._inner.tenants()

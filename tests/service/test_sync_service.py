@@ -452,3 +452,121 @@ def test_a_pointer_memory_cannot_be_deleted_by_hand(synced: Services) -> None:
         synced.memory.delete(writer, MemoryDeleteInput(memory_id=memory_id))
     assert raised.value.details == {"field": "memoryId", "knowledgeItemId": "adr-042-database-selection"}
     assert synced.records.get(f"MEM|{scope}", f"MEM#{memory_id}") is not None
+
+
+# ------------------------------------------------------- unread when unchanged ---
+class Reads:
+    """The paths the sync service reads from the repository, in order."""
+
+    def __init__(self, services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.paths: list[str] = []
+        repository = services.repository
+        inner = repository.read
+
+        def read(tenant: str, path: str) -> Any:
+            self.paths.append(path)
+            return inner(tenant, path)
+
+        monkeypatch.setattr(repository, "read", read)
+
+    def taken(self) -> list[str]:
+        taken, self.paths = self.paths, []
+        return taken
+
+
+def sync_entries(services: Services) -> dict[str, Item]:
+    return {item.sk.removeprefix("ITEM#"): item for item in services.records.query(f"SYNC|t={TENANT}", "ITEM#")}
+
+
+def test_a_full_run_reads_only_the_files_whose_tag_changed(synced: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = Reads(synced, monkeypatch)
+    assert counts(sync(synced))["unchanged"] == EXAMPLE_COUNT
+    assert reads.taken() == []
+
+    path = "teams/payments/policy-money-representation.md"
+    blob = synced.repository.read(TENANT, path)
+    assert blob is not None
+    synced.repository.push(TENANT, path, blob.content + b"\nMore.\n", author="a", message="edit")
+    reads.taken()
+    assert counts(sync(synced)) == {
+        "added": 0,
+        "updated": 1,
+        "deleted": 0,
+        "unchanged": EXAMPLE_COUNT - 1,
+        "failures": 0,
+    }
+    assert reads.taken() == [path]
+    assert counts(sync(synced))["unchanged"] == EXAMPLE_COUNT
+    assert reads.taken() == []
+
+
+def test_force_and_a_recorded_failure_read_the_file_again(synced: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = Reads(synced, monkeypatch)
+    assert counts(sync(synced, force=True))["updated"] == EXAMPLE_COUNT
+    assert len(reads.taken()) == EXAMPLE_COUNT
+
+    path = "orgs/engineering/adr-042-database-selection.md"
+    failure = {"knowledgeId": "adr-042", "path": path, "error": "S3 unavailable", "failedAt": "2026-12-01T00:00:00Z"}
+    synced.records.write([Put(Item(f"SYNC|t={TENANT}", f"FAIL#{path}", {**failure, "retryCount": 0}))])
+    result = sync(synced)
+    assert counts(result)["updated"] == 1
+    assert result["failedItems"] == []
+    assert reads.taken() == [path]
+
+
+def test_state_synced_before_tags_is_read_once_more_then_skipped(
+    synced: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    untagged = []
+    for entry in sync_entries(synced).values():
+        entry.data.pop("tag")
+        untagged.append(Put(entry))
+    synced.records.write(untagged)
+    reads = Reads(synced, monkeypatch)
+
+    # Nothing changed, so nothing is written but each entry's tag.
+    assert counts(sync(synced))["unchanged"] == EXAMPLE_COUNT
+    assert len(reads.taken()) == EXAMPLE_COUNT
+    assert all(entry.data["tag"] for entry in sync_entries(synced).values())
+    assert counts(sync(synced))["unchanged"] == EXAMPLE_COUNT
+    assert reads.taken() == []
+
+
+def test_a_new_document_format_reads_every_file_again(synced: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = Reads(synced, monkeypatch)
+    monkeypatch.setattr("mnemo.sync.service.DOCUMENT_FORMAT", "2")
+
+    assert counts(sync(synced))["unchanged"] == EXAMPLE_COUNT
+    assert len(reads.taken()) == EXAMPLE_COUNT
+    assert {entry.data["tag"].split("/")[0] for entry in sync_entries(synced).values()} == {"2"}
+    assert counts(sync(synced))["unchanged"] == EXAMPLE_COUNT
+    assert reads.taken() == []
+
+
+def test_an_unread_file_newly_superseded_is_read_and_retired(synced: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = Reads(synced, monkeypatch)
+    newer = "orgs/engineering/adr-060-new-database.md"
+    text = doc("adr-060-new-database", kind="adr", extra="status: accepted\nsupersedes: adr-042-database-selection\n")
+    synced.repository.push(TENANT, newer, text, author="a", message="supersede")
+    reads.taken()
+
+    assert counts(sync(synced)) == {
+        "added": 1,
+        "updated": 1,
+        "deleted": 0,
+        "unchanged": EXAMPLE_COUNT - 1,
+        "failures": 0,
+    }
+    assert sorted(reads.taken()) == sorted([newer, "orgs/engineering/adr-042-database-selection.md"])
+    shown = synced.knowledge.show(ENGINEER, KnowledgeShowInput(id="adr-042-database-selection"))
+    assert shown.item is not None
+    assert (shown.item.status, shown.item.superseded_by) == ("superseded", ["adr-060-new-database"])
+
+
+def test_a_filtered_run_counts_only_the_unread_files_in_its_filter(
+    synced: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = Reads(synced, monkeypatch)
+    adrs = counts(sync(synced, types=["adr"]))
+    assert adrs == {"added": 0, "updated": 0, "deleted": 0, "unchanged": 4, "failures": 0}
+    assert reads.taken() == []

@@ -427,6 +427,8 @@ class Blob:
     version: str
     metadata: dict[str, str] = field(default_factory=dict)
     modified_at: str = ""
+    #: A tag of the content (S3's ETag): the tag ``list_etags`` gives for this version.
+    etag: str = ""
 
 
 @dataclass
@@ -463,6 +465,14 @@ class BlobStore(Protocol):
 
     def list_keys(self, prefix: str = "") -> list[str]:
         """Keys of the current (not deleted) blobs under a prefix, sorted."""
+        ...
+
+    def list_etags(self, prefix: str = "") -> dict[str, str]:
+        """The current blobs under a prefix, each with its content's tag (the ``etag`` of its ``get``).
+
+        Equal tags mean equal bytes, so a caller that kept a tag can skip reading an unchanged blob; a tag
+        may also change when the bytes do not (S3: a multipart or KMS-encrypted upload of the same bytes).
+        """
         ...
 
     def versions(self, key: str) -> list[BlobVersion]:

@@ -32,6 +32,9 @@ from mnemo.schema_check import Problem, first_problem
 ROOT = "knowledge"
 LAYER_FOLDERS: dict[str, KnowledgeLayer] = {"orgs": "org", "teams": "team", "projects": "project"}
 MAX_DOCUMENT_BYTES = 256 * 1024  # a catalog record must stay well under DynamoDB's 400 KB item limit
+#: Bump when ``parse_document`` reads the same bytes into a different item: sync keeps this beside each file's
+#: content tag and reads again every file synced under another format.
+DOCUMENT_FORMAT = "1"
 
 _LAYER_ID = re.compile(r"^[A-Za-z0-9._@:+=,\-]{1,256}$")
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?P<yaml>.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(?P<body>.*)\Z", re.DOTALL)

@@ -23,9 +23,13 @@ class KnowledgeRepository:
 
     def paths(self, tenant: str) -> list[str]:
         """Relative paths of the tenant's knowledge files (markdown under a layer folder)."""
+        return sorted(self.listing(tenant))
+
+    def listing(self, tenant: str) -> dict[str, str]:
+        """The tenant's knowledge files by relative path, each with its content's tag (``Blob.etag``)."""
         prefix = tenant_prefix(tenant)
-        found = (key.removeprefix(prefix) for key in self._blobs.list_keys(prefix))
-        return sorted(path for path in found if is_knowledge_file(path))
+        found = ((key.removeprefix(prefix), etag) for key, etag in self._blobs.list_etags(prefix).items())
+        return {path: etag for path, etag in sorted(found) if is_knowledge_file(path)}
 
     def tenants(self) -> list[str]:
         """Every tenant with knowledge files (for the scheduled sync; never on a user's request)."""

@@ -1,7 +1,8 @@
 """The sync state family (``SYNC|t={tenant}``): what the cross-cutting parts know of it (``mnemo.families``).
 
 Records: ``STATE`` (the last run: ``lastSyncAt``, ``lastResult``), ``LOCK`` (the tenant's run lock),
-``ITEM#{path}`` (what was synced of each knowledge file) and ``FAIL#{path}`` (a file that failed to sync).
+``ITEM#{path}`` (what was synced of each knowledge file, with its content tag) and ``FAIL#{path}`` (a file
+that failed to sync).
 
 Events: sync.completed when ``STATE``'s ``lastSyncAt`` moves. Not erased (a tenant's, not a user's), not
 exported (the import's sync rebuilds it).

@@ -6,7 +6,8 @@ of what it says plus what sync derives for it (effective status, supersededBy):
 
 - added / updated: written to the catalog record, the index and the pointer;
 - deleted: catalog record and index doc removed, pointer marked orphaned;
-- unchanged: nothing written;
+- unchanged: nothing written. A full run lists the files with their content tags (S3's ETag) and does not
+  even read a file whose tag the sync state already holds, unless ``force`` or a failure says otherwise;
 - failed: recorded with the error, the time and a retry count; the others go on.
 
 Records (partition ``SYNC|t={tenant}``): ``STATE`` (last sync, stats),
@@ -30,7 +31,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,7 +39,13 @@ from mnemo import clock
 from mnemo.errors import RETRYABLE, Conflict, InvalidInput, MnemoError
 from mnemo.knowledge import catalog
 from mnemo.knowledge.catalog import index_doc, scope_of
-from mnemo.knowledge.documents import DocumentError, is_knowledge_file, parse_document, place_of
+from mnemo.knowledge.documents import (
+    DOCUMENT_FORMAT,
+    DocumentError,
+    is_knowledge_file,
+    parse_document,
+    place_of,
+)
 from mnemo.knowledge.models import KnowledgeItem
 from mnemo.knowledge.repository import KnowledgeRepository
 from mnemo.ports import ConditionFailed, Delete, Embedder, Item, Put, RecordStore, VectorIndex
@@ -74,6 +81,12 @@ def pointer_id(scope: str, item_id: str) -> str:
     return "mem_k" + hashlib.sha256(f"{scope}#{item_id}".encode()).hexdigest()[:23]
 
 
+def tag_of(etag: str) -> str:
+    """What the sync state keeps of a file's content tag: the tag with the document format it was read with,
+    so a Mnemo that reads the same bytes differently reads every file again. "" when the store gave none."""
+    return f"{DOCUMENT_FORMAT}/{etag}" if etag else ""
+
+
 def pointer_content(item: KnowledgeItem) -> str:
     return f"{TYPE_LABEL[item.type]} {item.id}: {item.title}. {item.summary}"
 
@@ -99,6 +112,20 @@ class _Plan:
     failed: dict[str, tuple[str, str, str | None]] = field(default_factory=dict)  # path -> (id, error, field)
     #: Every file the store listed (a full run), whatever the filters: failures of others are stale.
     listed: set[str] = field(default_factory=set)
+    #: The content tag of each file read, as the sync state keeps it (``tag_of``).
+    tags: dict[str, str] = field(default_factory=dict)
+    #: Files not read: their listed tag is the one the sync state holds (``_derive`` may still read one).
+    kept: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class _Derived:
+    """What a run derived for one file it applies: effective status, supersededBy, fingerprint, content tag."""
+
+    status: str
+    superseded_by: list[str]
+    fingerprint: str
+    tag: str
 
 
 if TYPE_CHECKING:
@@ -235,9 +262,17 @@ class SyncService:
         found = self._records.query(_partition(tenant), prefix, limit=MAX_TRACKED)
         return {item.sk.removeprefix(prefix): item for item in found}
 
-    def _plan(self, tenant: str, request: SyncNowInput, paths: Sequence[str] | None, state: dict[str, Item]) -> _Plan:
+    def _plan(
+        self,
+        tenant: str,
+        request: SyncNowInput,
+        paths: Sequence[str] | None,
+        state: dict[str, Item],
+        failures: dict[str, Item],
+    ) -> _Plan:
         plan = _Plan()
-        listed = self._retrying("listing", self._repository.paths, tenant) if paths is None else list(paths)
+        listing = self._retrying("listing", self._repository.listing, tenant) if paths is None else {}
+        listed = list(listing) if paths is None else list(paths)
         for path in listed:
             if not is_knowledge_file(path):
                 continue
@@ -247,6 +282,14 @@ class SyncService:
                 plan.failed[path] = (path, error.message, error.field)
                 continue
             if request.layers and place.layer not in request.layers:
+                continue
+            entry = state.get(path)
+            listed_tag = tag_of(listing.get(path, ""))
+            unread = not request.force and path not in failures
+            if unread and entry is not None and listed_tag and entry.data.get("tag") == listed_tag:
+                # The bytes it was synced from: nothing to read, parse or write.
+                if not request.types or entry.data["type"] in request.types:
+                    plan.kept.add(path)
                 continue
             try:
                 blob = self._retrying(f"reading {path}", self._repository.read, tenant, path)
@@ -264,6 +307,7 @@ class SyncService:
             if request.types and item.type not in request.types:
                 continue
             plan.parsed[path] = item
+            plan.tags[path] = tag_of(blob.etag)
         if paths is None:  # a full run: what was synced and is no longer listed is gone
             listed_set = plan.listed = set(listed)
             for path, entry in state.items():
@@ -345,6 +389,7 @@ class SyncService:
                         plan.parsed[path] = parse_document(
                             path, blob.content, version=blob.version, modified_at=blob.modified_at
                         )
+                        plan.tags[path] = tag_of(blob.etag)
         return derived
 
     def _run(
@@ -359,9 +404,9 @@ class SyncService:
         """The counts, the failures and how many items were left because ``deadline`` came first."""
         state = self._state(tenant, ITEM)
         previous_failures = self._state(tenant, FAILURE)
-        plan = self._plan(tenant, request, paths, state)
+        plan = self._plan(tenant, request, paths, state, previous_failures)
         derived = self._derive(tenant, plan, state)
-        counts, deferred = SyncCounts(), 0
+        counts, deferred = SyncCounts(unchanged=len(plan.kept - plan.parsed.keys())), 0
         work = sorted(plan.parsed)
         for done, path in enumerate(work):
             if deadline is not None and time.monotonic() >= deadline:
@@ -379,10 +424,17 @@ class SyncService:
                 and path not in previous_failures
             ):
                 counts.unchanged += 1
+                self._keep_tag(previous, plan.tags.get(path, ""))
                 continue
             try:
                 self._retrying(
-                    f"applying {path}", self._apply, tenant, item, status, superseded_by, fingerprint, previous, actor
+                    f"applying {path}",
+                    self._apply,
+                    tenant,
+                    item,
+                    _Derived(status, superseded_by, fingerprint, plan.tags.get(path, "")),
+                    previous,
+                    actor,
                 )
             except Exception as error:
                 logger.exception("sync: %s failed", path)
@@ -410,16 +462,20 @@ class SyncService:
         return counts, failures, deferred
 
     # --------------------------------------------------------------- writes
-    def _apply(
-        self,
-        tenant: str,
-        item: KnowledgeItem,
-        status: str,
-        superseded_by: list[str],
-        fingerprint: str,
-        previous: Item | None,
-        actor: str,
-    ) -> None:
+    def _keep_tag(self, entry: Item, tag: str) -> None:
+        """Record the tag of an unchanged file read again (synced before tags were kept, or re-uploaded as the
+        same bytes under a new tag), so the next full run skips reading it. A failure costs only that read."""
+        if not tag or entry.data.get("tag") == tag:
+            return
+        try:
+            self._retrying(
+                f"tagging {entry.sk}", self._records.write, [Put(replace(entry, data={**entry.data, "tag": tag}))]
+            )
+        except Exception:
+            logger.warning("sync: could not record the tag of %s", entry.sk, exc_info=True)
+
+    def _apply(self, tenant: str, item: KnowledgeItem, derived: _Derived, previous: Item | None, actor: str) -> None:
+        status, superseded_by = derived.status, derived.superseded_by
         scope = scope_of_item(tenant, item)
         now = clock.now_iso()
         existing = self._records.get(catalog.partition(scope), catalog.item_key(item.id))
@@ -452,7 +508,8 @@ class SyncService:
             "effectiveStatus": status,
             "supersedes": item.supersedes,
             "supersededBy": superseded_by,
-            "hash": fingerprint,
+            "hash": derived.fingerprint,
+            "tag": derived.tag,
             "contentHash": item.content_hash,
             "memoryId": memory_id,
             "syncedAt": now,

@@ -58,17 +58,23 @@ class S3BlobStore(LazyClient):
             version=str(response.get("VersionId") or "null"),
             metadata=dict(response.get("Metadata") or {}),
             modified_at=response["LastModified"].isoformat(),
+            etag=str(response.get("ETag") or ""),
         )
 
     def list_keys(self, prefix: str = "") -> list[str]:
         """ListObjectsV2 under the prefix, every page."""
-        keys: list[str] = []
+        return sorted(self.list_etags(prefix))
+
+    def list_etags(self, prefix: str = "") -> dict[str, str]:
+        """ListObjectsV2 under the prefix, every page: each object's ETag, as GetObject gives it."""
+        tags: dict[str, str] = {}
         kwargs: dict[str, Any] = {"Prefix": self._prefix + prefix}
         while True:
             response = self._call("list_objects_v2", **kwargs)
-            keys += [obj["Key"].removeprefix(self._prefix) for obj in response.get("Contents", [])]
+            for obj in response.get("Contents", []):
+                tags[obj["Key"].removeprefix(self._prefix)] = str(obj.get("ETag") or "")
             if not response.get("IsTruncated"):
-                return sorted(keys)
+                return tags
             kwargs["ContinuationToken"] = response["NextContinuationToken"]
 
     def versions(self, key: str) -> list[BlobVersion]:

@@ -34,6 +34,11 @@ def _on_disk(part: str, suffix: str = "") -> str:
     return f"{part[:120]}%~{hashlib.sha256(part.encode()).hexdigest()}{suffix}"
 
 
+def _etag_of(content: bytes) -> str:
+    """The content's tag: a hash of its bytes, so equal tags mean equal bytes, whatever the version."""
+    return hashlib.sha256(content).hexdigest()[:32]
+
+
 class LocalBlobStore:
     """The BlobStore port in a directory (the layout: the module docstring); version ids count up from "1".
 
@@ -77,6 +82,7 @@ class LocalBlobStore:
                 "metadata": metadata,
                 "modifiedAt": clock.now().isoformat(),
                 "deleted": content is None,
+                "etag": None if content is None else _etag_of(content),
             }
             # The sidecar appears last and atomically: a version exists once its metadata does.
             handle, temporary = tempfile.mkstemp(dir=directory)
@@ -107,11 +113,23 @@ class LocalBlobStore:
             version=str(number),
             metadata=dict(meta["metadata"]),  # type: ignore[call-overload]
             modified_at=str(meta["modifiedAt"]),
+            etag=self._etag(directory, number, meta),
         )
+
+    @staticmethod
+    def _etag(directory: Path, number: int, meta: dict[str, object]) -> str:
+        """A version's content tag: from its sidecar, or (a version written before sidecars held it) its bytes."""
+        if isinstance(meta.get("etag"), str):
+            return str(meta["etag"])
+        return _etag_of((directory / f"{number:08d}.blob").read_bytes())
 
     def list_keys(self, prefix: str = "") -> list[str]:
         """Every key directory under the root whose latest version is not a tombstone, filtered by prefix."""
-        keys = []
+        return sorted(self.list_etags(prefix))
+
+    def list_etags(self, prefix: str = "") -> dict[str, str]:
+        """Every current key under the prefix with its latest version's content tag."""
+        tags = {}
         for directory in self._root.rglob("*.versions"):
             named = directory / KEY_FILE
             key = (
@@ -120,9 +138,12 @@ class LocalBlobStore:
                 else directory.relative_to(self._root).as_posix().removesuffix(".versions")
             )
             numbers = self._numbers(directory)
-            if key.startswith(prefix) and numbers and not self._meta(directory, numbers[-1])["deleted"]:
-                keys.append(key)
-        return sorted(keys)
+            if not key.startswith(prefix) or not numbers:
+                continue
+            meta = self._meta(directory, numbers[-1])
+            if not meta["deleted"]:
+                tags[key] = self._etag(directory, numbers[-1], meta)
+        return tags
 
     def versions(self, key: str) -> list[BlobVersion]:
         """Every numbered version, highest (newest) first."""
