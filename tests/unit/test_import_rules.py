@@ -199,6 +199,15 @@ def test_imports_point_one_way(name: str, sources: set[str], forbidden: set[str]
 # --------------------------------------------------------------- generator ---
 
 
+def _absolute_imports(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+    """(statement, module) of every absolute import in the tree (``from x import y`` names x)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((node, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            yield node, node.module or ""
+
+
 def _codegen_imports(path: Path) -> Iterator[tuple[str, bool]]:
     """(module, whether the import stands inside a function) for every mnemo_codegen import of the file."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -208,14 +217,9 @@ def _codegen_imports(path: Path) -> Iterator[tuple[str, bool]]:
         if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
         for node in ast.walk(function)
     }
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and not node.level:
-            names = [node.module or ""]
-        else:
-            continue
-        yield from ((name, id(node) in lazy) for name in names if name.split(".")[0] == "mnemo_codegen")
+    for node, name in _absolute_imports(tree):
+        if name.split(".")[0] == "mnemo_codegen":
+            yield name, id(node) in lazy
 
 
 def test_only_the_cli_reaches_the_generator_and_only_lazily() -> None:
@@ -238,17 +242,9 @@ def test_the_generator_reads_only_the_catalog_and_the_kernel() -> None:
     assert CODEGEN.is_dir() and not (PACKAGE / "tools" / "template_gen.py").exists()
     offending = []
     for path in sorted(CODEGEN.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level:
-                names = [node.module or ""]
-            else:
-                continue
-            offending += [
-                f"{path.name} -> {name}"
-                for name in names
-                if name.split(".")[0] == "mnemo" and part_of(name) not in CATALOG | KERNEL
-            ]
+        offending += [
+            f"{path.name} -> {name}"
+            for _, name in _absolute_imports(ast.parse(path.read_text(encoding="utf-8")))
+            if name.split(".")[0] == "mnemo" and part_of(name) not in CATALOG | KERNEL
+        ]
     assert offending == [], "the generator stands on the catalog: doors, services and adapters are not its business"

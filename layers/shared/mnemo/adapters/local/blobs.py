@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from mnemo import clock
@@ -123,13 +124,9 @@ class LocalBlobStore:
             return str(meta["etag"])
         return _etag_of((directory / f"{number:08d}.blob").read_bytes())
 
-    def list_keys(self, prefix: str = "") -> list[str]:
-        """Every key directory under the root whose latest version is not a tombstone, filtered by prefix."""
-        return sorted(self.list_etags(prefix))
-
-    def list_etags(self, prefix: str = "") -> dict[str, str]:
-        """Every current key under the prefix with its latest version's content tag."""
-        tags = {}
+    def _current(self, prefix: str) -> Iterator[tuple[str, Path, int, dict[str, object]]]:
+        """(key, directory, latest number, its sidecar) of every key under the prefix whose latest version is
+        not a tombstone."""
         for directory in self._root.rglob("*.versions"):
             named = directory / KEY_FILE
             key = (
@@ -138,12 +135,18 @@ class LocalBlobStore:
                 else directory.relative_to(self._root).as_posix().removesuffix(".versions")
             )
             numbers = self._numbers(directory)
-            if not key.startswith(prefix) or not numbers:
-                continue
-            meta = self._meta(directory, numbers[-1])
-            if not meta["deleted"]:
-                tags[key] = self._etag(directory, numbers[-1], meta)
-        return tags
+            if key.startswith(prefix) and numbers:
+                meta = self._meta(directory, numbers[-1])
+                if not meta["deleted"]:
+                    yield key, directory, numbers[-1], meta
+
+    def list_keys(self, prefix: str = "") -> list[str]:
+        """Every key directory under the root whose latest version is not a tombstone, filtered by prefix."""
+        return sorted(key for key, *_ in self._current(prefix))
+
+    def list_etags(self, prefix: str = "") -> dict[str, str]:
+        """Every current key under the prefix with its latest version's content tag."""
+        return {key: self._etag(directory, number, meta) for key, directory, number, meta in self._current(prefix)}
 
     def versions(self, key: str) -> list[BlobVersion]:
         """Every numbered version, highest (newest) first."""
